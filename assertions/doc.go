@@ -1,0 +1,25 @@
+// Package assertions turns a run's record into a verdict. It owns the
+// threshold grammar (k6's, so QA engineers need to learn nothing new), its
+// parser and typed errors, the evaluation of thresholds over a recorded run or
+// a rolling window of it (the live abortOnFail check), and the goodput
+// definition (vLLM's --goodput per-request SLOs).
+//
+// The package does not know how a run is recorded: it reads one through the
+// small [Source] interface, which the recorder implements. Thresholds name the
+// metrics of DESIGN §3 verbatim; [Metrics] lists them with their kind, which
+// decides the aggregations and units a threshold on them may use.
+//
+// Thresholds come from `--threshold` flags (Parse, ParseFlags) or a config
+// file's thresholds section (Config, ParseConfig); Parse's documentation
+// holds the grammar in BNF. Evaluate gives one Outcome per expression;
+// an expression over a selection without data fails, except a count, which
+// is 0. Live decides, once a second, whether an abortOnFail threshold fails
+// over the last seconds of the run. ParseGoodput reads `--goodput`.
+//
+// Typical use:
+//
+//	ths, err := assertions.ParseFlags([]string{"ttft: p(99)<500ms", "error_rate: rate<0.01"})
+//	// ... run ...
+//	outs := assertions.Evaluate(recording, ths)
+//	if !outs.OK() { /* exit 99 */ }
+package assertions
