@@ -1,0 +1,417 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// hdrV2 selects hdrhistogram-go's V2 compressed encoding.
+const hdrV2 = hdrhistogram.V2CompressedEncodingCookieBase
+
+// SchemaVersion is the version of the JSON run report written by this
+// package. Later versions only add fields.
+const SchemaVersion = 1
+
+// Document is the JSON run report (schema_version 1, see SCHEMA.md). Field
+// names are a public contract: later issues add fields, never rename them.
+type Document struct {
+	SchemaVersion int            `json:"schema_version"`
+	ToolVersion   string         `json:"tool_version"`
+	StartedAt     time.Time      `json:"started_at"`
+	DurationS     float64        `json:"duration_s"`
+	Seed          int64          `json:"seed"`
+	Config        map[string]any `json:"config"`
+	SLO           *SLO           `json:"slo,omitempty"`
+	Requests      Requests       `json:"requests"`
+	Metrics       Metrics        `json:"metrics"`
+	Throughput    Throughput     `json:"throughput"`
+	Quality       Quality        `json:"quality"`
+	Concurrency   Concurrency    `json:"concurrency"`
+	Timeseries    []SecondRow    `json:"timeseries"`
+	Histograms    Histograms     `json:"histograms"`
+
+	run *llm.Summary
+}
+
+// SLO is the per-request goodput objectives of the run, in milliseconds
+// (0: not given).
+type SLO struct {
+	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	TPOTMs float64 `json:"tpot_ms,omitempty"`
+	E2EMs  float64 `json:"e2e_ms,omitempty"`
+}
+
+// Requests is the request accounting. Lost must be 0.
+type Requests struct {
+	Scheduled     int64            `json:"scheduled"`
+	Sent          int64            `json:"sent"`
+	OK            int64            `json:"ok"`
+	Failed        int64            `json:"failed"`
+	Cancelled     int64            `json:"cancelled"`
+	Dropped       int64            `json:"dropped"`
+	Lost          int64            `json:"lost"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+}
+
+// Stats summarises one metric's distribution (ms for latencies, tokens for
+// token counts).
+type Stats struct {
+	Count  int64   `json:"count"`
+	Mean   float64 `json:"mean"`
+	StdDev float64 `json:"stddev"`
+	Min    float64 `json:"min"`
+	P50    float64 `json:"p50"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p999"`
+	Max    float64 `json:"max"`
+}
+
+// Metrics holds the run-level distributions (DESIGN §3 definitions).
+type Metrics struct {
+	TTFTMs        Stats `json:"ttft_ms"`
+	ITLMs         Stats `json:"itl_ms"`
+	TPOTMs        Stats `json:"tpot_ms"`
+	E2EMs         Stats `json:"e2e_ms"`
+	SendLagMs     Stats `json:"send_lag_ms"`
+	ClientQueueMs Stats `json:"client_queue_ms"`
+	InputTokens   Stats `json:"input_tokens"`
+	OutputTokens  Stats `json:"output_tokens"`
+}
+
+// Throughput is per second of run duration, over ok requests.
+type Throughput struct {
+	RequestsPerS     float64 `json:"requests_per_s"`
+	InputTokensPerS  float64 `json:"input_tokens_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
+}
+
+// Quality holds the quality rates (shares in 0 … 1) and goodput.
+type Quality struct {
+	ErrorRate         float64  `json:"error_rate"`
+	TruncationRate    float64  `json:"truncation_rate"`
+	RejectionRate     float64  `json:"rejection_rate"`
+	ThrottleRate      float64  `json:"throttle_rate"`
+	RepetitionRate    float64  `json:"repetition_rate"`
+	EmptyOutputRate   float64  `json:"empty_output_rate"`
+	UsageMismatchRate float64  `json:"usage_mismatch_rate"`
+	GoodputPerS       *float64 `json:"goodput_per_s,omitempty"`
+}
+
+// Concurrency is in-flight requests: maximum and time-weighted mean.
+type Concurrency struct {
+	Max  int64   `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Counts are the raw counters of a tag tuple or a second; every rate can be
+// recomputed from them for any subset.
+type Counts struct {
+	OK             int64            `json:"ok"`
+	Failed         int64            `json:"failed"`
+	Cancelled      int64            `json:"cancelled"`
+	Dropped        int64            `json:"dropped"`
+	ErrorsByClass  map[string]int64 `json:"errors_by_class,omitempty"`
+	Truncated      int64            `json:"truncated,omitempty"`
+	Rejected       int64            `json:"rejected,omitempty"`
+	Throttled      int64            `json:"throttled,omitempty"`
+	EmptyOutput    int64            `json:"empty_output,omitempty"`
+	UsageReported  int64            `json:"usage_reported,omitempty"`
+	UsageMismatch  int64            `json:"usage_mismatch,omitempty"`
+	NgramsTotal    int64            `json:"ngrams_total,omitempty"`
+	NgramsRepeated int64            `json:"ngrams_repeated,omitempty"`
+	Good           int64            `json:"good,omitempty"`
+	InputTokens    int64            `json:"input_tokens,omitempty"`
+	OutputTokens   int64            `json:"output_tokens,omitempty"`
+}
+
+// SecondRow is one second of the time series: the requests that ended in
+// [t, t+1) s of run clock.
+type SecondRow struct {
+	T int `json:"t"`
+	Counts
+	InFlightMax  int64    `json:"in_flight_max"`
+	InFlightMean float64  `json:"in_flight_mean"`
+	TTFTP50Ms    *float64 `json:"ttft_p50_ms,omitempty"`
+	TTFTP99Ms    *float64 `json:"ttft_p99_ms,omitempty"`
+	E2EP50Ms     *float64 `json:"e2e_p50_ms,omitempty"`
+	E2EP99Ms     *float64 `json:"e2e_p99_ms,omitempty"`
+	ITLP50Ms     *float64 `json:"itl_p50_ms,omitempty"`
+	ITLP99Ms     *float64 `json:"itl_p99_ms,omitempty"`
+	TPOTP50Ms    *float64 `json:"tpot_p50_ms,omitempty"`
+	TPOTP99Ms    *float64 `json:"tpot_p99_ms,omitempty"`
+	// Hist packs this second's ttft, e2e, itl and tpot histograms (base64 in
+	// JSON; format in SCHEMA.md).
+	Hist []byte `json:"hist,omitempty"`
+}
+
+// Histograms holds HDR histograms encoded with hdrhistogram-go's Encode (V2
+// compressed, base64), keyed by histogramKey names: latencies in µs, token
+// counts in tokens.
+type Histograms struct {
+	Overall map[string]string `json:"overall"`
+	ByTags  []TagSet          `json:"by_tags"`
+}
+
+// TagSet is one tag tuple: its tags, raw counters and histograms.
+type TagSet struct {
+	Tags   map[string]string `json:"tags"`
+	Counts Counts            `json:"counts"`
+	HDR    map[string]string `json:"hdr"`
+}
+
+// histogramKey is the JSON key of metric m's encoded histogram.
+func histogramKey(m llm.Metric) string {
+	if m.IsLatency() {
+		return m.String() + "_us"
+	}
+	return m.String()
+}
+
+// Meta is what the caller knows about a run beyond its recording.
+type Meta struct {
+	ToolVersion string
+	StartedAt   time.Time
+	Seed        int64
+	// Config is the run's configuration (a map or a struct that encodes as
+	// a JSON object); Build redacts it with Redact.
+	Config any
+}
+
+// Build assembles the report of a finished run.
+func Build(meta Meta, sum *llm.Summary) (*Document, error) {
+	cfg, err := Redact(meta.Config)
+	if err != nil {
+		return nil, fmt.Errorf("report config: %w", err)
+	}
+	req := sum.Requests()
+	all := sum.Counts(llm.TagFilter{})
+	tp := sum.Throughput()
+	d := &Document{
+		SchemaVersion: SchemaVersion,
+		ToolVersion:   meta.ToolVersion,
+		StartedAt:     meta.StartedAt,
+		DurationS:     sum.Duration.Seconds(),
+		Seed:          meta.Seed,
+		Config:        cfg,
+		Requests: Requests{
+			Scheduled: req.Scheduled, Sent: req.Sent, OK: req.OK, Failed: req.Failed,
+			Cancelled: req.Cancelled, Dropped: req.Dropped, Lost: req.Lost,
+			ErrorsByClass: req.ErrorsByClass,
+		},
+		Throughput: Throughput{
+			RequestsPerS:     tp.RequestsPerS,
+			InputTokensPerS:  tp.InputTokensPerS,
+			OutputTokensPerS: tp.OutputTokensPerS,
+			TotalTokensPerS:  tp.TotalTokensPerS,
+		},
+		Quality: Quality{
+			ErrorRate:         all.ErrorRate(),
+			TruncationRate:    all.TruncationRate(),
+			RejectionRate:     all.RejectionRate(),
+			ThrottleRate:      all.ThrottleRate(),
+			RepetitionRate:    all.RepetitionRate(),
+			EmptyOutputRate:   all.EmptyOutputRate(),
+			UsageMismatchRate: all.UsageMismatchRate(),
+		},
+		Concurrency: Concurrency{Max: sum.Concurrency.Max, Mean: sum.Concurrency.Mean},
+		run:         sum,
+	}
+	if sum.SLO.Given() {
+		d.SLO = &SLO{TTFTMs: ms(sum.SLO.TTFT), TPOTMs: ms(sum.SLO.TPOT), E2EMs: ms(sum.SLO.E2E)}
+		g := tp.GoodputPerS
+		d.Quality.GoodputPerS = &g
+	}
+	stats := func(m llm.Metric) Stats { return toStats(m, sum.Distribution(m, llm.TagFilter{})) }
+	d.Metrics = Metrics{
+		TTFTMs:        stats(llm.MetricTTFT),
+		ITLMs:         stats(llm.MetricITL),
+		TPOTMs:        stats(llm.MetricTPOT),
+		E2EMs:         stats(llm.MetricE2E),
+		SendLagMs:     stats(llm.MetricSendLag),
+		ClientQueueMs: stats(llm.MetricClientQueue),
+		InputTokens:   stats(llm.MetricInputTokens),
+		OutputTokens:  stats(llm.MetricOutputTokens),
+	}
+	if d.Timeseries, err = timeseriesRows(sum.Series); err != nil {
+		return nil, err
+	}
+	if d.Histograms, err = encodeHistograms(sum); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Summary returns the run behind the document: the Summary it was built
+// from, or for a document loaded by Read the one rebuilt from its
+// histograms and time series.
+func (d *Document) Summary() *llm.Summary { return d.run }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func toStats(m llm.Metric, x llm.Distribution) Stats {
+	div := 1.0
+	if m.IsLatency() {
+		div = 1000 // µs → ms; dividing keeps 330239 µs as 330.239, not 330.23900000000003
+	}
+	return Stats{
+		Count: x.Count, Mean: x.Mean / div, StdDev: x.StdDev / div,
+		Min: float64(x.Min) / div, P50: float64(x.P50) / div, P90: float64(x.P90) / div,
+		P95: float64(x.P95) / div, P99: float64(x.P99) / div, P999: float64(x.P999) / div,
+		Max: float64(x.Max) / div,
+	}
+}
+
+func toCounts(c llm.Counts) Counts {
+	out := Counts{
+		OK: c.OK, Failed: c.Failed, Cancelled: c.Cancelled, Dropped: c.Dropped,
+		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
+		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
+		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+	}
+	if m := c.ErrorsByClass(); len(m) > 0 {
+		out.ErrorsByClass = m
+	}
+	return out
+}
+
+func fromCounts(c Counts) llm.Counts {
+	out := llm.Counts{
+		OK: c.OK, Failed: c.Failed, Cancelled: c.Cancelled, Dropped: c.Dropped,
+		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
+		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
+		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+	}
+	for k, n := range c.ErrorsByClass {
+		out.AddClass(llm.ErrorClass(k), n)
+	}
+	return out
+}
+
+func timeseriesRows(s *llm.Series) ([]SecondRow, error) {
+	rows := make([]SecondRow, 0, s.Len())
+	for i := range s.Len() {
+		st := s.Second(i)
+		row := SecondRow{
+			T: st.Second, Counts: toCounts(st.Counts),
+			InFlightMax: st.InFlightMax, InFlightMean: st.InFlightMean, Hist: st.Hist,
+		}
+		for _, x := range []struct {
+			m        llm.Metric
+			p50, p99 **float64
+		}{
+			{llm.MetricTTFT, &row.TTFTP50Ms, &row.TTFTP99Ms},
+			{llm.MetricE2E, &row.E2EP50Ms, &row.E2EP99Ms},
+			{llm.MetricITL, &row.ITLP50Ms, &row.ITLP99Ms},
+			{llm.MetricTPOT, &row.TPOTP50Ms, &row.TPOTP99Ms},
+		} {
+			v, n, err := st.Percentiles(x.m, 50, 99)
+			if err != nil {
+				return nil, fmt.Errorf("report timeseries: %w", err)
+			}
+			if n > 0 {
+				p50, p99 := float64(v[0])/1e3, float64(v[1])/1e3
+				*x.p50, *x.p99 = &p50, &p99
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func encodeHistograms(sum *llm.Summary) (Histograms, error) {
+	var out Histograms
+	var err error
+	overall := &llm.TupleStats{}
+	for m := range llm.NumMetrics {
+		overall.Hists[m] = sum.Histogram(m, llm.TagFilter{})
+	}
+	if out.Overall, err = encodeHDR(overall); err != nil {
+		return out, err
+	}
+	out.ByTags = make([]TagSet, 0, len(sum.Tuples))
+	for _, t := range sum.Tuples {
+		enc, err := encodeHDR(t)
+		if err != nil {
+			return out, fmt.Errorf("tags %v: %w", t.Tags, err)
+		}
+		out.ByTags = append(out.ByTags, TagSet{Tags: tagMap(t.Tags), Counts: toCounts(t.Counts), HDR: enc})
+	}
+	return out, nil
+}
+
+func encodeHDR(t *llm.TupleStats) (map[string]string, error) {
+	out := make(map[string]string)
+	for m, h := range t.Hists {
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		b, err := h.Encode(hdrV2)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s histogram: %w", llm.Metric(m), err)
+		}
+		out[histogramKey(llm.Metric(m))] = string(b)
+	}
+	return out, nil
+}
+
+// tagMap lists the non-empty tags; the endpoint loses any password it
+// carries.
+func tagMap(t llm.Tags) map[string]string {
+	m := make(map[string]string)
+	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint)} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Write encodes d as indented JSON.
+func Write(w io.Writer, d *Document) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes d to path atomically (a temporary file in the same
+// directory, renamed over path), so a reader never sees half a report.
+func WriteFile(path string, d *Document) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".report-*.json")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err = Write(f, d); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
