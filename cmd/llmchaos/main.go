@@ -97,6 +97,11 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// The one explicit list of commands (no init() self-registration).
 	root.AddCommand(
 		newVersionCmd(),
+		newSimCmd(),
+		newBalloonCmd(),
+		newReportCmd(),
+		newCompareCmd(),
+		newMergeCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

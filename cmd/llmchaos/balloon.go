@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/sim/vgpu"
+)
+
+// growInterval is how often a growing balloon looks for freed memory; well
+// under a replica's restart delay, so the balloon wins the race for it.
+const growInterval = 50 * time.Millisecond
+
+// balloonOptions is `llmchaos gpu-balloon`'s configuration.
+type balloonOptions struct {
+	VGPUDir      string
+	GPU          int
+	GiB          float64 // hold this much; 0 when LeaveFreeGiB is used
+	LeaveFreeGiB float64 // hold all but this much of what is free
+	leaveFree    bool    // --leave-free-gib was given
+	Grow         bool    // keep taking freed memory so that only LeaveFreeGiB stays free
+	GPUMemory    int64   // device size when the balloon is the first opener; 0 adopts the recorded one
+}
+
+func newBalloonCmd() *cobra.Command {
+	var o balloonOptions
+	cmd := &cobra.Command{
+		Use:   "gpu-balloon",
+		Short: "Hold GPU memory on a virtual GPU until terminated or until the parent process dies",
+		Long: `gpu-balloon reserves memory on a vGPU (see sim --vgpu-dir) so that replicas
+find less free: --gib N holds N GiB, --leave-free-gib N holds everything free
+but N GiB, and with --grow it keeps taking memory that others free (a
+crashed replica's, say), so that a restart finds too little. Once it holds, it prints one line ("holding ...") on stdout, a
+readiness signal for whoever started it. It releases the memory and exits 0 on
+SIGTERM or SIGINT, and when its parent process exits. It exits 4 when too
+little memory is free, 2 on bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.finish(cmd.Flags()); err != nil {
+				return usageError(err)
+			}
+			return runBalloon(cmd.Context(), o, cmd.OutOrStdout(), slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.VGPUDir, "vgpu-dir", "", "vGPU ledger directory (the replicas' --vgpu-dir)")
+	fs.IntVar(&o.GPU, "gpu", 0, "vGPU index")
+	fs.Float64Var(&o.GiB, "gib", 0, "GiB to hold")
+	fs.Float64Var(&o.LeaveFreeGiB, "leave-free-gib", 0, "hold all free memory but this many GiB")
+	fs.BoolVar(&o.Grow, "grow", false, "with --leave-free-gib: keep taking memory that others free, every 50 ms")
+	fs.Var(sizeFlag{&o.GPUMemory}, "gpu-memory", "size of the vGPU if no replica has recorded it yet (e.g. 141GiB)")
+	return cmd
+}
+
+// finish checks the flags, reporting every problem at once.
+func (o *balloonOptions) finish(fs *pflag.FlagSet) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.VGPUDir == "" {
+		bad("--vgpu-dir: required (the directory the replicas use)")
+	}
+	if o.GPU < 0 {
+		bad("--gpu %d: must be 0 or more", o.GPU)
+	}
+	o.leaveFree = fs.Changed("leave-free-gib")
+	switch {
+	case fs.Changed("gib") && o.leaveFree:
+		bad("--gib and --leave-free-gib: give one of them, not both")
+	case !fs.Changed("gib") && !o.leaveFree:
+		bad("--gib or --leave-free-gib: give one of them")
+	case o.leaveFree && !(o.LeaveFreeGiB >= 0 && o.LeaveFreeGiB < math.MaxInt64/float64(vgpu.GiB)):
+		bad("--leave-free-gib %v: must be 0 or more", o.LeaveFreeGiB)
+	case !o.leaveFree && !(o.GiB > 0 && o.GiB < math.MaxInt64/float64(vgpu.GiB)):
+		bad("--gib %v: must be more than 0", o.GiB)
+	}
+	if o.Grow && !o.leaveFree {
+		bad("--grow needs --leave-free-gib")
+	}
+	if o.GPUMemory < 0 {
+		bad("--gpu-memory %d: must not be negative", o.GPUMemory)
+	}
+	return errors.Join(errs...)
+}
+
+// runBalloon holds the memory until ctx ends or the parent process exits.
+func runBalloon(ctx context.Context, o balloonOptions, stdout io.Writer, log *slog.Logger) error {
+	ctx, stop := supervisor.WatchParent(ctx)
+	defer stop()
+	dev, err := vgpu.Open(o.VGPUDir, o.GPU, o.GPUMemory)
+	if err != nil {
+		if _, ok := errors.AsType[*vgpu.CapacityError](err); ok {
+			return usageError(fmt.Errorf("--gpu-memory: %w", err))
+		}
+		return fmt.Errorf("gpu-balloon: %w", err)
+	}
+	defer dev.Close()
+	var b vgpu.Balloon = vgpu.NewLedgerBalloon(dev, "balloon")
+	held := int64(math.Round(o.GiB * float64(vgpu.GiB)))
+	if o.leaveFree {
+		held, err = b.HoldAllBut(ctx, int64(math.Round(o.LeaveFreeGiB*float64(vgpu.GiB))))
+	} else {
+		err = b.Hold(ctx, held)
+	}
+	if err != nil {
+		if _, ok := errors.AsType[*vgpu.ReserveError](err); ok {
+			return withCode(exitNoGPUMemory, fmt.Errorf("gpu-balloon: %w", err))
+		}
+		return fmt.Errorf("gpu-balloon: %w", err)
+	}
+	free, err := b.Free(ctx)
+	if err != nil {
+		return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
+	}
+	if _, err := fmt.Fprintf(stdout, "holding %s on vgpu %d (free now %s)\n", vgpu.FormatSize(held), o.GPU, vgpu.FormatSize(free)); err != nil {
+		return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
+	}
+	log.Info("holding", "bytes", held, "gpu", o.GPU, "vgpu_dir", o.VGPUDir, "free_bytes", free)
+	if o.Grow {
+		leave := int64(math.Round(o.LeaveFreeGiB * float64(vgpu.GiB)))
+		err := vgpu.KeepFree(ctx, b, leave, growInterval, func(n int64) {
+			log.Info("took freed memory", "bytes", n, "gpu", o.GPU)
+		})
+		if err != nil {
+			return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
+		}
+	}
+	<-ctx.Done()
+	why := "terminated"
+	if errors.Is(context.Cause(ctx), supervisor.ErrParentDied) {
+		why = "parent process exited"
+	}
+	if err := b.Release(); err != nil {
+		return fmt.Errorf("gpu-balloon: %w", err)
+	}
+	log.Info("released", "bytes", held, "gpu", o.GPU, "why", why)
+	return nil
+}

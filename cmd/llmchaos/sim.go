@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/sim/vgpu"
+)
+
+// Exit codes of `llmchaos sim` and `llmchaos gpu-balloon` beyond main.go's.
+const (
+	// exitSimOOM means a replica died of (virtual) GPU out-of-memory.
+	exitSimOOM = 3
+	// exitNoGPUMemory means too little GPU memory was free to start a
+	// replica or to hold a balloon.
+	exitNoGPUMemory = 4
+)
+
+// simOptions is `llmchaos sim`'s configuration, filled from flags.
+type simOptions struct {
+	Engine         sim.Config
+	Listen         string
+	VGPUDir        string
+	GPU            int
+	ShareGPU       bool
+	Replicas       int // 0: one replica in this process, no supervisor
+	BasePort       int // 0: the port of Listen
+	RestartDelay   time.Duration
+	StartupTime    time.Duration
+	StopGrace      time.Duration
+	StateFile      string
+	AdminTokenFile string
+	ReplicaIndex   int // set by the supervisor for its children; -1 otherwise
+}
+
+// defaultSimOptions returns the flag defaults.
+func defaultSimOptions() simOptions {
+	return simOptions{
+		Engine:       sim.DefaultConfig(),
+		Listen:       "127.0.0.1:8000",
+		RestartDelay: 2 * time.Second,
+		StartupTime:  5 * time.Second,
+		StopGrace:    supervisor.DefaultStopGrace,
+		ReplicaIndex: -1,
+	}
+}
+
+// sizeFlag is a pflag.Value for byte sizes with units (141GiB, 80GB, 512MiB).
+type sizeFlag struct{ p *int64 }
+
+func (f sizeFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	if n := *f.p; n > 0 && n%vgpu.GiB == 0 {
+		return strconv.FormatInt(n/vgpu.GiB, 10) + "GiB"
+	}
+	return strconv.FormatInt(*f.p, 10)
+}
+
+func (f sizeFlag) Set(s string) error {
+	n, err := vgpu.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.p = n
+	return nil
+}
+
+func (f sizeFlag) Type() string { return "size" }
+
+var _ pflag.Value = sizeFlag{}
+
+// addSimFlags binds the sim command's flags to o.
+func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
+	e := &o.Engine
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (host:port)")
+	fs.StringVar(&e.Model, "model", e.Model, "served model name")
+	fs.StringVar(&e.Latency, "latency", e.Latency, "latency model: profile (Llama-3-8B on one H200) or constant (--ttft, --itl)")
+	fs.DurationVar(&e.TTFT, "ttft", e.TTFT, "constant latency: time to first token when nothing queues")
+	fs.DurationVar(&e.ITL, "itl", e.ITL, "constant latency: time between tokens")
+	fs.Int64Var(&e.Seed, "seed", e.Seed, "seed of output text and lengths")
+	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most sequences running at once")
+	fs.IntVar(&e.MaxWaiting, "max-waiting", e.MaxWaiting, "waiting queue bound; a full queue answers 429")
+	fs.IntVar(&e.MaxModelLen, "max-model-len", e.MaxModelLen, "prompt + max_tokens above this answers 400")
+	fs.IntVar(&e.MaxBatchedTokens, "max-num-batched-tokens", e.MaxBatchedTokens, "token budget of one engine step (chunked prefill)")
+	fs.Var(sizeFlag{&e.GPUMemory}, "gpu-memory", "size of the (virtual) GPU, e.g. 141GiB, 80GB")
+	fs.Float64Var(&e.GPUUtilization, "gpu-memory-utilization", e.GPUUtilization, "share of the GPU for weights + KV cache, in (0, 1]")
+	fs.IntVar(&e.MeanOutputTokens, "mean-output-tokens", e.MeanOutputTokens, "mean output length when a request does not set ignore_eos")
+	fs.StringVar(&o.VGPUDir, "vgpu-dir", o.VGPUDir, "vGPU ledger directory shared with other replicas and balloons (default: an in-process GPU; with --replicas a private temporary directory)")
+	fs.IntVar(&o.GPU, "gpu", o.GPU, "vGPU index; with --replicas the first index (replica i runs on GPU+i)")
+	fs.BoolVar(&o.ShareGPU, "share-gpu", o.ShareGPU, "with --replicas: run every replica on the one vGPU --gpu instead of one each")
+	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "run N replica child processes under a supervisor on consecutive ports")
+	fs.IntVar(&o.BasePort, "base-port", o.BasePort, "with --replicas: port of replica 0 (default: the port of --listen)")
+	fs.DurationVar(&o.RestartDelay, "restart-delay", o.RestartDelay, "with --replicas: wait after a replica exits before restarting it")
+	fs.DurationVar(&o.StartupTime, "startup-time", o.StartupTime, "model load time: /health answers 503 this long after start")
+	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "with --replicas: time a replica has to exit after SIGTERM before SIGKILL")
+	fs.StringVar(&o.StateFile, "state-file", o.StateFile, "with --replicas: JSON file of replica states, rewritten on every change")
+	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
+	fs.IntVar(&o.ReplicaIndex, "replica-index", o.ReplicaIndex, "set by the supervisor: index of this replica, for logs")
+	_ = fs.MarkHidden("replica-index")
+}
+
+func newSimCmd() *cobra.Command {
+	o := defaultSimOptions()
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the vLLM-like simulator (one replica, or a supervised set with --replicas)",
+		Long: `sim serves the OpenAI API like one vLLM replica: continuous batching, a paged
+KV cache sized from a (virtual) GPU's memory, preemption, vLLM's metrics.
+
+With --vgpu-dir the replica reserves its weights and KV pool in a vGPU ledger
+shared with other processes (see gpu-balloon) and dies of out-of-memory when a
+step cannot get its activation memory. With --replicas N a supervisor runs N
+replica processes on ports --base-port+i, each on its own vGPU (index --gpu+i,
+or all on --gpu with --share-gpu), restarts one that exits after
+--restart-delay, and writes --state-file.
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad flags; 3 the replica died of
+GPU out-of-memory; 4 too little free GPU memory to start; 1 anything else.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.finish(cmd.Flags()); err != nil {
+				return usageError(err)
+			}
+			return runSim(cmd.Context(), o, cmd.ErrOrStderr())
+		},
+	}
+	addSimFlags(cmd.Flags(), &o)
+	return cmd
+}
+
+// finish checks the options and derives what depends on other flags. It
+// reports every problem at once; defaults come from defaultSimOptions.
+func (o *simOptions) finish(fs *pflag.FlagSet) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := o.Engine.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	_, port, err := net.SplitHostPort(o.Listen)
+	pn, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || pn < 0 || pn > 65535 {
+		bad("--listen %q: want host:port, e.g. 127.0.0.1:8000", o.Listen)
+	}
+	if o.GPU < 0 {
+		bad("--gpu %d: must be 0 or more", o.GPU)
+	}
+	if o.StartupTime < 0 {
+		bad("--startup-time %v: must not be negative", o.StartupTime)
+	}
+	if o.Replicas < 0 {
+		bad("--replicas %d: must be 1 or more", o.Replicas)
+	}
+	if o.Replicas == 0 && o.VGPUDir == "" && fs.Changed("gpu") {
+		bad("--gpu needs --vgpu-dir or --replicas (without them the replica has an in-process GPU)")
+	}
+	if o.Replicas == 0 {
+		for _, name := range []string{"base-port", "restart-delay", "stop-grace", "state-file", "share-gpu"} {
+			if fs.Changed(name) {
+				bad("--%s needs --replicas", name)
+			}
+		}
+	} else {
+		if !fs.Changed("base-port") {
+			o.BasePort = pn
+		}
+		if o.BasePort < 1 || o.BasePort+o.Replicas-1 > 65535 {
+			bad("--base-port %d: replicas take ports %d..%d, which must lie in 1..65535", o.BasePort, o.BasePort, o.BasePort+o.Replicas-1)
+		}
+		if o.RestartDelay < 0 {
+			bad("--restart-delay %v: must not be negative", o.RestartDelay)
+		}
+		if o.StopGrace <= 0 {
+			bad("--stop-grace %v: must be positive", o.StopGrace)
+		}
+		if o.ReplicaIndex >= 0 {
+			bad("--replica-index is for the supervisor's children, not with --replicas")
+		}
+	}
+	if o.AdminTokenFile != "" {
+		if _, err := readAdminToken(o.AdminTokenFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readAdminToken reads the admin token from path, trimmed. The token itself
+// never appears in errors or logs.
+func readAdminToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--admin-token-file %s: the file is empty; put the token in it, or leave the flag out to turn the admin API off", path)
+	}
+	return tok, nil
+}
+
+// runSim runs one replica, or the supervisor with --replicas.
+func runSim(ctx context.Context, o simOptions, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.ReplicaIndex >= 0 {
+		log = log.With("replica", o.ReplicaIndex)
+	}
+	if o.Replicas > 0 {
+		return runSupervisor(ctx, o, stderr, log)
+	}
+	return runReplica(ctx, o, log)
+}
+
+// runReplica serves one replica in this process until ctx ends.
+func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
+	opts := server.Options{Config: o.Engine, StartupTime: o.StartupTime, Logger: log}
+	if o.VGPUDir != "" {
+		dev, err := vgpu.Open(o.VGPUDir, o.GPU, o.Engine.GPUMemory)
+		if err != nil {
+			if _, ok := errors.AsType[*vgpu.CapacityError](err); ok {
+				return usageError(fmt.Errorf("--gpu-memory: %w", err))
+			}
+			return err
+		}
+		defer dev.Close()
+		opts.Memory = dev
+	}
+	if o.AdminTokenFile != "" {
+		tok, err := readAdminToken(o.AdminTokenFile)
+		if err != nil {
+			return usageError(err)
+		}
+		opts.AdminToken = tok
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	err = server.Serve(ctx, ln, opts)
+	if _, ok := errors.AsType[*sim.OOMError](err); ok {
+		return withCode(exitSimOOM, err)
+	}
+	if _, ok := errors.AsType[*sim.StartError](err); ok {
+		if dev, ok := opts.Memory.(*vgpu.Device); ok {
+			// Say who holds the memory, as nvidia-smi's process list would.
+			if hs, herr := dev.Holders(); herr == nil && len(hs) > 0 {
+				err = fmt.Errorf("%w; vgpu %d is held by %s", err, dev.Index(), vgpu.SummarizeHolders(hs))
+			}
+		}
+		return withCode(exitNoGPUMemory, err)
+	}
+	if _, ok := errors.AsType[*vgpu.ReserveError](err); ok {
+		return withCode(exitNoGPUMemory, err)
+	}
+	return err
+}
+
+// runSupervisor runs o.Replicas replica processes of this binary.
+func runSupervisor(ctx context.Context, o simOptions, stderr io.Writer, log *slog.Logger) error {
+	host, _, _ := net.SplitHostPort(o.Listen) // checked by finish
+	if o.VGPUDir == "" {
+		dir, err := os.MkdirTemp("", "llmchaos-vgpu-*")
+		if err != nil {
+			return fmt.Errorf("sim: private vGPU directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		o.VGPUDir = dir
+	}
+	sopts := supervisor.Options{
+		Replicas:     o.Replicas,
+		Host:         host,
+		BasePort:     o.BasePort,
+		GPU:          o.GPU,
+		ShareGPU:     o.ShareGPU,
+		RestartDelay: o.RestartDelay,
+		StopGrace:    o.StopGrace,
+		StateFile:    o.StateFile,
+		Logger:       log,
+	}
+	// Record every device's capacity now: a mismatch is the user's to fix,
+	// not a reason for replicas to crash in a loop.
+	gpus := []int{o.GPU}
+	for i := 1; i < o.Replicas && !o.ShareGPU; i++ {
+		gpus = append(gpus, o.GPU+i)
+	}
+	for _, g := range gpus {
+		dev, err := vgpu.Open(o.VGPUDir, g, o.Engine.GPUMemory)
+		if err != nil {
+			if _, ok := errors.AsType[*vgpu.CapacityError](err); ok {
+				return usageError(fmt.Errorf("--gpu-memory: %w", err))
+			}
+			return err
+		}
+		dev.Close()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("sim: find own executable to run replicas: %w", err)
+	}
+	out := childOutput(stderr)
+	sopts.Command = func(s supervisor.Slot) *exec.Cmd {
+		c := exec.Command(exe, childArgs(o, s)...)
+		c.Stdout, c.Stderr = out, out
+		return c
+	}
+	log.Info("supervising replicas", "replicas", o.Replicas, "base_port", o.BasePort, "vgpu_dir", o.VGPUDir,
+		"share_gpu", o.ShareGPU, "state_file", o.StateFile)
+	return supervisor.Run(ctx, sopts)
+}
+
+// childArgs returns the arguments of replica s: `sim` with the engine flags of
+// o, the slot's address and vGPU, and the (possibly private) vGPU directory.
+func childArgs(o simOptions, s supervisor.Slot) []string {
+	e := o.Engine
+	args := []string{
+		"sim",
+		"--listen", s.Addr,
+		"--model", e.Model,
+		"--latency", e.Latency,
+		"--ttft", e.TTFT.String(),
+		"--itl", e.ITL.String(),
+		"--seed", strconv.FormatInt(e.Seed, 10),
+		"--max-num-seqs", strconv.Itoa(e.MaxNumSeqs),
+		"--max-waiting", strconv.Itoa(e.MaxWaiting),
+		"--max-model-len", strconv.Itoa(e.MaxModelLen),
+		"--max-num-batched-tokens", strconv.Itoa(e.MaxBatchedTokens),
+		"--gpu-memory", strconv.FormatInt(e.GPUMemory, 10),
+		"--gpu-memory-utilization", strconv.FormatFloat(e.GPUUtilization, 'g', -1, 64),
+		"--mean-output-tokens", strconv.Itoa(e.MeanOutputTokens),
+		"--vgpu-dir", o.VGPUDir,
+		"--gpu", strconv.Itoa(s.GPU),
+		"--startup-time", o.StartupTime.String(),
+		"--replica-index", strconv.Itoa(s.Index),
+	}
+	if o.AdminTokenFile != "" {
+		args = append(args, "--admin-token-file", o.AdminTokenFile) // the path, never the token: argv is public
+	}
+	return args
+}
+
+// childOutput returns the writer replicas log to: w itself when it is a file
+// (the children write to it directly), else a writer that serialises the
+// copies os/exec makes for each child.
+func childOutput(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return &lockedWriter{w: w}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
