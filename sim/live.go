@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Live drives an Engine on the wall clock: one goroutine (Run) advances it
+// to each next event, and any goroutine may submit, cancel and inject faults
+// through Live's methods, which serialise access with a mutex. Engine time 0
+// is the moment NewLive was called.
+type Live struct {
+	mu    sync.Mutex
+	eng   *Engine
+	start time.Time
+	kick  chan struct{}
+}
+
+// NewLive wraps e, which must not be used directly afterwards.
+func NewLive(e *Engine) *Live {
+	return &Live{eng: e, start: time.Now(), kick: make(chan struct{}, 1)}
+}
+
+// now returns engine time; call it with l.mu held so that engine time is
+// monotonic across callers.
+func (l *Live) now() time.Duration { return time.Since(l.start) }
+
+// Now returns the current engine time, for Request.Arrival.
+func (l *Live) Now() time.Duration { return time.Since(l.start) }
+
+// poke wakes Run so it re-reads the next event time.
+func (l *Live) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run advances the engine until ctx ends (it returns nil) or the engine dies
+// (it returns the cause, an *OOMError). Exactly one Run may be active.
+func (l *Live) Run(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		next, ok := l.eng.Advance(l.now())
+		wait := next - l.now()
+		dead := l.eng.Err()
+		l.mu.Unlock()
+		if dead != nil {
+			return dead
+		}
+		if !ok {
+			wait = time.Hour
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// Submit queues req now; see Engine.Submit.
+func (l *Live) Submit(req Request) (*Stream, error) {
+	l.mu.Lock()
+	s, err := l.eng.Submit(l.now(), req)
+	l.mu.Unlock()
+	l.poke()
+	return s, err
+}
+
+// Cancel ends s now and frees its KV blocks; see Engine.Cancel.
+func (l *Live) Cancel(s *Stream) {
+	l.mu.Lock()
+	l.eng.Cancel(l.now(), s)
+	l.mu.Unlock()
+	l.poke()
+}
+
+// SetSlowdown sets the slowdown factor; see Engine.SetSlowdown.
+func (l *Live) SetSlowdown(factor float64) error {
+	l.mu.Lock()
+	err := l.eng.SetSlowdown(l.now(), factor)
+	l.mu.Unlock()
+	l.poke()
+	return err
+}
+
+// Hang stops token production for d from now; see Engine.Hang.
+func (l *Live) Hang(d time.Duration) {
+	l.mu.Lock()
+	l.eng.Hang(l.now(), d)
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Crash kills the engine now as an out-of-memory would; Run returns.
+func (l *Live) Crash() {
+	l.mu.Lock()
+	l.eng.Crash(l.now())
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Stats returns a snapshot of the engine's state.
+func (l *Live) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.eng.Stats()
+	st.Now = max(st.Now, l.now())
+	return st
+}
+
+// Err returns why the engine died, or nil.
+func (l *Live) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.eng.Err()
+}
+
+// Close releases the engine's GPU memory; call it after Run has returned.
+func (l *Live) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.eng.Close()
+}

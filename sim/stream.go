@@ -1,0 +1,132 @@
+package sim
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Finish says how a sequence ended.
+type Finish uint8
+
+// Finish values. FinishNone means the sequence is still going.
+const (
+	FinishNone      Finish = iota
+	FinishStop             // the model emitted end-of-sequence (finish_reason "stop")
+	FinishLength           // capped by max_tokens (finish_reason "length")
+	FinishCancelled        // the client went away or the caller cancelled it
+	FinishError            // the engine died; Err says why
+)
+
+// String returns the OpenAI finish_reason for stop and length, and "abort"
+// and "error" for the others.
+func (f Finish) String() string {
+	switch f {
+	case FinishStop:
+		return "stop"
+	case FinishLength:
+		return "length"
+	case FinishCancelled:
+		return "abort"
+	case FinishError:
+		return "error"
+	default:
+		return ""
+	}
+}
+
+type seqState uint8
+
+const (
+	stateWaiting seqState = iota
+	stateRunning
+	stateDone
+)
+
+// Stream is one sequence in the engine. The engine owns its scheduling state;
+// the consumer (an HTTP handler) reads its progress from any goroutine
+// through Ready, Progress, AppendToken and Err, which need no lock.
+type Stream struct {
+	// Immutable after Submit.
+	id        uint64
+	prompt    int
+	maxTokens int
+	outLen    int    // tokens it will produce
+	reason    Finish // how it ends after outLen tokens
+	seed      uint64 // token text seed
+	arrival   time.Duration
+
+	// Engine-owned scheduling state.
+	state     seqState
+	order     uint64 // admission order; the largest is the newest
+	numTokens int    // prompt + generated
+	computed  int    // tokens whose KV entries are computed
+	blocks    int    // KV blocks held
+	generated int
+	scheduled int           // tokens scheduled in the current step
+	nextAt    time.Duration // paced mode: when the next token is due
+	heapIdx   int
+	admitted  bool
+	lastTok   time.Duration
+
+	// Published to the consumer.
+	pub   atomic.Uint64 // tokens generated | Finish<<32
+	ready chan struct{} // capacity 1; signalled after every publish
+	err   error         // written before a FinishError publish
+}
+
+// ID returns the engine's number for the stream, unique within one engine.
+func (s *Stream) ID() uint64 { return s.id }
+
+// PromptTokens returns the prompt length the stream was submitted with.
+func (s *Stream) PromptTokens() int { return s.prompt }
+
+// MaxTokens returns the completion cap in force (the request's max_tokens,
+// or what MaxModelLen leaves when it gave none).
+func (s *Stream) MaxTokens() int { return s.maxTokens }
+
+// Ready receives after the stream made progress: new tokens or its end. A
+// consumer reads Progress, handles it, then waits on Ready again; no wakeup
+// is lost because the channel buffers one signal.
+func (s *Stream) Ready() <-chan struct{} { return s.ready }
+
+// Progress returns how many tokens the stream has produced so far and, once
+// it has ended, how. The tokens counted are final when Finish is not
+// FinishNone: the last content token and the finish are published together.
+func (s *Stream) Progress() (tokens int, fin Finish) {
+	v := s.pub.Load()
+	return int(uint32(v)), Finish(v >> 32)
+}
+
+// Err returns why the stream ended with FinishError (an error wrapping the
+// engine's death), or nil.
+func (s *Stream) Err() error {
+	if _, fin := s.Progress(); fin != FinishError {
+		return nil
+	}
+	return s.err
+}
+
+// Token returns the text of token i (0-based).
+func (s *Stream) Token(i int) string { return tokenText(s.seed, i) }
+
+// AppendToken appends the text of token i (0-based) to dst. Token texts are
+// JSON-safe and exactly BytesPerToken bytes long.
+func (s *Stream) AppendToken(dst []byte, i int) []byte { return append(dst, tokenText(s.seed, i)...) }
+
+// Wake signals Ready without progress, so that a consumer blocked on Ready
+// can notice something else, such as its client going away.
+func (s *Stream) Wake() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// publish makes the generated count and fin visible to the consumer.
+func (s *Stream) publish(fin Finish) {
+	s.pub.Store(uint64(uint32(s.generated)) | uint64(fin)<<32)
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
