@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 func ExampleParse() {
@@ -77,11 +78,19 @@ func ExampleParseGoodput() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(slo.TTFT, slo.TPOT, slo.E2E)
-	fmt.Println(slo.Met(assertions.RequestLatency{Succeeded: true, TTFT: 420 * time.Millisecond, HasTTFT: true, TPOT: 61 * time.Millisecond, HasTPOT: true}))
+	fmt.Println(slo.TTFT, slo.TPOT, slo.E2E, assertions.FormatGoodput(slo))
+	// The recorder judges each request against the objectives: this one
+	// meets the TTFT objective (420 ms) but not the TPOT one (61 ms).
+	rec := llm.NewRecorder(llm.RecorderOptions{SLO: slo})
+	rec.RequestStarted(0)
+	rec.Record(&llm.Result{FirstToken: 420 * time.Millisecond, End: 420*time.Millisecond + 10*61*time.Millisecond,
+		Outcome: llm.OutcomeOK, OutputTokens: 11, ContentChunks: 11, UsageReported: true})
+	rec.RequestEnded(1030 * time.Millisecond)
+	sum := rec.Finish(2 * time.Second)
+	fmt.Println(sum.Counts(llm.TagFilter{}).Good, "good of", sum.Counts(llm.TagFilter{}).OK)
 	// Output:
-	// 500ms 50ms 0s
-	// false
+	// 500ms 50ms 0s ttft:500ms,tpot:50ms
+	// 0 good of 1
 }
 
 func ExampleEvaluate() {

@@ -5,64 +5,29 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
-// GoodputSLO is the set of per-request service-level objectives that
-// define goodput, as vLLM's benchmark `--goodput` does (after DistServe):
-// goodput is the number of requests per second that succeeded and met every
-// objective set. A zero field sets no objective.
-type GoodputSLO struct {
-	TTFT time.Duration // time to first token at most this
-	TPOT time.Duration // time per output token at most this
-	E2E  time.Duration // end-to-end latency at most this
-}
+// Goodput has one authoritative definition: llm.SLO, the objectives the
+// recorder counts "good" requests against while the run records (DistServe,
+// vLLM's benchmark `--goodput`: a request is good when it ended ok and met
+// every objective given; goodput is good requests per second). ParseGoodput
+// reads the flag straight into an llm.SLO, to be handed to
+// llm.RecorderOptions; the goodput metric of thresholds is then the
+// recorder's count of good requests divided by the time the selection
+// covers (see SummarySource). There is deliberately no second SLO type here
+// that could drift from what the recorder counts.
 
-// RequestLatency is what the goodput verdict on one finished request needs.
-type RequestLatency struct {
-	// Succeeded is true for a request answered in full (outcome ok).
-	Succeeded bool
-	// TTFT is valid when HasTTFT (a first content chunk arrived).
-	TTFT    time.Duration
-	HasTTFT bool
-	// TPOT is valid when HasTPOT (more than one output token).
-	TPOT    time.Duration
-	HasTPOT bool
-	E2E     time.Duration
-}
-
-// IsZero reports whether g sets no objective; then every successful
-// request counts towards goodput.
-func (g GoodputSLO) IsZero() bool { return g == GoodputSLO{} }
-
-// Met reports whether a request counts towards goodput: it succeeded and
-// meets every objective set (a latency equal to its objective meets it, as
-// in vLLM). A request without a first token fails a TTFT objective. A
-// request with one output token has no TPOT and meets a TPOT objective
-// (vLLM counts its TPOT as 0).
-func (g GoodputSLO) Met(l RequestLatency) bool {
-	if !l.Succeeded {
-		return false
-	}
-	if g.TTFT > 0 && (!l.HasTTFT || l.TTFT > g.TTFT) {
-		return false
-	}
-	if g.TPOT > 0 && l.HasTPOT && l.TPOT > g.TPOT {
-		return false
-	}
-	if g.E2E > 0 && l.E2E > g.E2E {
-		return false
-	}
-	return true
-}
-
-// String returns the objectives in ParseGoodput's syntax,
-// "ttft:500ms,tpot:50ms", or "" when none is set.
-func (g GoodputSLO) String() string {
+// FormatGoodput returns slo in ParseGoodput's syntax,
+// "ttft:500ms,tpot:50ms", or "" when no objective is set. ParseGoodput
+// reads it back to the same objectives.
+func FormatGoodput(slo llm.SLO) string {
 	var parts []string
 	for _, kv := range []struct {
 		k string
 		d time.Duration
-	}{{"ttft", g.TTFT}, {"tpot", g.TPOT}, {"e2e", g.E2E}} {
+	}{{"ttft", slo.TTFT}, {"tpot", slo.TPOT}, {"e2e", slo.E2E}} {
 		if kv.d > 0 {
 			parts = append(parts, kv.k+":"+formatMillis(kv.d))
 		}
@@ -89,10 +54,15 @@ func formatMillis(d time.Duration) string {
 //	ttft:500ms,tpot:50ms
 //	ttft:500 tpot:50 e2el:10000
 //
+// The objectives are the recorder's llm.SLO: a latency equal to its
+// objective meets it, a request without a first token misses a TTFT
+// objective, and one with at most one output token has no TPOT and meets a
+// TPOT objective (as vLLM, which counts its TPOT as 0).
+//
 // Every problem is returned, joined, each a *ParseError pointing into s.
-func ParseGoodput(s string) (GoodputSLO, error) {
+func ParseGoodput(s string) (llm.SLO, error) {
 	p := &parser{what: "goodput", in: s}
-	var g GoodputSLO
+	var g llm.SLO
 	seen := map[string]bool{}
 	p.skipSpace()
 	if p.pos == len(s) {
@@ -122,13 +92,13 @@ func ParseGoodput(s string) (GoodputSLO, error) {
 		}
 	}
 	if err := p.err(); err != nil {
-		return GoodputSLO{}, err
+		return llm.SLO{}, err
 	}
 	return g, nil
 }
 
 // goodputPair reads `key ":" value [unit]` into g.
-func (p *parser) goodputPair(g *GoodputSLO, seen map[string]bool) {
+func (p *parser) goodputPair(g *llm.SLO, seen map[string]bool) {
 	keyAt := p.pos
 	key := p.word(isIdent)
 	var field *time.Duration

@@ -5,21 +5,22 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 func TestParseGoodput(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		in       string
-		want     assertions.GoodputSLO
+		want     llm.SLO
 		wantText string
 	}{
-		{"ttft:500ms,tpot:50ms", assertions.GoodputSLO{TTFT: 500 * ms, TPOT: 50 * ms}, "ttft:500ms,tpot:50ms"},
-		{"ttft:500 tpot:50 e2el:10000", assertions.GoodputSLO{TTFT: 500 * ms, TPOT: 50 * ms, E2E: 10 * time.Second}, "ttft:500ms,tpot:50ms,e2e:10000ms"},
-		{" e2e : 1.5s , ttft:2s ", assertions.GoodputSLO{TTFT: 2 * time.Second, E2E: 1500 * ms}, "ttft:2000ms,e2e:1500ms"},
-		{"tpot:250us", assertions.GoodputSLO{TPOT: 250 * time.Microsecond}, "tpot:0.25ms"},
-		{"tpot:0.000001", assertions.GoodputSLO{TPOT: time.Nanosecond}, "tpot:0.000001ms"},
-		{"tpot:1µs", assertions.GoodputSLO{TPOT: time.Microsecond}, "tpot:0.001ms"},
+		{"ttft:500ms,tpot:50ms", llm.SLO{TTFT: 500 * ms, TPOT: 50 * ms}, "ttft:500ms,tpot:50ms"},
+		{"ttft:500 tpot:50 e2el:10000", llm.SLO{TTFT: 500 * ms, TPOT: 50 * ms, E2E: 10 * time.Second}, "ttft:500ms,tpot:50ms,e2e:10000ms"},
+		{" e2e : 1.5s , ttft:2s ", llm.SLO{TTFT: 2 * time.Second, E2E: 1500 * ms}, "ttft:2000ms,e2e:1500ms"},
+		{"tpot:250us", llm.SLO{TPOT: 250 * time.Microsecond}, "tpot:0.25ms"},
+		{"tpot:0.000001", llm.SLO{TPOT: time.Nanosecond}, "tpot:0.000001ms"},
+		{"tpot:1µs", llm.SLO{TPOT: time.Microsecond}, "tpot:0.001ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -30,11 +31,11 @@ func TestParseGoodput(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
-			if s := got.String(); s != tt.wantText {
-				t.Errorf("String: got %q, want %q", s, tt.wantText)
+			if s := assertions.FormatGoodput(got); s != tt.wantText {
+				t.Errorf("FormatGoodput: got %q, want %q", s, tt.wantText)
 			}
-			if again, err := assertions.ParseGoodput(got.String()); err != nil || again != got {
-				t.Errorf("String %q reparses to %+v, %v", got.String(), again, err)
+			if again, err := assertions.ParseGoodput(assertions.FormatGoodput(got)); err != nil || again != got {
+				t.Errorf("FormatGoodput %q reparses to %+v, %v", assertions.FormatGoodput(got), again, err)
 			}
 		})
 	}
@@ -81,38 +82,62 @@ func TestParseGoodputInvalid(t *testing.T) {
 	}
 }
 
+// TestGoodputMet checks that the objectives ParseGoodput returns are judged
+// by the recorder's rule (llm.SLO.Met, the one definition of goodput) the
+// way vLLM's --goodput judges them, on real Results.
 func TestGoodputMet(t *testing.T) {
 	ms := time.Millisecond
-	slo := assertions.GoodputSLO{TTFT: 500 * ms, TPOT: 50 * ms, E2E: 10 * time.Second}
-	good := assertions.RequestLatency{Succeeded: true, TTFT: 400 * ms, HasTTFT: true, TPOT: 40 * ms, HasTPOT: true, E2E: 5 * time.Second}
+	slo, err := assertions.ParseGoodput("ttft:500ms,tpot:50ms,e2e:10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// good: sent at 1 s, first token after 400 ms, 101 output tokens in
+	// 4.4 s more (tpot 44 ms), e2e 4.8 s.
+	good := llm.Result{
+		Scheduled: time.Second, Dequeued: time.Second, Sent: time.Second,
+		FirstToken: time.Second + 400*ms, End: time.Second + 4800*ms,
+		Outcome: llm.OutcomeOK, HTTPStatus: 200, OutputTokens: 101, ContentChunks: 101, UsageReported: true,
+	}
 	tests := []struct {
 		name string
-		slo  assertions.GoodputSLO
-		edit func(*assertions.RequestLatency)
+		slo  llm.SLO
+		edit func(*llm.Result)
 		want bool
 	}{
-		{"meets all", slo, func(*assertions.RequestLatency) {}, true},
-		{"equal to the objective meets it", slo, func(l *assertions.RequestLatency) { l.TTFT, l.TPOT, l.E2E = 500*ms, 50*ms, 10*time.Second }, true},
-		{"failed request", slo, func(l *assertions.RequestLatency) { l.Succeeded = false }, false},
-		{"slow first token", slo, func(l *assertions.RequestLatency) { l.TTFT = 501 * ms }, false},
-		{"slow decode", slo, func(l *assertions.RequestLatency) { l.TPOT = 51 * ms }, false},
-		{"slow end", slo, func(l *assertions.RequestLatency) { l.E2E = 11 * time.Second }, false},
-		{"no first token fails a ttft objective", slo, func(l *assertions.RequestLatency) { l.HasTTFT, l.TTFT = false, 0 }, false},
-		{"one output token meets a tpot objective", slo, func(l *assertions.RequestLatency) { l.HasTPOT, l.TPOT = false, 0 }, true},
-		{"unset objective ignored", assertions.GoodputSLO{TTFT: 500 * ms}, func(l *assertions.RequestLatency) { l.E2E = time.Hour }, true},
-		{"no objectives: any success", assertions.GoodputSLO{}, func(l *assertions.RequestLatency) { l.HasTTFT = false }, true},
-		{"no objectives: failure", assertions.GoodputSLO{}, func(l *assertions.RequestLatency) { l.Succeeded = false }, false},
+		{"meets all", slo, func(*llm.Result) {}, true},
+		{"equal to the objectives meets them", slo, func(r *llm.Result) {
+			r.FirstToken, r.End = time.Second+500*ms, time.Second+5500*ms // ttft 500 ms, tpot 5 s/100 = 50 ms, e2e 5.5 s
+		}, true},
+		{"failed request", slo, func(r *llm.Result) { r.Outcome, r.Class = llm.OutcomeFailed, llm.ClassHTTP5xx }, false},
+		{"cancelled request", slo, func(r *llm.Result) { r.Outcome, r.Class = llm.OutcomeCancelled, llm.ClassCancelled }, false},
+		{"slow first token", slo, func(r *llm.Result) { r.FirstToken = time.Second + 501*ms }, false},
+		{"slow decode", slo, func(r *llm.Result) { r.End = time.Second + 5600*ms }, false},
+		{"slow end", mustGoodput(t, "e2e:10s"), func(r *llm.Result) { r.End = 12 * time.Second }, false},
+		{"no first token fails a ttft objective", slo, func(r *llm.Result) { r.FirstToken = 0 }, false},
+		{"one output token meets a tpot objective", mustGoodput(t, "tpot:1ms"), func(r *llm.Result) {
+			r.OutputTokens, r.ContentChunks = 1, 1
+		}, true},
+		{"unset objective ignored", mustGoodput(t, "ttft:500ms"), func(r *llm.Result) { r.End = time.Hour }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := good
-			tt.edit(&l)
-			if got := tt.slo.Met(l); got != tt.want {
+			r := good
+			tt.edit(&r)
+			if got := tt.slo.Met(&r); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if !(assertions.GoodputSLO{}).IsZero() || slo.IsZero() {
-		t.Error("IsZero wrong")
+	if (llm.SLO{}).Given() || !slo.Given() {
+		t.Error("Given wrong")
 	}
+}
+
+func mustGoodput(t *testing.T, s string) llm.SLO {
+	t.Helper()
+	slo, err := assertions.ParseGoodput(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slo
 }

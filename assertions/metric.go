@@ -112,8 +112,8 @@ func metricTable() [21]Metric {
 		{"requests", KindCounter, "requests", "requests sent"},
 		{"requests_lost", KindCounter, "requests", "sent - (ok + failed + cancelled)"},
 		{"goodput", KindValue, "1/s", "requests per second that met every goodput SLO"},
-		{"output_tokens_per_s", KindValue, "1/s", "output tokens per second"},
-		{"requests_per_s", KindValue, "1/s", "finished requests per second"},
+		{"output_tokens_per_s", KindValue, "1/s", "output tokens of ok requests per second"},
+		{"requests_per_s", KindValue, "1/s", "ok requests per second (vLLM's request throughput)"},
 	}
 }
 

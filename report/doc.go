@@ -3,6 +3,22 @@
 // versioned, fields only ever added), its reader, which restores the HDR
 // histograms and the time series so that saved runs can be merged, queried
 // and compared, and the redaction of secrets from the configuration that a
-// report records. It imports the load engine (package llm); the engine never
-// imports it.
+// report records.
+//
+// It also owns what a run ends in: the verdict (Verdict, Document.Evaluate:
+// pass, fail or aborted, from the thresholds' outcomes), the terminal
+// summary (WriteText), JUnit XML for CI (WriteJUnit), the comparison of two
+// runs with bootstrap confidence intervals of their latency percentiles
+// (Compare, WriteComparison) and the merging of runs that were shards of
+// one load (Merge).
+//
+// It imports the load engine (package llm) and the threshold evaluator
+// (package assertions); neither imports it. The end of a run, in a few
+// lines:
+//
+//	doc, err := report.Build(meta, recorder.Finish(elapsed))
+//	doc.Evaluate(thresholds, aborted) // sets doc.Thresholds and doc.Verdict
+//	report.WriteText(os.Stdout, doc)
+//	report.WriteJUnitFile("junit.xml", doc)
+//	report.WriteFile("run.json", doc)
 package report

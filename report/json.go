@@ -22,20 +22,33 @@ const SchemaVersion = 1
 // Document is the JSON run report (schema_version 1, see SCHEMA.md). Field
 // names are a public contract: later issues add fields, never rename them.
 type Document struct {
-	SchemaVersion int            `json:"schema_version"`
-	ToolVersion   string         `json:"tool_version"`
-	StartedAt     time.Time      `json:"started_at"`
-	DurationS     float64        `json:"duration_s"`
-	Seed          int64          `json:"seed"`
-	Config        map[string]any `json:"config"`
-	SLO           *SLO           `json:"slo,omitempty"`
-	Requests      Requests       `json:"requests"`
-	Metrics       Metrics        `json:"metrics"`
-	Throughput    Throughput     `json:"throughput"`
-	Quality       Quality        `json:"quality"`
-	Concurrency   Concurrency    `json:"concurrency"`
-	Timeseries    []SecondRow    `json:"timeseries"`
-	Histograms    Histograms     `json:"histograms"`
+	SchemaVersion int    `json:"schema_version"`
+	ToolVersion   string `json:"tool_version"`
+	// Name is the run's or the experiment's name (JUnit's testsuite name);
+	// empty when none was given.
+	Name      string         `json:"name,omitempty"`
+	StartedAt time.Time      `json:"started_at"`
+	DurationS float64        `json:"duration_s"`
+	Seed      int64          `json:"seed"`
+	Config    map[string]any `json:"config"`
+	SLO       *SLO           `json:"slo,omitempty"`
+	// Verdict is VerdictPass, VerdictFail or VerdictAborted (see Verdict).
+	// Build sets VerdictPass; SetThresholds and Evaluate set it from the
+	// thresholds' outcomes.
+	Verdict string `json:"verdict"`
+	// Thresholds holds one entry per threshold expression evaluated, in
+	// order; empty (never null) when none was given.
+	Thresholds []ThresholdResult `json:"thresholds"`
+	// MergedFrom lists the runs a merged document was made of (Merge);
+	// absent for a single run.
+	MergedFrom  []MergedRun `json:"merged_from,omitempty"`
+	Requests    Requests    `json:"requests"`
+	Metrics     Metrics     `json:"metrics"`
+	Throughput  Throughput  `json:"throughput"`
+	Quality     Quality     `json:"quality"`
+	Concurrency Concurrency `json:"concurrency"`
+	Timeseries  []SecondRow `json:"timeseries"`
+	Histograms  Histograms  `json:"histograms"`
 
 	run *llm.Summary
 }
@@ -180,8 +193,10 @@ func histogramKey(m llm.Metric) string {
 // Meta is what the caller knows about a run beyond its recording.
 type Meta struct {
 	ToolVersion string
-	StartedAt   time.Time
-	Seed        int64
+	// Name is the run's or experiment's name (optional).
+	Name      string
+	StartedAt time.Time
+	Seed      int64
 	// Config is the run's configuration (a map or a struct that encodes as
 	// a JSON object); Build redacts it with Redact.
 	Config any
@@ -199,7 +214,10 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 	d := &Document{
 		SchemaVersion: SchemaVersion,
 		ToolVersion:   meta.ToolVersion,
+		Name:          meta.Name,
 		StartedAt:     meta.StartedAt,
+		Verdict:       VerdictPass,
+		Thresholds:    []ThresholdResult{},
 		DurationS:     sum.Duration.Seconds(),
 		Seed:          meta.Seed,
 		Config:        cfg,
@@ -378,10 +396,12 @@ func tagMap(t llm.Tags) map[string]string {
 	return m
 }
 
-// Write encodes d as indented JSON.
+// Write encodes d as indented JSON. HTML escaping is off: a threshold's
+// "p(99)<500ms" stays as written instead of becoming "\u003c".
 func Write(w io.Writer, d *Document) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(d); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -390,8 +410,15 @@ func Write(w io.Writer, d *Document) error {
 
 // WriteFile writes d to path atomically (a temporary file in the same
 // directory, renamed over path), so a reader never sees half a report.
-func WriteFile(path string, d *Document) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".report-*.json")
+func WriteFile(path string, d *Document) error {
+	return WriteFileWith(path, func(w io.Writer) error { return Write(w, d) })
+}
+
+// WriteFileWith writes what write produces to path atomically: through a
+// temporary file in the same directory, renamed over path once complete,
+// and removed if write fails.
+func WriteFileWith(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".report-*")
 	if err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
@@ -401,7 +428,7 @@ func WriteFile(path string, d *Document) (err error) {
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if err = Write(f, d); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err = f.Chmod(0o644); err != nil {

@@ -264,7 +264,7 @@ func TestSchemaFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"":            {"schema_version", "tool_version", "started_at", "duration_s", "seed", "config", "requests", "metrics", "throughput", "quality", "concurrency", "timeseries", "histograms"},
+		"":            {"schema_version", "tool_version", "started_at", "duration_s", "seed", "config", "verdict", "thresholds", "requests", "metrics", "throughput", "quality", "concurrency", "timeseries", "histograms"},
 		"requests":    {"scheduled", "sent", "ok", "failed", "cancelled", "dropped", "lost", "errors_by_class"},
 		"metrics":     {"ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "send_lag_ms", "client_queue_ms", "input_tokens", "output_tokens"},
 		"throughput":  {"requests_per_s", "input_tokens_per_s", "output_tokens_per_s", "total_tokens_per_s"},
@@ -288,6 +288,9 @@ func TestSchemaFields(t *testing.T) {
 		if _, ok := ttft[k]; !ok {
 			t.Errorf("metrics.ttft_ms.%s missing", k)
 		}
+	}
+	if th, ok := m["thresholds"].([]any); !ok || len(th) != 0 || m["verdict"] != "pass" {
+		t.Errorf("thresholds = %#v, verdict = %#v: want [] and pass for a run built without thresholds", m["thresholds"], m["verdict"])
 	}
 	if m["schema_version"] != 1.0 || m["started_at"] != "2026-03-14T15:09:26Z" || m["seed"] != 42.0 || m["duration_s"] != 4.0 {
 		t.Errorf("header = %v %v %v %v", m["schema_version"], m["started_at"], m["seed"], m["duration_s"])

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmchaos/llmchaos/report"
+)
+
+func TestCompareCommand(t *testing.T) {
+	dir := t.TempDir()
+	base := savedRun(t, dir, "base", 1, 1, 2000)
+	slow := savedRun(t, dir, "slow", 2, 1.3, 2000)
+	same := savedRun(t, dir, "same", 3, 1, 2000)
+
+	code, out, errs := run(t, "compare", base, slow, "--max-regression", "10%")
+	if code != ExitThresholds {
+		t.Errorf("30%% slower: exit %d (stderr %q), want %d", code, errs, ExitThresholds)
+	}
+	if !strings.Contains(out, "REGRESSION beyond 10.0% with confidence: ttft p50") {
+		t.Errorf("30%% slower: output does not name the regressions:\n%s", out)
+	}
+
+	code, out, errs = run(t, "compare", base, same, "--max-regression", "10%")
+	if code != ExitOK || !strings.Contains(out, "no latency percentile regressed beyond 10.0% with confidence") {
+		t.Errorf("same configuration, another seed: exit %d (stderr %q), want 0:\n%s", code, errs, out)
+	}
+
+	// Without a limit the comparison only reports.
+	if code, _, _ := run(t, "compare", base, slow); code != ExitOK {
+		t.Errorf("no --max-regression: exit %d, want 0", code)
+	}
+	// A limit above the slowdown is not exceeded with confidence.
+	if code, _, _ := run(t, "compare", base, slow, "--max-regression", "0.6"); code != ExitOK {
+		t.Errorf("--max-regression 60%%: exit %d, want 0", code)
+	}
+
+	jsonOut := filepath.Join(dir, "cmp.json")
+	if code, _, errs := run(t, "compare", base, slow, "--format", "json", "-o", jsonOut, "--resamples", "200", "--seed", "7"); code != ExitOK {
+		t.Fatalf("json: exit %d: %s", code, errs)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal(readFile(t, jsonOut), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Resamples != 200 || len(c.Percentiles) != 12 || c.Base.Name != "base" || c.New.Name != "slow" {
+		t.Errorf("json comparison = %+v", c)
+	}
+
+	for _, args := range [][]string{
+		{"compare", base, slow, "--max-regression", "10"},
+		{"compare", base, slow, "--max-regression", "-5%"},
+		{"compare", base, slow, "--confidence", "95"},
+		{"compare", base, slow, "--format", "junit"},
+		{"compare", base},
+		{"compare", base, filepath.Join(dir, "missing.json")},
+	} {
+		if code, _, errs := run(t, args...); code != ExitUsage {
+			t.Errorf("%q: exit %d (stderr %q), want %d", args, code, errs, ExitUsage)
+		}
+	}
+}
+
+func TestParseShare(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"10%", 0.1, true}, {"0.1", 0.1, true}, {" 2.5 % ", 0.025, true}, {"0", 0, true}, {"1", 1, true},
+		{"10", 0, false}, {"-1%", 0, false}, {"x%", 0, false}, {"NaN", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseShare(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("parseShare(%q) = %v, %v; want %v (ok %v)", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// JUnit XML, in the shape the usual CI test-report readers accept (Jenkins'
+// JUnit plugin, GitLab's junit artifacts, GitHub actions that publish test
+// results): a <testsuites> root holding one <testsuite> for the run, with
+// one <testcase> per threshold expression. A failed threshold carries a
+// <failure> whose message and text give the observed value; a run aborted
+// by a stop condition adds a testcase "run not aborted" with an <error>.
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// junitSuiteName is the testsuite's name: the run's name, or "llmchaos".
+func junitSuiteName(d *Document) string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return "llmchaos"
+}
+
+// WriteJUnit writes d's thresholds as JUnit XML: one testsuite named after
+// the run (Document.Name, else "llmchaos") with tests, failures, time (the
+// run's duration) and timestamp (its start, UTC); one testcase per
+// threshold, classname the metric with its tags ("ttft{phase:fault}") and
+// name the expression ("p(99)<500ms"); a failed one holds a <failure>
+// whose message and text carry the observed value.
+func WriteJUnit(w io.Writer, d *Document) error {
+	dur := strconv.FormatFloat(d.DurationS, 'f', 3, 64)
+	s := junitSuite{
+		Name: junitSuiteName(d),
+		Time: dur,
+		Properties: []junitProperty{
+			{Name: "verdict", Value: d.Verdict},
+			{Name: "seed", Value: strconv.FormatInt(d.Seed, 10)},
+			{Name: "tool_version", Value: d.ToolVersion},
+		},
+	}
+	if !d.StartedAt.IsZero() {
+		s.Timestamp = d.StartedAt.UTC().Format("2006-01-02T15:04:05")
+	}
+	for _, th := range d.Thresholds {
+		c := junitCase{Classname: th.Key(), Name: th.Expr, Time: "0"}
+		if !th.OK {
+			obs := th.Observed()
+			c.Failure = &junitProblem{
+				Message: fmt.Sprintf("observed %s, want %s", obs, th.Expr),
+				Type:    "threshold",
+				Text: fmt.Sprintf("threshold %s: %s failed\nobserved: %s\n",
+					th.Key(), th.Expr, obs),
+			}
+			s.Failures++
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	if d.Verdict == VerdictAborted {
+		s.Cases = append(s.Cases, junitCase{
+			Classname: "llmchaos", Name: "run not aborted", Time: dur,
+			Error: &junitProblem{Message: "the run was aborted by a stop condition", Type: "aborted",
+				Text: "a stop condition ended the run early; the thresholds above describe the run up to the abort\n"},
+		})
+		s.Errors++
+	}
+	s.Tests = len(s.Cases)
+	doc := junitSuites{Name: "llmchaos", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: dur, Suites: []junitSuite{s}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	return nil
+}
+
+// WriteJUnitFile writes the JUnit XML of d to path atomically (--junit).
+func WriteJUnitFile(path string, d *Document) error {
+	return WriteFileWith(path, func(w io.Writer) error { return WriteJUnit(w, d) })
+}

@@ -1,0 +1,311 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// WriteText writes the terminal summary of d: the run's header, an aligned
+// table of the latency and token distributions (count, mean, p50, p90, p99,
+// max, with units), the request outcomes and errors by class, throughput,
+// quality rates and concurrency, then each threshold with ✓ or ✗, its
+// expression and the observed value, and the verdict line. It reads only
+// d's fields, so a saved report renders exactly as the live run did.
+func WriteText(w io.Writer, d *Document) error {
+	var b strings.Builder
+	writeHeader(&b, d)
+	writeDistributions(&b, d)
+	writeRequests(&b, d)
+	writeThroughput(&b, d)
+	writeQuality(&b, d)
+	writeThresholds(&b, d)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write text report: %w", err)
+	}
+	return nil
+}
+
+// WriteTextFile writes the terminal summary to path atomically.
+func WriteTextFile(path string, d *Document) error {
+	return WriteFileWith(path, func(w io.Writer) error { return WriteText(w, d) })
+}
+
+func writeHeader(b *strings.Builder, d *Document) {
+	b.WriteString("llmchaos run")
+	if d.Name != "" {
+		b.WriteString(" " + strconv.Quote(d.Name))
+	}
+	if !d.StartedAt.IsZero() {
+		b.WriteString("  started " + d.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	fmt.Fprintf(b, "  duration %s  seed %d", fmtSeconds(d.DurationS), d.Seed)
+	if d.ToolVersion != "" {
+		b.WriteString("  llmchaos " + d.ToolVersion)
+	}
+	b.WriteByte('\n')
+	if len(d.MergedFrom) > 0 {
+		fmt.Fprintf(b, "merged from %d runs\n", len(d.MergedFrom))
+	}
+}
+
+func writeDistributions(b *strings.Builder, d *Document) {
+	t := newTable("lrrrrrr")
+	t.row("latency", "count", "mean", "p50", "p90", "p99", "max")
+	m := d.Metrics
+	for _, x := range []struct {
+		name string
+		s    Stats
+	}{
+		{"ttft", m.TTFTMs}, {"itl", m.ITLMs}, {"tpot", m.TPOTMs}, {"e2e", m.E2EMs},
+		{"send_lag", m.SendLagMs}, {"client_queue", m.ClientQueueMs},
+	} {
+		t.row(statsCells("  "+x.name, x.s, fmtMs)...)
+	}
+	t.row("tokens")
+	for _, x := range []struct {
+		name string
+		s    Stats
+	}{{"input_tokens", m.InputTokens}, {"output_tokens", m.OutputTokens}} {
+		t.row(statsCells("  "+x.name, x.s, fmtTokens)...)
+	}
+	b.WriteByte('\n')
+	t.write(b)
+}
+
+func statsCells(name string, s Stats, f func(float64) string) []string {
+	if s.Count == 0 {
+		return []string{name, "0", "-", "-", "-", "-", "-"}
+	}
+	return []string{name, strconv.FormatInt(s.Count, 10), f(s.Mean), f(s.P50), f(s.P90), f(s.P99), f(s.Max)}
+}
+
+func writeRequests(b *strings.Builder, d *Document) {
+	r := d.Requests
+	finished := r.OK + r.Failed + r.Cancelled
+	share := func(n, of int64) string {
+		if of == 0 {
+			return ""
+		}
+		return fmtPercent(float64(n) / float64(of))
+	}
+	t := newTable("lrr")
+	t.row("requests", "", "")
+	t.row("  scheduled", strconv.FormatInt(r.Scheduled, 10), "")
+	t.row("  sent", strconv.FormatInt(r.Sent, 10), "")
+	t.row("  ok", strconv.FormatInt(r.OK, 10), share(r.OK, finished))
+	t.row("  failed", strconv.FormatInt(r.Failed, 10), share(r.Failed, finished))
+	t.row("  cancelled", strconv.FormatInt(r.Cancelled, 10), share(r.Cancelled, finished))
+	t.row("  dropped", strconv.FormatInt(r.Dropped, 10), share(r.Dropped, r.Scheduled))
+	lost := strconv.FormatInt(r.Lost, 10)
+	if r.Lost != 0 {
+		lost += "  (must be 0)"
+	}
+	t.row("  lost", lost, "")
+	b.WriteByte('\n')
+	t.write(b)
+	if len(r.ErrorsByClass) == 0 {
+		return
+	}
+	var parts []string
+	for _, cl := range append(append([]llm.ErrorClass(nil), llm.ErrorClasses...), llm.ClassUnknown) {
+		if n := r.ErrorsByClass[string(cl)]; n != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", cl, n))
+		}
+	}
+	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
+}
+
+func writeThroughput(b *strings.Builder, d *Document) {
+	tp := d.Throughput
+	t := newTable("lrl")
+	t.row("throughput", "", "")
+	t.row("  ok requests", fmtRate(tp.RequestsPerS), "")
+	t.row("  input tokens", fmtRate(tp.InputTokensPerS), "")
+	t.row("  output tokens", fmtRate(tp.OutputTokensPerS), "")
+	t.row("  total tokens", fmtRate(tp.TotalTokensPerS), "")
+	if g := d.Quality.GoodputPerS; g != nil {
+		t.row("  goodput", fmtRate(*g), sloText(d.SLO))
+	}
+	b.WriteByte('\n')
+	t.write(b)
+}
+
+// sloText describes the goodput objectives: "ttft ≤ 200ms, tpot ≤ 70ms".
+func sloText(s *SLO) string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	for _, x := range []struct {
+		name string
+		ms   float64
+	}{{"ttft", s.TTFTMs}, {"tpot", s.TPOTMs}, {"e2e", s.E2EMs}} {
+		if x.ms > 0 {
+			parts = append(parts, x.name+" ≤ "+strconv.FormatFloat(x.ms, 'f', -1, 64)+"ms")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeQuality(b *strings.Builder, d *Document) {
+	q := d.Quality
+	t := newTable("lr")
+	t.row("quality", "")
+	t.row("  error rate", fmtPercent(q.ErrorRate))
+	t.row("  truncation rate", fmtPercent(q.TruncationRate))
+	t.row("  rejection rate", fmtPercent(q.RejectionRate))
+	t.row("  throttle rate", fmtPercent(q.ThrottleRate))
+	t.row("  repetition rate", fmtPercent(q.RepetitionRate))
+	t.row("  empty output rate", fmtPercent(q.EmptyOutputRate))
+	t.row("  usage mismatch rate", fmtPercent(q.UsageMismatchRate))
+	b.WriteByte('\n')
+	t.write(b)
+	fmt.Fprintf(b, "\nin flight: max %d, mean %.2f\n", d.Concurrency.Max, d.Concurrency.Mean)
+}
+
+func writeThresholds(b *strings.Builder, d *Document) {
+	b.WriteByte('\n')
+	failed := 0
+	if len(d.Thresholds) > 0 {
+		t := newTable("lll")
+		t.row("thresholds", "", "")
+		for _, th := range d.Thresholds {
+			mark := "✓"
+			if !th.OK {
+				mark = "✗"
+				failed++
+			}
+			t.row("  "+mark+" "+th.Key(), th.Expr, th.Observed())
+		}
+		t.write(b)
+		b.WriteByte('\n')
+	}
+	n := len(d.Thresholds)
+	switch d.Verdict {
+	case VerdictPass:
+		if n == 0 {
+			b.WriteString("verdict: PASS (no thresholds)\n")
+		} else {
+			fmt.Fprintf(b, "verdict: PASS (%s held)\n", plural(n, "threshold"))
+		}
+	case VerdictFail:
+		fmt.Fprintf(b, "verdict: FAIL (%d of %s failed)\n", failed, plural(n, "threshold"))
+	case VerdictAborted:
+		b.WriteString("verdict: ABORTED by a stop condition")
+		if failed > 0 {
+			fmt.Fprintf(b, " (%d of %s failed)", failed, plural(n, "threshold"))
+		}
+		b.WriteByte('\n')
+	case "":
+		b.WriteString("verdict: none recorded\n")
+	default:
+		fmt.Fprintf(b, "verdict: %s\n", strings.ToUpper(d.Verdict))
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// table aligns cells in columns, two spaces apart; align holds 'l' or 'r'
+// per column. Widths count runes, so ✓ and µ take one column.
+type table struct {
+	align string
+	rows  [][]string
+}
+
+func newTable(align string) *table { return &table{align: align} }
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(b *strings.Builder) {
+	widths := make([]int, len(t.align))
+	for _, r := range t.rows {
+		for i, c := range r {
+			// A first-column cell alone on its row (a section title) does
+			// not widen the column.
+			if i == 0 && len(r) == 1 {
+				continue
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range t.rows {
+		var line strings.Builder
+		for i, c := range r {
+			pad := widths[i] - utf8.RuneCountInString(c)
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if t.align[i] == 'r' {
+				line.WriteString(strings.Repeat(" ", max(pad, 0)))
+				line.WriteString(c)
+			} else {
+				line.WriteString(c)
+				if i < len(r)-1 {
+					line.WriteString(strings.Repeat(" ", max(pad, 0)))
+				}
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+}
+
+// fmtMs writes a duration given in milliseconds with a unit that keeps
+// three or four significant digits: "12µs", "2.35ms", "217.3ms", "1.24s".
+func fmtMs(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0ms"
+	case a < 1:
+		return strconv.FormatFloat(v*1000, 'f', 0, 64) + "µs"
+	case a < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "ms"
+	case a < 1000:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "ms"
+	case a < 100_000:
+		return strconv.FormatFloat(v/1000, 'f', 2, 64) + "s"
+	}
+	return strconv.FormatFloat(v/1000, 'f', 0, 64) + "s"
+}
+
+// fmtTokens writes a token figure: integers as such, others with one decimal.
+func fmtTokens(v float64) string {
+	if v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// fmtRate writes a per-second figure with three significant digits or more.
+func fmtRate(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0/s"
+	case a < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "/s"
+	case a < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "/s"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + "/s"
+}
+
+// fmtPercent writes a share as a percentage with two decimals.
+func fmtPercent(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + "%" }
+
+// fmtSeconds writes a run duration: "4s", "1m30.5s".
+func fmtSeconds(s float64) string {
+	d := time.Duration(math.Round(s*1e3)) * time.Millisecond
+	return d.String()
+}
