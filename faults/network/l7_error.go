@@ -1,0 +1,49 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+)
+
+// HTTPErrorParams configure http.error: a matching request is answered by
+// the proxy with Status and an OpenAI error body
+// ({"error":{"message","type","param","code"}}), and never reaches the
+// upstream.
+type HTTPErrorParams struct {
+	RequestMatch `yaml:",inline"`
+	// Status is the HTTP status (default 503); 429, 500 and 503 are the
+	// usual ones, any 4xx or 5xx is allowed.
+	Status int `json:"status,omitempty" yaml:"status,omitempty"`
+	// Message is the error message ("" → "llmchaos: injected 503 Service Unavailable").
+	Message string `json:"message,omitempty" yaml:"message,omitempty"`
+}
+
+// Type implements ProxyParams.
+func (p *HTTPErrorParams) Type() string { return TypeHTTPError }
+
+func (p *HTTPErrorParams) withDefaults() ProxyParams {
+	q := *p
+	q.RequestMatch = q.RequestMatch.withDefaults()
+	if q.Status == 0 {
+		q.Status = 503
+	}
+	return &q
+}
+
+// Validate implements ProxyParams.
+func (p *HTTPErrorParams) Validate() error {
+	errs := p.RequestMatch.problems()
+	if p.Status < 400 || p.Status > 599 {
+		errs = append(errs, fmt.Errorf("status: %d, want an error status (400 to 599)", p.Status))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *HTTPErrorParams) build(seed uint64) runtimeToxic {
+	status, msg := p.Status, p.Message
+	return newL7Toxic(p.RequestMatch, seed, func(f *fate, _ *l7Toxic) {
+		if f.errStatus == 0 {
+			f.errStatus, f.errMessage = status, msg
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// BlackholeParams configure network.blackhole (Toxiproxy's timeout toxic):
+// the bytes of the chosen stream are discarded, so the peer waits; with a
+// Timeout the connection is also closed that long after the toxic met it.
+// Bytes discarded are lost: removing the toxic lets new bytes through, but a
+// stream that lost bytes in the middle is broken for its client.
+type BlackholeParams struct {
+	// Stream is the direction discarded (default downstream).
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	// Timeout closes the connection after this long (0: never).
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+// Type implements ProxyParams.
+func (p *BlackholeParams) Type() string { return TypeProxyBlackhole }
+
+func (p *BlackholeParams) withDefaults() ProxyParams {
+	q := *p
+	q.Stream = q.Stream.orDefault()
+	return &q
+}
+
+// Validate implements ProxyParams.
+func (p *BlackholeParams) Validate() error {
+	var errs []error
+	if err := p.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v, want 0 or more", p.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *BlackholeParams) build(uint64) runtimeToxic {
+	d := p.Timeout
+	return &l4Toxic{stream: p.Stream, newLink: func(start time.Time) linkToxic {
+		return blackholeLink{start: start, timeout: d}
+	}}
+}
+
+type blackholeLink struct {
+	linkBase
+	start   time.Time
+	timeout time.Duration
+}
+
+func (blackholeLink) plan(_ *chunk, p *plan) { p.drop = true }
+
+func (l blackholeLink) due() (time.Time, action) {
+	if l.timeout <= 0 {
+		return time.Time{}, actNone
+	}
+	return l.start.Add(l.timeout), actClose
+}

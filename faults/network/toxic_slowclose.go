@@ -1,0 +1,51 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SlowCloseParams configure network.slow_close: an end of stream (FIN) in
+// the chosen direction is passed on only Delay after it arrived.
+type SlowCloseParams struct {
+	// Stream is the direction whose close is delayed (default downstream).
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	// Delay is how long the close waits.
+	Delay time.Duration `json:"delay" yaml:"delay"`
+}
+
+// Type implements ProxyParams.
+func (p *SlowCloseParams) Type() string { return TypeProxySlowClose }
+
+func (p *SlowCloseParams) withDefaults() ProxyParams {
+	q := *p
+	q.Stream = q.Stream.orDefault()
+	return &q
+}
+
+// Validate implements ProxyParams.
+func (p *SlowCloseParams) Validate() error {
+	var errs []error
+	if err := p.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Delay <= 0 {
+		errs = append(errs, fmt.Errorf("delay: %v, want more than 0", p.Delay))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *SlowCloseParams) build(uint64) runtimeToxic {
+	d := p.Delay
+	return &l4Toxic{stream: p.Stream, newLink: func(time.Time) linkToxic {
+		return slowCloseLink{delay: d}
+	}}
+}
+
+type slowCloseLink struct {
+	linkBase
+	delay time.Duration
+}
+
+func (l slowCloseLink) closeDelay() time.Duration { return l.delay }

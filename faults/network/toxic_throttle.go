@@ -1,0 +1,67 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// throttleSlices is how many pieces a second of throttled bytes is cut
+// into, so that a throttled stream flows every 100 ms instead of in bursts.
+const throttleSlices = 10
+
+// ThrottleParams configure network.throttle: the bytes of the chosen stream
+// flow at no more than Rate bytes per second (through the proxy; the
+// kernel's tbf is network.bandwidth).
+type ThrottleParams struct {
+	// Stream is the direction limited (default downstream).
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	// Rate is the limit in bytes per second.
+	Rate int64 `json:"rate" yaml:"rate"`
+}
+
+// Type implements ProxyParams.
+func (p *ThrottleParams) Type() string { return TypeProxyThrottle }
+
+func (p *ThrottleParams) withDefaults() ProxyParams {
+	q := *p
+	q.Stream = q.Stream.orDefault()
+	return &q
+}
+
+// Validate implements ProxyParams.
+func (p *ThrottleParams) Validate() error {
+	var errs []error
+	if err := p.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Rate <= 0 {
+		errs = append(errs, fmt.Errorf("rate: %d bytes/s, want more than 0", p.Rate))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *ThrottleParams) build(uint64) runtimeToxic {
+	rate := p.Rate
+	return &l4Toxic{stream: p.Stream, newLink: func(time.Time) linkToxic {
+		return &throttleLink{rate: rate, slice: int(max(1, min(rate/throttleSlices, 1<<20)))}
+	}}
+}
+
+// throttleLink paces pieces of at most slice bytes: each piece may go when
+// the previous ones have "drained" at rate.
+type throttleLink struct {
+	linkBase
+	rate     int64
+	slice    int
+	nextFree time.Time
+}
+
+func (l *throttleLink) plan(_ *chunk, p *plan) {
+	p.n = min(p.n, l.slice)
+	p.at = maxTime(p.at, l.nextFree)
+}
+
+func (l *throttleLink) commit(n int, t time.Time) {
+	l.nextFree = maxTime(l.nextFree, t).Add(time.Duration(int64(n) * int64(time.Second) / l.rate))
+}
