@@ -1,0 +1,46 @@
+// Package replica holds the replica fault family: kill, stop, freeze or
+// restart some of a service's serving replicas, and watch what the replicas
+// do next, so that recovery is measured from the service itself.
+//
+// # Faults
+//
+// replica.kill (a signal, SIGKILL by default), replica.stop (SIGTERM, a
+// grace period, SIGKILL), replica.pause (SIGSTOP or docker pause; Undo
+// resumes) and replica.restart. Each takes Params: a target (which replicas
+// match) and a selection (how many of those that are up it acts on: one,
+// all, count or percent, with a min_available floor, picked with the run's
+// seeded *rand.Rand; see faults.Selection). The picked replicas are acted on
+// at the same moment.
+//
+// Before each change a fault records in the journal how to revert it:
+// KindSignalCont (pid and start time) before a SIGSTOP, KindDockerUnpause
+// (the container id) before a docker pause, so that `llmchaos recover`
+// resumes a replica that a crashed run left frozen. Kill, stop and restart
+// cannot be reverted; they record a KindDone spec saying what was done, and
+// their Undo does nothing. Reverters returns the reverters of these kinds.
+//
+// # Drivers
+//
+// A Driver lists targets and applies an action to one (Driver.Targets,
+// Driver.Apply); each lives in its own file.
+//
+//   - process: local processes from the simulator supervisor's state file,
+//     a pid file, or a command-line pattern. A process is named by its pid
+//     and its start time and signalled through a pidfd after the start time
+//     is checked, so a reused pid is never signalled; llmchaos's own process
+//     and its ancestors are refused.
+//   - docker: containers through the Docker Engine API (the engine found as
+//     the docker CLI finds it, the API version negotiated), by label or by
+//     name, and only containers that opt in with the label
+//     llmchaos.io/target=true. A kill signals the container's main process
+//     from the host by default, so that Docker sees a crash and applies its
+//     restart policy (`docker kill` through the engine counts as a
+//     deliberate stop, which restart policies ignore).
+//
+// # Events
+//
+// A Watcher reports Events ({at, replica, kind, detail}: exit, start,
+// restart, healthy, ...) for the `events` of run.json: the process driver by
+// reading the supervisor's state file every WatchInterval, the docker driver
+// from the engine's event stream (die, start, health_status, ...).
+package replica

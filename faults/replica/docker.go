@@ -1,0 +1,400 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// Docker is the docker driver: replicas are containers, found by label or
+// name through the Docker Engine API and acted on through it. Only
+// containers that opt in with the label llmchaos.io/target=true are ever
+// acted on; a target that matches any other container is refused as a
+// whole, naming it.
+//
+// The engine is found as the docker CLI finds it (DOCKER_HOST,
+// DOCKER_TLS_VERIFY, DOCKER_CERT_PATH; the local socket by default), and
+// the API version is negotiated with it on the first call (the client's
+// default; DOCKER_API_VERSION pins one). A client is made for each call, so
+// the driver holds no connection between faults.
+type Docker struct {
+	t    TargetParams
+	opts []client.Opt
+}
+
+var (
+	_ Driver  = (*Docker)(nil)
+	_ Watcher = (*Docker)(nil)
+)
+
+// NewDocker returns the docker driver of t, which must be valid and name the
+// docker driver. opts are added to client.FromEnv (a host, an HTTP client).
+func NewDocker(t TargetParams, opts ...client.Opt) (*Docker, error) {
+	t = t.WithDefaults()
+	if t.Driver != DriverDocker {
+		return nil, fmt.Errorf("docker driver: target names driver %q", t.Driver)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("docker driver: %w", err)
+	}
+	return &Docker{t: t, opts: slices.Clone(opts)}, nil
+}
+
+// dockerClient returns a client of the engine configured from the
+// environment; the caller closes it.
+func dockerClient(opts []client.Opt) (*client.Client, error) {
+	cli, err := client.New(append([]client.Opt{client.FromEnv}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return cli, nil
+}
+
+// containerName is a container's name without the leading slash.
+func containerName(names []string, id string) string {
+	if len(names) > 0 {
+		return strings.TrimPrefix(names[0], "/")
+	}
+	return shortID(id)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Targets lists the containers that match the labels and names of the
+// target, running or not, by name. It fails, naming them, if any lacks the
+// opt-in label, and if a named container does not exist (or does not match
+// the labels too).
+func (d *Docker) Targets(ctx context.Context) ([]Target, error) {
+	cli, err := dockerClient(d.opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	f := client.Filters{}
+	for k, v := range d.t.Labels {
+		f.Add("label", k+"="+v)
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("docker driver: list containers (%s): %w", d.t, err)
+	}
+	items := res.Items
+	if len(d.t.Containers) > 0 {
+		var (
+			keep    []container.Summary
+			missing []string
+		)
+		for _, want := range d.t.Containers {
+			found := false
+			for _, c := range items {
+				if containerMatches(c, want) {
+					found = true
+					if !slices.ContainsFunc(keep, func(k container.Summary) bool { return k.ID == c.ID }) {
+						keep = append(keep, c)
+					}
+				}
+			}
+			if !found {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) > 0 {
+			what := "no such container"
+			if len(d.t.Labels) > 0 {
+				what = "no such container with the target's labels"
+			}
+			return nil, fmt.Errorf("docker driver: %s: %s", what, strings.Join(missing, ", "))
+		}
+		items = keep
+	}
+	var (
+		ts      []Target
+		refused []error
+	)
+	for _, c := range items {
+		name := containerName(c.Names, c.ID)
+		if c.Labels[OptInLabel] != OptInLabelValue {
+			refused = append(refused, fmt.Errorf("container %q (id %s) matches %s but does not carry the label %s=%s: %w; add the label to let llmchaos act on it",
+				name, shortID(c.ID), d.t, OptInLabel, OptInLabelValue, ErrNotOptedIn))
+			continue
+		}
+		ts = append(ts, Target{
+			ID:        name,
+			Container: c.ID,
+			Index:     -1,
+			Up:        containerUp(c),
+			Detail:    fmt.Sprintf("id %s, %s", shortID(c.ID), c.Status),
+		})
+	}
+	if err := errors.Join(refused...); err != nil {
+		return nil, fmt.Errorf("docker driver: refused: %w", err)
+	}
+	slices.SortFunc(ts, func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
+	return ts, nil
+}
+
+// containerMatches reports whether c is the container want names: by name,
+// full id or id prefix.
+func containerMatches(c container.Summary, want string) bool {
+	if strings.HasPrefix(c.ID, want) {
+		return true
+	}
+	for _, n := range c.Names {
+		if strings.TrimPrefix(n, "/") == strings.TrimPrefix(want, "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// containerUp reports whether c serves: running, not paused, and not
+// failing or still starting its health check.
+func containerUp(c container.Summary) bool {
+	if c.State != container.StateRunning {
+		return false
+	}
+	if c.Health != nil {
+		return c.Health.Status != container.Unhealthy && c.Health.Status != container.Starting
+	}
+	// Engines before API 1.52 tell the health only in the status text.
+	return !strings.Contains(c.Status, "(unhealthy)") && !strings.Contains(c.Status, "(health: starting)")
+}
+
+// DockerSpec is the data of a KindDockerUnpause spec.
+type DockerSpec struct {
+	// ID is the container's full id; Name is for people.
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Apply acts on the container t through the engine. A kill via process
+// signals the container's main process from the host (Docker sees a crash
+// and applies the restart policy); via engine it is `docker kill`. Stop and
+// restart take the grace period rounded up to whole seconds.
+func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
+	cli, err := dockerClient(d.opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	done := DoneSpec{Target: t.ID, Action: string(a.Kind), Container: t.Container}
+	switch a.Kind {
+	case ActionKill:
+		sig, err := ParseSignal(a.Signal)
+		if err != nil {
+			return nil, err
+		}
+		done.Signal = SignalName(sig)
+		if a.Via == ViaEngine {
+			if err := willDone(log, done); err != nil {
+				return nil, err
+			}
+			if _, err := cli.ContainerKill(ctx, t.Container, client.ContainerKillOptions{Signal: done.Signal}); err != nil {
+				return nil, fmt.Errorf("docker kill: %w", err)
+			}
+			return noUndo, nil
+		}
+		return irreversible(d.killProcess(ctx, cli, log, t, sig, done))
+	case ActionStop:
+		if err := willDone(log, done); err != nil {
+			return nil, err
+		}
+		secs := graceSeconds(a.Grace)
+		if _, err := cli.ContainerStop(ctx, t.Container, client.ContainerStopOptions{Timeout: &secs}); err != nil {
+			return nil, fmt.Errorf("docker stop: %w", err)
+		}
+		return noUndo, nil
+	case ActionRestart:
+		if err := willDone(log, done); err != nil {
+			return nil, err
+		}
+		secs := graceSeconds(a.Grace)
+		if _, err := cli.ContainerRestart(ctx, t.Container, client.ContainerRestartOptions{Timeout: &secs}); err != nil {
+			return nil, fmt.Errorf("docker restart: %w", err)
+		}
+		return noUndo, nil
+	case ActionPause:
+		data, err := json.Marshal(DockerSpec{ID: t.Container, Name: t.ID})
+		if err != nil {
+			return nil, fmt.Errorf("encode revert spec: %w", err)
+		}
+		if err := log.Will(faults.RevertSpec{Kind: KindDockerUnpause, Data: data}); err != nil {
+			return nil, fmt.Errorf("journal pause of %s: %w", t.ID, err)
+		}
+		opts := d.opts
+		undo := func(ctx context.Context) error { return unpause(ctx, opts, data) }
+		if _, err := cli.ContainerPause(ctx, t.Container, client.ContainerPauseOptions{}); err != nil {
+			err = fmt.Errorf("docker pause: %w", err)
+			if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+			return nil, err
+		}
+		return undo, nil
+	}
+	return nil, fmt.Errorf("docker driver: unknown action %q", a.Kind)
+}
+
+// killProcess signals the container's main process from the host.
+func (d *Docker) killProcess(ctx context.Context, cli *client.Client, log faults.RevertLog, t Target, sig syscall.Signal, done DoneSpec) error {
+	res, err := cli.ContainerInspect(ctx, t.Container, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("docker inspect: %w", err)
+	}
+	st := res.Container.State
+	if st == nil || !st.Running || st.Pid <= 0 {
+		return fmt.Errorf("container %s is not running: %w", t.ID, ErrGone)
+	}
+	done.PID = st.Pid
+	if err := willDone(log, done); err != nil {
+		return err
+	}
+	return signalContainerProcess(st.Pid, t.Container, sig)
+}
+
+// graceSeconds rounds g up to whole seconds, as the engine takes them.
+func graceSeconds(g time.Duration) int {
+	return int((g + time.Second - 1) / time.Second)
+}
+
+// revertDockerUnpause is the Reverter of KindDockerUnpause, with the engine
+// found from the environment.
+func revertDockerUnpause(ctx context.Context, data json.RawMessage) error {
+	return unpause(ctx, nil, data)
+}
+
+// unpause unpauses the container a DockerSpec names. A container that is
+// gone, or not paused (any more), counts as reverted.
+func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error {
+	var s DockerSpec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s spec: %w", KindDockerUnpause, err)
+	}
+	if s.ID == "" {
+		return fmt.Errorf("%s spec: no container id", KindDockerUnpause)
+	}
+	cli, err := dockerClient(opts)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	_, err = cli.ContainerUnpause(ctx, s.ID, client.ContainerUnpauseOptions{})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	// The engine refuses to unpause a container that is not paused: look.
+	res, ierr := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(ierr) {
+		return nil
+	}
+	if ierr == nil && res.Container.State != nil && !res.Container.State.Paused {
+		return nil
+	}
+	return fmt.Errorf("unpause container %s (%s): %w", s.Name, shortID(s.ID), err)
+}
+
+// dockerEventActions are the engine events the watcher asks for.
+var dockerEventActions = []string{"die", "start", "restart", "oom", "pause", "unpause", "health_status"}
+
+// Watch streams the engine's events of the target's containers (opted-in
+// ones only) until ctx ends or the stream fails. Event times are the
+// engine's.
+func (d *Docker) Watch(ctx context.Context, ready func(), emit func(Event)) error {
+	cli, err := dockerClient(d.opts)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	f := client.Filters{}
+	f.Add("type", "container")
+	f.Add("event", dockerEventActions...)
+	f.Add("label", OptInLabel+"="+OptInLabelValue)
+	for _, k := range slices.Sorted(maps.Keys(d.t.Labels)) {
+		f.Add("label", k+"="+d.t.Labels[k])
+	}
+	if len(d.t.Containers) > 0 {
+		f.Add("container", d.t.Containers...)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Events returns once the engine has answered the subscription (a
+	// failed one reports on res.Err): from here on no event is missed.
+	res := cli.Events(ctx, client.EventsListOptions{Filters: f})
+	if ready != nil {
+		ready()
+	}
+	for {
+		select {
+		case m := <-res.Messages:
+			if e, ok := dockerEvent(m); ok {
+				emit(e)
+			}
+		case err := <-res.Err:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("docker events: %w", err)
+		}
+	}
+}
+
+// dockerEvent turns an engine event into a replica event.
+func dockerEvent(m events.Message) (Event, bool) {
+	at := time.Unix(m.Time, 0)
+	if m.TimeNano != 0 {
+		at = time.Unix(0, m.TimeNano)
+	}
+	attrs := m.Actor.Attributes
+	e := Event{At: at, Replica: attrs["name"], Detail: "id " + shortID(m.Actor.ID)}
+	if e.Replica == "" {
+		e.Replica = shortID(m.Actor.ID)
+	}
+	action := string(m.Action)
+	switch {
+	case action == "die":
+		e.Kind = EventExit
+		if code, ok := attrs["exitCode"]; ok {
+			e.Detail = "exit code " + code + ", " + e.Detail
+		}
+	case action == "start":
+		e.Kind = EventStart
+	case action == "restart":
+		e.Kind = EventRestart
+	case action == "oom":
+		e.Kind = EventOOM
+	case action == "pause":
+		e.Kind = EventPause
+	case action == "unpause":
+		e.Kind = EventUnpause
+	case strings.HasPrefix(action, "health_status"):
+		switch strings.TrimSpace(strings.TrimPrefix(action, "health_status:")) {
+		case "healthy":
+			e.Kind = EventHealthy
+		case "unhealthy":
+			e.Kind = EventUnhealthy
+		default:
+			return Event{}, false
+		}
+	default:
+		return Event{}, false
+	}
+	return e, true
+}

@@ -1,0 +1,185 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// Params are the parameters every replica fault takes: which replicas
+// match, and how many of them it acts on.
+//
+//	params: {target: {driver: process, state_file: state.json}, select: {mode: one, min_available: 1}}
+type Params struct {
+	// Target says which replicas match.
+	Target TargetParams `json:"target" yaml:"target"`
+	// Select says how many of those that are up the fault acts on (default
+	// one, picked at random with the run's seeded source).
+	Select faults.Selection `json:"select,omitzero" yaml:"select,omitempty"`
+}
+
+// WithDefaults returns p with its defaults filled in.
+func (p Params) WithDefaults() Params {
+	p.Target = p.Target.WithDefaults()
+	p.Select = p.Select.WithDefaults()
+	return p
+}
+
+func (p Params) problems() []error {
+	errs := p.Target.problems()
+	if err := p.Select.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// Option configures a replica fault.
+type Option func(*options)
+
+type options struct {
+	driver  Driver
+	applied func(Target)
+}
+
+// WithDriver makes the fault act through d instead of the driver its target
+// parameters name (tests; a runner that shares one driver).
+func WithDriver(d Driver) Option { return func(o *options) { o.driver = d } }
+
+// OnApplied makes the fault call fn with every target it acted on, once the
+// action is done, so that the run can record which replicas a fault hit.
+// fn may be called from several goroutines at once.
+func OnApplied(fn func(Target)) Option { return func(o *options) { o.applied = fn } }
+
+// fault is what every replica fault does: list the targets, pick some,
+// apply the action to each (at the same moment), and undo it.
+type fault struct {
+	typ, name string
+	p         Params
+	act       Action
+	rng       *rand.Rand
+	o         options
+}
+
+func newFault(typ, name string, p Params, act Action, rng *rand.Rand, opts []Option) *fault {
+	f := &fault{typ: typ, name: name, p: p, act: act, rng: rng}
+	for _, opt := range opts {
+		opt(&f.o)
+	}
+	return f
+}
+
+// target describes the fault's target for the run's record.
+func (f *fault) target() string { return f.p.Target.String() + ", " + f.p.Select.String() }
+
+// inject picks the targets and applies the action to every one of them at
+// once. If any fails, the ones that succeeded are undone (irreversible ones,
+// a kill, cannot be, and the error says which were done) and the error
+// returned. rng is used only here: Inject must not run concurrently with
+// itself.
+func (f *fault) inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	d := f.o.driver
+	if d == nil {
+		var err error
+		if d, err = Open(f.p.Target); err != nil {
+			return nil, f.wrap(err)
+		}
+	}
+	all, err := d.Targets(ctx)
+	if err != nil {
+		return nil, f.wrap(err)
+	}
+	picked, err := faults.Choose(f.p.Select, f.rng, all, func(t Target) bool { return t.Up })
+	if err != nil {
+		return nil, f.wrap(fmt.Errorf("%w; targets: %s", err, describe(all)))
+	}
+	undos := make([]faults.Undo, len(picked))
+	errs := make([]error, len(picked))
+	var wg sync.WaitGroup
+	for i, t := range picked {
+		wg.Go(func() {
+			undos[i], errs[i] = d.Apply(ctx, log, t, f.act)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", t, errs[i])
+			} else if f.o.applied != nil {
+				f.o.applied(t)
+			}
+		})
+	}
+	wg.Wait()
+	undo := joinUndos(undos)
+	if err := errors.Join(errs...); err != nil {
+		var done []string
+		for i, t := range picked {
+			if errs[i] == nil {
+				done = append(done, t.ID)
+			}
+		}
+		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("undo the targets already done: %w", uerr))
+		}
+		if len(done) > 0 && f.act.Kind != ActionPause {
+			err = fmt.Errorf("%w (already done, and not revertible: %s)", err, strings.Join(done, ", "))
+		}
+		return nil, f.wrap(err)
+	}
+	return undo, nil
+}
+
+func (f *fault) wrap(err error) error { return fmt.Errorf("%s %q: %w", f.typ, f.name, err) }
+
+// describe lists targets with their state, for errors.
+func describe(ts []Target) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		state := "down"
+		if t.Up {
+			state = "up"
+		}
+		parts[i] = t.ID + " " + state
+	}
+	return strings.Join(parts, ", ")
+}
+
+// joinUndos returns one idempotent Undo that runs every non-nil undo (in
+// reverse order) and joins their errors. A failed undo is tried again by the
+// next call; one that succeeded is not.
+func joinUndos(undos []faults.Undo) faults.Undo {
+	var mu sync.Mutex
+	done := make([]bool, len(undos))
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var errs []error
+		for i := len(undos) - 1; i >= 0; i-- {
+			if undos[i] == nil || done[i] {
+				continue
+			}
+			if err := undos[i](ctx); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done[i] = true
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// noUndo is the Undo of an action that leaves nothing to revert.
+func noUndo(context.Context) error { return nil }
+
+// irreversible returns the result of an action that cannot be undone:
+// noUndo when it succeeded, err otherwise.
+func irreversible(err error) (faults.Undo, error) {
+	if err != nil {
+		return nil, err
+	}
+	return noUndo, nil
+}

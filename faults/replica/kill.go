@@ -1,0 +1,85 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// DefaultKillSignal is the signal of replica.kill when none is given.
+const DefaultKillSignal = "SIGKILL"
+
+// KillParams configure replica.kill: send a signal (default SIGKILL) to the
+// picked replicas, as a crash would. Nothing is reverted: the replicas'
+// supervisor, orchestrator or restart policy is what the experiment tests.
+//
+//	params: {target: {state_file: state.json}, select: {mode: one, min_available: 1}, signal: SIGKILL}
+type KillParams struct {
+	Params `json:",inline" yaml:",inline"`
+	// Signal is sent to each picked replica: a name (SIGKILL, KILL, sigterm)
+	// or a number (default SIGKILL).
+	Signal string `json:"signal,omitempty" yaml:"signal,omitempty"`
+	// Via is process (default: signal the replica's process, which an
+	// orchestrator sees as a crash) or engine (docker driver only: docker
+	// kill, which Docker's restart policy treats as a deliberate stop).
+	Via string `json:"via,omitempty" yaml:"via,omitempty"`
+}
+
+// WithDefaults returns p with its defaults filled in.
+func (p KillParams) WithDefaults() KillParams {
+	p.Params = p.Params.WithDefaults()
+	if p.Signal == "" {
+		p.Signal = DefaultKillSignal
+	}
+	if p.Via == "" {
+		p.Via = ViaProcess
+	}
+	return p
+}
+
+// Validate reports every problem with p at once; call it after WithDefaults.
+func (p KillParams) Validate() error {
+	errs := p.Params.problems()
+	if _, err := ParseSignal(p.Signal); err != nil {
+		errs = append(errs, fmt.Errorf("signal: %w", err))
+	}
+	switch p.Via {
+	case ViaProcess:
+	case ViaEngine:
+		if p.Target.Driver != DriverDocker {
+			errs = append(errs, fmt.Errorf("via: engine is for the docker driver, not %s", p.Target.Driver))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("via: %q, want process or engine", p.Via))
+	}
+	return errors.Join(errs...)
+}
+
+// Kill is the replica.kill fault.
+type Kill struct{ f *fault }
+
+var _ faults.Fault = (*Kill)(nil)
+
+// NewKill returns the replica.kill fault called name, with p's defaults
+// applied and validated; rng picks the replicas.
+func NewKill(name string, p KillParams, rng *rand.Rand, opts ...Option) (*Kill, error) {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", TypeKill, name, err)
+	}
+	sig, _ := ParseSignal(p.Signal)
+	act := Action{Kind: ActionKill, Signal: SignalName(sig), Via: p.Via}
+	return &Kill{f: newFault(TypeKill, name, p.Params, act, rng, opts)}, nil
+}
+
+// Target describes the replicas the fault may act on, for the run's record.
+func (k *Kill) Target() string { return k.f.target() }
+
+// Inject signals the picked replicas. Its Undo does nothing: a killed
+// process cannot be revived, only replaced by whoever supervises it.
+func (k *Kill) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	return k.f.inject(ctx, log)
+}

@@ -1,0 +1,460 @@
+//go:build linux
+
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/sim/supervisor"
+)
+
+// WatchInterval is how often the process driver's watcher reads the state
+// file or the process list: an event is seen at most this late.
+const WatchInterval = 100 * time.Millisecond
+
+// restartPoll is how often replica.restart looks for the new process.
+const restartPoll = 20 * time.Millisecond
+
+// Process is the process driver: replicas are local processes, found in a
+// simulator supervisor's state file, a pid file, or by command line, and
+// acted on with signals. A process is named by its pid and its start time,
+// and signalled through a pidfd after the start time is checked, so a pid
+// that was reused by another process is never signalled. llmchaos's own
+// process and its ancestors are never targets.
+type Process struct {
+	t  TargetParams
+	re *regexp.Regexp // compiled t.Cmdline
+}
+
+var (
+	_ Driver  = (*Process)(nil)
+	_ Watcher = (*Process)(nil)
+)
+
+// NewProcess returns the process driver of t, which must be valid and name
+// the process driver.
+func NewProcess(t TargetParams) (*Process, error) {
+	t = t.WithDefaults()
+	if t.Driver != DriverProcess {
+		return nil, fmt.Errorf("process driver: target names driver %q", t.Driver)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	d := &Process{t: t}
+	if t.Cmdline != "" {
+		d.re = regexp.MustCompile(t.Cmdline) // Validate compiled it
+	}
+	return d, nil
+}
+
+// Targets lists the processes of the driver's source, with the refusal of
+// any that is llmchaos itself or one of its ancestors.
+func (d *Process) Targets(ctx context.Context) ([]Target, error) {
+	var (
+		ts  []Target
+		err error
+	)
+	switch {
+	case d.t.StateFile != "":
+		ts, err = d.stateTargets()
+	case d.t.PIDFile != "":
+		ts, err = d.pidFileTargets()
+	default:
+		ts, err = d.cmdlineTargets()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	own := ownLineage()
+	for _, t := range ts {
+		if t.PID > 0 && own[t.PID] {
+			what := "llmchaos's own process"
+			if t.PID != os.Getpid() {
+				what = "an ancestor of llmchaos's process"
+			}
+			return nil, fmt.Errorf("process driver: %s: %s is %s (%q): %w; make the target more specific",
+				d.t, t, what, readCmdline(t.PID), ErrOwnProcess)
+		}
+	}
+	return ts, nil
+}
+
+// stateTargets reads the supervisor's state file: one target per replica,
+// up while it is serving and its process runs (a frozen process is not up,
+// though the supervisor still says serving).
+func (d *Process) stateTargets() ([]Target, error) {
+	rs, err := supervisor.ReadState(d.t.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]Target, 0, len(rs))
+	for _, r := range rs {
+		t := Target{ID: replicaID(r.Index), Index: r.Index, PID: r.PID}
+		state := string(r.State)
+		if r.PID > 0 {
+			info, ok, err := readProc(r.PID)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case !ok || !info.alive():
+				state += ", process gone"
+			case info.stopped():
+				t.StartTime = info.start
+				state += ", stopped"
+			default:
+				t.StartTime = info.start
+				t.Up = r.State == supervisor.StateServing
+			}
+		}
+		t.Detail = fmt.Sprintf("pid %d, port %d, %s", r.PID, r.Port, state)
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// pidFileTargets reads one pid per line.
+func (d *Process) pidFileTargets() ([]Target, error) {
+	b, err := os.ReadFile(d.t.PIDFile)
+	if err != nil {
+		return nil, fmt.Errorf("read pid file: %w", err)
+	}
+	var ts []Target
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(s)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("pid file %s:%d: %q is not a pid", d.t.PIDFile, line, s)
+		}
+		t, err := pidTarget(pid)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("pid file %s holds no pid", d.t.PIDFile)
+	}
+	return ts, nil
+}
+
+// pidTarget describes the process pid as it is now.
+func pidTarget(pid int) (Target, error) {
+	t := Target{ID: "pid-" + strconv.Itoa(pid), PID: pid, Index: -1}
+	info, ok, err := readProc(pid)
+	if err != nil {
+		return Target{}, err
+	}
+	switch {
+	case !ok || !info.alive():
+		t.Detail = "gone"
+	case info.stopped():
+		t.StartTime, t.Detail = info.start, "stopped"
+	default:
+		t.StartTime, t.Up, t.Detail = info.start, true, "running"
+	}
+	return t, nil
+}
+
+// cmdlineTargets scans every process's command line.
+func (d *Process) cmdlineTargets() ([]Target, error) {
+	pids, err := listPIDs()
+	if err != nil {
+		return nil, err
+	}
+	var ts []Target
+	for _, pid := range pids {
+		cl := readCmdline(pid)
+		if cl == "" || !d.re.MatchString(cl) {
+			continue
+		}
+		t, err := pidTarget(pid)
+		if err != nil {
+			return nil, err
+		}
+		if t.StartTime == 0 && !t.Up {
+			continue // exited while we looked
+		}
+		t.Detail += ", " + cl
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// Apply signals t's process (see the Action kinds). The process must still
+// be the one listed: same pid, same start time.
+func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
+	if a.Kind == ActionPause {
+		return pauseProcess(ctx, log, t.PID, t.StartTime, t.ID)
+	}
+	p, err := pin(t.PID, t.StartTime)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	done := DoneSpec{Target: t.ID, Action: string(a.Kind), PID: t.PID, StartTime: t.StartTime}
+	switch a.Kind {
+	case ActionKill:
+		sig, err := ParseSignal(a.Signal)
+		if err != nil {
+			return nil, err
+		}
+		done.Signal = SignalName(sig)
+		if err := willDone(log, done); err != nil {
+			return nil, err
+		}
+		return irreversible(p.signal(sig))
+	case ActionStop:
+		if err := willDone(log, done); err != nil {
+			return nil, err
+		}
+		return irreversible(p.stopGracefully(ctx, a.Grace))
+	case ActionRestart:
+		if d.t.Cmdline != "" {
+			return nil, errors.New("restart needs a state_file or pid_file target to see the new process")
+		}
+		if err := willDone(log, done); err != nil {
+			return nil, err
+		}
+		if err := p.stopGracefully(ctx, a.Grace); err != nil {
+			return nil, err
+		}
+		return irreversible(d.waitRestarted(ctx, t, a.Timeout))
+	}
+	return nil, fmt.Errorf("process driver: unknown action %q", a.Kind)
+}
+
+// waitRestarted waits until the replica old has a new live process: the
+// same state-file index with another pid, or a pid file naming a live pid
+// other than the old one.
+func (d *Process) waitRestarted(ctx context.Context, old Target, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(restartPoll)
+	defer tick.Stop()
+	for {
+		ts, err := d.Targets(ctx)
+		if err == nil {
+			for _, t := range ts {
+				same := t.Index == old.Index
+				if d.t.PIDFile != "" {
+					same = true
+				}
+				if same && t.PID > 0 && t.PID != old.PID && t.StartTime != 0 {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s was stopped but not started again within %v (last look: %v): %w",
+				old.ID, timeout, describeOrErr(ts, err), context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+func describeOrErr(ts []Target, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// PauseProcess freezes the process pid with SIGSTOP, after recording in log
+// how to resume it (a KindSignalCont spec with its pid and start time), and
+// returns once it is stopped. Undo sends SIGCONT. A process that is stopped
+// already is refused: resuming it later would undo someone else's stop.
+// gpu.hang uses it to wedge a serving process as a stuck GPU would.
+func PauseProcess(ctx context.Context, log faults.RevertLog, pid int, name string) (faults.Undo, error) {
+	info, ok, err := readProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !info.alive() {
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	if own := ownLineage(); own[pid] {
+		return nil, fmt.Errorf("pid %d (%s): %w", pid, name, ErrOwnProcess)
+	}
+	return pauseProcess(ctx, log, pid, info.start, name)
+}
+
+func pauseProcess(ctx context.Context, log faults.RevertLog, pid int, start uint64, name string) (faults.Undo, error) {
+	p, err := pin(pid, start)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	if info, _, err := readProc(pid); err == nil && info.stopped() {
+		return nil, fmt.Errorf("process %d (%s) is stopped already; not pausing it", pid, name)
+	}
+	data, err := json.Marshal(faults.ProcessSpec{PID: pid, StartTime: start, Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("encode revert spec: %w", err)
+	}
+	if err := log.Will(faults.RevertSpec{Kind: KindSignalCont, Data: data}); err != nil {
+		return nil, fmt.Errorf("journal pause of %s: %w", name, err)
+	}
+	undo := func(ctx context.Context) error { return revertSignalCont(ctx, data) }
+	if err := p.signal(unix.SIGSTOP); err != nil {
+		return nil, err
+	}
+	if err := waitStopped(ctx, pid, start); err != nil {
+		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return nil, err
+	}
+	return undo, nil
+}
+
+// revertSignalCont is the Reverter of KindSignalCont: SIGCONT to the process
+// the spec names, if it is still that process. A process that is gone, or a
+// pid held by another process, counts as reverted and is not signalled.
+func revertSignalCont(_ context.Context, data json.RawMessage) error {
+	var s faults.ProcessSpec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("signal-cont spec: %w", err)
+	}
+	if s.PID <= 0 {
+		return fmt.Errorf("signal-cont spec: pid %d is not a process", s.PID)
+	}
+	p, err := pin(s.PID, s.StartTime)
+	if errors.Is(err, ErrGone) || errors.Is(err, ErrPIDReused) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := p.signal(syscall.SIGCONT); err != nil && !errors.Is(err, ErrGone) {
+		return err
+	}
+	return nil
+}
+
+// Watch reports replica events until ctx ends. With a state file it reads
+// the file every WatchInterval and derives exit, restart and healthy
+// events; with a pid file or a command line it reports start and exit of
+// the processes it finds.
+func (d *Process) Watch(ctx context.Context, ready func(), emit func(Event)) error {
+	if d.t.StateFile != "" {
+		return d.watchState(ctx, ready, emit)
+	}
+	return d.watchProcs(ctx, ready, emit)
+}
+
+func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)) error {
+	prev, err := supervisor.ReadState(d.t.StateFile)
+	if err != nil {
+		return fmt.Errorf("watch replicas: %w", err)
+	}
+	if ready != nil {
+		ready()
+	}
+	tick := time.NewTicker(WatchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		cur, err := supervisor.ReadState(d.t.StateFile)
+		if err != nil {
+			continue // the file is replaced atomically; a failed read is transient
+		}
+		for _, e := range stateEvents(prev, cur, time.Now()) {
+			emit(e)
+		}
+		prev = cur
+	}
+}
+
+func (d *Process) watchProcs(ctx context.Context, ready func(), emit func(Event)) error {
+	type key struct {
+		pid   int
+		start uint64
+	}
+	snapshot := func() (map[key]Target, error) {
+		ts, err := d.Targets(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m := map[key]Target{}
+		for _, t := range ts {
+			if t.StartTime != 0 {
+				m[key{t.PID, t.StartTime}] = t
+			}
+		}
+		return m, nil
+	}
+	prev, err := snapshot()
+	if err != nil {
+		return fmt.Errorf("watch replicas: %w", err)
+	}
+	if ready != nil {
+		ready()
+	}
+	tick := time.NewTicker(WatchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		cur, err := snapshot()
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		var evs []Event
+		for k, t := range prev {
+			if _, ok := cur[k]; !ok {
+				evs = append(evs, Event{At: now, Replica: t.ID, Kind: EventExit, Detail: fmt.Sprintf("pid %d", k.pid)})
+			}
+		}
+		for k, t := range cur {
+			if _, ok := prev[k]; !ok {
+				evs = append(evs, Event{At: now, Replica: t.ID, Kind: EventStart, Detail: fmt.Sprintf("pid %d", k.pid)})
+			}
+		}
+		// Exits first, then starts, each by replica: a stable order.
+		slices.SortStableFunc(evs, func(a, b Event) int {
+			if a.Kind != b.Kind {
+				return strings.Compare(string(a.Kind), string(b.Kind)) // "exit" sorts before "start"
+			}
+			return strings.Compare(a.Replica, b.Replica)
+		})
+		for _, e := range evs {
+			emit(e)
+		}
+		prev = cur
+	}
+}

@@ -1,0 +1,307 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// Fault type names, as written in an experiment file's `type:` field.
+const (
+	TypeKill    = "replica.kill"
+	TypeStop    = "replica.stop"
+	TypePause   = "replica.pause"
+	TypeRestart = "replica.restart"
+)
+
+// Driver names, the `target.driver` field.
+const (
+	// DriverProcess acts on local processes through signals.
+	DriverProcess = "process"
+	// DriverDocker acts on containers through the Docker Engine API.
+	DriverDocker = "docker"
+)
+
+// OptInLabel is the label (with the value "true") a container must carry
+// for the docker driver to act on it.
+const (
+	OptInLabel      = "llmchaos.io/target"
+	OptInLabelValue = "true"
+)
+
+// Errors the drivers wrap (compare with errors.Is).
+var (
+	// ErrNotOptedIn: a container the target matches does not carry
+	// OptInLabel=true.
+	ErrNotOptedIn = errors.New("container has not opted in")
+	// ErrPIDReused: the pid of a target now belongs to another process
+	// (its start time differs), so it is not signalled.
+	ErrPIDReused = errors.New("pid now belongs to another process")
+	// ErrGone: the target's process exited before it could be acted on.
+	ErrGone = errors.New("process is gone")
+	// ErrOwnProcess: a target is llmchaos's own process or one of its
+	// ancestors (a command-line pattern too broad, a wrong pid file).
+	ErrOwnProcess = errors.New("target is llmchaos's own process or an ancestor of it")
+)
+
+// Target is one replica a driver can act on.
+type Target struct {
+	// ID names the replica in events and the run's record: "replica-0" for
+	// a supervisor's replica 0, "pid-1234" for a process found by pid file
+	// or command line, the container's name for a container.
+	ID string
+	// Up says whether the replica serves now: a supervisor replica in state
+	// serving, a live process that is not stopped, a running container
+	// that is not paused (nor unhealthy).
+	Up bool
+	// PID and StartTime name a process across pid reuse (start time in
+	// clock ticks after boot, field 22 of /proc/PID/stat); PID is 0 for a
+	// supervisor replica that has no process now, and for containers.
+	PID       int
+	StartTime uint64
+	// Index is the supervisor's replica index, -1 for other targets.
+	Index int
+	// Container is the container's full id (docker driver).
+	Container string
+	// Detail says more for people: "pid 1234, port 8001, serving".
+	Detail string
+}
+
+// String returns the ID and the detail.
+func (t Target) String() string {
+	if t.Detail == "" {
+		return t.ID
+	}
+	return t.ID + " (" + t.Detail + ")"
+}
+
+// ActionKind is what a fault does to each target.
+type ActionKind string
+
+// Action kinds.
+const (
+	ActionKill    ActionKind = "kill"
+	ActionStop    ActionKind = "stop"
+	ActionPause   ActionKind = "pause"
+	ActionRestart ActionKind = "restart"
+)
+
+// Kill methods (KillParams.Via).
+const (
+	// ViaProcess signals the replica's process itself, as a crash or the
+	// kernel's OOM killer would: an orchestrator sees a failure and applies
+	// its restart policy. For a container it signals the container's main
+	// process from the host.
+	ViaProcess = "process"
+	// ViaEngine asks the container engine to kill the container (docker
+	// kill). Docker counts that as a deliberate stop: its restart policy
+	// does not start the container again.
+	ViaEngine = "engine"
+)
+
+// Action is one thing to do to a target, with its parameters resolved.
+type Action struct {
+	Kind ActionKind
+	// Signal is the signal of a kill (by name, "SIGKILL").
+	Signal string
+	// Via is ViaProcess or ViaEngine (kill).
+	Via string
+	// Grace is how long stop and restart wait after SIGTERM before SIGKILL.
+	Grace time.Duration
+	// Timeout bounds how long restart waits for the replica to be started
+	// again (process driver).
+	Timeout time.Duration
+}
+
+// Driver finds replicas and acts on them. Implementations are safe for
+// concurrent use: a fault applies its action to the targets it picked at
+// the same time.
+type Driver interface {
+	// Targets lists every replica the driver's target matches, up or not,
+	// in a stable order.
+	Targets(ctx context.Context) ([]Target, error)
+	// Apply does a to t. Before a change it records in log how to revert
+	// it (or, for a change that cannot be reverted, what was done). The
+	// returned Undo is idempotent and treats a vanished target as reverted.
+	Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error)
+}
+
+// Watcher reports what replicas do (exit, restart, become healthy) while a
+// run goes on. Watch blocks until ctx ends (then returns nil) or the source
+// of events fails; it calls ready once, when it is in place (events after
+// that moment are not missed), and emit for each event, from one goroutine,
+// in order.
+type Watcher interface {
+	Watch(ctx context.Context, ready func(), emit func(Event)) error
+}
+
+// TargetParams say which replicas a fault acts on: a driver and, for it, a
+// source of targets.
+//
+//	target: {driver: process, state_file: /run/llmchaos/sim-state.json}
+//	target: {driver: process, cmdline: 'vllm serve .* --port 80\d\d'}
+//	target: {driver: docker, labels: {app: vllm}}
+//
+// The process driver takes exactly one of state_file, pid_file and cmdline;
+// the docker driver takes labels, containers or both. A runner whose target
+// is the built-in simulator fills state_file when the experiment leaves the
+// target out.
+type TargetParams struct {
+	// Driver is process (default) or docker.
+	Driver string `json:"driver,omitempty" yaml:"driver,omitempty"`
+	// StateFile is the simulator supervisor's state file (`llmchaos sim
+	// --replicas N --state-file F`): every replica in it is a target, up
+	// while it is serving.
+	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty"`
+	// PIDFile holds the pid of the target (one per line for several).
+	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty"`
+	// Cmdline is a regular expression (RE2) matched against the command
+	// line of every process (its arguments joined by spaces). A pattern
+	// that matches llmchaos's own process or an ancestor of it is refused.
+	Cmdline string `json:"cmdline,omitempty" yaml:"cmdline,omitempty"`
+	// Labels select containers by label (all must match). A matching
+	// container without OptInLabel=true is refused, not skipped.
+	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	// Containers name containers (names or ids); each must exist and carry
+	// OptInLabel=true.
+	Containers []string `json:"containers,omitempty" yaml:"containers,omitempty"`
+}
+
+// WithDefaults returns t with its defaults filled in: driver process.
+func (t TargetParams) WithDefaults() TargetParams {
+	if t.Driver == "" {
+		t.Driver = DriverProcess
+	}
+	t.Labels = maps.Clone(t.Labels)
+	t.Containers = slices.Clone(t.Containers)
+	return t
+}
+
+// OrStateFile returns t with StateFile set to path when t names no target at
+// all (the experiment left it out). A runner whose target is the built-in
+// simulator calls it, with its supervisor's state file, before it validates
+// and builds the fault; any other runner leaves an empty target to fail
+// validation.
+func (t TargetParams) OrStateFile(path string) TargetParams {
+	if (t.Driver == "" || t.Driver == DriverProcess) && t.StateFile == "" && t.PIDFile == "" && t.Cmdline == "" &&
+		len(t.Labels) == 0 && len(t.Containers) == 0 {
+		t.StateFile = path
+	}
+	return t
+}
+
+// Validate reports every problem with t at once; call it after WithDefaults.
+// It does not look at the system: whether the files, processes and
+// containers exist is found out when the fault is injected.
+func (t TargetParams) Validate() error {
+	return errors.Join(t.problems()...)
+}
+
+func (t TargetParams) problems() []error {
+	var errs []error
+	process := t.StateFile != "" || t.PIDFile != "" || t.Cmdline != ""
+	docker := len(t.Labels) > 0 || len(t.Containers) > 0
+	switch t.Driver {
+	case DriverProcess:
+		n := 0
+		for _, s := range []string{t.StateFile, t.PIDFile, t.Cmdline} {
+			if s != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, fmt.Errorf("target: the process driver needs exactly one of state_file, pid_file and cmdline, got %d", n))
+		}
+		if docker {
+			errs = append(errs, errors.New("target: labels and containers are for the docker driver, not process"))
+		}
+		if t.Cmdline != "" {
+			if _, err := regexp.Compile(t.Cmdline); err != nil {
+				errs = append(errs, fmt.Errorf("target.cmdline: %w", err))
+			}
+		}
+	case DriverDocker:
+		if !docker {
+			errs = append(errs, errors.New("target: the docker driver needs labels or containers"))
+		}
+		if process {
+			errs = append(errs, errors.New("target: state_file, pid_file and cmdline are for the process driver, not docker"))
+		}
+		for k := range t.Labels {
+			if strings.TrimSpace(k) == "" {
+				errs = append(errs, errors.New("target.labels: a label name is empty"))
+				break
+			}
+		}
+		for _, c := range t.Containers {
+			if strings.TrimSpace(c) == "" {
+				errs = append(errs, errors.New("target.containers: a container name is empty"))
+				break
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("target.driver: %q, want process or docker", t.Driver))
+	}
+	return errs
+}
+
+// String describes t for the journal and the run's record.
+func (t TargetParams) String() string {
+	switch {
+	case t.StateFile != "":
+		return "state file " + t.StateFile
+	case t.PIDFile != "":
+		return "pid file " + t.PIDFile
+	case t.Cmdline != "":
+		return fmt.Sprintf("processes matching %q", t.Cmdline)
+	}
+	var parts []string
+	if len(t.Labels) > 0 {
+		keys := make([]string, 0, len(t.Labels))
+		for k := range t.Labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			keys[i] = k + "=" + t.Labels[k]
+		}
+		parts = append(parts, "labels "+strings.Join(keys, ","))
+	}
+	if len(t.Containers) > 0 {
+		parts = append(parts, "containers "+strings.Join(t.Containers, ","))
+	}
+	return "docker " + strings.Join(parts, " ")
+}
+
+// Open returns the driver for t (which must be valid). Opening connects to
+// nothing: the docker driver dials the engine on each call.
+func Open(t TargetParams) (Driver, error) {
+	switch t.Driver {
+	case DriverProcess, "":
+		return NewProcess(t)
+	case DriverDocker:
+		return NewDocker(t)
+	}
+	return nil, fmt.Errorf("target.driver: %q, want process or docker", t.Driver)
+}
+
+// OpenWatcher returns the watcher of the replicas t names: the state file's
+// replicas, the processes, or the containers' engine events.
+func OpenWatcher(t TargetParams) (Watcher, error) {
+	d, err := Open(t)
+	if err != nil {
+		return nil, err
+	}
+	w, ok := d.(Watcher)
+	if !ok {
+		return nil, fmt.Errorf("driver %s reports no events", t.Driver)
+	}
+	return w, nil
+}

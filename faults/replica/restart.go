@@ -1,0 +1,85 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// DefaultRestartTimeout bounds how long replica.restart waits for a process
+// to be started again by its supervisor.
+const DefaultRestartTimeout = 60 * time.Second
+
+// RestartParams configure replica.restart: stop the picked replicas
+// gracefully (SIGTERM, grace, SIGKILL) and have them started again. A
+// container is restarted by the engine (docker restart); a process is
+// started again by its supervisor, so the process driver needs a source
+// that shows the new process: state_file (the same replica index with a new
+// pid) or pid_file (a new live pid in the file). Inject returns once every
+// replica is started again (not yet serving: the run's events say when it
+// serves). Nothing is reverted.
+//
+//	params: {target: {state_file: state.json}, select: {mode: all}, grace: 5s}
+type RestartParams struct {
+	Params `json:",inline" yaml:",inline"`
+	// Grace is how long a replica has to exit after SIGTERM (default 10s).
+	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
+	// Timeout bounds the wait for a process to be started again (default
+	// 60s; process driver).
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+// WithDefaults returns p with its defaults filled in.
+func (p RestartParams) WithDefaults() RestartParams {
+	p.Params = p.Params.WithDefaults()
+	if p.Grace == 0 {
+		p.Grace = DefaultGrace
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultRestartTimeout
+	}
+	return p
+}
+
+// Validate reports every problem with p at once; call it after WithDefaults.
+func (p RestartParams) Validate() error {
+	errs := p.Params.problems()
+	errs = append(errs, graceProblems(p.Grace)...)
+	if p.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
+	}
+	if p.Target.Driver == DriverProcess && p.Target.Cmdline != "" {
+		errs = append(errs, errors.New("target: replica.restart with the process driver needs state_file or pid_file "+
+			"to see the replica started again; cmdline cannot tell a new process from another"))
+	}
+	return errors.Join(errs...)
+}
+
+// Restart is the replica.restart fault.
+type Restart struct{ f *fault }
+
+var _ faults.Fault = (*Restart)(nil)
+
+// NewRestart returns the replica.restart fault called name, with p's
+// defaults applied and validated; rng picks the replicas.
+func NewRestart(name string, p RestartParams, rng *rand.Rand, opts ...Option) (*Restart, error) {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", TypeRestart, name, err)
+	}
+	act := Action{Kind: ActionRestart, Grace: p.Grace, Timeout: p.Timeout}
+	return &Restart{f: newFault(TypeRestart, name, p.Params, act, rng, opts)}, nil
+}
+
+// Target describes the replicas the fault may act on, for the run's record.
+func (r *Restart) Target() string { return r.f.target() }
+
+// Inject restarts the picked replicas and returns once each is started
+// again. Its Undo does nothing.
+func (r *Restart) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	return r.f.inject(ctx, log)
+}

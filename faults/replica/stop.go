@@ -1,0 +1,76 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// DefaultGrace is how long replica.stop and replica.restart wait after
+// SIGTERM before SIGKILL, as `docker stop` does.
+const DefaultGrace = 10 * time.Second
+
+// StopParams configure replica.stop: SIGTERM, a grace period, then SIGKILL,
+// as an orchestrator stops a replica. Nothing is reverted. A container
+// stopped this way stays stopped (Docker's restart policy ignores a manual
+// stop); a supervised process is started again by its supervisor.
+//
+//	params: {target: {driver: docker, labels: {app: vllm}}, select: {mode: count, value: 1}, grace: 5s}
+type StopParams struct {
+	Params `json:",inline" yaml:",inline"`
+	// Grace is how long a replica has to exit after SIGTERM (default 10s).
+	// The docker driver rounds it up to whole seconds, as the engine takes.
+	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
+}
+
+// WithDefaults returns p with its defaults filled in.
+func (p StopParams) WithDefaults() StopParams {
+	p.Params = p.Params.WithDefaults()
+	if p.Grace == 0 {
+		p.Grace = DefaultGrace
+	}
+	return p
+}
+
+// Validate reports every problem with p at once; call it after WithDefaults.
+func (p StopParams) Validate() error {
+	errs := p.Params.problems()
+	errs = append(errs, graceProblems(p.Grace)...)
+	return errors.Join(errs...)
+}
+
+func graceProblems(g time.Duration) []error {
+	if g <= 0 {
+		return []error{fmt.Errorf("grace: %v, want more than 0", g)}
+	}
+	return nil
+}
+
+// Stop is the replica.stop fault.
+type Stop struct{ f *fault }
+
+var _ faults.Fault = (*Stop)(nil)
+
+// NewStop returns the replica.stop fault called name, with p's defaults
+// applied and validated; rng picks the replicas.
+func NewStop(name string, p StopParams, rng *rand.Rand, opts ...Option) (*Stop, error) {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", TypeStop, name, err)
+	}
+	act := Action{Kind: ActionStop, Grace: p.Grace}
+	return &Stop{f: newFault(TypeStop, name, p.Params, act, rng, opts)}, nil
+}
+
+// Target describes the replicas the fault may act on, for the run's record.
+func (s *Stop) Target() string { return s.f.target() }
+
+// Inject stops the picked replicas and returns once each has exited (at
+// most the grace period and the SIGKILL after it). Its Undo does nothing.
+func (s *Stop) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	return s.f.inject(ctx, log)
+}
