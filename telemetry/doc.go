@@ -1,0 +1,56 @@
+// Package telemetry exposes a running load as live Prometheus metrics
+// (--metrics-listen): per-request latency histograms, request and token
+// counters, the in-flight gauge, which faults are active and which thresholds
+// hold. It registers its series on a registry the caller owns, never on the
+// global one, so several runs (and tests) can live in one process.
+//
+// # Series
+//
+//	llmchaos_ttft_seconds          histogram  time to first token (DESIGN §3 ttft)
+//	llmchaos_itl_seconds           histogram  gap between content chunks, one observation per gap
+//	llmchaos_tpot_seconds          histogram  (e2e − ttft) / (output tokens − 1), ok requests
+//	llmchaos_e2e_seconds           histogram  send → end of stream, ok requests
+//	llmchaos_requests_total        counter    {outcome, class}: every Result, once
+//	llmchaos_in_flight             gauge      requests sent and not yet ended
+//	llmchaos_output_tokens_total   counter    output tokens of ok requests
+//	llmchaos_fault_active          gauge      {fault, type}: 1 while the fault is applied
+//	llmchaos_threshold_ok          gauge      {metric}: 1 while the threshold holds, 0 when it fails
+//
+// The histograms are recorded with the same rules as the run's recorder
+// (xk6-llm), so the live view and the final report agree: TTFT for every
+// sent request that got a first token, ITL for every gap received, E2E and
+// TPOT for requests that ended ok.
+//
+// In llmchaos_requests_total, outcome is ok, failed, cancelled or dropped
+// and class is the error class of DESIGN §3 (connect, reset, timeout,
+// http_4xx, http_429, http_5xx, protocol, cancelled), empty for ok and
+// dropped requests. Every valid (outcome, class) pair is created at zero up
+// front, so rate() and error-ratio queries see a series from the first
+// scrape. The workload's request class is not a label: it is user-defined,
+// and the report (not Prometheus) is where per-class breakdowns belong.
+//
+// # Buckets
+//
+// Each histogram is both a classic one, with the fixed buckets below, and a
+// native (sparse) one with NativeHistogramBucketFactor 1.1 (schema 3, about
+// 9% relative error) capped at 160 buckets. Prometheus ≥ 2.40 with
+// --enable-feature=native-histograms scrapes the native form over protobuf
+// (give the scrape job scrape_classic_histograms: true to keep the classic
+// buckets too: deploy/'s dashboard and alert rules read them); everything
+// else (text scrapes, remote write v1, histogram_quantile over _bucket)
+// uses the classic buckets. Those are dense
+// where LLM SLOs sit, around 0.1–1 s for TTFT, 10–100 ms for ITL and TPOT,
+// and 1–60 s for E2E, and wide enough to keep minutes-long generations out
+// of the +Inf bucket:
+//
+//	TTFTBuckets  5 ms … 120 s   (22 buckets)
+//	ITLBuckets   1 ms … 5 s     (20 buckets; also TPOT)
+//	E2EBuckets   100 ms … 600 s (21 buckets)
+//
+// # Concurrency
+//
+// Every method of Exporter is safe for concurrent use. For the error
+// classes of DESIGN §3, Observe does no allocation and takes no lock: it is
+// a handful of atomic updates plus one histogram observation per ITL gap
+// (about 70 ns each, BenchmarkObserve).
+package telemetry

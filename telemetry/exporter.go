@@ -1,0 +1,283 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// Metric names, as exported. They are part of the project's contract with
+// its users (DESIGN §3: the metric name with an llmchaos_ prefix and base
+// units).
+const (
+	NameTTFT         = "llmchaos_ttft_seconds"
+	NameITL          = "llmchaos_itl_seconds"
+	NameTPOT         = "llmchaos_tpot_seconds"
+	NameE2E          = "llmchaos_e2e_seconds"
+	NameRequests     = "llmchaos_requests_total"
+	NameInFlight     = "llmchaos_in_flight"
+	NameOutputTokens = "llmchaos_output_tokens_total"
+	NameFaultActive  = "llmchaos_fault_active"
+	NameThresholdOK  = "llmchaos_threshold_ok"
+)
+
+// MetricNames lists every metric family the Exporter registers, in the order
+// of the package documentation.
+func MetricNames() []string {
+	return []string{NameTTFT, NameITL, NameTPOT, NameE2E, NameRequests, NameInFlight,
+		NameOutputTokens, NameFaultActive, NameThresholdOK}
+}
+
+// Classic histogram buckets, in seconds; see the package documentation.
+var (
+	// TTFTBuckets are llmchaos_ttft_seconds' classic buckets: dense from
+	// 50 ms to 1 s, where interactive TTFT SLOs sit, then out to two minutes
+	// for queues under overload.
+	TTFTBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+		0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120}
+	// ITLBuckets are the classic buckets of llmchaos_itl_seconds and
+	// llmchaos_tpot_seconds: a decode step of a busy GPU takes 10–100 ms;
+	// stalls during faults reach seconds.
+	ITLBuckets = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04,
+		0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5}
+	// E2EBuckets are llmchaos_e2e_seconds' classic buckets: generations of a
+	// few hundred tokens take seconds, long ones minutes.
+	E2EBuckets = []float64{0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60,
+		90, 120, 180, 300, 600}
+)
+
+// Native histogram settings shared by the four latency histograms.
+const (
+	// NativeBucketFactor bounds the growth from one native bucket to the
+	// next (schema 3: 2^(1/8) ≈ 1.09).
+	NativeBucketFactor = 1.1
+	// NativeMaxBuckets caps the native buckets of one histogram; past it
+	// the resolution is halved instead of growing further.
+	NativeMaxBuckets = 160
+)
+
+// Options configures an Exporter. The zero value makes an Exporter with its
+// own registry.
+type Options struct {
+	// Registerer receives the Exporter's collectors. Nil: a new registry
+	// of the Exporter's own, which then also serves as Gatherer.
+	Registerer prometheus.Registerer
+	// Gatherer is what Handler serves and Gatherer returns. Nil: the
+	// Registerer when it is also a Gatherer (a *prometheus.Registry is),
+	// else New fails.
+	Gatherer prometheus.Gatherer
+}
+
+// Exporter holds a run's live Prometheus series. Create it with New.
+type Exporter struct {
+	gatherer     prometheus.Gatherer
+	ttft, itl    prometheus.Histogram
+	tpot, e2e    prometheus.Histogram
+	requests     *prometheus.CounterVec
+	byOutcome    [nOutcomes][nClasses]prometheus.Counter
+	inFlight     prometheus.Gauge
+	outputTokens prometheus.Counter
+	faultActive  *prometheus.GaugeVec
+	thresholdOK  *prometheus.GaugeVec
+}
+
+// classes indexes llm.ErrorClass for the pre-created request counters;
+// index 0 is llm.ClassNone.
+var classes = [...]llm.ErrorClass{llm.ClassNone, llm.ClassConnect, llm.ClassReset, llm.ClassTimeout,
+	llm.ClassHTTP4xx, llm.ClassHTTP429, llm.ClassHTTP5xx, llm.ClassProtocol, llm.ClassCancelled}
+
+const (
+	nClasses  = len(classes)
+	nOutcomes = int(llm.OutcomeDropped) + 1
+)
+
+// classIndex returns c's index in classes, or -1 for a class this package
+// does not know (it is then counted through the CounterVec's map).
+func classIndex(c llm.ErrorClass) int {
+	switch c {
+	case llm.ClassNone:
+		return 0
+	case llm.ClassConnect:
+		return 1
+	case llm.ClassReset:
+		return 2
+	case llm.ClassTimeout:
+		return 3
+	case llm.ClassHTTP4xx:
+		return 4
+	case llm.ClassHTTP429:
+		return 5
+	case llm.ClassHTTP5xx:
+		return 6
+	case llm.ClassProtocol:
+		return 7
+	case llm.ClassCancelled:
+		return 8
+	}
+	return -1
+}
+
+// validPair reports whether a result with outcome o can carry class c; those
+// pairs are created at zero in New.
+func validPair(o llm.Outcome, c llm.ErrorClass) bool {
+	switch o {
+	case llm.OutcomeOK, llm.OutcomeDropped:
+		return c == llm.ClassNone
+	case llm.OutcomeFailed:
+		return c != llm.ClassNone && c != llm.ClassCancelled
+	case llm.OutcomeCancelled:
+		return c == llm.ClassCancelled
+	}
+	return false
+}
+
+// New creates the series and registers them; see Options.
+func New(opts Options) (*Exporter, error) {
+	reg, g := opts.Registerer, opts.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg = r
+		if g == nil {
+			g = r
+		}
+	}
+	if g == nil {
+		rg, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			return nil, errors.New("telemetry: Options.Gatherer is nil and the Registerer is not a Gatherer")
+		}
+		g = rg
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:                           name,
+			Help:                           help,
+			Buckets:                        buckets,
+			NativeHistogramBucketFactor:    NativeBucketFactor,
+			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
+		})
+	}
+	e := &Exporter{
+		gatherer: g,
+		ttft:     hist(NameTTFT, "Time to first token (send to first content chunk), in seconds.", TTFTBuckets),
+		itl:      hist(NameITL, "Inter-token latency: gap between consecutive content chunks, in seconds.", ITLBuckets),
+		tpot:     hist(NameTPOT, "Time per output token of ok requests: (e2e - ttft) / (output tokens - 1), in seconds.", ITLBuckets),
+		e2e:      hist(NameE2E, "End-to-end latency of ok requests (send to end of stream), in seconds.", E2EBuckets),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRequests,
+			Help: "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error class.",
+		}, []string{"outcome", "class"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: NameInFlight,
+			Help: "Requests sent and not yet ended.",
+		}),
+		outputTokens: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameOutputTokens,
+			Help: "Output tokens of ok requests (usage.completion_tokens, else content chunks).",
+		}),
+		faultActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameFaultActive,
+			Help: "1 while the fault is applied, 0 after it was reverted.",
+		}, []string{"fault", "type"}),
+		thresholdOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameThresholdOK,
+			Help: "1 while the threshold on the metric holds, 0 while it fails.",
+		}, []string{"metric"}),
+	}
+	for o := llm.OutcomeOK; o <= llm.OutcomeDropped; o++ {
+		for i, c := range classes {
+			if validPair(o, c) {
+				e.byOutcome[o][i] = e.requests.WithLabelValues(o.String(), string(c))
+			}
+		}
+	}
+	for _, c := range []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.requests, e.inFlight,
+		e.outputTokens, e.faultActive, e.thresholdOK} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("telemetry: register metrics: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// Observe records one Result. It is called once per result, from any
+// goroutine; it does not retain res.
+func (e *Exporter) Observe(res *llm.Result) {
+	e.countRequest(res.Outcome, res.Class)
+	sent := res.Outcome != llm.OutcomeDropped && res.Sent > 0
+	if d, ok := res.TTFT(); ok && sent {
+		e.ttft.Observe(d.Seconds())
+	}
+	for _, g := range res.ITLMicros {
+		e.itl.Observe(float64(g) / 1e6)
+	}
+	if res.Outcome != llm.OutcomeOK {
+		return
+	}
+	if d, ok := res.E2E(); ok {
+		e.e2e.Observe(d.Seconds())
+	}
+	if d, ok := res.TPOT(); ok {
+		e.tpot.Observe(d.Seconds())
+	}
+	if n := res.OutputTokenCount(); n > 0 {
+		e.outputTokens.Add(float64(n))
+	}
+}
+
+// countRequest adds one to llmchaos_requests_total{outcome, class}, through
+// the pre-created counters when the pair is a known one.
+func (e *Exporter) countRequest(o llm.Outcome, c llm.ErrorClass) {
+	if int(o) < nOutcomes {
+		if i := classIndex(c); i >= 0 {
+			if ctr := e.byOutcome[o][i]; ctr != nil {
+				ctr.Inc()
+				return
+			}
+		}
+	}
+	e.requests.WithLabelValues(o.String(), string(c)).Inc()
+}
+
+// SetInFlight sets llmchaos_in_flight, the requests sent and not yet ended
+// (the recorder's Live.InFlight).
+func (e *Exporter) SetInFlight(n int64) { e.inFlight.Set(float64(n)) }
+
+// FaultActive sets llmchaos_fault_active{fault=name, type=typ} to 1 when
+// active, else 0. The runner calls it when it has injected a fault and again
+// when it has reverted it, so dashboards can draw the fault window.
+func (e *Exporter) FaultActive(name, typ string, active bool) {
+	e.faultActive.WithLabelValues(name, typ).Set(b2f(active))
+}
+
+// ThresholdOK sets llmchaos_threshold_ok{metric} to 1 when the threshold on
+// metric holds, else 0. metric is the threshold's key as written
+// ("ttft{phase:fault}").
+func (e *Exporter) ThresholdOK(metric string, ok bool) {
+	e.thresholdOK.WithLabelValues(metric).Set(b2f(ok))
+}
+
+// Gatherer returns what Handler serves, for remote write.
+func (e *Exporter) Gatherer() prometheus.Gatherer { return e.gatherer }
+
+// Handler serves the gathered series in the format the scraper asks for
+// (protobuf, with native histograms, for Prometheus; text otherwise).
+func (e *Exporter) Handler() http.Handler {
+	return promhttp.HandlerFor(e.gatherer, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		Timeout:       10 * time.Second,
+	})
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
