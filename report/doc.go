@@ -7,10 +7,16 @@
 //
 // It also owns what a run ends in: the verdict (Verdict, Document.Evaluate:
 // pass, fail or aborted, from the thresholds' outcomes), the terminal
-// summary (WriteText), JUnit XML for CI (WriteJUnit), the comparison of two
-// runs with bootstrap confidence intervals of their latency percentiles
-// (Compare, WriteComparison) and the merging of runs that were shards of
-// one load (Merge).
+// summary (WriteText), JUnit XML for CI (WriteJUnit), a self-contained
+// HTML page with plots drawn as inline SVG (WriteHTML), the comparison of
+// two runs with bootstrap confidence intervals of their latency
+// percentiles (Compare, WriteComparison) and the merging of runs that were
+// shards of one load (Merge).
+//
+// An experiment's runner adds its record to the Document before writing
+// it: Experiment, and slices of PhaseRecord, FaultRecord, RecoveryRecord,
+// EventRecord, SteadyState probes and SeriesRecord monitors; the writers
+// show them (a timeline in the terminal, shaded fault windows in the HTML).
 //
 // It imports the load engine (package llm) and the threshold evaluator
 // (package assertions); neither imports it. The end of a run, in a few
@@ -20,5 +26,6 @@
 //	doc.Evaluate(thresholds, aborted) // sets doc.Thresholds and doc.Verdict
 //	report.WriteText(os.Stdout, doc)
 //	report.WriteJUnitFile("junit.xml", doc)
+//	report.WriteHTMLFile("report.html", doc)
 //	report.WriteFile("run.json", doc)
 package report

@@ -32,6 +32,9 @@ type Document struct {
 	Seed      int64          `json:"seed"`
 	Config    map[string]any `json:"config"`
 	SLO       *SLO           `json:"slo,omitempty"`
+	// Experiment is the experiment file the run executed (llmchaos run);
+	// absent for a plain load.
+	Experiment *Experiment `json:"experiment,omitempty"`
 	// Verdict is VerdictPass, VerdictFail or VerdictAborted (see Verdict).
 	// Build sets VerdictPass; SetThresholds and Evaluate set it from the
 	// thresholds' outcomes.
@@ -39,6 +42,17 @@ type Document struct {
 	// Thresholds holds one entry per threshold expression evaluated, in
 	// order; empty (never null) when none was given.
 	Thresholds []ThresholdResult `json:"thresholds"`
+	// Phases is the experiment's timeline (baseline, fault, recovery,
+	// after), in order; absent for a plain load.
+	Phases []PhaseRecord `json:"phases,omitempty"`
+	// Faults holds one entry per fault of the experiment, in plan order.
+	Faults []FaultRecord `json:"faults,omitempty"`
+	// Recovery holds recovery_time per fault.
+	Recovery []RecoveryRecord `json:"recovery,omitempty"`
+	// Events lists what happened during the run, in time order.
+	Events []EventRecord `json:"events,omitempty"`
+	// SteadyState holds the steady-state probes before and after the load.
+	SteadyState *SteadyState `json:"steady_state,omitempty"`
 	// MergedFrom lists the runs a merged document was made of (Merge);
 	// absent for a single run.
 	MergedFrom  []MergedRun `json:"merged_from,omitempty"`
@@ -48,7 +62,12 @@ type Document struct {
 	Quality     Quality     `json:"quality"`
 	Concurrency Concurrency `json:"concurrency"`
 	Timeseries  []SecondRow `json:"timeseries"`
-	Histograms  Histograms  `json:"histograms"`
+	// Server holds the server-side monitor series scraped from the
+	// targets' /metrics during the run.
+	Server []SeriesRecord `json:"server,omitempty"`
+	// GPU holds GPU memory samples taken during the run.
+	GPU        []SeriesRecord `json:"gpu,omitempty"`
+	Histograms Histograms     `json:"histograms"`
 
 	run *llm.Summary
 }

@@ -15,7 +15,9 @@ import (
 // WriteText writes the terminal summary of d: the run's header, an aligned
 // table of the latency and token distributions (count, mean, p50, p90, p99,
 // max, with units), the request outcomes and errors by class, throughput,
-// quality rates and concurrency, then each threshold with ✓ or ✗, its
+// quality rates and concurrency; for an experiment, a timeline of its
+// phases and faults, the faults with planned and actual times, recovery
+// times and the steady-state probes; then each threshold with ✓ or ✗, its
 // expression and the observed value, and the verdict line. It reads only
 // d's fields, so a saved report renders exactly as the live run did.
 func WriteText(w io.Writer, d *Document) error {
@@ -25,6 +27,7 @@ func WriteText(w io.Writer, d *Document) error {
 	writeRequests(&b, d)
 	writeThroughput(&b, d)
 	writeQuality(&b, d)
+	writeExperiment(&b, d)
 	writeThresholds(&b, d)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write text report: %w", err)

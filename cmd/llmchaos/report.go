@@ -20,6 +20,7 @@ const (
 	formatText  = "text"
 	formatJSON  = "json"
 	formatJUnit = "junit"
+	formatHTML  = "html"
 )
 
 // addThresholdFlag binds the repeatable --threshold flag (load, report,
@@ -127,7 +128,7 @@ func verdictError(d *report.Document) error {
 	return nil
 }
 
-// writeReport writes d in format (text, json or junit) to path,
+// writeReport writes d in format (text, json, junit or html) to path,
 // atomically, or to stdout when path is "" or "-".
 func writeReport(stdout io.Writer, path, format string, d *report.Document) error {
 	var write func(io.Writer, *report.Document) error
@@ -138,8 +139,10 @@ func writeReport(stdout io.Writer, path, format string, d *report.Document) erro
 		write = report.Write
 	case formatJUnit:
 		write = report.WriteJUnit
+	case formatHTML:
+		write = report.WriteHTML
 	default:
-		return usageError(fmt.Errorf("--format %q: want text, json or junit", format))
+		return usageError(fmt.Errorf("--format %q: want text, json, junit or html", format))
 	}
 	return writeTo(stdout, path, func(w io.Writer) error { return write(w, d) })
 }
@@ -162,8 +165,8 @@ type reportOptions struct {
 }
 
 func (o *reportOptions) check() error {
-	if !slices.Contains([]string{formatText, formatJSON, formatJUnit}, o.Format) {
-		return fmt.Errorf("--format %q: want text, json or junit", o.Format)
+	if !slices.Contains([]string{formatText, formatJSON, formatJUnit, formatHTML}, o.Format) {
+		return fmt.Errorf("--format %q: want text, json, junit or html", o.Format)
 	}
 	return nil
 }
@@ -172,10 +175,11 @@ func newReportCmd() *cobra.Command {
 	o := reportOptions{Format: formatText}
 	cmd := &cobra.Command{
 		Use:   "report RUN.json",
-		Short: "Re-render a saved run as a terminal summary, JSON or JUnit XML",
+		Short: "Re-render a saved run as a terminal summary, JSON, JUnit XML or HTML",
 		Long: `report reads a run saved with --out and writes it again: the terminal summary
-(text), the JSON report (json) or JUnit XML for CI test-report plugins
-(junit), to stdout or to -o FILE.
+(text), the JSON report (json), JUnit XML for CI test-report plugins
+(junit) or a self-contained HTML page with plots (html), to stdout or to
+-o FILE.
 
 The thresholds and verdict are those saved with the run. With --threshold,
 the given thresholds are evaluated instead, against the run's saved
@@ -186,6 +190,7 @@ Exit codes: 0 rendered (with --threshold: every threshold held); 99 with
 aborted; 2 bad flags, thresholds or report file; 1 anything else.`,
 		Example: `  llmchaos report run.json
   llmchaos report run.json --format junit -o junit.xml
+  llmchaos report run.json --format html -o report.html
   llmchaos report run.json --threshold 'ttft: p(99)<800ms' --threshold 'error_rate: rate<1%'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -197,7 +202,7 @@ aborted; 2 bad flags, thresholds or report file; 1 anything else.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Format, "format", o.Format, "output format: text, json or junit")
+	fs.StringVar(&o.Format, "format", o.Format, "output format: text, json, junit or html")
 	fs.StringVarP(&o.Output, "output", "o", "", "write to this file (atomically) instead of stdout")
 	addThresholdFlag(fs, &o.Thresholds)
 	return cmd

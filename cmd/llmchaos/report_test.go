@@ -152,7 +152,7 @@ func TestReportCommand(t *testing.T) {
 			want string
 		}{
 			{[]string{"report", path, "--threshold", "ttft: p(99)<500xs"}, "unknown unit"},
-			{[]string{"report", path, "--format", "html"}, `--format "html"`},
+			{[]string{"report", path, "--format", "pdf"}, `--format "pdf"`},
 			{[]string{"report", filepath.Join(dir, "missing.json")}, "missing.json"},
 			{[]string{"report"}, "accepts 1 arg"},
 		}
