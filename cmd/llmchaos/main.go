@@ -97,11 +97,15 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// The one explicit list of commands (no init() self-registration).
 	root.AddCommand(
 		newVersionCmd(),
+		newProxyCmd(),
 		newSimCmd(),
 		newBalloonCmd(),
+		newGPUMonitorCmd(),
 		newReportCmd(),
 		newCompareCmd(),
 		newMergeCmd(),
+		newLoadCmd(),
+		newValidateCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

@@ -1,0 +1,504 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// Defaults of `llmchaos load` beyond the engine's.
+const (
+	// defaultProgress is the interval of the plain progress lines written
+	// when stdout is not a terminal; on a terminal one line is rewritten
+	// every second.
+	defaultProgress = 5 * time.Second
+	// uncappedPool sizes the connection pool of an open loop without
+	// --max-in-flight: large enough never to hold a request back (a wait
+	// for a connection would show as send lag).
+	uncappedPool = 1 << 16
+)
+
+// loadFlags holds `llmchaos load`'s flags as given: what needs parsing is
+// kept as text and parsed by config, so that every problem is reported at
+// once.
+type loadFlags struct {
+	Targets []string
+	Model   string
+	Name    string
+
+	// Load shape.
+	Rate         float64
+	Arrival      string
+	Burstiness   float64
+	Ramp         string
+	Stages       string
+	StartRate    float64
+	Trace        string
+	Concurrency  int
+	ThinkTime    string
+	RampUp       time.Duration
+	MaxInFlight  int
+	OnSaturation string
+	Duration     time.Duration
+	Requests     int
+	Seed         int64
+
+	// Workload.
+	Preset           string
+	API              string
+	Class            string
+	PromptTokens     string
+	OutputTokens     string
+	MaxTokens        int
+	MinTokens        int
+	IgnoreEOS        bool
+	Dataset          string
+	DatasetFormat    string
+	SharedPrefixes   string
+	PrefixCount      int
+	PrefixTokens     int
+	PrefixShare      float64
+	Turns            string
+	SessionThinkTime string
+	CancelRate       float64
+	cancelRateSet    bool
+	CancelAfterToks  string
+	CancelAfter      string
+
+	// Client.
+	APIKeyEnv   string
+	Headers     []string
+	HTTP2       bool
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+
+	// Run and output.
+	Grace        time.Duration
+	Out          string
+	SaveRequests string
+	Progress     time.Duration
+	Verdict      verdictFlags
+}
+
+// defaultLoadFlags returns the flag defaults.
+func defaultLoadFlags() loadFlags {
+	return loadFlags{
+		APIKeyEnv: llm.DefaultAPIKeyEnv,
+		Grace:     llm.DefaultGrace,
+		Progress:  defaultProgress,
+	}
+}
+
+// loadConfig is a checked `llmchaos load` run: the preset, the user's flags
+// and the defaults combined. runLoad takes it.
+type loadConfig struct {
+	Targets  []string
+	Model    string
+	Name     string
+	Preset   string // "" for a custom workload
+	Arrival  llm.ArrivalConfig
+	Workload llm.WorkloadConfig
+	RampUp   time.Duration
+	Seed     int64
+
+	APIKeyEnv   string
+	Headers     http.Header
+	HTTP2       bool
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+
+	Grace        time.Duration
+	Out          string
+	SaveRequests string
+	JUnit        string
+	Progress     time.Duration
+
+	Thresholds []assertions.Threshold
+	SLO        llm.SLO
+	// Goodput is --goodput as given (for the report's config).
+	Goodput string
+}
+
+// addLoadFlags binds the load command's flags to f.
+func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
+	fs.StringSliceVar(&f.Targets, "target", nil, "base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (repeatable or comma-separated: sessions go round-robin)")
+	fs.StringVar(&f.Model, "model", "", "model name to request (required)")
+	fs.StringVar(&f.Name, "name", "", "name of the run in reports (the JUnit testsuite's name)")
+
+	fs.Float64Var(&f.Rate, "rate", 0, "open loop: requests (sessions) per second; inf sends --requests at once")
+	fs.StringVar(&f.Arrival, "arrival", "", "inter-arrival shape of --rate, --ramp and --stages: constant, poisson or gamma (default poisson)")
+	fs.Float64Var(&f.Burstiness, "burstiness", 0, "gamma shape B (vLLM's burstiness): < 1 burstier, > 1 smoother, 1 Poisson")
+	fs.StringVar(&f.Ramp, "ramp", "", "open loop: rate moving linearly from R0 to R1 req/s over --duration, as R0:R1")
+	fs.StringVar(&f.Stages, "stages", "", "open loop: ramping arrival rate, as DURATION:TARGET,... e.g. 30s:10,1m:50,30s:0")
+	fs.Float64Var(&f.StartRate, "start-rate", 0, "rate the first of --stages starts from")
+	fs.StringVar(&f.Trace, "trace", "", "open loop: replay the request times of a JSONL trace file")
+	fs.IntVar(&f.Concurrency, "concurrency", 0, "closed loop: this many virtual users, each sending its next request when the previous one ended")
+	fs.StringVar(&f.ThinkTime, "think-time", "", "closed loop: pause between a user's requests, a duration or a distribution (e.g. 1s, uniform:0.5s:2s)")
+	fs.DurationVar(&f.RampUp, "ramp-up", 0, "closed loop: start the virtual users evenly over this time instead of all at once")
+	fs.IntVar(&f.MaxInFlight, "max-in-flight", 0, "open loop: cap on requests in flight (0: none)")
+	fs.StringVar(&f.OnSaturation, "on-saturation", "", "open loop, at --max-in-flight: wait (queue; the wait is client_queue) or drop (a dropped result) (default wait)")
+	fs.DurationVar(&f.Duration, "duration", 0, "length of the schedule; in-flight requests then get --grace to finish")
+	fs.IntVar(&f.Requests, "requests", 0, "number of requests (sessions) to schedule; with --duration, whichever ends first")
+	fs.Int64Var(&f.Seed, "seed", 0, "seed of the schedule, the workload and request ids: the same seed repeats the schedule and prompts (default: a random seed, recorded in the report)")
+
+	fs.StringVar(&f.Preset, "workload", "", "preset traffic class: chat, batch, completion or agent (flags given on top override it)")
+	fs.StringVar(&f.API, "api", "", "chat (/chat/completions) or completions (/completions) (default chat)")
+	fs.StringVar(&f.Class, "class", "", "request class tag of every result (default: the preset's name, or custom)")
+	fs.StringVar(&f.PromptTokens, "prompt-tokens", "", "prompt length in tokens: N, uniform:LO:HI, normal:MEAN:SD, lognormal:MEDIAN:SIGMA (with ,min=,max=)")
+	fs.StringVar(&f.OutputTokens, "output-tokens", "", "max_tokens of each request, a length distribution as --prompt-tokens")
+	fs.IntVar(&f.MaxTokens, "max-tokens", 0, "max_tokens of every request (same as --output-tokens N)")
+	fs.IntVar(&f.MinTokens, "min-tokens", 0, "min_tokens of every request (capped at its max_tokens)")
+	fs.BoolVar(&f.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM's ignore_eos)")
+	fs.StringVar(&f.Dataset, "dataset", "", "prompt dataset: ShareGPT JSON or JSONL with prompt or messages")
+	fs.StringVar(&f.DatasetFormat, "dataset-format", "", "sharegpt or jsonl (default: by file extension)")
+	fs.StringVar(&f.SharedPrefixes, "shared-prefixes", "", "N system prompts of L tokens shared by a share of sessions, as N:L[:SHARE] (share default 1)")
+	fs.IntVar(&f.PrefixCount, "prefix-count", 0, "number of shared system prompts (or use --shared-prefixes)")
+	fs.IntVar(&f.PrefixTokens, "prefix-tokens", 0, "length of each shared system prompt in tokens")
+	fs.Float64Var(&f.PrefixShare, "prefix-share", 0, "share of sessions that use a shared system prompt, in [0, 1]")
+	fs.StringVar(&f.Turns, "turns", "", "user turns per session, a length distribution (multi-turn: history grows)")
+	fs.StringVar(&f.SessionThinkTime, "session-think-time", "", "pause after a turn's reply before the session's next turn")
+	fs.Var(shareFlag{&f.CancelRate, &f.cancelRateSet}, "cancel-rate", "share of requests the client cancels on purpose (e.g. 30%), after --cancel-after-tokens or --cancel-after")
+	fs.StringVar(&f.CancelAfterToks, "cancel-after-tokens", "", "cancel after this many content chunks (a length distribution)")
+	fs.StringVar(&f.CancelAfter, "cancel-after", "", "cancel this long after send (a duration distribution)")
+
+	fs.StringVar(&f.APIKeyEnv, "api-key-env", f.APIKeyEnv, "environment variable holding the API key (sent as a bearer token, never printed)")
+	fs.StringArrayVar(&f.Headers, "header", nil, "extra request header K:V (repeatable); values never appear in reports")
+	fs.BoolVar(&f.HTTP2, "http2", false, "speak HTTP/2 (h2c to http targets) instead of HTTP/1.1")
+	fs.DurationVar(&f.Timeout, "timeout", 0, "bound on a whole request, send to end of stream (0: none)")
+	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")
+
+	fs.DurationVar(&f.Grace, "grace", f.Grace, "time in-flight requests get to finish after the schedule ends, before they are cancelled")
+	fs.StringVar(&f.Out, "out", "", "write the JSON run report to this file")
+	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file")
+	fs.DurationVar(&f.Progress, "progress", f.Progress, "interval of the progress lines when stdout is not a terminal (0: no live output)")
+	f.Verdict.add(fs)
+}
+
+// renamedFlags maps the flag names the workload's own validation uses to
+// this command's.
+var renamedFlags = strings.NewReplacer("--input-tokens", "--prompt-tokens", "--cancel-share", "--cancel-rate")
+
+// config checks the flags and combines them with the preset and the
+// defaults. Every problem is reported at once; each names its flag.
+func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c := loadConfig{
+		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
+		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout,
+		Grace: f.Grace, Out: f.Out, SaveRequests: f.SaveRequests, JUnit: f.Verdict.JUnit, Progress: f.Progress,
+		Goodput: f.Verdict.Goodput,
+	}
+
+	for _, t := range f.Targets {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("--target %q: want a base URL such as http://127.0.0.1:8000/v1", t)
+			continue
+		}
+		c.Targets = append(c.Targets, strings.TrimRight(t, "/"))
+	}
+	if len(f.Targets) == 0 {
+		bad("--target is required: the base URL of the API, e.g. --target http://127.0.0.1:8000/v1")
+	}
+	if f.Model == "" {
+		bad("--model is required: the served model's name (GET /v1/models lists it)")
+	}
+	if !fs.Changed("seed") {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			bad("--seed: no seed given and no random one available: %v", err)
+		}
+		// 53 bits: the seed is recorded in JSON, whose readers often
+		// hold numbers as doubles, and a replay needs it exact.
+		c.Seed = int64(binary.LittleEndian.Uint64(b[:]) >> 11)
+	} else if f.Seed < 0 {
+		bad("--seed %d must not be negative", f.Seed)
+	}
+
+	// Load shape: the user's settings, on top of the preset's.
+	user := llm.ArrivalConfig{
+		Rate: f.Rate, Arrival: llm.ArrivalKind(f.Arrival), Burstiness: f.Burstiness, StartRate: f.StartRate,
+		TraceFile: f.Trace, Duration: f.Duration, Requests: f.Requests, Concurrency: f.Concurrency,
+		MaxInFlight: f.MaxInFlight, OnSaturation: llm.Saturation(f.OnSaturation),
+	}
+	if f.Ramp != "" {
+		r, err := llm.ParseRamp(f.Ramp)
+		if err != nil {
+			bad("--ramp: %w", err)
+		}
+		user.Ramp = r
+	}
+	if f.Stages != "" {
+		st, err := llm.ParseStages(f.Stages)
+		if err != nil {
+			bad("--stages: %w", err)
+		}
+		user.Stages = st
+	}
+	if f.ThinkTime != "" {
+		d, err := llm.ParseDurationDist(f.ThinkTime)
+		if err != nil {
+			bad("--think-time: %w", err)
+		}
+		user.ThinkTime = d
+	}
+
+	// Workload: the same.
+	uw := llm.WorkloadConfig{
+		Name: f.Class, API: llm.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
+		Dataset: f.Dataset, DatasetFormat: llm.DatasetFormat(f.DatasetFormat),
+		PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare,
+	}
+	dist := func(flag, s string, dst *llm.Dist) {
+		if s == "" {
+			return
+		}
+		d, err := llm.ParseDist(s)
+		if err != nil {
+			bad("%s: %w", flag, err)
+			return
+		}
+		*dst = d
+	}
+	durDist := func(flag, s string, dst *llm.DurationDist) {
+		if s == "" {
+			return
+		}
+		d, err := llm.ParseDurationDist(s)
+		if err != nil {
+			bad("%s: %w", flag, err)
+			return
+		}
+		*dst = d
+	}
+	dist("--prompt-tokens", f.PromptTokens, &uw.InputTokens)
+	dist("--output-tokens", f.OutputTokens, &uw.OutputTokens)
+	dist("--turns", f.Turns, &uw.Turns)
+	dist("--cancel-after-tokens", f.CancelAfterToks, &uw.CancelAfterTokens)
+	durDist("--session-think-time", f.SessionThinkTime, &uw.ThinkTime)
+	durDist("--cancel-after", f.CancelAfter, &uw.CancelAfter)
+	if fs.Changed("max-tokens") {
+		switch {
+		case f.OutputTokens != "":
+			bad("--max-tokens and --output-tokens are both set: --max-tokens N is --output-tokens N")
+		case f.MaxTokens < 1:
+			bad("--max-tokens %d must be ≥ 1", f.MaxTokens)
+		default:
+			uw.OutputTokens = llm.FixedDist(f.MaxTokens)
+		}
+	}
+	if f.SharedPrefixes != "" {
+		if fs.Changed("prefix-count") || fs.Changed("prefix-tokens") || fs.Changed("prefix-share") {
+			bad("--shared-prefixes and --prefix-count/--prefix-tokens/--prefix-share are both set: use one or the other")
+		}
+		n, l, share, err := parseSharedPrefixes(f.SharedPrefixes)
+		if err != nil {
+			bad("--shared-prefixes %q: %w", f.SharedPrefixes, err)
+		}
+		uw.PrefixCount, uw.PrefixTokens, uw.PrefixShare = n, l, share
+	}
+	if f.cancelRateSet {
+		uw.CancelShare = f.CancelRate
+		if f.CancelRate == 0 {
+			// 0 means "none", not "the default share": drop the plan.
+			uw.CancelAfter, uw.CancelAfterTokens = llm.DurationDist{}, llm.Dist{}
+		}
+	}
+
+	arrival, workload := user, uw
+	if f.Preset != "" {
+		p, err := llm.LookupPreset(f.Preset)
+		if err != nil {
+			bad("--workload: %w", err)
+		} else {
+			arrival, workload = p.Arrival.Overlay(user), p.Workload.Overlay(uw)
+			if f.cancelRateSet && f.CancelRate == 0 {
+				workload.CancelShare, workload.CancelAfter, workload.CancelAfterTokens = 0, llm.DurationDist{}, llm.Dist{}
+			}
+		}
+	}
+	c.Arrival, c.Workload = arrival.WithDefaults(), workload.WithDefaults()
+	if err := c.Arrival.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Workload.Validate(); err != nil {
+		errs = append(errs, workloadErrors(err, f.Preset == "" && f.PromptTokens == "" && f.Dataset == "", f.PromptTokens != "")...)
+	}
+	if f.RampUp < 0 {
+		bad("--ramp-up %v must not be negative", f.RampUp)
+	} else if f.RampUp > 0 && c.Arrival.Mode() != llm.ModeClosed {
+		bad("--ramp-up applies to --concurrency (closed loop) only")
+	}
+
+	// Client.
+	if f.APIKeyEnv == "" {
+		bad("--api-key-env is empty: name the environment variable that holds the key (default %s)", llm.DefaultAPIKeyEnv)
+	}
+	c.Headers = make(http.Header)
+	for _, h := range f.Headers {
+		k, v, ok := strings.Cut(h, ":")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			// The value is not quoted: it may be a credential.
+			bad("--header %q: want NAME:VALUE", redactHeaderArg(h))
+			continue
+		}
+		c.Headers.Add(k, strings.TrimSpace(v))
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--timeout", f.Timeout}, {"--idle-timeout", f.IdleTimeout}, {"--grace", f.Grace}, {"--progress", f.Progress}} {
+		if d.d < 0 {
+			bad("%s %v must not be negative", d.flag, d.d)
+		}
+	}
+
+	// Outputs: their folders must exist before a long run, not after it.
+	for _, o := range []struct{ flag, path string }{{"--out", f.Out}, {"--save-requests", f.SaveRequests}, {"--junit", f.Verdict.JUnit}} {
+		if o.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
+			bad("%s %s: folder %s does not exist", o.flag, o.path, filepath.Dir(o.path))
+		}
+	}
+	ths, slo, err := f.Verdict.parse()
+	if err != nil {
+		errs = append(errs, errors.Unwrap(err))
+	}
+	c.Thresholds, c.SLO = ths, slo
+	return c, errors.Join(errs...)
+}
+
+// workloadErrors turns the workload's validation errors into the
+// command's: flag names as this command spells them, and a missing prompt
+// length, when nothing at all says what to send, as the choice to make
+// (and not at all when --prompt-tokens was given but did not parse: that
+// error is reported already).
+func workloadErrors(err error, nothingGiven, promptGiven bool) []error {
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	var out []error
+	for _, e := range list {
+		msg := e.Error()
+		if strings.Contains(msg, "--input-tokens is required") {
+			switch {
+			case nothingGiven:
+				out = append(out, errors.New("no workload: choose --workload chat|batch|completion|agent, or give --prompt-tokens or --dataset"))
+				continue
+			case promptGiven:
+				continue
+			}
+		}
+		out = append(out, errors.New(renamedFlags.Replace(msg)))
+	}
+	return out
+}
+
+// parseSharedPrefixes reads N:L[:SHARE].
+func parseSharedPrefixes(s string) (n, l int, share float64, err error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, 0, errors.New("want N:L or N:L:SHARE, e.g. 4:2048:0.8")
+	}
+	if n, err = strconv.Atoi(parts[0]); err != nil || n < 1 {
+		return 0, 0, 0, fmt.Errorf("count %q: want a whole number ≥ 1", parts[0])
+	}
+	if l, err = strconv.Atoi(parts[1]); err != nil || l < 1 {
+		return 0, 0, 0, fmt.Errorf("length %q: want a whole number of tokens ≥ 1", parts[1])
+	}
+	share = 1
+	if len(parts) == 3 {
+		if share, err = parseShare(parts[2]); err != nil {
+			return 0, 0, 0, fmt.Errorf("share: %w", err)
+		}
+	}
+	return n, l, share, nil
+}
+
+// redactHeaderArg hides what may be a credential in a malformed --header.
+func redactHeaderArg(h string) string {
+	if len(h) <= 3 {
+		return h
+	}
+	return h[:3] + "…"
+}
+
+func newLoadCmd() *cobra.Command {
+	f := defaultLoadFlags()
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Drive streaming LLM load at an OpenAI-compatible endpoint and report what it measured",
+		Long: `load sends streaming chat or completion requests to one or more OpenAI-compatible
+base URLs on a schedule, records one result per scheduled request, whatever
+happens, and reports TTFT, ITL, TPOT, end-to-end latency, send lag, client
+queue time, request outcomes by error class, throughput and quality rates.
+
+Load shape: an open loop (--rate with --arrival constant|poisson|gamma and
+--burstiness, --ramp R0:R1, --stages, or --trace) on an absolute-time
+schedule, optionally capped by --max-in-flight with --on-saturation wait or
+drop; or a closed loop of --concurrency virtual users with --think-time.
+End it with --duration and/or --requests; requests in flight then get
+--grace before they are cancelled. --seed repeats an open-loop run's
+schedule, prompts and request ids exactly (a closed loop's timing follows
+the server's answers).
+
+Workload: a preset (--workload chat|batch|completion|agent) or your own
+lengths (--prompt-tokens, --output-tokens) or a --dataset, with shared
+prefixes, multi-turn sessions (--turns) and client cancellation
+(--cancel-rate); flags given on top of a preset override it.
+
+While it runs, a line every second on a terminal (elapsed, req/s, in flight,
+p99 TTFT of the last 10 s, errors, tokens/s), plain lines every --progress
+otherwise; at the end a summary table, --out writes the JSON report (its
+config has secrets removed), --junit the thresholds as JUnit XML.
+
+Exit codes: 0 the run passed; 99 a --threshold failed; 98 a stop condition
+aborted the run; 2 bad flags or configuration; 1 anything else. Ctrl-C stops
+the run (requests in flight are cancelled) and still writes the reports.`,
+		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
+  llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --prompt-tokens 1024 --output-tokens 256 --ignore-eos
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd.Flags())
+			if err != nil {
+				return usageError(err)
+			}
+			return runLoad(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	addLoadFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// fmtRateValue writes a rate for the config record: a number, or "inf".
+func fmtRateValue(r float64) any {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return r
+}

@@ -1,0 +1,21 @@
+//go:build linux
+
+package main
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal: then the live line is
+// rewritten in place every second instead of printed every --progress.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
