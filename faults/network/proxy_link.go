@@ -268,6 +268,10 @@ func (pm *pump) run(ctx context.Context) pumpEnd {
 			if !ok {
 				return pm.finish(ctx)
 			}
+			// The select may pick the chunk before the set's change signal
+			// when both are ready: take the current toxics first, so a
+			// toxic added before this chunk arrived always applies to it.
+			pm.refresh()
 			if end, done := pm.deliver(ctx, c); done {
 				return end
 			}
