@@ -217,6 +217,9 @@ type e2e struct {
 	// during, when set, runs while the engine runs (it may cancel ctx,
 	// kill a server, call the admin API); it gets the run's clock.
 	during func(ctx context.Context, cancel context.CancelFunc, clock *RunClock)
+	// tagger and observe are passed to EngineConfig as they are.
+	tagger  func(at time.Duration, tags *Tags)
+	observe func(res *Result)
 }
 
 // engineRun is what an e2e run produced.
@@ -255,6 +258,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	eng, err := NewEngine(EngineConfig{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp,
+		Tagger: c.tagger, Observe: c.observe,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -588,5 +589,72 @@ func TestEngineRunsOnce(t *testing.T) {
 	}
 	if _, err := eng.Run(context.Background()); err == nil {
 		t.Error("second Run: nil error, want a refusal")
+	}
+}
+
+// TestEngineTaggerAndObserve checks the runner's hooks: every Result is
+// tagged from its send time (a request sent before the switch is in
+// "baseline", after it in "fault"), and Observe sees each Result once,
+// after the Recorder, with those tags.
+func TestEngineTaggerAndObserve(t *testing.T) {
+	url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	const switchAt = 250 * time.Millisecond
+	var mu sync.Mutex
+	seen := map[uint64]Tags{}
+	var sendTimes sync.Map // seq → at given to the tagger
+	r := e2e{
+		targets:  []string{url},
+		arrival:  ArrivalConfig{Rate: 40, Arrival: "constant", Duration: 500 * time.Millisecond},
+		workload: shortChat(2),
+		grace:    5 * time.Second,
+		tagger: func(at time.Duration, tags *Tags) {
+			if at < switchAt {
+				tags.Phase = "baseline"
+			} else {
+				tags.Phase, tags.Fault = "fault", "f1"
+			}
+		},
+		observe: func(res *Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := seen[res.Seq]; dup {
+				t.Errorf("Observe saw seq %d twice", res.Seq)
+			}
+			seen[res.Seq] = res.Tags
+			sendTimes.Store(res.Seq, res.Sent)
+		},
+	}.run(t)
+	req := checkAccounting(t, r)
+	if got, want := int64(len(seen)), req.Scheduled; got != want {
+		t.Fatalf("Observe saw %d Results, want %d", got, want)
+	}
+	var base, fault int
+	for seq, tags := range seen {
+		v, _ := sendTimes.Load(seq)
+		sent := v.(time.Duration)
+		want := "baseline"
+		if sent >= switchAt {
+			want = "fault"
+		}
+		// The tagger ran just before Sent was stamped, so only a request
+		// sent within a hair of the switch could differ.
+		if tags.Phase != want && (sent-switchAt).Abs() > 2*time.Millisecond {
+			t.Errorf("seq %d sent at %v tagged %q, want %q", seq, sent, tags.Phase, want)
+		}
+		if tags.Phase == "baseline" {
+			base++
+		} else {
+			fault++
+			if tags.Fault != "f1" {
+				t.Errorf("seq %d: fault tag %q, want f1", seq, tags.Fault)
+			}
+		}
+	}
+	if base == 0 || fault == 0 {
+		t.Errorf("baseline %d, fault %d: want both phases present", base, fault)
+	}
+	fc := r.sum.Counts(TagFilter{Phase: "fault"})
+	if got := fc.Finished(); got != int64(fault) {
+		t.Errorf("recorder's fault-phase count %d, want %d (tags must reach the Recorder)", got, fault)
 	}
 }

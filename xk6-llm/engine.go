@@ -82,6 +82,16 @@ type EngineConfig struct {
 	// Pacer tunes the pacer and the workers' precise sleeps. The zero
 	// value means PacerOptions{Lead: DefaultPacerLead}.
 	Pacer PacerOptions
+	// Tagger, when set, fills run-level tags (the experiment runner's
+	// phase and fault) from the run clock: at is the actual send time for
+	// a sent request and the scheduled time for a dropped one, so a result
+	// belongs to the phase it was sent in. It is called from many
+	// goroutines at once and must be cheap (an atomic load).
+	Tagger func(at time.Duration, tags *Tags)
+	// Observe, when set, sees every Result right after the Recorder took
+	// it (live exporters, tracing). It runs on the request's goroutine,
+	// must be cheap, and must not keep res: the engine reuses it.
+	Observe func(res *Result)
 }
 
 // RunStats is what Engine.Run reports besides the Results it recorded.
@@ -548,7 +558,11 @@ func (r *run) send(hard context.Context, res *Result, req *Request, endpoint int
 		r.recordDropped(res)
 		return "", false
 	}
-	r.rec.RequestStarted(r.clock.Now())
+	now := r.clock.Now()
+	if r.cfg.Tagger != nil {
+		r.cfg.Tagger(now, &res.Tags)
+	}
+	r.rec.RequestStarted(now)
 	url := r.cfg.Targets[endpoint]
 	if keep {
 		reply = r.client.DoContent(hard, url, req, res)
@@ -559,7 +573,7 @@ func (r *run) send(hard context.Context, res *Result, req *Request, endpoint int
 	if r.sem != nil {
 		<-r.sem
 	}
-	r.rec.Record(res)
+	r.record(res)
 	return reply, res.Outcome == OutcomeOK
 }
 
@@ -568,7 +582,18 @@ func (r *run) recordDropped(res *Result) {
 	res.Outcome = OutcomeDropped
 	res.Dequeued, res.Sent = 0, 0
 	res.End = max(r.clock.Now(), res.Scheduled)
+	if r.cfg.Tagger != nil {
+		r.cfg.Tagger(res.Scheduled, &res.Tags)
+	}
+	r.record(res)
+}
+
+// record hands res to the Recorder, then to the Observe hook.
+func (r *run) record(res *Result) {
 	r.rec.Record(res)
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(res)
+	}
 }
 
 // newResult returns a clean Result from the pool with the engine's fields set.
