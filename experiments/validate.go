@@ -541,6 +541,9 @@ func (v *validator) faultParams(p string, f Fault, ft FaultType) {
 	if v.dec.broken[p] {
 		return
 	}
+	if ft.FromSim != nil && v.s.Target.Sim != nil {
+		ft.FromSim(params, placeholderSimEnv())
+	}
 	// Checked even when some keys did not decode, so that every problem
 	// shows at once; a message about a key that did not decode would only
 	// repeat its problem.

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,6 +28,12 @@ type FaultType struct {
 	// type's defaults are applied to a copy first. It reports every
 	// problem, joined, each message starting with the key it is about.
 	Check func(params any) error
+	// FromSim, when set, fills in (in place) what params leave out and a
+	// target.sim run provides: the simulator supervisor's state file, its
+	// vGPU directory. Validate calls it with placeholder paths when the
+	// experiment's target is sim, the runner with the real ones, before
+	// the params are checked and the fault is built.
+	FromSim func(params any, env SimEnv)
 }
 
 // FaultTypes returns every fault type an experiment may name, by type
@@ -38,9 +45,13 @@ type FaultType struct {
 // network.limit_data, and per request http.error, http.ttfb, stream.stall,
 // stream.cut, stream.chunk_delay) and the kernel-level faults in a network
 // namespace (network.loss, network.partition, network.bandwidth,
-// network.delay). Their params are those of faults/network.
+// network.delay), the replica faults (replica.kill, replica.stop,
+// replica.pause, replica.restart) and the GPU faults (gpu.memory_pressure,
+// gpu.hang). Their params are those of faults/network, faults/replica and
+// faults/gpu; with a target.sim, replica and GPU faults may leave their
+// target out (FromSim: the simulator's replicas and vGPUs).
 func FaultTypes() map[string]FaultType {
-	return map[string]FaultType{
+	types := map[string]FaultType{
 		network.TypeProxyLatency:     proxyType(network.TypeProxyLatency, false),
 		network.TypeProxyThrottle:    proxyType(network.TypeProxyThrottle, false),
 		network.TypeProxySlowClose:   proxyType(network.TypeProxySlowClose, false),
@@ -66,6 +77,9 @@ func FaultTypes() map[string]FaultType {
 			return p.(*network.NetnsDelayParams).WithDefaults().Validate()
 		}),
 	}
+	maps.Copy(types, replicaFaultTypes())
+	maps.Copy(types, gpuFaultTypes())
+	return types
 }
 
 // faultTypeNames returns the names of FaultTypes, sorted.

@@ -318,6 +318,9 @@ func baselineStreamer(streams int, header http.Header) clientBenchStreamer {
 			}
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
+		if len(times) != chunks { // keeps the timestamps live, as a real client would
+			return chunks, fmt.Errorf("kept %d timestamps for %d chunks", len(times), chunks)
+		}
 		return chunks, sc.Err()
 	}
 }
