@@ -89,10 +89,12 @@ type loadFlags struct {
 
 	// Run and output.
 	Grace        time.Duration
-	Out          string
+	Out          []string // --out values, sorted by parseOuts
+	HTML         string
 	SaveRequests string
 	Progress     time.Duration
 	Verdict      verdictFlags
+	Observe      observeFlags
 }
 
 // defaultLoadFlags returns the flag defaults.
@@ -101,6 +103,7 @@ func defaultLoadFlags() loadFlags {
 		APIKeyEnv: llm.DefaultAPIKeyEnv,
 		Grace:     llm.DefaultGrace,
 		Progress:  defaultProgress,
+		Observe:   defaultObserveFlags(),
 	}
 }
 
@@ -123,10 +126,12 @@ type loadConfig struct {
 	IdleTimeout time.Duration
 
 	Grace        time.Duration
-	Out          string
+	Out          string // the JSON report's path
+	HTML         string
 	SaveRequests string
 	JUnit        string
 	Progress     time.Duration
+	Observe      observeConfig
 
 	Thresholds []assertions.Threshold
 	SLO        llm.SLO
@@ -183,10 +188,12 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")
 
 	fs.DurationVar(&f.Grace, "grace", f.Grace, "time in-flight requests get to finish after the schedule ends, before they are cancelled")
-	fs.StringVar(&f.Out, "out", "", "write the JSON run report to this file")
+	addOutFlag(fs, &f.Out)
+	fs.StringVar(&f.HTML, "html", "", "write the self-contained HTML report (latency, throughput and server plots, tables, verdicts) to this file")
 	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file")
 	fs.DurationVar(&f.Progress, "progress", f.Progress, "interval of the progress lines when stdout is not a terminal (0: no live output)")
 	f.Verdict.add(fs)
+	f.Observe.add(fs)
 }
 
 // renamedFlags maps the flag names the workload's own validation uses to
@@ -201,7 +208,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
 		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout,
-		Grace: f.Grace, Out: f.Out, SaveRequests: f.SaveRequests, JUnit: f.Verdict.JUnit, Progress: f.Progress,
+		Grace: f.Grace, HTML: f.HTML, SaveRequests: f.SaveRequests, JUnit: f.Verdict.JUnit, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput,
 	}
 
@@ -375,7 +382,13 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 
 	// Outputs: their folders must exist before a long run, not after it.
-	for _, o := range []struct{ flag, path string }{{"--out", f.Out}, {"--save-requests", f.SaveRequests}, {"--junit", f.Verdict.JUnit}} {
+	outs, outErrs := parseOuts(f.Out)
+	errs = append(errs, outErrs...)
+	c.Out = outs.JSON
+	obs, obsErrs := f.Observe.config(fs, outs.RemoteWrite)
+	errs = append(errs, obsErrs...)
+	c.Observe = obs
+	for _, o := range []struct{ flag, path string }{{"--out", outs.JSON}, {"--save-requests", f.SaveRequests}, {"--junit", f.Verdict.JUnit}, {"--html", f.HTML}} {
 		if o.path == "" {
 			continue
 		}
@@ -474,14 +487,26 @@ prefixes, multi-turn sessions (--turns) and client cancellation
 While it runs, a line every second on a terminal (elapsed, req/s, in flight,
 p99 TTFT of the last 10 s, errors, tokens/s), plain lines every --progress
 otherwise; at the end a summary table, --out writes the JSON report (its
-config has secrets removed), --junit the thresholds as JUnit XML.
+config has secrets removed), --junit the thresholds as JUnit XML, --html a
+self-contained HTML report.
+
+Observability: --metrics-listen serves the live llmchaos_* Prometheus series
+(latency histograms, requests by outcome and class, in flight, thresholds)
+while the run lasts; --out prometheus-rw=URL pushes them by remote write;
+--otlp-endpoint exports one span per request. The server-side monitor
+scrapes each target's /metrics every --scrape-interval (vLLM's KV cache,
+running and waiting requests, preemptions) into the reports; a target
+without /metrics gets one warning and the run goes on (--no-scrape turns it
+off). Problems of these live outputs are printed as warnings and do not
+change the exit code.
 
 Exit codes: 0 the run passed; 99 a --threshold failed; 98 a stop condition
 aborted the run; 2 bad flags or configuration; 1 anything else. Ctrl-C stops
 the run (requests in flight are cancelled) and still writes the reports.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
   llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --prompt-tokens 1024 --output-tokens 256 --ignore-eos
-  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml`,
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())

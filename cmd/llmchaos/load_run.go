@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,15 +67,33 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	}
 	rec := llm.NewRecorder(ropts)
 
+	fmt.Fprintln(stdout, describeLoad(cfg))
+	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
+	if cfg.Name != "" {
+		attrs["llmchaos.run"] = cfg.Name
+	}
+	obs, err := startObservers(ctx, cfg.Observe, "llmchaos load", cfg.Targets, clock, rec, attrs, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if !closed { // an early return: end them all the same
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+			defer cancel()
+			_ = obs.Close(cctx)
+		}
+	}()
+
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
 		Client: client, Recorder: rec, Seed: seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
+		Observe: obs.Observe,
 	})
 	if err != nil {
 		return usageError(err)
 	}
 
-	fmt.Fprintln(stdout, describeLoad(cfg))
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var (
@@ -87,6 +106,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		liveLoop(done, liveOptions{
 			out: stdout, tty: tty, every: cfg.Progress, rec: rec, clock: clock,
 			live: live, slo: cfg.SLO,
+			checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
 			abort: func(failed assertions.Outcomes) {
 				if aborted.CompareAndSwap(false, true) {
 					fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
@@ -121,13 +141,20 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	if err := endRun(stdout, doc, cfg.Thresholds, aborted.Load(), cfg.Out, cfg.JUnit); err != nil {
-		if _, ok := errors.AsType[*exitError](err); ok && len(errs) == 0 {
-			return err // the verdict
-		}
+	doc.Server = obs.ServerSeries(stats.End)
+	verdict := endRun(stdout, doc, cfg.Thresholds, aborted.Load(), cfg.Out, cfg.JUnit)
+	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
+		errs = append(errs, verdict) // a report that could not be written
+		verdict = nil
+	}
+	closed = true
+	if err := obs.finish(ctx, doc, cfg.HTML); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return verdict
+	}
+	return errors.Join(append(errs, verdict)...)
 }
 
 // describeLoad is the line printed when a load starts.
@@ -179,6 +206,9 @@ type liveOptions struct {
 	live  *assertions.Live
 	slo   llm.SLO
 	abort func(assertions.Outcomes)
+	// checked, when set, sees the failed thresholds (none: all hold) after
+	// each live check.
+	checked func(assertions.Outcomes)
 }
 
 // liveLoop shows the run's progress and checks the abortOnFail thresholds
@@ -205,7 +235,11 @@ func liveLoop(done <-chan struct{}, o liveOptions) {
 		now := o.clock.Now()
 		if o.live.Enabled() {
 			w := o.rec.Window(now-o.live.Window(), now)
-			if failed := o.live.Check(now, assertions.WindowSource{Window: w, SLO: o.slo}); len(failed) > 0 {
+			failed := o.live.Check(now, assertions.WindowSource{Window: w, SLO: o.slo})
+			if o.checked != nil {
+				o.checked(failed)
+			}
+			if len(failed) > 0 {
 				o.abort(failed)
 			}
 		}
@@ -264,6 +298,7 @@ func (c loadConfig) record() map[string]any {
 		"min_tokens":    w.MinTokens,
 		"headers":       headerRecord(c.Headers),
 	}
+	c.Observe.record(m)
 	if c.Preset != "" {
 		m["preset"] = c.Preset
 	}

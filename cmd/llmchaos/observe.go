@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
+	"github.com/llmchaos/llmchaos/telemetry/scrape"
+	"github.com/llmchaos/llmchaos/telemetry/tracing"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// Output kinds of --out KIND=TARGET. A value without a known kind is the
+// JSON report's path, as before kinds existed.
+const (
+	outJSON        = "json"
+	outRemoteWrite = "prometheus-rw"
+)
+
+// observeCloseTimeout bounds the end of the observers: the span export
+// still queued (the last remote write push has its own bound, 15 s).
+const observeCloseTimeout = 20 * time.Second
+
+// outKind matches what looks like a KIND= prefix.
+var outKind = regexp.MustCompile(`^([a-z][a-z0-9-]*)=(.*)$`)
+
+// outputs are the --out values sorted by kind.
+type outputs struct {
+	JSON        string // the JSON report's path
+	RemoteWrite string // the remote write receiver's URL
+}
+
+// addOutFlag binds the repeatable --out flag of load and run.
+func addOutFlag(fs *pflag.FlagSet, out *[]string) {
+	fs.StringArrayVar(out, "out", nil, "an output (repeatable): FILE or json=FILE writes the JSON run report; "+
+		"prometheus-rw=URL pushes the live llmchaos_* series by Prometheus remote write (v1), e.g. prometheus-rw=http://127.0.0.1:9090/api/v1/write")
+}
+
+// parseOuts sorts --out values by kind and checks them; every problem is
+// reported.
+func parseOuts(values []string) (outputs, []error) {
+	var o outputs
+	var errs []error
+	for _, v := range values {
+		kind, target := outJSON, v
+		if m := outKind.FindStringSubmatch(v); m != nil {
+			switch m[1] {
+			case outJSON, outRemoteWrite:
+				kind, target = m[1], m[2]
+			default:
+				// A path such as "a=b.json" stays a path; a URL behind an
+				// unknown kind is a typo of one.
+				if strings.Contains(m[2], "://") {
+					errs = append(errs, fmt.Errorf("--out %s: unknown output kind %q: want json=FILE or prometheus-rw=URL", v, m[1]))
+					continue
+				}
+			}
+		}
+		switch kind {
+		case outJSON:
+			switch {
+			case target == "":
+				errs = append(errs, fmt.Errorf("--out %s: the JSON report's path is empty", v))
+			case o.JSON != "":
+				errs = append(errs, fmt.Errorf("--out %s: a JSON report is already written to %s: give one", v, o.JSON))
+			default:
+				o.JSON = target
+			}
+		case outRemoteWrite:
+			u, err := url.Parse(target)
+			switch {
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+				errs = append(errs, fmt.Errorf("--out %s=%s: want the receiver's URL, e.g. prometheus-rw=http://127.0.0.1:9090/api/v1/write", outRemoteWrite, redactURL(target)))
+			case o.RemoteWrite != "":
+				errs = append(errs, fmt.Errorf("--out %s=…: remote write already goes to %s: give one", outRemoteWrite, redactURL(o.RemoteWrite)))
+			default:
+				o.RemoteWrite = target
+			}
+		}
+	}
+	return o, errs
+}
+
+// observeFlags are the observability flags of load and run: the live
+// endpoint, tracing and the server monitor. --out prometheus-rw=URL and
+// --html belong to each command's outputs (addOutFlag, parseOuts).
+type observeFlags struct {
+	MetricsListen  string
+	OTLPEndpoint   string
+	ScrapeInterval time.Duration
+	NoScrape       bool
+}
+
+// defaultObserveFlags returns the flag defaults.
+func defaultObserveFlags() observeFlags {
+	return observeFlags{ScrapeInterval: scrape.DefaultInterval}
+}
+
+// add binds the flags to fs.
+func (f *observeFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve the live llmchaos_* Prometheus metrics on this address while the run lasts, e.g. "+
+		telemetry.DefaultListen+` (":PORT" binds 127.0.0.1; port 0 picks a free one; the URL is printed)`)
+	fs.StringVar(&f.OTLPEndpoint, "otlp-endpoint", "", "export one OpenTelemetry span per request (llm.request) to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318")
+	fs.DurationVar(&f.ScrapeInterval, "scrape-interval", f.ScrapeInterval, "interval of the server-side monitor, which scrapes each target's /metrics (vLLM's names) into the report")
+	fs.BoolVar(&f.NoScrape, "no-scrape", false, "do not scrape the targets' /metrics")
+}
+
+// observeConfig is the checked observability of a run.
+type observeConfig struct {
+	MetricsListen  string
+	RemoteWrite    string
+	OTLPEndpoint   string
+	Scrape         bool
+	ScrapeInterval time.Duration
+}
+
+// config checks the flags; remoteWrite is the URL of --out
+// prometheus-rw=URL ("" for none).
+func (f *observeFlags) config(fs *pflag.FlagSet, remoteWrite string) (observeConfig, []error) {
+	var errs []error
+	c := observeConfig{MetricsListen: f.MetricsListen, RemoteWrite: remoteWrite, OTLPEndpoint: f.OTLPEndpoint,
+		Scrape: !f.NoScrape, ScrapeInterval: f.ScrapeInterval}
+	if fs.Changed("metrics-listen") {
+		if f.MetricsListen == "" {
+			errs = append(errs, fmt.Errorf("--metrics-listen is empty: give an address such as %s", telemetry.DefaultListen))
+		} else if _, err := telemetry.ListenAddr(f.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen: %w", err))
+		}
+	}
+	if fs.Changed("otlp-endpoint") {
+		if _, err := tracing.TracesURL(f.OTLPEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--otlp-endpoint: %w", err))
+		}
+	}
+	switch {
+	case f.NoScrape && fs.Changed("scrape-interval"):
+		errs = append(errs, errors.New("--no-scrape and --scrape-interval are both set: the monitor is either off or scrapes at an interval"))
+	case f.ScrapeInterval <= 0:
+		errs = append(errs, fmt.Errorf("--scrape-interval %v must be positive (--no-scrape turns the monitor off)", f.ScrapeInterval))
+	}
+	return c, errs
+}
+
+// record adds the observability settings to a run's configuration record
+// (no URLs: they may carry credentials, and they say nothing of the run).
+func (c observeConfig) record(m map[string]any) {
+	m["server_monitor"] = c.Scrape
+	if c.Scrape {
+		m["scrape_interval"] = c.ScrapeInterval.String()
+	}
+}
+
+// options is the part of observe.Options the flags decide, for a run
+// against targets; the run adds its clock, its in-flight count and where
+// warnings go (a runner that owns its engine does that itself).
+func (c observeConfig) options(targets []string) observe.Options {
+	o := observe.Options{MetricsListen: c.MetricsListen, RemoteWriteURL: c.RemoteWrite, OTLPEndpoint: c.OTLPEndpoint}
+	if c.Scrape {
+		o.ScrapeTargets, o.ScrapeInterval = targets, c.ScrapeInterval
+	}
+	return o
+}
+
+// runObservers wraps a run's observers with what the command adds: where
+// its messages go.
+type runObservers struct {
+	*observe.Observers
+	cmd    string // "llmchaos load", for messages
+	stderr io.Writer
+}
+
+// startObservers starts the observers of a run of cmd ("llmchaos load")
+// against targets on clock, reading the in-flight count from rec, and
+// prints where the live metrics are. Warnings go to stderr as they happen.
+func startObservers(ctx context.Context, cfg observeConfig, cmd string, targets []string, clock *llm.RunClock,
+	rec *llm.Recorder, attrs map[string]string, stdout, stderr io.Writer) (*runObservers, error) {
+	opts := cfg.options(targets)
+	opts.TraceAttributes, opts.Clock, opts.RunStart = attrs, clock.Now, clock.Start()
+	opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
+	opts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmd, err) }
+	obs, err := observe.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if u := obs.MetricsURL(); u != "" {
+		fmt.Fprintf(stdout, "%s: live metrics at %s\n", cmd, u)
+	}
+	return &runObservers{Observers: obs, cmd: cmd, stderr: stderr}, nil
+}
+
+// finish ends a run's observers once doc is evaluated: it publishes the
+// thresholds' verdicts, writes the HTML report to htmlPath when one is
+// given (the plots need the server series, so after ServerSeries), and
+// closes the observers. Only a report that could not be written is an
+// error: a problem of the live outputs is printed as a warning, since the
+// run's result does not depend on it.
+func (o *runObservers) finish(ctx context.Context, doc *report.Document, htmlPath string) error {
+	o.SetThresholds(doc.Thresholds)
+	var err error
+	if htmlPath != "" {
+		if werr := report.WriteHTMLFile(htmlPath, doc); werr != nil {
+			err = fmt.Errorf("--html: %w", werr)
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+	defer cancel()
+	if cerr := o.Close(cctx); cerr != nil {
+		fmt.Fprintf(o.stderr, "%s: warning: %v\n", o.cmd, cerr)
+	}
+	return err
+}
+
+// redactURL hides a password in u, for messages.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
+}
