@@ -17,6 +17,13 @@ import (
 // keep their keep-alive connections exactly as with a plain net/http
 // handler; streams tracks the hijacked ones, which http.Server.Shutdown
 // neither waits for nor closes.
+//
+// The http.Server takes a recycled connection for a new one, and starts
+// ReadHeaderTimeout as soon as it has it; net/http waits on an idle
+// keep-alive connection without limit and starts that timer only when the
+// next request's first bytes arrive. So a connection goes back only once its
+// next request has begun: until then the stream's watcher, which is already
+// blocked reading it, waits on it as an idle connection (recycler.idle).
 
 // recycler is the server's listener: it accepts new connections from the
 // real listener and hands back connections whose stream has ended. It also
@@ -32,7 +39,9 @@ type recycler struct {
 	mu       sync.Mutex
 	isClosed bool
 	queue    []net.Conn
-	waiting  map[net.Conn]struct{} // recycled, not yet sending a request
+	waiting  map[net.Conn]struct{} // recycled, request not yet read by the http.Server
+	idle     map[net.Conn]struct{} // stream ended, next request not yet begun
+	idleWait sync.WaitGroup        // one per idle wait (a watcher's goroutine)
 }
 
 type acceptResult struct {
@@ -47,6 +56,7 @@ func newRecycler(ln net.Listener) *recycler {
 		ready:    make(chan struct{}, 1),
 		closed:   make(chan struct{}),
 		waiting:  map[net.Conn]struct{}{},
+		idle:     map[net.Conn]struct{}{},
 	}
 	go r.acceptLoop()
 	return r
@@ -109,6 +119,9 @@ func (r *recycler) Close() error {
 	queued := r.queue
 	r.queue = nil
 	close(r.closed)
+	for c := range r.idle {
+		queued = append(queued, c)
+	}
 	r.mu.Unlock()
 	for _, c := range queued {
 		_ = c.Close()
@@ -132,6 +145,38 @@ func (r *recycler) recycle(c net.Conn) {
 	}
 }
 
+// addIdle registers c as an idle keep-alive connection, closed by closeIdle
+// and Close; it reports false when the listener is closed.
+func (r *recycler) addIdle(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.isClosed {
+		return false
+	}
+	r.idle[c] = struct{}{}
+	r.idleWait.Add(1)
+	return true
+}
+
+// endIdle ends c's idle wait: it recycles c with the start of its next
+// request, or closes it when nothing came (the client or closeIdle closed it).
+func (r *recycler) endIdle(c net.Conn, next []byte) {
+	defer r.idleWait.Done()
+	r.mu.Lock()
+	delete(r.idle, c)
+	r.mu.Unlock()
+	if len(next) == 0 {
+		_ = c.Close()
+		return
+	}
+	r.recycle(&prefixConn{Conn: c, prefix: next})
+}
+
+// waitIdle waits for the idle waits to end; Close ends them.
+func (r *recycler) waitIdle() {
+	r.idleWait.Wait()
+}
+
 // connState is the http.Server's ConnState hook.
 func (r *recycler) connState(c net.Conn, st http.ConnState) {
 	if _, ok := c.(*prefixConn); !ok {
@@ -146,12 +191,15 @@ func (r *recycler) connState(c net.Conn, st http.ConnState) {
 	r.mu.Unlock()
 }
 
-// closeIdle closes recycled connections that wait for their next request,
-// as Shutdown does with idle keep-alive connections.
+// closeIdle closes connections that wait for their next request, as
+// Shutdown does with idle keep-alive connections.
 func (r *recycler) closeIdle() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for c := range r.waiting {
+		_ = c.Close()
+	}
+	for c := range r.idle {
 		_ = c.Close()
 	}
 }
@@ -180,14 +228,19 @@ var aLongTimeAgo = time.Unix(1, 0)
 // watcher notices a client that goes away during a stream: it reads the
 // connection in the background (net/http's own background read stops at
 // Hijack) and calls wake on EOF or error. Bytes it reads (a pipelined next
-// request) are kept for recycling.
+// request) are kept for recycling. When the stream has ended, handOff makes
+// it the connection's idle wait for the next request.
 type watcher struct {
-	conn     net.Conn
-	wake     func()
-	done     chan struct{}
-	gone     atomic.Bool
-	stopping atomic.Bool
-	pending  []byte // owned by run until done is closed
+	conn net.Conn
+	wake func()
+	done chan struct{}
+	gone atomic.Bool // the client went away (or sent too much) mid-stream
+
+	mu       sync.Mutex
+	pending  []byte    // read ahead: the start of the next request
+	ended    bool      // run has returned or is about to
+	stopping bool      // stop interrupts the read: its error is not the client's
+	idle     *recycler // set by handOff: give the connection to it when bytes come
 }
 
 func watch(conn net.Conn, buffered []byte, wake func()) *watcher {
@@ -201,11 +254,21 @@ func (w *watcher) run() {
 	var buf [512]byte
 	for {
 		n, err := w.conn.Read(buf[:])
+		w.mu.Lock()
 		w.pending = append(w.pending, buf[:n]...)
-		if err == nil && len(w.pending) <= maxPipelined {
+		idle, stopping, pending := w.idle, w.stopping, w.pending
+		more := idle == nil && err == nil && len(pending) <= maxPipelined
+		w.ended = !more
+		w.mu.Unlock()
+		switch {
+		case more:
 			continue
-		}
-		if !w.stopping.Load() {
+		case idle != nil:
+			// The next request has begun (or the connection is gone):
+			// the http.Server's header timeout starts now, as it does
+			// on an idle keep-alive connection.
+			idle.endIdle(w.conn, pending)
+		case !stopping:
 			w.gone.Store(true)
 			w.wake()
 		}
@@ -216,11 +279,33 @@ func (w *watcher) run() {
 // stop ends the background read and returns what it read and whether the
 // client is still there.
 func (w *watcher) stop() (pending []byte, alive bool) {
-	w.stopping.Store(true)
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
 	_ = w.conn.SetReadDeadline(aLongTimeAgo)
 	<-w.done
 	_ = w.conn.SetReadDeadline(time.Time{})
 	return w.pending, !w.gone.Load()
+}
+
+// handOff gives the connection, whose stream has ended cleanly, back to r
+// for its next request: at once when that request has begun to arrive
+// (pipelined), else once its first bytes come, the watcher's pending read
+// becoming the idle wait. A client gone meanwhile has its connection closed.
+func (w *watcher) handOff(r *recycler) {
+	w.mu.Lock()
+	if !w.ended && len(w.pending) == 0 && r.addIdle(w.conn) {
+		w.idle = r
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	pending, alive := w.stop()
+	if !alive {
+		_ = w.conn.Close()
+		return
+	}
+	r.recycle(&prefixConn{Conn: w.conn, prefix: pending})
 }
 
 // streams tracks the hijacked connections of running streams.

@@ -163,3 +163,69 @@ func TestGracefulStopFinishesStreams(t *testing.T) {
 		t.Fatal("Serve did not return after the drain")
 	}
 }
+
+func TestRecycledConnectionIdlesLikeKeepAlive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits several header timeouts in real time")
+	}
+	// A connection handed back after a stream must wait for its next request
+	// without limit, as net/http's idle keep-alive connections do, and only
+	// then give the request head ReadHeaderTimeout. It used to re-enter the
+	// http.Server as a new connection, whose header timer starts at once: an
+	// idle client lost it after 10 s, and a request sent as it closed failed.
+	const headerTimeout = 100 * time.Millisecond
+	s, err := newServer(Options{Config: testConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.headerTimeout = headerTimeout
+	r := startServer(t, s)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	stream := func(step string) {
+		t.Helper()
+		if _, err := io.WriteString(conn, rawRequest("HTTP/1.1", "", 3)); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		resp, body := readResponse(t, br)
+		if resp.StatusCode != 200 || resp.Close || strings.Count(body, `"text":" `) != 3 {
+			t.Fatalf("%s: %d close=%v %q", step, resp.StatusCode, resp.Close, body)
+		}
+	}
+	stream("first stream")
+
+	// Idle for five header timeouts (a wide margin for a loaded machine):
+	// the server must not close the connection.
+	idle := 5 * headerTimeout
+	if err := conn.SetReadDeadline(time.Now().Add(idle)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = br.ReadByte()
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("after %v idle the server ended the connection: %v (want our own read timeout)", idle, err)
+	}
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	stream("stream after idling")
+
+	// Once a request head has started, the header timeout applies again.
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: sim\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	bound := 20*headerTimeout + 2*time.Second
+	if err := conn.SetReadDeadline(time.Now().Add(bound)); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(br)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a half-sent request head kept the connection open for %v", bound)
+	}
+	if strings.HasPrefix(string(rest), "HTTP/1.1 200") {
+		t.Fatalf("a half-sent request head was answered: %q", rest)
+	}
+}

@@ -39,6 +39,12 @@ func start(t *testing.T, opts Options) *running {
 	if err != nil {
 		t.Fatalf("newServer: %v", err)
 	}
+	return startServer(t, s)
+}
+
+// startServer serves s, made by newServer and adjusted by the test.
+func startServer(t *testing.T, s *server) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,11 @@ import (
 // drainTimeout bounds how long a graceful stop waits for in-flight requests.
 const drainTimeout = 5 * time.Second
 
+// readHeaderTimeout bounds how long a request head may take to arrive once
+// its first bytes have (slow clients); an idle keep-alive connection waits
+// without limit, as with net/http's defaults.
+const readHeaderTimeout = 10 * time.Second
+
 // Options configure one simulated replica.
 type Options struct {
 	Config      sim.Config
@@ -45,6 +50,8 @@ type server struct {
 	faults  *faults
 	ln      *recycler
 	streams streams
+
+	headerTimeout time.Duration // http.Server.ReadHeaderTimeout; tests shorten it
 
 	// afterCancel, when set (tests), is called after a stream was cancelled
 	// because its client went away.
@@ -92,6 +99,8 @@ func newServer(opts Options) (*server, error) {
 		created: now.Unix(),
 		reg:     reg,
 		faults:  newFaults(opts.Config.Seed),
+
+		headerTimeout: readHeaderTimeout,
 	}
 	if opts.AdminToken != "" {
 		s.admin = newAdminAuth(opts.AdminToken)
@@ -104,7 +113,7 @@ func (s *server) serve(ctx context.Context, rawLn net.Listener) error {
 	s.ln = ln
 	srv := &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.headerTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnState:         ln.connState,
 	}
@@ -156,6 +165,7 @@ func (s *server) serve(ctx context.Context, rawLn net.Listener) error {
 		<-engineDone
 		result = fmt.Errorf("serve http: %w", err)
 	}
+	ln.waitIdle() // http.Server.Serve closed ln on return, which ends them
 	if err := s.live.Close(); err != nil {
 		result = errors.Join(result, err)
 	}
@@ -395,12 +405,11 @@ func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *
 		}
 		<-st.Ready()
 	}
-	pending, alive := w.stop()
-	if !keepAlive || !alive {
-		_ = conn.Close()
+	if !keepAlive {
+		cut()
 		return
 	}
-	s.ln.recycle(&prefixConn{Conn: conn, prefix: pending})
+	w.handOff(s.ln)
 }
 
 // streamBuffered streams through net/http's own chunked writer, for
