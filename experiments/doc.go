@@ -3,8 +3,8 @@
 // file:line:col (Load, Parse), the semantic checks (Spec.Validate), the
 // defaults (Spec.WithDefaults, a separate step: validation never fills
 // anything) and the JSON Schema generated from the types for editors
-// (GenerateSchema, committed as schema/experiment.schema.json). The runner
-// that executes a spec builds on these types.
+// (GenerateSchema, committed as schema/experiment.schema.json), and the
+// runner that executes a spec (Run, DryRun).
 //
 // An experiment file says what to load, which faults to inject when, what
 // "healthy" means and what must hold:
@@ -44,6 +44,30 @@
 //
 // Fault types and their params are listed in one explicit map, FaultTypes;
 // params decode strictly into the fault package's own params types.
+//
+// # Running
+//
+// Run executes a spec: it resolves the target (target.sim starts `llmchaos
+// sim --replicas N` as a child process on free ports, which dies with the
+// runner), puts a fault proxy in front of each endpoint when a proxy fault
+// needs one (a child `llmchaos proxy`, or a goroutine when the runner has no
+// llmchaos executable), probes the steady state, runs the load engine with
+// a Tagger that labels every result with the phase it was sent in
+// (baseline, fault, recovery, after) and its endpoint, injects and reverts
+// each fault on timers at absolute offsets of the run clock, checks stop
+// conditions every second over the live window, and afterwards computes
+// recovery_time per fault from the recorded 1-second series and evaluates
+// the thresholds (recovery_time and oom_recovery_time included) into the
+// report's verdict.
+//
+// Revert is the runner's job, not the fault's: a fault is recorded in the
+// write-ahead journal (faults.Journal) before it is injected, and its Undo
+// runs under context.WithoutCancel with its own timeout when its time is
+// up, when the load ends, when the context ends, on a stop condition and on
+// a panic in any of the run's goroutines (the engine's included, through
+// the Tagger). A failed revert comes back as a *RevertError naming the
+// fault and stays pending in the journal for `llmchaos recover`, which
+// replays it with Reverters. DryRun prints the plan and starts nothing.
 //
 // # Editors
 //

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/faults/gpu"
 	"github.com/llmchaos/llmchaos/faults/network"
+	"github.com/llmchaos/llmchaos/faults/replica"
 )
 
 // validSpec returns a valid spec built in code.
@@ -167,11 +169,14 @@ func TestProblemsErr(t *testing.T) {
 	}
 }
 
-// Every fault type faults/network defines is in FaultTypes, its params
-// decode, and Check accepts good params and rejects bad ones.
+// Every fault type faults/network, faults/replica and faults/gpu define is
+// in FaultTypes, its params decode, and Check accepts good params and
+// rejects bad ones.
 func TestFaultTypes(t *testing.T) {
 	types := FaultTypes()
-	want := append(network.ProxyFaultTypes(), network.TypeNetnsLoss, network.TypeNetnsPartition, network.TypeNetnsBandwidth, network.TypeNetnsDelay)
+	want := append(network.ProxyFaultTypes(), network.TypeNetnsLoss, network.TypeNetnsPartition, network.TypeNetnsBandwidth, network.TypeNetnsDelay,
+		replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart)
+	want = append(want, gpu.FaultTypes()...)
 	slices.Sort(want)
 	if got := faultTypeNames(types); !slices.Equal(got, want) {
 		t.Errorf("fault types %q, want %q", got, want)

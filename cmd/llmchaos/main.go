@@ -23,6 +23,13 @@ const (
 	ExitInternal = 1
 	// ExitUsage means bad flags, arguments or configuration.
 	ExitUsage = 2
+	// ExitNotSteady means the experiment's steady state did not hold
+	// before its faults, so none was injected (llmchaos run).
+	ExitNotSteady = 96
+	// ExitRevertFailed means a fault (or a helper) could not be reverted
+	// and may still be applied; `llmchaos recover` retries (llmchaos run,
+	// llmchaos recover). It wins over every other code but ExitUsage.
+	ExitRevertFailed = 97
 	// ExitAborted means a stop condition aborted the run.
 	ExitAborted = 98
 	// ExitThresholds means at least one threshold failed (as k6).
@@ -106,6 +113,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newMergeCmd(),
 		newLoadCmd(),
 		newValidateCmd(),
+		newRunCmd(),
+		newRecoverCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

@@ -116,6 +116,12 @@ func (s *l7Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(context.WithValue(r.Context(), fateKey{}, f))
 		}
 	}
+	// Full duplex: otherwise net/http, when the response header is
+	// written, drains and closes a request body the upstream transport may
+	// still be reading (its end-of-body check), and the transport then
+	// tears the upstream connection down mid-response: a 200 cut short
+	// ("unexpected EOF") for about 1 in 200 streams.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	s.rp.ServeHTTP(w, r)
 }
 

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// defaultRunsDir is where `llmchaos run` puts run directories by default,
+// and where recover looks when no --run-dir is given.
+const defaultRunsDir = "runs"
+
+// recoverTimeout bounds the whole replay.
+const recoverTimeout = 5 * time.Minute
+
+func newRecoverCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "recover",
+		Short: "Revert what a killed run left applied, from its journal",
+		Long: `recover replays the write-ahead journal of a run that did not end by itself
+(kill -9, a crash, a power cut): every fault, proxy, balloon and simulator the
+journal shows started and not reverted is reverted, last started first, and the
+outcome is written back to the journal. Reverting is idempotent, so running it
+twice, or on a run that ended normally, does no harm.
+
+Without --run-dir it takes the most recently changed run directory under
+runs/.
+
+It refuses to touch a run that is still going (its journal is locked).
+
+Exit codes: 0 everything is reverted (or nothing was pending); 97 something
+could not be reverted (each failure is printed); 1 the journal could not be
+read or the run is still going; 2 bad flags.`,
+		Example: `  llmchaos recover --run-dir runs/quickstart-20260101-120000`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRecover(cmd.Context(), dir, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&dir, "run-dir", "", "run directory whose journal to replay (default: the latest under runs/)")
+	return cmd
+}
+
+// runRecover replays the journal in dir (or the latest run directory) and
+// prints what it did.
+func runRecover(ctx context.Context, dir string, stdout io.Writer) error {
+	if dir == "" {
+		d, err := latestRunDir(defaultRunsDir)
+		if err != nil {
+			return usageError(err)
+		}
+		dir = d
+	}
+	if _, err := os.Stat(filepath.Join(dir, faults.JournalFile)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stdout, "recover %s: no journal there, nothing to revert\n", dir)
+			return nil
+		}
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverTimeout)
+	defer cancel()
+	rep, err := faults.Recover(ctx, dir, experiments.Reverters())
+	if errors.Is(err, faults.ErrJournalBusy) {
+		return withCode(ExitInternal, fmt.Errorf("recover %s: %w: let it end, or stop it with Ctrl-C (it reverts by itself)", dir, err))
+	}
+	if len(rep.Faults) == 0 && err == nil {
+		fmt.Fprintf(stdout, "recover %s: nothing pending, nothing to revert\n", dir)
+		return nil
+	}
+	fmt.Fprintf(stdout, "recover %s:\n", dir)
+	for _, f := range rep.Faults {
+		what := fmt.Sprintf("%s %q", f.Type, f.Name)
+		if f.Target != "" {
+			what += " (" + f.Target + ")"
+		}
+		state := "injected"
+		if f.InjectedAt.IsZero() {
+			state = "begun, maybe partly applied"
+		}
+		if f.Err != nil {
+			fmt.Fprintf(stdout, "  FAILED    %s [%s, %d revert step(s)]: %v\n", what, state, len(f.Specs), f.Err)
+			continue
+		}
+		fmt.Fprintf(stdout, "  reverted  %s [%s, %d revert step(s)]\n", what, state, len(f.Specs))
+	}
+	if err != nil {
+		return withCode(ExitRevertFailed, fmt.Errorf("recover %s: %w", dir, err))
+	}
+	fmt.Fprintf(stdout, "everything is reverted (%d journal entries)\n", len(rep.Faults))
+	return nil
+}
+
+// latestRunDir returns the most recently changed directory under root that
+// holds a journal.
+func latestRunDir(root string) (string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return "", fmt.Errorf("no --run-dir given and %s cannot be read: %w", root, err)
+	}
+	type cand struct {
+		dir string
+		mod time.Time
+	}
+	var cs []cand
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		d := filepath.Join(root, e.Name())
+		fi, err := os.Stat(filepath.Join(d, faults.JournalFile))
+		if err != nil {
+			continue
+		}
+		cs = append(cs, cand{d, fi.ModTime()})
+	}
+	if len(cs) == 0 {
+		return "", fmt.Errorf("no --run-dir given and no run directory with a journal under %s", root)
+	}
+	slices.SortFunc(cs, func(a, b cand) int { return b.mod.Compare(a.mod) })
+	return cs[0].dir, nil
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// runConfig is `llmchaos run`'s configuration.
+type runConfig struct {
+	File     string
+	Out      string // run directory ("" → the experiment's out, else runs/NAME-TIMESTAMP)
+	JUnit    string
+	HTML     string
+	DryRun   bool
+	Seed     *uint64
+	Progress time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	var (
+		c    runConfig
+		seed uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run an experiment: load, faults on a timeline, steady state, thresholds, verdict",
+		Long: `run executes an experiment file (see llmchaos validate and the README's
+"Experiments" section): it starts the built-in simulator for target.sim, puts
+fault proxies in front of the endpoints when proxy faults need them, checks
+the steady state, drives the load, injects and reverts each fault on the run
+clock, aborts on a failing stop condition, checks the steady state again,
+measures recovery_time per fault and evaluates the thresholds.
+
+Every fault is recorded in a write-ahead journal in the run directory before it
+is injected, and reverted when its time is up, when the load ends, on Ctrl-C or
+SIGTERM, on a stop condition and on a panic. After a crash (kill -9),
+llmchaos recover --run-dir DIR reverts what is left.
+
+The run directory holds run.json, the journal and the helpers' logs; --junit
+and --html write those reports too. --dry-run prints the resolved plan and
+starts nothing.
+
+Exit codes: 0 pass; 99 a threshold failed, or the steady state did not hold
+after the load; 98 aborted (a stop condition, or Ctrl-C); 97 a fault could
+not be reverted (it may still be applied: run llmchaos recover); 96 the steady
+state did not hold before the faults, so none was injected; 2 the experiment
+file is invalid; 1 llmchaos itself failed.`,
+		Example: `  llmchaos run experiments/catalog/quickstart.yaml
+  llmchaos run --dry-run experiments/catalog/stream-stall.yaml
+  llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.File = args[0]
+			if cmd.Flags().Changed("seed") {
+				c.Seed = &seed
+			}
+			return runExperiment(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.Out, "out", "", "run directory for run.json, the fault journal and the helpers' logs (default: the experiment's out, else runs/NAME-TIMESTAMP)")
+	fs.StringVar(&c.JUnit, "junit", "", "also write a JUnit XML report here")
+	fs.StringVar(&c.HTML, "html", "", "also write the HTML report here")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
+	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
+	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
+	return cmd
+}
+
+// runExperiment loads, runs and reports one experiment, and maps how it
+// ended to the command's exit code.
+func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
+	spec, warns, err := experiments.Load(c.File)
+	if err != nil {
+		return usageError(loadError(err, stderr))
+	}
+	for _, w := range warns {
+		fmt.Fprintln(stderr, w.Error())
+	}
+	progress := c.Progress
+	if progress == 0 {
+		progress = -1
+	}
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion()}
+	if c.DryRun {
+		return experiments.DryRun(stdout, spec, opts)
+	}
+	if opts.Helper, err = os.Executable(); err != nil {
+		return fmt.Errorf("find own executable to run the helpers: %w", err)
+	}
+	out, runErr := experiments.Run(ctx, spec, opts)
+	if out == nil || out.Doc == nil {
+		return runError(runErr)
+	}
+	doc := out.Doc
+	var errs []error
+	jsonPath := filepath.Join(out.RunDir, "run.json")
+	errs = append(errs, report.WriteFile(jsonPath, doc))
+	if c.JUnit != "" {
+		errs = append(errs, report.WriteJUnitFile(c.JUnit, doc))
+	}
+	if c.HTML != "" {
+		errs = append(errs, report.WriteHTMLFile(c.HTML, doc))
+	}
+	fmt.Fprintln(stdout)
+	errs = append(errs, report.WriteText(stdout, doc))
+	fmt.Fprintf(stdout, "run directory: %s (run.json, journal.jsonl, helper logs)\n", out.RunDir)
+	if err := errors.Join(errs...); err != nil {
+		return errors.Join(runError(runErr), err)
+	}
+	if runErr != nil {
+		return runError(runErr)
+	}
+	if out.NotSteady() {
+		return withCode(ExitNotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
+	}
+	if doc.Verdict == report.VerdictAborted && out.AbortReason != experiments.AbortStopCondition {
+		fmt.Fprintf(stderr, "llmchaos run: aborted (%s): %s\n", out.AbortReason, out.AbortDetail)
+	}
+	return verdictError(doc)
+}
+
+// loadError prints every problem of an invalid experiment file to stderr,
+// one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
+func loadError(err error, stderr io.Writer) error {
+	var ps experiments.Problems
+	if !errors.As(err, &ps) {
+		return err
+	}
+	for _, p := range ps {
+		fmt.Fprintln(stderr, p.Error())
+	}
+	return fmt.Errorf("the experiment file has %d problem(s); nothing was run", len(ps.Errors()))
+}
+
+// runError maps a run's error to its exit code: a fault that could not be
+// reverted is ExitRevertFailed (it names the faults and says how to
+// recover), anything else is an internal failure.
+func runError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
+		return withCode(ExitRevertFailed, err)
+	}
+	var ps experiments.Problems
+	if errors.As(err, &ps) {
+		return usageError(err)
+	}
+	return withCode(ExitInternal, err)
+}

@@ -1,0 +1,166 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/network"
+	"github.com/llmchaos/llmchaos/faults/replica"
+)
+
+func TestEveryFaultTypeHasABuilder(t *testing.T) {
+	builders := faultBuilders()
+	for name := range FaultTypes() {
+		if _, ok := builders[name]; !ok {
+			t.Errorf("fault type %s has no builder", name)
+		}
+	}
+	for name := range builders {
+		if _, ok := FaultTypes()[name]; !ok {
+			t.Errorf("builder for %s, which is not a fault type", name)
+		}
+	}
+	for _, want := range []string{replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart, gpu.TypeMemoryPressure, gpu.TypeHang} {
+		if _, ok := FaultTypes()[want]; !ok {
+			t.Errorf("fault type %s is not registered", want)
+		}
+	}
+}
+
+func TestReverters(t *testing.T) {
+	got := Reverters()
+	for _, kind := range []string{
+		faults.KindProcess, network.KindProxyToxic, network.KindNFTTable, network.KindTCQdisc,
+		replica.KindSignalCont, replica.KindDockerUnpause, replica.KindDone, gpu.KindBalloonToken,
+	} {
+		if got[kind] == nil {
+			t.Errorf("no reverter for kind %s", kind)
+		}
+	}
+}
+
+// replicaSpec is a spec whose only fault is a replica.kill with params.
+func replicaSpec(sim bool, params map[string]any) *Spec {
+	s := &Spec{
+		APIVersion: APIVersion, Kind: KindExperiment, Metadata: Metadata{Name: "r"},
+		Workload: Workload{Preset: "chat", Duration: Duration(60e9)},
+		Faults:   []Fault{{Name: "k", Type: replica.TypeKill, At: Duration(10e9), Duration: Duration(1e9), Params: params}},
+	}
+	if sim {
+		s.Target.Sim = &SimTarget{Replicas: 2}
+	} else {
+		s.Target.LLM = &LLMTarget{URL: "http://127.0.0.1:8000/v1"}
+	}
+	return s
+}
+
+func TestReplicaFaultTargetFromSim(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sim     bool
+		params  map[string]any
+		wantErr string
+	}{
+		{"sim fills the target", true, map[string]any{"select": map[string]any{"mode": "one"}}, ""},
+		{"llm needs a target", false, map[string]any{}, "exactly one of state_file"},
+		{"llm with a pid file", false, map[string]any{"target": map[string]any{"pid_file": "/run/vllm.pid"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := replicaSpec(tc.sim, tc.params).Validate().Err()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v, want none", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+	// The runner fills the real state file in.
+	s := replicaSpec(true, map[string]any{})
+	types := FaultTypes()
+	p, err := decodeParams(0, s.Faults[0], types[replica.TypeKill], &SimEnv{StateFile: "/run/x/state.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.(*replica.KillParams).Target.StateFile; got != "/run/x/state.json" {
+		t.Errorf("state file = %q, want the simulator's", got)
+	}
+	g, err := decodeParams(0, Fault{Name: "g", Type: gpu.TypeMemoryPressure, Params: map[string]any{"gib": 10}}, types[gpu.TypeMemoryPressure], &SimEnv{VGPUDir: "/run/x/vgpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.(*gpu.PressureParams).VGPUDir; got != "/run/x/vgpu" {
+		t.Errorf("vgpu dir = %q, want the simulator's", got)
+	}
+}
+
+// partFault is a faults.Fault for multiFault: it fails when told to and
+// counts its undos.
+type partFault struct {
+	fail   bool
+	undone *int
+}
+
+func (p partFault) Inject(context.Context, faults.RevertLog) (faults.Undo, error) {
+	if p.fail {
+		return nil, errors.New("part refused")
+	}
+	return func(context.Context) error { *p.undone++; return nil }, nil
+}
+
+func TestMultiFaultAllOrNothing(t *testing.T) {
+	var undone int
+	m := multiFault{partFault{undone: &undone}, partFault{undone: &undone}, partFault{fail: true, undone: &undone}}
+	if _, err := m.Inject(context.Background(), faults.NopLog{}); err == nil || !strings.Contains(err.Error(), "part refused") {
+		t.Fatalf("Inject = %v, want the part's error", err)
+	}
+	if undone != 2 {
+		t.Errorf("%d parts undone after a failed Inject, want the 2 injected", undone)
+	}
+	undone = 0
+	m = m[:2]
+	undo, err := m.Inject(context.Background(), faults.NopLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := undo(context.Background()); err != nil || undone != 2 {
+		t.Errorf("undo: %v, %d parts undone; want nil, 2", err, undone)
+	}
+}
+
+func TestPickEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target *FaultTarget
+		n      int
+		want   int
+		subset []int
+	}{
+		{"all by default", nil, 3, 3, []int{0, 1, 2}},
+		{"listed", &FaultTarget{Endpoints: []int{2, 0}}, 3, 2, []int{0, 2}},
+		{"count", &FaultTarget{Count: 2}, 5, 2, []int{0, 1, 2, 3, 4}},
+		{"percent rounds up", &FaultTarget{Percent: 30}, 5, 2, []int{0, 1, 2, 3, 4}},
+		{"count of the listed", &FaultTarget{Endpoints: []int{1, 3}, Count: 1}, 5, 1, []int{1, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pf := &plannedFault{spec: Fault{Target: tc.target}, seed: 7}
+			got := pf.pickEndpoints(tc.n)
+			if len(got) != tc.want {
+				t.Fatalf("picked %v, want %d endpoints", got, tc.want)
+			}
+			for _, e := range got {
+				if !slices.Contains(tc.subset, e) {
+					t.Errorf("picked %d, not one of %v", e, tc.subset)
+				}
+			}
+			if again := pf.pickEndpoints(tc.n); !slices.Equal(again, got) {
+				t.Errorf("picked %v then %v: the seeded choice must repeat", got, again)
+			}
+		})
+	}
+}

@@ -1,0 +1,680 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/network"
+	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/report"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// Runner defaults.
+const (
+	// DefaultRevertTimeout bounds each fault's Undo and each helper's
+	// stop; a revert that takes longer fails (and the fault stays in the
+	// journal for `llmchaos recover`).
+	DefaultRevertTimeout = 30 * time.Second
+	// DefaultProgress is how often a line of load figures is printed.
+	DefaultProgress = 5 * time.Second
+	// liveInterval is how often stop conditions and recovery are checked.
+	liveInterval = time.Second
+	// probeTimeout bounds the HTTP client of the steady-state probes
+	// beyond each probe's own timeout.
+	probeTimeout = time.Minute
+)
+
+// Abort reasons, as Outcome.AbortReason and run.json's events say them.
+const (
+	// AbortStopCondition: a stop condition (or an abortOnFail threshold)
+	// failed over the live window.
+	AbortStopCondition = "stop_condition"
+	// AbortNotSteady: the steady state did not hold before the faults, so
+	// none was injected.
+	AbortNotSteady = "not_steady"
+	// AbortInterrupted: the run's context ended (Ctrl-C, SIGTERM).
+	AbortInterrupted = "interrupted"
+	// AbortError: the runner itself failed (a panic, a fault it could not
+	// journal) and stopped the run.
+	AbortError = "error"
+)
+
+// Options configure Run. The zero value runs with an in-process proxy and
+// no simulator (which needs Helper).
+type Options struct {
+	// RunDir is the run directory: the fault journal, helper logs, the
+	// simulator's files; the caller writes run.json there. Empty: the
+	// spec's out, else runs/NAME-YYYYMMDD-HHMMSS.
+	RunDir string
+	// File is the experiment file's path: relative paths of the workload
+	// are resolved from its directory, and the report keeps its text.
+	File string
+	// Seed, when not nil, replaces the experiment's seed.
+	Seed *uint64
+	// Helper is the llmchaos executable that runs the run's helper
+	// processes: the simulator (`sim`), fault proxies (`proxy`), GPU
+	// balloons (`gpu-balloon`). Empty: a target.sim cannot run, proxies
+	// run in this process and balloons use this process's executable.
+	Helper string
+	// Out receives the run's progress: what is started, each fault's
+	// injection and revert, phase changes, and a line of load figures every
+	// Progress (nil: discarded).
+	Out io.Writer
+	// Progress is how often a line of load figures is printed (0:
+	// DefaultProgress; negative: never).
+	Progress time.Duration
+	// RevertTimeout bounds each revert (0: DefaultRevertTimeout).
+	RevertTimeout time.Duration
+	// ToolVersion is recorded in the report.
+	ToolVersion string
+
+	// hooks lets tests reach inside a run.
+	hooks *testHooks
+}
+
+// testHooks are the runner's test seams.
+type testHooks struct {
+	// build replaces the fault builders.
+	build func(pf *plannedFault) (faults.Fault, error)
+	// onTag is called for every result as it is tagged, inside the load
+	// engine's goroutines.
+	onTag func(at time.Duration, tags *llm.Tags)
+}
+
+// Outcome is how a run ended: its report and verdict.
+type Outcome struct {
+	// Doc is the run's report, with the experiment's fields and the
+	// verdict. The caller writes it (run.json, JUnit, HTML, terminal).
+	Doc *report.Document
+	// RunDir is the run directory.
+	RunDir string
+	// Aborted is set when the run was cut short; AbortReason says why
+	// (one of the Abort constants) and AbortDetail how.
+	Aborted     bool
+	AbortReason string
+	AbortDetail string
+}
+
+// NotSteady reports whether the run was aborted because the steady state
+// did not hold before the faults.
+func (o *Outcome) NotSteady() bool { return o != nil && o.AbortReason == AbortNotSteady }
+
+// RevertError reports the faults (and helpers) a run could not revert:
+// they may still be applied. Their journal entries stay pending, so
+// `llmchaos recover --run-dir DIR` tries again.
+type RevertError struct {
+	RunDir string
+	Errs   []error
+}
+
+// Error names every fault that could not be reverted.
+func (e *RevertError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("could not revert, may still be applied: %s; run `llmchaos recover --run-dir %s` to retry",
+		strings.Join(msgs, "; "), e.RunDir)
+}
+
+// Unwrap returns the revert errors.
+func (e *RevertError) Unwrap() []error { return e.Errs }
+
+// PanicError is a panic caught in the runner or in the load it drives:
+// the run was stopped and everything injected reverted before Run returned
+// it.
+type PanicError struct {
+	Where string
+	Value any
+	Stack []byte
+}
+
+// Error says where the panic happened and what it was.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic while %s: %v\n%s", e.Where, e.Value, e.Stack)
+}
+
+// Run runs an experiment: it validates spec, resolves the target
+// (starting the simulator for target.sim), puts fault proxies in front of
+// the endpoints when proxy faults need them, checks the steady state,
+// starts the load, injects and reverts the faults on schedule on the run
+// clock, checks stop conditions every second, checks the steady state
+// after the load, computes recovery_time per fault and evaluates the
+// thresholds. It returns the Outcome with the report, whose verdict the
+// caller turns into an exit code.
+//
+// Revert is guaranteed: every fault is recorded in the write-ahead journal
+// (RunDir/journal.jsonl) before it is injected, and reverted under
+// context.WithoutCancel with its own timeout when its time is up, when the
+// load ends, when ctx ends (Ctrl-C, SIGTERM), when a stop condition
+// fails, and when anything in the run panics. A revert that fails is
+// joined into the returned *RevertError (the Outcome is still returned);
+// the fault stays pending in the journal for `llmchaos recover`.
+//
+// The error is a Problems for an invalid spec, and otherwise non-nil when
+// the run could not be set up, a revert failed, or the runner panicked.
+func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
+	if spec == nil {
+		return nil, errNoSpec
+	}
+	p, err := newPlan(spec, opts.File, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Progress == 0 {
+		opts.Progress = DefaultProgress
+	}
+	if opts.RevertTimeout <= 0 {
+		opts.RevertTimeout = DefaultRevertTimeout
+	}
+	dir := opts.RunDir
+	if dir == "" {
+		dir = p.spec.Out
+	}
+	if dir == "" {
+		dir = filepath.Join("runs", p.spec.Metadata.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	jr, err := faults.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A journal with faults still pending belongs to a run that did not end
+	// by itself: reusing its directory would mix the two.
+	if pend, err := jr.Pending(); err != nil || len(pend) > 0 {
+		jr.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("run directory %s: its journal shows %d fault(s) of an earlier run still applied (first: %s %q): run `llmchaos recover --run-dir %s` first, or use another directory",
+			dir, len(pend), pend[0].Type, pend[0].Name, dir)
+	}
+	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
+	r.faultRecs = make([]report.FaultRecord, len(p.faults))
+	for i, pf := range p.faults {
+		r.faultRecs[i] = report.FaultRecord{
+			Name: pf.spec.Name, Type: pf.spec.Type,
+			PlannedAtS: pf.spec.At.D().Seconds(), PlannedDurationS: pf.spec.Duration.D().Seconds(),
+			RevertOK: true,
+		}
+	}
+	r.ledger = &ledger{active: map[int]*injection{}}
+	out, err := r.execute(ctx)
+	if cerr := jr.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if out != nil {
+		out.RunDir = dir
+	}
+	return out, err
+}
+
+// run is one execution of a plan.
+type run struct {
+	p    *plan
+	opts Options
+	dir  string
+	jr   *faults.Journal
+	tl   *timeline
+	out  *lineWriter
+
+	clock  atomic.Pointer[llm.RunClock] // set when the load starts
+	rec    *llm.Recorder
+	ledger *ledger
+
+	sim       *simProcess
+	starter   *proxyStarter
+	proxies   []*runProxy
+	declared  map[string]*runProxy
+	endpoints []*endpoint
+	model     string
+	// tagURL maps the URL the engine sends to onto the endpoint's URL,
+	// which results are tagged with.
+	tagURL map[string]string
+	built  []faults.Fault
+	// targets describe where each fault acts, for the journal and report.
+	targets []string
+
+	cancel context.CancelCauseFunc
+
+	mu          sync.Mutex
+	faultRecs   []report.FaultRecord
+	events      []report.EventRecord
+	before      []report.ProbeRecord
+	after       []report.ProbeRecord
+	replicaEvs  []replica.Event
+	abortReason string
+	abortDetail string
+	failure     []error // panics and internal errors of the run's goroutines
+	revertErrs  []error
+}
+
+// errStopped is the cause of a run stopped by the runner itself.
+var errStopped = errors.New("experiment stopped")
+
+// now returns the run clock's time, 0 before the load starts.
+func (r *run) now() time.Duration {
+	if c := r.clock.Load(); c != nil {
+		return c.Now()
+	}
+	return 0
+}
+
+// event records one event at the current run-clock time and prints it.
+func (r *run) event(source, kind, target, detail string) {
+	at := r.now()
+	r.mu.Lock()
+	r.events = append(r.events, report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail})
+	r.mu.Unlock()
+	line := fmt.Sprintf("%9s  %s", fmtClock(at), kind)
+	if target != "" {
+		line += " " + target
+	}
+	if detail != "" {
+		line += ": " + detail
+	}
+	r.out.println(line)
+}
+
+// fmtClock writes a run-clock time as "+12.3s".
+func fmtClock(d time.Duration) string { return fmt.Sprintf("+%.1fs", d.Seconds()) }
+
+// stop stops the run early, for reason; the first reason wins.
+func (r *run) stop(reason, detail string) {
+	r.mu.Lock()
+	first := r.abortReason == ""
+	if first {
+		r.abortReason, r.abortDetail = reason, detail
+	}
+	r.mu.Unlock()
+	if first {
+		r.event(report.EventSourceRunner, reason, "", detail)
+	}
+	if r.cancel != nil {
+		r.cancel(fmt.Errorf("%w: %s", errStopped, reason))
+	}
+}
+
+// fail records an internal failure (a panic) and stops the run.
+func (r *run) fail(err error) {
+	r.mu.Lock()
+	r.failure = append(r.failure, err)
+	r.mu.Unlock()
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	r.stop(AbortError, msg)
+}
+
+// guard turns a panic of the calling goroutine into a failure of the run
+// (which stops it and reverts every fault). Call it deferred.
+func (r *run) guard(where string) {
+	if v := recover(); v != nil {
+		r.fail(&PanicError{Where: where, Value: v, Stack: debug.Stack()})
+	}
+}
+
+// execute sets the run up, runs it, tears it down, and builds its report.
+// Every path out of it reverts what it injected and stops what it started.
+func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.cancel = cancel
+	defer func() {
+		// Whatever happened, nothing stays applied: a panic here is
+		// turned into an error after the reverts.
+		if v := recover(); v != nil {
+			err = errors.Join(err, &PanicError{Where: "running the experiment", Value: v, Stack: debug.Stack()})
+		}
+		err = errors.Join(err, r.teardown(ctx))
+	}()
+
+	p := r.p
+	r.out.printf("llmchaos run %q: %s, %s; run directory %s", p.spec.Metadata.Name, r.describeTarget(), describeArrival(p.ac), r.dir)
+	if err := r.setUp(runCtx); err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	var bases []string
+	for _, e := range r.endpoints {
+		bases = append(bases, rootURL(e.url))
+	}
+	r.before = p.steady.probeHTTP(runCtx, hc, bases)
+	if !allOK(r.before) {
+		r.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(r.before))
+		return r.finish(nil, llm.RunStats{})
+	}
+	stats, err := r.load(runCtx)
+	if ctx.Err() != nil {
+		r.stop(AbortInterrupted, "the run was interrupted ("+context.Cause(ctx).Error()+"); every fault is reverted")
+	}
+	// Nothing the steady state is checked against may still be injected.
+	r.revertAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if runCtx.Err() == nil {
+		r.after = p.steady.probeHTTP(runCtx, hc, bases)
+	}
+	return r.finish(r.rec, stats)
+}
+
+// describeTarget says what the target is, for the first line.
+func (r *run) describeTarget() string {
+	if t := r.p.spec.Target.Sim; t != nil {
+		return fmt.Sprintf("simulator with %d replica(s)", t.Replicas)
+	}
+	return fmt.Sprintf("%d endpoint(s)", len(r.p.spec.Target.LLM.Endpoints()))
+}
+
+// setUp resolves the target (starting the simulator), starts the proxies
+// and builds the faults.
+func (r *run) setUp(ctx context.Context) error {
+	p := r.p
+	s := &p.spec
+	if err := p.preflight(); err != nil {
+		return err
+	}
+	var simEnv *SimEnv
+	var urls []string
+	switch {
+	case s.Target.Sim != nil:
+		sp, err := startSim(ctx, *s.Target.Sim, r.dir, r.opts.Helper, r.jr)
+		if err != nil {
+			return err
+		}
+		r.sim = sp
+		simEnv = &sp.env
+		urls = sp.endpoints()
+		r.model = s.Target.Sim.Model
+		r.out.printf("simulator serving: %s", strings.Join(urls, ", "))
+	default:
+		t := s.Target.LLM
+		urls = t.Endpoints()
+		r.model = t.Model
+		if r.model == "" {
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			m, err := firstModel(ctx, hc, urls[0], headerOf(t.Headers))
+			if err != nil {
+				return err
+			}
+			r.model = m
+		}
+	}
+	for _, u := range urls {
+		r.endpoints = append(r.endpoints, &endpoint{url: u, load: u})
+	}
+	if err := r.startProxies(ctx); err != nil {
+		return err
+	}
+	r.tagURL = map[string]string{}
+	for _, e := range r.endpoints {
+		r.tagURL[redact(e.load)] = redact(e.url)
+	}
+	for _, pf := range p.faults {
+		f, target, err := r.build(pf, simEnv)
+		if err != nil {
+			return err
+		}
+		r.built = append(r.built, f)
+		r.targets = append(r.targets, target)
+		r.faultRecs[pf.index].Target = target
+	}
+	return nil
+}
+
+// startProxies starts the declared proxies and, when proxy faults need
+// them, one proxy in front of each endpoint that none is in front of yet.
+func (r *run) startProxies(ctx context.Context) error {
+	p := r.p
+	r.starter = &proxyStarter{helper: r.opts.Helper, dir: r.dir, jr: r.jr}
+	r.declared = map[string]*runProxy{}
+	for _, d := range p.spec.Proxies {
+		px, err := r.starter.start(ctx, d.Name, network.Config{Listen: d.Listen, Upstream: d.Upstream, Mode: network.Mode(d.Mode)})
+		if err != nil {
+			return err
+		}
+		r.proxies = append(r.proxies, px)
+		r.declared[d.Name] = px
+		r.out.printf("proxy %s listening on %s → %s", d.Name, px.addr, px.upstream)
+		for _, e := range r.endpoints {
+			if hp, err := hostPort(e.url); err == nil && hp == d.Upstream && e.proxy == nil {
+				e.proxy, e.load = px, throughProxy(e.url, px.addr)
+			}
+		}
+	}
+	if !p.autoProxies {
+		return nil
+	}
+	for i, e := range r.endpoints {
+		if e.proxy != nil {
+			continue
+		}
+		up, err := hostPort(e.url)
+		if err != nil {
+			return err
+		}
+		mode := network.ModeHTTP
+		if strings.HasPrefix(e.url, "https:") {
+			if p.l7 {
+				return fmt.Errorf("endpoint %s: per-request faults (http.*, stream.*) need a plain-HTTP endpoint; the proxy cannot read TLS", e.url)
+			}
+			mode = network.ModeTCP
+		}
+		px, err := r.starter.start(ctx, fmt.Sprintf("endpoint-%d", i), network.Config{Listen: DefaultProxyListen, Upstream: up, Mode: mode})
+		if err != nil {
+			return err
+		}
+		r.proxies = append(r.proxies, px)
+		e.proxy, e.load = px, throughProxy(e.url, px.addr)
+	}
+	addrs := make([]string, 0, len(r.endpoints))
+	for _, e := range r.endpoints {
+		if e.proxy != nil {
+			addrs = append(addrs, e.proxy.addr+" → "+e.proxy.upstream)
+		}
+	}
+	r.out.printf("fault proxies in front of the endpoints: %s", strings.Join(addrs, ", "))
+	return nil
+}
+
+// build builds one fault with what the run resolved.
+func (r *run) build(pf *plannedFault, simEnv *SimEnv) (faults.Fault, string, error) {
+	var proxies []*runProxy
+	if pf.ft.Target == TargetProxy {
+		if t := pf.spec.Target; t != nil && t.Proxy != "" {
+			proxies = []*runProxy{r.declared[t.Proxy]}
+		} else {
+			for _, i := range pf.pickEndpoints(len(r.endpoints)) {
+				if px := r.endpoints[i].proxy; px != nil {
+					proxies = append(proxies, px)
+				}
+			}
+		}
+	}
+	var target string
+	if len(proxies) > 0 {
+		parts := make([]string, len(proxies))
+		for i, px := range proxies {
+			parts[i] = px.describe()
+		}
+		target = strings.Join(parts, "; ")
+	}
+	if h := r.opts.hooks; h != nil && h.build != nil {
+		f, err := h.build(pf)
+		return f, target, err
+	}
+	params, err := decodeParams(pf.index, pf.spec, pf.ft, simEnv)
+	if err != nil {
+		return nil, "", err
+	}
+	b, ok := faultBuilders()[pf.spec.Type]
+	if !ok {
+		return nil, "", fmt.Errorf("fault %q: type %s has no builder", pf.spec.Name, pf.spec.Type)
+	}
+	name := pf.spec.Name
+	env := buildEnv{
+		seed: pf.seed, proxies: proxies, helper: r.opts.Helper,
+		onReplica: func(t replica.Target) {
+			r.event(report.EventSourceFault, "acted_on", name, t.String())
+		},
+		onBalloonExit: func(err error) {
+			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
+		},
+	}
+	f, err := b(env, pf.spec, params)
+	if err != nil {
+		return nil, "", err
+	}
+	if target == "" {
+		if d, ok := f.(interface{ Target() string }); ok {
+			target = d.Target()
+		}
+	}
+	if target == "" {
+		target = "params " + paramsText(pf.spec.Params)
+	}
+	return f, target, nil
+}
+
+// redact removes a password from a URL, as the engine's tags do.
+func redact(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "[unparsable URL]"
+	}
+	return u.Redacted()
+}
+
+// failedProbes names the probes that failed.
+func failedProbes(rs []report.ProbeRecord) string {
+	var parts []string
+	for _, r := range rs {
+		if !r.OK {
+			parts = append(parts, r.Probe+": "+r.Detail)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// teardown reverts every fault still applied, then stops the proxies and
+// the simulator, last started first, each under context.WithoutCancel
+// with its own timeout. Every failure is joined into the error; fault
+// reverts that failed come as a *RevertError.
+func (r *run) teardown(ctx context.Context) error {
+	base := context.WithoutCancel(ctx)
+	r.revertAll(base)
+	var errs []error
+	r.mu.Lock()
+	if len(r.revertErrs) > 0 {
+		errs = append(errs, &RevertError{RunDir: r.dir, Errs: slices.Clone(r.revertErrs)})
+	}
+	errs = append(errs, r.failure...)
+	r.mu.Unlock()
+	var helperErrs []error
+	for i := len(r.proxies) - 1; i >= 0; i-- {
+		c, cancel := context.WithTimeout(base, r.opts.RevertTimeout)
+		if err := r.proxies[i].stop(c); err != nil {
+			helperErrs = append(helperErrs, fmt.Errorf("stop %s: %w", r.proxies[i].describe(), err))
+		}
+		cancel()
+	}
+	if r.starter != nil {
+		r.starter.cleanup()
+	}
+	if r.sim != nil {
+		c, cancel := context.WithTimeout(base, r.opts.RevertTimeout)
+		if err := r.sim.stop(c); err != nil {
+			helperErrs = append(helperErrs, fmt.Errorf("stop the simulator: %w", err))
+		}
+		cancel()
+	}
+	if len(helperErrs) > 0 {
+		errs = append(errs, &RevertError{RunDir: r.dir, Errs: helperErrs})
+	}
+	// Whatever the journal still shows pending (a fault whose Inject
+	// panicked half-way, a revert that failed) is for `llmchaos recover`.
+	if pend, err := r.jr.Pending(); err != nil {
+		errs = append(errs, err)
+	} else if len(pend) > 0 && len(r.revertErrs) == 0 && len(helperErrs) == 0 {
+		var left []error
+		for _, pf := range pend {
+			left = append(left, fmt.Errorf("%s %q is still pending in the journal", pf.Type, pf.Name))
+		}
+		errs = append(errs, &RevertError{RunDir: r.dir, Errs: left})
+	}
+	return errors.Join(errs...)
+}
+
+// revertAll reverts every fault still injected, last injected first, and
+// records the outcomes.
+func (r *run) revertAll(ctx context.Context) {
+	for _, i := range r.ledger.indexes() {
+		r.revertFault(ctx, i)
+	}
+}
+
+// configRecord is the run's configuration as the report keeps it: the
+// spec with its defaults, as JSON (report.Build redacts it again).
+func (r *run) configRecord() map[string]any {
+	b, err := json.Marshal(r.p.spec)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	// Header values may be secrets (the load's own rule keeps only short,
+	// harmlessly named ones; a report keeps none).
+	if t, ok := m["target"].(map[string]any); ok {
+		if l, ok := t["llm"].(map[string]any); ok {
+			if h, ok := l["headers"].(map[string]any); ok {
+				for k := range h {
+					h[k] = report.Redacted
+				}
+			}
+		}
+	}
+	m["run_dir"] = r.dir
+	m["model"] = r.model
+	var eps []string
+	for _, e := range r.endpoints {
+		eps = append(eps, redact(e.url))
+	}
+	m["endpoints"] = eps
+	return m
+}
+
+// seedRand is the run's source of a stream of its seed.
+func (r *run) seedRand(stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(r.p.seed, stream))
+}

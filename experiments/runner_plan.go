@@ -1,0 +1,419 @@
+package experiments
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// plan is an experiment resolved for running: its spec with defaults,
+// the load's configs, the parsed thresholds and probes, and the faults
+// with their types and seeds. Building it starts nothing, so a dry run
+// prints it.
+type plan struct {
+	spec Spec // defaults applied
+	file string
+	seed uint64
+
+	wc llm.WorkloadConfig
+	ac llm.ArrivalConfig
+
+	thresholds []assertions.Threshold
+	// stops are the stop conditions and the thresholds marked abortOnFail.
+	stops  []assertions.Threshold
+	steady steadyState
+	judge  recoveryJudge
+	slo    llm.SLO
+
+	faults []*plannedFault
+	// autoProxies is set when a proxy fault acts through the proxies the
+	// runner puts in front of the endpoints; l7 when one of the run's
+	// proxy faults is decided per HTTP request.
+	autoProxies bool
+	l7          bool
+}
+
+// plannedFault is one fault of the timeline, ready to build.
+type plannedFault struct {
+	index int
+	spec  Fault
+	ft    FaultType
+	// seed is the fault's own seed: its random draws (jitter, per-request
+	// choices, which replicas) do not depend on other faults.
+	seed uint64
+}
+
+// newPlan validates spec and resolves it. seed, when not nil, replaces the
+// experiment's.
+func newPlan(spec *Spec, file string, seed *uint64) (*plan, error) {
+	if err := spec.Validate().Err(); err != nil {
+		return nil, err
+	}
+	p := &plan{spec: spec.WithDefaults(), file: file}
+	if seed != nil {
+		p.spec.Seed = seed
+	}
+	p.seed = *p.spec.Seed
+	s := &p.spec
+	var err error
+	if p.wc, p.ac, err = s.Workload.Configs(); err != nil {
+		return nil, err
+	}
+	base := "."
+	if file != "" {
+		base = filepath.Dir(file)
+	}
+	if p.wc.Dataset != "" && !filepath.IsAbs(p.wc.Dataset) {
+		p.wc.Dataset = filepath.Join(base, p.wc.Dataset)
+	}
+	if p.ac.TraceFile != "" && !filepath.IsAbs(p.ac.TraceFile) {
+		p.ac.TraceFile = filepath.Join(base, p.ac.TraceFile)
+	}
+	if p.thresholds, err = s.Thresholds.Config().Thresholds(); err != nil {
+		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	for _, th := range p.thresholds {
+		if th.AbortOnFail {
+			p.stops = append(p.stops, th)
+		}
+	}
+	for i, c := range s.StopConditions {
+		ths, err := c.Thresholds()
+		if err != nil {
+			return nil, fmt.Errorf("stop_conditions[%d]: %w", i, err)
+		}
+		p.stops = append(p.stops, ths...)
+	}
+	if p.steady, err = newSteadyState(s.SteadyState); err != nil {
+		return nil, err
+	}
+	if s.Goodput != "" {
+		if p.slo, err = assertions.ParseGoodput(s.Goodput); err != nil {
+			return nil, fmt.Errorf("goodput: %w", err)
+		}
+	}
+	recoveryThs := p.steady.thresholds()
+	if len(recoveryThs) == 0 {
+		recoveryThs, _ = assertions.Parse(DefaultRecoveryThreshold)
+	}
+	p.judge = recoveryJudge{
+		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(),
+		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
+	}
+	types := FaultTypes()
+	seeds := rand.New(rand.NewPCG(p.seed, 0x6661756c7473))
+	for i, f := range s.Faults {
+		ft := types[f.Type]
+		pf := &plannedFault{index: i, spec: f, ft: ft, seed: seeds.Uint64()}
+		if _, err := decodeParams(i, f, ft, nil); err != nil {
+			return nil, err
+		}
+		if ft.Target == TargetProxy {
+			if f.Target == nil || f.Target.Proxy == "" {
+				p.autoProxies = true
+			}
+			p.l7 = p.l7 || ft.L7
+		}
+		p.faults = append(p.faults, pf)
+	}
+	return p, nil
+}
+
+// netnsRunDir is where `ip netns` keeps its named namespaces.
+const netnsRunDir = "/var/run/netns"
+
+// preflight checks what the run needs from the system before anything is
+// started: the network namespace of each kernel-level fault must exist
+// (the fault would otherwise fail only at its time, mid-run).
+func (p *plan) preflight() error {
+	var errs []error
+	for _, pf := range p.faults {
+		params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+		if err != nil {
+			return err
+		}
+		ns := netnsOf(params)
+		if ns == "" {
+			continue
+		}
+		path := ns
+		if !filepath.IsAbs(ns) {
+			path = filepath.Join(netnsRunDir, ns)
+		}
+		if _, err := os.Stat(path); err != nil {
+			errs = append(errs, fmt.Errorf("fault %q (%s): network namespace %q is not there (%v): create it and run the target inside it first (the experiment file's comments show how)", pf.spec.Name, pf.spec.Type, ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// byTime returns the faults in the order they are injected.
+func (p *plan) byTime() []*plannedFault {
+	out := slices.Clone(p.faults)
+	slices.SortStableFunc(out, func(a, b *plannedFault) int { return cmp.Compare(a.spec.At, b.spec.At) })
+	return out
+}
+
+// beforeCheckAt is when the steady state's threshold probes are checked
+// before any fault: at the first fault's injection time, over the window
+// before it; in a run without faults, at the end of the first window (or
+// of the load when it is shorter).
+func (p *plan) beforeCheckAt() time.Duration {
+	if len(p.faults) > 0 {
+		return p.byTime()[0].spec.At.D()
+	}
+	w := p.spec.Recovery.Window.D()
+	if d := p.ac.Duration; d > 0 && d < w {
+		return d
+	}
+	return w
+}
+
+// pickEndpoints returns the endpoint indexes of n that a proxy fault acts
+// on: those its target lists (all by default), narrowed to Count or
+// Percent of them picked with the fault's seed.
+func (pf *plannedFault) pickEndpoints(n int) []int {
+	t := pf.spec.Target
+	var idx []int
+	if t != nil && len(t.Endpoints) > 0 {
+		idx = slices.Clone(t.Endpoints)
+	} else {
+		for i := range n {
+			idx = append(idx, i)
+		}
+	}
+	if t == nil {
+		return idx
+	}
+	k := len(idx)
+	switch {
+	case t.Count > 0:
+		k = min(t.Count, len(idx))
+	case t.Percent > 0:
+		k = int(float64(len(idx))*t.Percent/100 + 0.999999)
+		k = min(max(k, 1), len(idx))
+	}
+	if k < len(idx) {
+		r := rand.New(rand.NewPCG(pf.seed, 0x656e64706f696e74))
+		r.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		idx = idx[:k]
+		slices.Sort(idx)
+	}
+	return idx
+}
+
+// describeTarget says where a fault of the plan acts, before the run
+// resolved its endpoints.
+func (pf *plannedFault) describeTarget(endpoints int) string {
+	if pf.ft.Target != TargetProxy {
+		return "as its params say"
+	}
+	t := pf.spec.Target
+	if t != nil && t.Proxy != "" {
+		return "through proxy " + t.Proxy
+	}
+	idx := pf.pickEndpoints(endpoints)
+	if len(idx) == endpoints {
+		return "through the proxies of every endpoint"
+	}
+	parts := make([]string, len(idx))
+	for i, e := range idx {
+		parts[i] = fmt.Sprint(e)
+	}
+	return "through the proxies of endpoint(s) " + strings.Join(parts, ", ")
+}
+
+// endpointCount is the number of endpoints the target will have.
+func (p *plan) endpointCount() int {
+	if t := p.spec.Target.Sim; t != nil {
+		return t.Replicas
+	}
+	return len(p.spec.Target.LLM.Endpoints())
+}
+
+// DryRun writes the plan of spec to w as Run would carry it out, with
+// opts' seed: the target, the proxies, the load, the steady state, the
+// schedule of faults on the run clock, the stop conditions and the
+// thresholds. It starts nothing and changes nothing (no run directory
+// either). file is the experiment file's path, for relative paths.
+func DryRun(w io.Writer, spec *Spec, opts Options) error {
+	p, err := newPlan(spec, opts.File, opts.Seed)
+	if err != nil {
+		return err
+	}
+	return p.write(w, opts)
+}
+
+func (p *plan) write(w io.Writer, opts Options) error {
+	var b strings.Builder
+	s := &p.spec
+	fmt.Fprintf(&b, "experiment %s", s.Metadata.Name)
+	if p.file != "" {
+		fmt.Fprintf(&b, " (%s)", p.file)
+	}
+	fmt.Fprintf(&b, ", seed %d\n", p.seed)
+	if s.Metadata.Description != "" {
+		fmt.Fprintf(&b, "  %s\n", s.Metadata.Description)
+	}
+	dir := opts.RunDir
+	if dir == "" {
+		dir = s.Out
+	}
+	if dir == "" {
+		dir = "runs/" + s.Metadata.Name + "-TIMESTAMP"
+	}
+	fmt.Fprintf(&b, "run directory: %s\n", dir)
+
+	b.WriteString("\ntarget:\n")
+	n := p.endpointCount()
+	if t := s.Target.Sim; t != nil {
+		fmt.Fprintf(&b, "  the built-in simulator: %d replica(s) under `llmchaos sim --replicas %d`, on consecutive free ports of 127.0.0.1 chosen at run time\n", t.Replicas, t.Replicas)
+		fmt.Fprintf(&b, "  model %s, latency %s, startup %v, restart delay %v, %s vGPU each\n", t.Model, t.Latency, t.StartupTime, t.RestartDelay, t.GPUMemory)
+		fmt.Fprintf(&b, "  endpoints 0..%d are the replicas; it is stopped when the run ends\n", t.Replicas-1)
+	} else {
+		t := s.Target.LLM
+		for i, u := range t.Endpoints() {
+			fmt.Fprintf(&b, "  endpoint %d: %s\n", i, u)
+		}
+		model := t.Model
+		if model == "" {
+			model = "(the first model GET /models lists)"
+		}
+		fmt.Fprintf(&b, "  model %s\n", model)
+	}
+	if p.autoProxies || len(s.Proxies) > 0 {
+		b.WriteString("\nproxies:\n")
+		if p.autoProxies {
+			fmt.Fprintf(&b, "  one fault proxy in front of each of the %d endpoint(s), on 127.0.0.1:0 (http mode); the load goes through them\n", n)
+		}
+		for _, px := range s.Proxies {
+			fmt.Fprintf(&b, "  %s: %s → %s (%s mode)\n", px.Name, px.Listen, px.Upstream, px.Mode)
+		}
+	}
+
+	b.WriteString("\nload:\n")
+	fmt.Fprintf(&b, "  %s\n", describeArrival(p.ac))
+	fmt.Fprintf(&b, "  workload %s (%s API), round-robin over the endpoints\n", p.wc.Name, p.wc.API)
+
+	if len(s.SteadyState) > 0 {
+		b.WriteString("\nsteady state (before the load and the faults, and after the load):\n")
+		for _, h := range p.steady.http {
+			fmt.Fprintf(&b, "  %s\n", h.label)
+		}
+		for _, t := range p.steady.ths {
+			fmt.Fprintf(&b, "  %s (over the %v before %v, and the last %v of the load)\n", t.label, s.Recovery.Window, fmtOffset(p.beforeCheckAt()), s.Recovery.Window)
+		}
+	}
+
+	b.WriteString("\nschedule (run clock, from the start of the load):\n")
+	fmt.Fprintf(&b, "  %8s  load starts\n", fmtOffset(0))
+	type ev struct {
+		at   time.Duration
+		text string
+	}
+	var evs []ev
+	for _, pf := range p.faults {
+		f := pf.spec
+		evs = append(evs,
+			ev{f.At.D(), fmt.Sprintf("inject %s (%s %s) %s", f.Name, f.Type, paramsText(f.Params), pf.describeTarget(n))},
+			ev{f.At.D() + f.Duration.D(), fmt.Sprintf("revert %s (after %v)", f.Name, f.Duration)})
+	}
+	slices.SortStableFunc(evs, func(a, b ev) int { return cmp.Compare(a.at, b.at) })
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
+	}
+	if d := p.ac.Duration; d > 0 {
+		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), llm.DefaultGrace)
+	}
+	fmt.Fprintf(&b, "  recovery: every %v window must hold %s for %v after a fault's revert\n",
+		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.Hold)
+
+	if len(p.stops) > 0 {
+		fmt.Fprintf(&b, "\nstop conditions (checked every second over the last %v; the first to fail aborts and reverts):\n", assertions.DefaultLiveWindow)
+		for _, th := range p.stops {
+			fmt.Fprintf(&b, "  %s\n", th)
+		}
+	}
+	if len(p.thresholds) > 0 {
+		b.WriteString("\nthresholds:\n")
+		for _, th := range p.thresholds {
+			fmt.Fprintf(&b, "  %s\n", th)
+		}
+	}
+	b.WriteString("\ndry run: nothing was started or changed\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// describeArrival says what load an arrival config makes.
+func describeArrival(a llm.ArrivalConfig) string {
+	var shape string
+	switch a.Mode() {
+	case llm.ModeRate:
+		shape = fmt.Sprintf("%s arrivals at %g req/s", a.Arrival, a.Rate)
+	case llm.ModeRamp:
+		shape = fmt.Sprintf("%s arrivals ramping %s req/s", a.Arrival, a.Ramp)
+	case llm.ModeStages:
+		shape = fmt.Sprintf("%s arrivals in stages %s", a.Arrival, llm.FormatStages(a.Stages))
+	case llm.ModeTrace:
+		shape = "trace " + a.TraceFile
+	case llm.ModeClosed:
+		shape = fmt.Sprintf("%d virtual users", a.Concurrency)
+	}
+	if a.MaxInFlight > 0 {
+		shape += fmt.Sprintf(", at most %d in flight (%s)", a.MaxInFlight, a.OnSaturation)
+	}
+	var end []string
+	if a.Duration > 0 {
+		end = append(end, "for "+a.Duration.String())
+	}
+	if a.Requests > 0 {
+		end = append(end, fmt.Sprintf("%d requests", a.Requests))
+	}
+	if len(end) > 0 {
+		shape += ", " + strings.Join(end, " or ")
+	}
+	return shape
+}
+
+// fmtOffset writes a run-clock offset as "+15s".
+func fmtOffset(d time.Duration) string { return "+" + d.String() }
+
+// paramsText writes a fault's params on one line, keys sorted.
+func paramsText(m map[string]any) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %v", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// thresholdList writes thresholds separated by commas.
+func thresholdList(ths []assertions.Threshold) string {
+	parts := make([]string, len(ths))
+	for i, th := range ths {
+		parts[i] = th.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// errNoSpec is returned for a nil spec.
+var errNoSpec = errors.New("experiment: no spec")

@@ -1,0 +1,168 @@
+package experiments
+
+import (
+	"cmp"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/report"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// finish builds the run's report: the load's summary, the experiment's
+// timeline, faults, recovery, events and steady state, the thresholds'
+// outcomes (recovery_time and oom_recovery_time included) and the verdict.
+// rec is nil when no load ran.
+func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
+	p := r.p
+	loaded := rec != nil
+	if rec == nil {
+		rec = llm.NewRecorder(llm.RecorderOptions{SLO: p.slo})
+	}
+	sum := rec.Finish(stats.End)
+	end := sum.Duration
+	r.mu.Lock()
+	notSteady := r.abortReason == AbortNotSteady
+	r.mu.Unlock()
+	if loaded && end > 0 && len(p.steady.ths) > 0 && !notSteady {
+		w := p.spec.Recovery.Window.D()
+		r.after = append(r.after, p.steady.checkThresholds(sum.Window(end-w, end), p.judge.within, p.slo)...)
+	}
+	started := time.Now()
+	if c := r.clock.Load(); c != nil {
+		started = c.Start()
+	}
+	doc, err := report.Build(report.Meta{
+		ToolVersion: r.opts.ToolVersion, Name: p.spec.Metadata.Name, StartedAt: started,
+		Seed: int64(p.seed), Config: r.configRecord(),
+	}, sum)
+	if err != nil {
+		return nil, err
+	}
+	doc.Experiment = &report.Experiment{Name: p.spec.Metadata.Name, Description: p.spec.Metadata.Description, File: p.file}
+	if p.file != "" {
+		if b, err := os.ReadFile(p.file); err == nil {
+			// The file may hold header values: secrets never reach a report
+			// (values of 8 bytes or more are secrets, as the client takes them).
+			text := string(b)
+			if t := p.spec.Target.LLM; t != nil {
+				for _, v := range t.Headers {
+					if len(v) >= 8 {
+						text = strings.ReplaceAll(text, v, report.Redacted)
+					}
+				}
+			}
+			if m, err := report.Redact(map[string]any{"spec": text}); err == nil {
+				doc.Experiment.Spec, _ = m["spec"].(string)
+			}
+		}
+	}
+	if loaded {
+		doc.Phases = r.tl.records(end)
+	}
+	recs := r.recoveries(sum)
+
+	r.mu.Lock()
+	doc.Faults = slices.Clone(r.faultRecs)
+	doc.SteadyState = &report.SteadyState{Before: slices.Clone(r.before), After: slices.Clone(r.after)}
+	if doc.SteadyState.Before == nil {
+		doc.SteadyState.Before = []report.ProbeRecord{}
+	}
+	aborted := r.abortReason != ""
+	out := &Outcome{Doc: doc, Aborted: aborted, AbortReason: r.abortReason, AbortDetail: r.abortDetail}
+	r.mu.Unlock()
+
+	for _, fr := range recs {
+		rr := report.RecoveryRecord{Fault: fr.fault, Recovered: fr.recovered}
+		if fr.recovered {
+			rr.RecoveryTimeS = report.Seconds(fr.time)
+		}
+		if fr.oomOK {
+			rr.OOMRecoveryTimeS = report.Seconds(fr.oom)
+		}
+		doc.Recovery = append(doc.Recovery, rr)
+	}
+	src := experimentSource{SummarySource: assertions.NewSummarySource(sum, assertions.WithSpan(doc.PhaseSpan)), recovery: recs}
+	doc.SetThresholds(assertions.Evaluate(src, p.thresholds), aborted)
+	if !aborted && !allOK(doc.SteadyState.After) {
+		doc.Verdict = report.VerdictFail
+		r.event(report.EventSourceSteadyState, "not_steady_after", "", failedProbes(doc.SteadyState.After))
+	}
+	r.mu.Lock()
+	doc.Events = slices.Clone(r.events)
+	r.mu.Unlock()
+	slices.SortStableFunc(doc.Events, func(a, b report.EventRecord) int { return cmp.Compare(a.AtS, b.AtS) })
+	return out, nil
+}
+
+// recoveries computes recovery_time (and oom_recovery_time) of every fault
+// from the recorded series: from its injection to the first moment at or
+// after its revert from which the service held its steady state for the
+// hold time. A fault never injected or never reverted did not recover.
+func (r *run) recoveries(sum *llm.Summary) []faultRecovery {
+	p := r.p
+	r.mu.Lock()
+	recs := slices.Clone(r.faultRecs)
+	evs := slices.Clone(r.replicaEvs)
+	r.mu.Unlock()
+	var start time.Time
+	if c := r.clock.Load(); c != nil {
+		start = c.Start()
+	}
+	out := make([]faultRecovery, len(recs))
+	for i, rec := range recs {
+		fr := faultRecovery{fault: rec.Name}
+		if rec.InjectedAtS != nil && rec.RevertedAtS != nil {
+			inj, rev := durationOf(*rec.InjectedAtS), durationOf(*rec.RevertedAtS)
+			// The last, partial second of the run counts as a window end:
+			// what it holds is all the run has.
+			if t, ok := p.judge.recoveredAt(sum.Window, rev, ceilSecond(sum.Duration)); ok {
+				fr.recovered, fr.time = true, max(t-inj, 0)
+			}
+			next := sum.Duration
+			for _, o := range recs {
+				if o.InjectedAtS != nil && *o.InjectedAtS > *rec.InjectedAtS {
+					next = min(next, durationOf(*o.InjectedAtS))
+				}
+			}
+			fr.oom, fr.oomOK = oomRecovery(evs, start, inj, next)
+		}
+		out[i] = fr
+	}
+	return out
+}
+
+func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// oomExit says that a replica event is an out-of-memory death: the docker
+// driver's oom, or a simulator replica that exited with status 3 (how
+// `llmchaos sim` ends when its replica runs out of GPU memory).
+func oomExit(e replica.Event) bool {
+	return e.Kind == replica.EventOOM || (e.Kind == replica.EventExit && strings.HasSuffix(e.Detail, "exit status 3"))
+}
+
+// oomRecovery returns the longest time from a replica's out-of-memory
+// death in [from, to) of the run clock (whose zero is start) to that
+// replica serving again; ok is false when no replica died of OOM then or
+// none served again.
+func oomRecovery(evs []replica.Event, start time.Time, from, to time.Duration) (time.Duration, bool) {
+	var longest time.Duration
+	found := false
+	for i, e := range evs {
+		at := e.At.Sub(start)
+		if !oomExit(e) || at < from || at >= to {
+			continue
+		}
+		for _, h := range evs[i+1:] {
+			if h.Replica == e.Replica && h.Kind == replica.EventHealthy && !h.At.Before(e.At) {
+				longest, found = max(longest, h.At.Sub(e.At)), true
+				break
+			}
+		}
+	}
+	return longest, found
+}
