@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -257,6 +258,16 @@ func reap(t *testing.T, pid int, limit time.Duration) unix.WaitStatus {
 	var ws unix.WaitStatus
 	waitFor(t, limit, fmt.Sprintf("process %d to exit", pid), func() bool {
 		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.ECHILD) {
+			// Not (or no longer) our child: it is gone once /proc has no
+			// entry for it. Report it as killed, since nothing else here
+			// ends these processes.
+			if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(serr) {
+				ws = unix.WaitStatus(unix.SIGKILL)
+				return true
+			}
+			return false
+		}
 		return err == nil && got == pid
 	})
 	return ws

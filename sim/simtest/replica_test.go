@@ -192,7 +192,7 @@ func TestKilledReplicaRestartsAndChildrenDieWithSupervisor(t *testing.T) {
 	signal(t, sup.cmd.Process.Pid, syscall.SIGKILL)
 	<-sup.done
 	for _, r := range after {
-		ws := reap(t, r.PID, 10*time.Second)
+		ws := reap(t, r.PID, 30*time.Second)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Errorf("replica %d (pid %d) ended with %v, want killed by its parent-death signal", r.Index, r.PID, ws)
 		}
