@@ -12,9 +12,15 @@ STATICCHECK_VERSION ?= v0.8.2
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/llmchaos
 
+# Timing-accuracy tests skip themselves under -race (the detector's cost and
+# other packages sharing the cores would be what they measure); they run
+# again here without -race, one package at a time.
+TIMING_TESTS := TestConstantModeGroundTruth|TestE2EConstantLatency
+
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -p 1 -run '$(TIMING_TESTS)' -v ./sim/server/ ./xk6-llm/
 
 test-short:
 	$(GO) test -short -count=1 ./...

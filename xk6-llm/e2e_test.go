@@ -26,17 +26,19 @@ func shortChat(out int) WorkloadConfig {
 // The streams are ramped in (constant arrivals at 2,000/s, capped at 200 in
 // flight) as a careful measurement would: 200 streams fired in one
 // synchronized burst on this 2-core machine measure the CPU queue of the
-// burst (p50 54–56 ms), not the server. Under -race every token costs the
-// client and the in-process server several times more CPU, so the check
-// runs 32 streams there: 200 would measure the race detector.
+// burst (p50 54–56 ms), not the server. It is skipped under -race and run
+// by make test in a separate non-race pass.
 func TestE2EConstantLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real time: 200 streams for about 2 s")
 	}
-	streams, rate := 200, 2000.0
 	if clientRaceEnabled {
-		streams, rate = 32, 320
+		// Under -race every token costs several times more CPU and other
+		// packages' tests share the 2 cores: the medians would measure
+		// them. `make test` runs this test again without -race, alone.
+		t.Skip("timing accuracy is checked in make test's non-race pass")
 	}
+	streams, rate := 200, 2000.0
 	url, _ := startSim(t, simOpts{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 4096})
 	r := e2e{
 		targets:  []string{url},

@@ -706,13 +706,15 @@ func TestConstantModeGroundTruth(t *testing.T) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Latency = sim.LatencyConstant
+	if raceEnabled {
+		// The race detector multiplies the CPU cost of every request, and
+		// under `go test -race ./...` other packages share the 2 cores: the
+		// medians would measure those, not the simulator. `make test` runs
+		// this test again without -race and alone (-p 1).
+		t.Skip("timing accuracy is checked in make test's non-race pass")
+	}
 	r := start(t, Options{Config: cfg})
 	streams, spacing := 200, 500*time.Microsecond
-	if raceEnabled {
-		// The race detector multiplies the CPU cost of every request; 200
-		// streams would measure the 2-core machine, not the simulator.
-		streams, spacing = 40, 2*time.Millisecond
-	}
 	transport := &http.Transport{MaxIdleConnsPerHost: streams}
 	client := &http.Client{Transport: transport}
 	defer transport.CloseIdleConnections()
