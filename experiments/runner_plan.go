@@ -356,35 +356,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 }
 
 // describeArrival says what load an arrival config makes.
-func describeArrival(a llm.ArrivalConfig) string {
-	var shape string
-	switch a.Mode() {
-	case llm.ModeRate:
-		shape = fmt.Sprintf("%s arrivals at %g req/s", a.Arrival, a.Rate)
-	case llm.ModeRamp:
-		shape = fmt.Sprintf("%s arrivals ramping %s req/s", a.Arrival, a.Ramp)
-	case llm.ModeStages:
-		shape = fmt.Sprintf("%s arrivals in stages %s", a.Arrival, llm.FormatStages(a.Stages))
-	case llm.ModeTrace:
-		shape = "trace " + a.TraceFile
-	case llm.ModeClosed:
-		shape = fmt.Sprintf("%d virtual users", a.Concurrency)
-	}
-	if a.MaxInFlight > 0 {
-		shape += fmt.Sprintf(", at most %d in flight (%s)", a.MaxInFlight, a.OnSaturation)
-	}
-	var end []string
-	if a.Duration > 0 {
-		end = append(end, "for "+a.Duration.String())
-	}
-	if a.Requests > 0 {
-		end = append(end, fmt.Sprintf("%d requests", a.Requests))
-	}
-	if len(end) > 0 {
-		shape += ", " + strings.Join(end, " or ")
-	}
-	return shape
-}
+func describeArrival(a llm.ArrivalConfig) string { return a.Describe() }
 
 // fmtOffset writes a run-clock offset as "+15s".
 func fmtOffset(d time.Duration) string { return "+" + d.String() }

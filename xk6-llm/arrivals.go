@@ -504,3 +504,35 @@ func FormatStages(stages []Stage) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Describe says in one line what load c makes, e.g. "poisson arrivals at
+// 20 req/s, for 1m0s"; the CLI and the runner print it when a load starts.
+func (c ArrivalConfig) Describe() string {
+	var shape string
+	switch c.Mode() {
+	case ModeRate:
+		shape = fmt.Sprintf("%s arrivals at %g req/s", c.Arrival, c.Rate)
+	case ModeRamp:
+		shape = fmt.Sprintf("%s arrivals ramping %s req/s", c.Arrival, c.Ramp)
+	case ModeStages:
+		shape = fmt.Sprintf("%s arrivals in stages %s", c.Arrival, FormatStages(c.Stages))
+	case ModeTrace:
+		shape = "trace " + c.TraceFile
+	case ModeClosed:
+		shape = fmt.Sprintf("%d virtual users", c.Concurrency)
+	}
+	if c.MaxInFlight > 0 {
+		shape += fmt.Sprintf(", at most %d in flight (%s)", c.MaxInFlight, c.OnSaturation)
+	}
+	var end []string
+	if c.Duration > 0 {
+		end = append(end, "for "+c.Duration.String())
+	}
+	if c.Requests > 0 {
+		end = append(end, fmt.Sprintf("%d requests", c.Requests))
+	}
+	if len(end) > 0 {
+		shape += ", " + strings.Join(end, " or ")
+	}
+	return shape
+}

@@ -159,32 +159,8 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 
 // describeLoad is the line printed when a load starts.
 func describeLoad(cfg loadConfig) string {
-	a := cfg.Arrival
-	var shape string
-	switch a.Mode() {
-	case llm.ModeRate:
-		shape = fmt.Sprintf("%s arrivals at %g req/s", a.Arrival, a.Rate)
-	case llm.ModeRamp:
-		shape = fmt.Sprintf("%s arrivals ramping %s req/s", a.Arrival, a.Ramp)
-	case llm.ModeStages:
-		shape = fmt.Sprintf("%s arrivals in stages %s", a.Arrival, llm.FormatStages(a.Stages))
-	case llm.ModeTrace:
-		shape = "trace " + a.TraceFile
-	case llm.ModeClosed:
-		shape = fmt.Sprintf("%d virtual users", a.Concurrency)
-	}
-	if a.MaxInFlight > 0 {
-		shape += fmt.Sprintf(", at most %d in flight (%s)", a.MaxInFlight, a.OnSaturation)
-	}
-	var end []string
-	if a.Duration > 0 {
-		end = append(end, "for "+a.Duration.String())
-	}
-	if a.Requests > 0 {
-		end = append(end, fmt.Sprintf("%d requests", a.Requests))
-	}
-	return fmt.Sprintf("llmchaos load: %s, %s, workload %s, %d target(s), seed %d",
-		shape, strings.Join(end, " or "), cfg.Workload.Name, len(cfg.Targets), cfg.Seed)
+	return fmt.Sprintf("llmchaos load: %s, workload %s, %d target(s), seed %d",
+		cfg.Arrival.Describe(), cfg.Workload.Name, len(cfg.Targets), cfg.Seed)
 }
 
 // describeFailures names failed thresholds and their observed values.
