@@ -1,6 +1,10 @@
 package vgpu
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/procfs"
+)
 
 func TestParseSize(t *testing.T) {
 	tests := []struct {
@@ -90,7 +94,7 @@ func TestParseStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start, alive, err := parseStat([]byte(tt.line))
+			start, alive, err := procfs.ParseStat([]byte(tt.line))
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("parseStat(%q) succeeded, want an error", tt.line)
