@@ -330,7 +330,7 @@ recovery: {window: -1s, hold: 10}
 		`t.yaml:3:18: metadata.name: "All Problems": use lower-case letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 63 characters`,
 		`t.yaml:5:19: target.sim.replicas: got a number ("0.5"), want an integer`,
 		`t.yaml:6:50: workload.arival: unknown key "arival"; did you mean "arrival"?`,
-		`t.yaml:8:5: steady_state[0]: empty probe: set http or threshold`,
+		`t.yaml:8:5: steady_state[0]: empty probe: set http, threshold or promql`,
 		`t.yaml:11:12: faults[1].name: fault name "a" is already used by faults[0]; fault names must be unique`,
 		`t.yaml:11:21: faults[1].type: unknown fault type "stream.stal"; did you mean "stream.stall"?`,
 		`t.yaml:12:92: faults[2].params.probability: probability: 3, want more than 0 and at most 1`,

@@ -22,6 +22,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -83,6 +84,9 @@ type Options struct {
 	RevertTimeout time.Duration
 	// ToolVersion is recorded in the report.
 	ToolVersion string
+	// Observe is the run's observability (live metrics, remote write,
+	// tracing, server monitor); the zero value observes nothing.
+	Observe ObserveOptions
 
 	// hooks lets tests reach inside a run.
 	hooks *testHooks
@@ -245,6 +249,10 @@ type run struct {
 	clock  atomic.Pointer[llm.RunClock] // set when the load starts
 	rec    *llm.Recorder
 	ledger *ledger
+	// obs are the run's observers, started with the load (nil: none);
+	// closed once, by teardown.
+	obs       *observe.Observers
+	obsClosed bool
 
 	sim       *simProcess
 	starter   *proxyStarter
@@ -260,6 +268,9 @@ type run struct {
 	targets []string
 
 	cancel context.CancelCauseFunc
+
+	// gpuSamples samples the simulator's virtual GPUs (nil: none).
+	gpuSamples *vgpuSampler
 
 	mu          sync.Mutex
 	faultRecs   []report.FaultRecord
@@ -364,7 +375,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	for _, e := range r.endpoints {
 		bases = append(bases, rootURL(e.url))
 	}
-	r.before = p.steady.probeHTTP(runCtx, hc, bases)
+	r.before = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
 	if !allOK(r.before) {
 		r.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(r.before))
 		return r.finish(nil, llm.RunStats{})
@@ -379,7 +390,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		return nil, err
 	}
 	if runCtx.Err() == nil {
-		r.after = p.steady.probeHTTP(runCtx, hc, bases)
+		r.after = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
 	}
 	return r.finish(r.rec, stats)
 }
@@ -592,6 +603,7 @@ func failedProbes(rs []report.ProbeRecord) string {
 func (r *run) teardown(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
 	r.revertAll(base)
+	r.closeObservers(base)
 	var errs []error
 	r.mu.Lock()
 	if len(r.revertErrs) > 0 {

@@ -60,10 +60,13 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		return llm.RunStats{}, fmt.Errorf("client: %w", err)
 	}
 	defer client.Close()
+	if err := r.startObservers(ctx, clock, rec); err != nil {
+		return llm.RunStats{}, err
+	}
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: workload,
 		Client: client, Recorder: rec, Seed: p.seed, Grace: llm.DefaultGrace,
-		Tagger: r.tag,
+		Tagger: r.tag, Observe: r.observeResult(),
 	})
 	if err != nil {
 		return llm.RunStats{}, err
@@ -85,6 +88,10 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 			r.runFault(faultCtx, pf, r.built[i], r.targets[i], gate)
 		})
 	}
+	wg.Go(func() {
+		defer r.guard("checking the promql stop conditions")
+		r.promQLStops(faultCtx)
+	})
 	done := make(chan struct{})
 	wg.Go(func() {
 		defer r.guard("checking the run live")
@@ -97,6 +104,15 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 				defer r.guard("watching the replicas")
 				_ = w.Watch(faultCtx, func() {}, r.replicaEvent)
 			})
+		}
+		if gs, err := openVGPUSampler(r.sim.env.VGPUDir, r.sim.n); err == nil {
+			r.gpuSamples = gs
+			wg.Go(func() {
+				defer r.guard("sampling GPU memory")
+				_ = gs.run(faultCtx, r.now)
+			})
+		} else {
+			r.out.printf("no GPU memory samples: %v", err)
 		}
 	}
 	stats, err := eng.Run(ctx)
@@ -206,6 +222,7 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		r.fail(jerr)
 	}
 	r.tl.injected(now, name)
+	r.faultActive(name, pf.spec.Type, true)
 	r.mu.Lock()
 	r.faultRecs[pf.index].InjectedAtS = report.Seconds(now)
 	r.mu.Unlock()
@@ -258,6 +275,7 @@ func (r *run) revertFault(ctx context.Context, i int) {
 	if r.clock.Load() != nil {
 		r.tl.reverted(at, inj.name)
 	}
+	r.faultActive(inj.name, inj.typ, false)
 	r.event(report.EventSourceFault, "reverted", inj.name, "")
 }
 
@@ -343,12 +361,22 @@ func (r *run) replicaEvent(e replica.Event) {
 	r.events = append(r.events, report.EventRecord{
 		AtS: at.Seconds(), Source: report.EventSourceReplica, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
 	})
+	// A simulator replica's OOM shows as its exit status: say it.
+	oom := e.Kind != replica.EventOOM && oomExit(e)
+	if oom {
+		r.events = append(r.events, report.EventRecord{
+			AtS: at.Seconds(), Source: report.EventSourceReplica, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
+		})
+	}
 	r.mu.Unlock()
 	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
 	if e.Detail != "" {
 		line += ": " + e.Detail
 	}
 	r.out.println(line)
+	if oom {
+		r.out.println(fmt.Sprintf("%9s  replica %s %s: out of GPU memory", fmtClock(at), e.Replica, replica.EventOOM))
+	}
 }
 
 // lineWriter serialises the run's progress lines.

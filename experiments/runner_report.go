@@ -88,12 +88,14 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	}
 	src := experimentSource{SummarySource: assertions.NewSummarySource(sum, assertions.WithSpan(doc.PhaseSpan)), recovery: recs}
 	doc.SetThresholds(assertions.Evaluate(src, p.thresholds), aborted)
+	r.observeDoc(doc, end)
 	if !aborted && !allOK(doc.SteadyState.After) {
 		doc.Verdict = report.VerdictFail
 		r.event(report.EventSourceSteadyState, "not_steady_after", "", failedProbes(doc.SteadyState.After))
 	}
 	r.mu.Lock()
 	doc.Events = slices.Clone(r.events)
+	doc.GPU = append(doc.GPU, r.gpuSamples.records()...)
 	r.mu.Unlock()
 	slices.SortStableFunc(doc.Events, func(a, b report.EventRecord) int { return cmp.Compare(a.AtS, b.AtS) })
 	return out, nil

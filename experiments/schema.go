@@ -268,7 +268,9 @@ func typeDoc(name string) string {
 	case "Stage":
 		return "One stage of a ramping-arrival-rate schedule."
 	case "Probe":
-		return "A steady-state check: exactly one of http or threshold."
+		return "A steady-state check: exactly one of http, threshold or promql."
+	case "PromQLProbe":
+		return "A PromQL instant query against a Prometheus server and what its result must satisfy."
 	case "HTTPProbe":
 		return "An HTTP request that must answer expect_status within timeout."
 	case "Fault":
@@ -278,7 +280,7 @@ func typeDoc(name string) string {
 	case "ThresholdEntry":
 		return "The object form of a threshold entry (k6's)."
 	case "StopCondition":
-		return "The object form of a stop condition."
+		return "The object form of a stop condition: a threshold, or a promql query."
 	case "Recovery":
 		return "How recovery_time is measured."
 	}

@@ -128,7 +128,8 @@ type Proxy struct {
 	Mode     string `yaml:"mode,omitempty" json:"mode,omitempty" doc:"http (L4 and per-request L7 faults) or tcp (L4 faults only). Default http."`
 }
 
-// Probe is one steady-state check: exactly one of HTTP and Threshold.
+// Probe is one steady-state check: exactly one of HTTP, Threshold and
+// PromQL.
 type Probe struct {
 	// Name labels the probe in reports. Unset: derived from its check.
 	Name string     `yaml:"name,omitempty" json:"name,omitempty" doc:"Label of the probe in reports."`
@@ -136,6 +137,8 @@ type Probe struct {
 	// Threshold is a threshold in the flag form, "metric{tags}: expr",
 	// evaluated by the runner over a short probe window of load.
 	Threshold string `yaml:"threshold,omitempty" json:"threshold,omitempty" doc:"A threshold, \"metric{tags}: expr\" (e.g. \"error_rate: rate<0.01\"), evaluated over a short window of probe load."`
+	// PromQL queries a Prometheus server before the load and after it.
+	PromQL *PromQLProbe `yaml:"promql,omitempty" json:"promql,omitempty" doc:"A PromQL instant query whose result must satisfy expect, checked before the load starts and after it ends."`
 }
 
 // TemplateTarget is the placeholder an HTTP probe's URL may hold: the

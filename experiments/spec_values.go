@@ -145,10 +145,19 @@ func (e ThresholdEntry) MarshalJSON() ([]byte, error) {
 // StopCondition is a threshold in the flag form, "metric{tags}: expr",
 // that aborts the run as soon as it fails over the live rolling window
 // (abortOnFail semantics), or the object form {threshold, delayAbortEval}
-// to keep it from aborting in the first seconds.
+// to keep it from aborting in the first seconds, or the object form
+// {promql, interval, delayAbortEval}: a PromQL query, run every interval
+// while the load lasts, that aborts the run when its result does not
+// satisfy expect (expect describes the safe state).
 type StopCondition struct {
-	Threshold      string   `yaml:"threshold" json:"threshold" doc:"A threshold in flag form, e.g. \"error_rate: rate<0.5\"."`
+	Threshold      string   `yaml:"threshold,omitempty" json:"threshold,omitempty" doc:"A threshold in flag form, e.g. \"error_rate: rate<0.5\". Exactly one of threshold and promql."`
 	DelayAbortEval Duration `yaml:"delayAbortEval,omitempty" json:"delayAbortEval,omitempty" doc:"Run time before which the condition does not abort."`
+	// PromQL is a query against a Prometheus server instead of a
+	// threshold over the load's own figures.
+	PromQL *PromQLProbe `yaml:"promql,omitempty" json:"promql,omitempty" doc:"A PromQL instant query, run every interval while the load lasts; the run aborts when its result does not satisfy expect."`
+	// Interval is the time between two queries of a promql condition
+	// (0: DefaultPromQLInterval).
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty" doc:"Time between two queries of a promql condition. Default 2s."`
 }
 
 // stopConditionObject has StopCondition's fields without its methods.
@@ -156,7 +165,7 @@ type stopConditionObject StopCondition
 
 // MarshalYAML writes the string form when c has no delay.
 func (c StopCondition) MarshalYAML() (any, error) {
-	if c.DelayAbortEval == 0 {
+	if c.DelayAbortEval == 0 && c.PromQL == nil && c.Interval == 0 {
 		return c.Threshold, nil
 	}
 	return stopConditionObject(c), nil
@@ -164,14 +173,18 @@ func (c StopCondition) MarshalYAML() (any, error) {
 
 // MarshalJSON writes the string form when c has no delay.
 func (c StopCondition) MarshalJSON() ([]byte, error) {
-	if c.DelayAbortEval == 0 {
+	if c.DelayAbortEval == 0 && c.PromQL == nil && c.Interval == 0 {
 		return json.Marshal(c.Threshold)
 	}
 	return json.Marshal(stopConditionObject(c))
 }
 
-// Thresholds parses the condition into thresholds with AbortOnFail set.
+// Thresholds parses the condition into thresholds with AbortOnFail set;
+// a promql condition has none.
 func (c StopCondition) Thresholds() ([]assertions.Threshold, error) {
+	if c.PromQL != nil && c.Threshold == "" {
+		return nil, nil
+	}
 	ths, err := assertions.Parse(c.Threshold)
 	if err != nil {
 		return nil, err

@@ -19,8 +19,9 @@ import (
 // before the first fault (or the first Window of a run without faults) and
 // over the last Window of the load.
 type steadyState struct {
-	http []namedHTTPProbe
-	ths  []namedThresholds
+	http   []namedHTTPProbe
+	ths    []namedThresholds
+	promql []namedPromQL // queried once before the load and once after, as the HTTP probes
 }
 
 type namedHTTPProbe struct {
@@ -54,6 +55,12 @@ func newSteadyState(probes []Probe) (steadyState, error) {
 				label = p.Threshold
 			}
 			s.ths = append(s.ths, namedThresholds{label, ths})
+		case p.PromQL != nil:
+			q, err := newPromQLProbe(p.Name, *p.PromQL)
+			if err != nil {
+				return s, fmt.Errorf("steady_state[%d].promql: %w", i, err)
+			}
+			s.promql = append(s.promql, q)
 		}
 	}
 	return s, nil

@@ -570,10 +570,15 @@ func (v *validator) steadyState() {
 	for i, pr := range v.s.SteadyState {
 		p := index("steady_state", i)
 		switch {
-		case pr.HTTP == nil && pr.Threshold == "":
-			v.iss.add(p, "empty probe: set http or threshold")
+		case pr.HTTP == nil && pr.Threshold == "" && pr.PromQL == nil:
+			v.iss.add(p, "empty probe: set http, threshold or promql")
 		case pr.HTTP != nil && pr.Threshold != "":
 			v.iss.addKey(p+".threshold", "a probe is http or threshold, not both: make two probes")
+		case pr.PromQL != nil && (pr.HTTP != nil || pr.Threshold != ""):
+			v.iss.addKey(p+".promql", "a probe is one of http, threshold and promql: make one probe of each")
+		}
+		if pr.PromQL != nil {
+			v.promQL(p+".promql", *pr.PromQL)
 		}
 		if pr.HTTP != nil {
 			v.httpProbe(p+".http", *pr.HTTP)
@@ -689,10 +694,20 @@ func (v *validator) stopConditions() {
 	for i, c := range v.s.StopConditions {
 		p := index("stop_conditions", i)
 		switch {
+		case c.PromQL != nil && c.Threshold != "":
+			v.iss.addKey(p+".promql", "a stop condition is a threshold or a promql query, not both: make two")
+		case c.PromQL != nil:
+			v.promQL(p+".promql", *c.PromQL)
 		case strings.TrimSpace(c.Threshold) == "":
-			v.iss.add(p, "empty: write a threshold such as \"error_rate: rate<0.5\"")
+			v.iss.add(p, "empty: write a threshold such as \"error_rate: rate<0.5\", or a promql query")
 		default:
 			v.flagThreshold(p+".threshold", c.Threshold)
+		}
+		switch {
+		case c.Interval < 0:
+			v.iss.add(p+".interval", "%v is negative", c.Interval)
+		case c.Interval != 0 && c.PromQL == nil:
+			v.iss.addKey(p+".interval", "only a promql condition has an interval: a threshold is checked every second")
 		}
 		if c.DelayAbortEval < 0 {
 			v.iss.add(p+".delayAbortEval", "%v is negative", c.DelayAbortEval)

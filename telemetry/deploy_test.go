@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/telemetry"
-	"github.com/llmchaos/llmchaos/telemetry/internal/promtest"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 

@@ -24,12 +24,15 @@ type runConfig struct {
 	DryRun   bool
 	Seed     *uint64
 	Progress time.Duration
+	Observe  observeConfig // live metrics, remote write, tracing, server monitor
 }
 
 func newRunCmd() *cobra.Command {
 	var (
-		c    runConfig
-		seed uint64
+		c           runConfig
+		seed        uint64
+		obsFlags    = defaultObserveFlags()
+		remoteWrite string
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -50,6 +53,14 @@ The run directory holds run.json, the journal and the helpers' logs; --junit
 and --html write those reports too. --dry-run prints the resolved plan and
 starts nothing.
 
+Observability, as in llmchaos load: --metrics-listen serves the live
+llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
+injected), --remote-write URL pushes them by Prometheus remote write (v1; run's
+--out is the run directory, so remote write has its own flag), --otlp-endpoint
+exports one span per request, and the server monitor scrapes each endpoint's
+/metrics every --scrape-interval into run.json's server series (--no-scrape:
+off).
+
 Exit codes: 0 pass; 99 a threshold failed, or the steady state did not hold
 after the load; 98 aborted (a stop condition, or Ctrl-C); 97 a fault could
 not be reverted (it may still be applied: run llmchaos recover); 96 the steady
@@ -57,13 +68,25 @@ state did not hold before the faults, so none was injected; 2 the experiment
 file is invalid; 1 llmchaos itself failed.`,
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
-  llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html`,
+  llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
+  llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.File = args[0]
 			if cmd.Flags().Changed("seed") {
 				c.Seed = &seed
 			}
+			var errs []error
+			if remoteWrite != "" {
+				if _, rwErrs := parseOuts([]string{outRemoteWrite + "=" + remoteWrite}); len(rwErrs) > 0 {
+					errs = append(errs, fmt.Errorf("--remote-write %s: want the receiver's URL, e.g. http://127.0.0.1:9090/api/v1/write", redactURL(remoteWrite)))
+				}
+			}
+			obs, obsErrs := obsFlags.config(cmd.Flags(), remoteWrite)
+			if errs = append(errs, obsErrs...); len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			c.Observe = obs
 			return runExperiment(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -74,6 +97,8 @@ file is invalid; 1 llmchaos itself failed.`,
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
+	obsFlags.add(fs)
+	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
 	return cmd
 }
 
@@ -91,7 +116,12 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	if progress == 0 {
 		progress = -1
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion()}
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(),
+		Observe: experiments.ObserveOptions{
+			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
+			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval,
+			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
+		}}
 	if c.DryRun {
 		return experiments.DryRun(stdout, spec, opts)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/telemetry/internal/promtest"
 )
 
 // TestRemoteWriteRealPrometheus runs the observers' life against a real

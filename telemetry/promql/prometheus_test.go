@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmchaos/llmchaos/telemetry/internal/promtest"
+	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry/promql"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
 )

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry"
-	"github.com/llmchaos/llmchaos/telemetry/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
