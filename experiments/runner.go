@@ -84,6 +84,10 @@ type Options struct {
 	RevertTimeout time.Duration
 	// ToolVersion is recorded in the report.
 	ToolVersion string
+	// NoGuard turns off the dead-man's switch: by default, with a Helper,
+	// a guard process outlives the runner and replays the journal if the
+	// runner dies without ending the run (kill -9, a crash); see guard.
+	NoGuard bool
 	// Observe is the run's observability (live metrics, remote write,
 	// tracing, server monitor); the zero value observes nothing.
 	Observe ObserveOptions
@@ -217,6 +221,13 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
 		return nil, fmt.Errorf("run directory %s: its journal shows %d fault(s) of an earlier run still applied (first: %s %q): run `llmchaos recover --run-dir %s` first, or use another directory",
 			dir, len(pend), pend[0].Type, pend[0].Name, dir)
 	}
+	var g *guard
+	if opts.Helper != "" && !opts.NoGuard {
+		if g, err = startGuard(opts.Helper, dir); err != nil {
+			jr.Close()
+			return nil, err
+		}
+	}
 	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
 	r.faultRecs = make([]report.FaultRecord, len(p.faults))
 	for i, pf := range p.faults {
@@ -230,6 +241,14 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
 	out, err := r.execute(ctx)
 	if cerr := jr.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	// The run ended by itself and reverted what it injected: the guard
+	// has nothing to do. (A runner that dies before this line never
+	// releases it, and the guard replays the journal.)
+	if g != nil {
+		if gerr := g.release(); gerr != nil {
+			err = errors.Join(err, gerr)
+		}
 	}
 	if out != nil {
 		out.RunDir = dir

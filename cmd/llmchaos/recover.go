@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,10 @@ const defaultRunsDir = "runs"
 const recoverTimeout = 5 * time.Minute
 
 func newRecoverCmd() *cobra.Command {
-	var dir string
+	var (
+		dir   string
+		guard bool
+	)
 	cmd := &cobra.Command{
 		Use:   "recover",
 		Short: "Revert what a killed run left applied, from its journal",
@@ -45,11 +49,49 @@ read or the run is still going; 2 bad flags.`,
 		Example: `  llmchaos recover --run-dir runs/quickstart-20260101-120000`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if guard {
+				if dir == "" {
+					return usageError(errors.New("--guard needs --run-dir"))
+				}
+				return runGuard(cmd.Context(), dir, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			return runRecover(cmd.Context(), dir, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&dir, "run-dir", "", "run directory whose journal to replay (default: the latest under runs/)")
+	cmd.Flags().BoolVar(&guard, "guard", false, "dead-man's switch started by `llmchaos run`: wait for \"done\" on stdin; at EOF without it, recover")
+	_ = cmd.Flags().MarkHidden("guard")
 	return cmd
+}
+
+// guardLockWait bounds how long the guard waits for a dead run's journal
+// lock to be released (the kernel drops it with the process).
+const guardLockWait = 30 * time.Second
+
+// runGuard is the run's dead-man's switch (see experiments' guard): it
+// reads stdin, a pipe only the runner holds, until the runner says "done"
+// (the run ended by itself and reverted its faults) or the pipe closes
+// without it (the runner died), and then replays the journal.
+func runGuard(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) error {
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		if sc.Text() == "done" {
+			return nil
+		}
+	}
+	fmt.Fprintf(stdout, "%s guard: the run in %s ended without saying done; reverting what it left applied\n",
+		time.Now().UTC().Format(time.RFC3339), dir)
+	deadline := time.Now().Add(guardLockWait)
+	for {
+		err := runRecover(ctx, dir, stdout)
+		if !errors.Is(err, faults.ErrJournalBusy) || time.Now().After(deadline) {
+			if err != nil {
+				fmt.Fprintf(stdout, "guard: %v\n", err)
+			}
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // bounded by deadline; the lock goes with the dead process
+	}
 }
 
 // runRecover replays the journal in dir (or the latest run directory) and

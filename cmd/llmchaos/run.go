@@ -25,6 +25,7 @@ type runConfig struct {
 	Seed     *uint64
 	Progress time.Duration
 	Observe  observeConfig // live metrics, remote write, tracing, server monitor
+	NoGuard  bool          // no dead-man's switch (see experiments' guard)
 }
 
 func newRunCmd() *cobra.Command {
@@ -97,6 +98,7 @@ file is invalid; 1 llmchaos itself failed.`,
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
+	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only `llmchaos recover` does)")
 	obsFlags.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
 	return cmd
@@ -116,7 +118,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	if progress == 0 {
 		progress = -1
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(),
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
 			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval,

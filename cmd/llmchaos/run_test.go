@@ -173,7 +173,18 @@ faults:
   - {name: slow-chunks, type: stream.chunk_delay, at: 1s, duration: 50s, params: {delay: 5ms}}
 `
 
-func TestKill9ThenRecover(t *testing.T) {
+// killedRun is a `llmchaos run` killed with SIGKILL while a proxy fault
+// was active: what it left behind.
+type killedRun struct {
+	bin, runDir, proxyAddr string
+	pids                   []faults.ProcessSpec // the proxy, the simulator supervisor and its replica
+}
+
+// killMidFault starts killExperiment with args, waits until its proxy fault
+// is injected, checks that the proxy serves, and kills the runner with
+// SIGKILL.
+func killMidFault(t *testing.T, args ...string) killedRun {
+	t.Helper()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "kill.yaml")
@@ -181,7 +192,7 @@ func TestKill9ThenRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	runDir := filepath.Join(dir, "run")
-	cmd := exec.Command(bin, "run", file, "--out", runDir, "--progress", "0")
+	cmd := exec.Command(bin, append([]string{"run", file, "--out", runDir, "--progress", "0"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -252,6 +263,32 @@ func TestKill9ThenRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-waited
+	pids := []faults.ProcessSpec{{PID: replicas[0].PID, Name: "replica 0"}}
+	return killedRun{bin: bin, runDir: runDir, proxyAddr: proxyAddr, pids: append(pids, helpers...)}
+}
+
+// checkCleanedUp checks that nothing of a killed run is left: the journal
+// has nothing pending, every helper process is gone and the proxy's port is
+// free.
+func checkCleanedUp(t *testing.T, k killedRun) {
+	t.Helper()
+	if left, err := faults.Pending(k.runDir); err != nil || len(left) != 0 {
+		t.Errorf("journal still pending: %+v (%v)", left, err)
+	}
+	waitGone(t, 15*time.Second, k.pids)
+	ln, err := net.Listen("tcp", k.proxyAddr)
+	if err != nil {
+		t.Errorf("proxy port %s still taken: %v", k.proxyAddr, err)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestKill9ThenRecover: with the dead-man's switch off, `llmchaos recover`
+// reverts what a kill -9'd run left applied.
+func TestKill9ThenRecover(t *testing.T) {
+	k := killMidFault(t, "--no-guard")
+	bin, runDir := k.bin, k.runDir
 
 	rec := exec.Command(bin, "recover", "--run-dir", runDir)
 	recOut, err := rec.CombinedOutput()
@@ -263,26 +300,43 @@ func TestKill9ThenRecover(t *testing.T) {
 			t.Errorf("recover output lacks %q:\n%s", want, recOut)
 		}
 	}
-	if left, err := faults.Pending(runDir); err != nil || len(left) != 0 {
-		t.Errorf("journal still pending after recover: %+v (%v)", left, err)
-	}
 	// The proxy's port is free and every helper is gone: the proxy, the
 	// simulator supervisor and its replica (each ends when its parent dies,
 	// and recover ends whatever did not).
-	pids := []faults.ProcessSpec{{PID: replicas[0].PID, Name: "replica 0"}}
-	pids = append(pids, helpers...)
-	waitGone(t, 15*time.Second, pids)
-	ln, err := net.Listen("tcp", proxyAddr)
-	if err != nil {
-		t.Errorf("proxy port %s still taken after recover: %v", proxyAddr, err)
-	} else {
-		ln.Close()
-	}
+	checkCleanedUp(t, k)
 	// A second recover finds nothing to do.
 	again, err := exec.Command(bin, "recover", "--run-dir", runDir).CombinedOutput()
 	if err != nil || !bytes.Contains(again, []byte("nothing pending")) {
 		t.Errorf("second recover: %v\n%s", err, again)
 	}
+}
+
+// TestKill9GuardRecovers: with nobody running `llmchaos recover`, the run's
+// dead-man's switch reverts what a kill -9'd run left applied by itself.
+func TestKill9GuardRecovers(t *testing.T) {
+	k := killMidFault(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, err := faults.Pending(k.runDir)
+		if err == nil && len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
+			t.Fatalf("journal still pending 30s after the kill: %+v (%v); guard.log:\n%s", left, err, log)
+		}
+		time.Sleep(50 * time.Millisecond) // bounded by deadline
+	}
+	log, err := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ended without saying done", "reverted  stream.chunk_delay \"slow-chunks\"", "everything is reverted"} {
+		if !bytes.Contains(log, []byte(want)) {
+			t.Errorf("guard.log lacks %q:\n%s", want, log)
+		}
+	}
+	checkCleanedUp(t, k)
 }
 
 // countInjected counts the injected records of a journal.
