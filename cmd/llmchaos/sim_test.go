@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 	"github.com/llmchaos/llmchaos/sim/vgpu"
@@ -23,23 +23,9 @@ import (
 // packages can be imported; vgpu must not import sim).
 var _ sim.Memory = (*vgpu.Device)(nil)
 
-// syncBuffer is a bytes.Buffer safe for a command writing while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a bytes.Buffer safe for a command writing while a test
+// reads; the other tests of this package use it under this name.
+type syncBuffer = testutil.SyncBuffer
 
 // started is a command running in the background through execute.
 type started struct {
