@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 )
 
@@ -34,7 +35,7 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 		t.Skip("runs a replica and waits on request timeouts; skipped under -short")
 	}
 	r, addr := startReplica(t, t.TempDir())
-	pid := r.cmd.Process.Pid
+	pid := r.PID()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "replica.pid")
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
@@ -74,7 +75,7 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 				t.Error("replica not stopped after Inject")
 			}
 			// The port still accepts; nothing answers: a wedged GPU.
-			if code := healthCode(addr, 300*time.Millisecond); code != 0 {
+			if code := testutil.HealthCode(addr, 300*time.Millisecond); code != 0 {
 				t.Errorf("/health while frozen = %d, want no answer", code)
 			}
 			if err := undo(context.Background()); err != nil {
@@ -83,7 +84,7 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 			if err := undo(context.Background()); err != nil {
 				t.Errorf("second Undo: %v, want nil", err)
 			}
-			waitFor(t, 5*time.Second, "/health 200 after Undo", func() bool { return healthCode(addr, time.Second) == 200 })
+			testutil.WaitFor(t, 5*time.Second, "/health 200 after Undo", func() bool { return testutil.HealthCode(addr, time.Second) == 200 })
 		})
 	}
 
@@ -100,7 +101,7 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 		if err := rev(context.Background(), log.spec(t, replica.KindSignalCont).Data); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "/health 200 after the revert", func() bool { return healthCode(addr, time.Second) == 200 })
+		testutil.WaitFor(t, 5*time.Second, "/health 200 after the revert", func() bool { return testutil.HealthCode(addr, time.Second) == 200 })
 	})
 }
 

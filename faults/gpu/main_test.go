@@ -6,19 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/vgpu"
 )
 
@@ -37,31 +33,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "llmchaos-gputest-*")
-	if err != nil {
+	// Orphans (a balloon whose parent was killed) are re-parented here, so
+	// that the tests can reap them and see how they ended.
+	if err := testutil.BecomeSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	llmchaosBin = filepath.Join(dir, "llmchaos")
-	build := exec.Command(goTool, "build", "-trimpath", "-o", llmchaosBin, "github.com/llmchaos/llmchaos/cmd/llmchaos")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build llmchaos:", err)
-		return 1
-	}
-	// Orphans (a balloon whose parent was killed) are re-parented here, so
-	// that the tests can reap them and see how they ended.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "set child subreaper:", err)
-		return 1
-	}
-	return m.Run()
+	return testutil.RunWithLLMChaos(m, "llmchaos-gputest-*", func(dir string) { llmchaosBin = testutil.BinPath(dir) })
 }
 
 // helperMain runs in a child process. Mode "monitor" opens the GPU monitor
@@ -198,117 +176,6 @@ func alive(t *testing.T, pid int) bool {
 		t.Fatal(err)
 	}
 	return ok
-}
-
-// waitFor polls cond every 10 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		<-tick.C
-	}
-}
-
-// reap waits (bounded) for an adopted descendant and returns its status.
-func reap(t *testing.T, pid int, limit time.Duration) unix.WaitStatus {
-	t.Helper()
-	var ws unix.WaitStatus
-	waitFor(t, limit, fmt.Sprintf("process %d to exit", pid), func() bool {
-		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		return err == nil && got == pid
-	})
-	return ws
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is a child process of a test with its output captured.
-type proc struct {
-	cmd      *exec.Cmd
-	out, err *syncBuffer
-	done     chan struct{}
-}
-
-// startProc starts name with args (env added); the test's cleanup kills it.
-func startProc(t *testing.T, env []string, name string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(name, args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("%s %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), args, p.out, p.err)
-		}
-	})
-	return p
-}
-
-// waitOutput waits until re matches the text of w.
-func (p *proc) waitOutput(t *testing.T, w *syncBuffer, re *regexp.Regexp) []string {
-	t.Helper()
-	var m []string
-	waitFor(t, 20*time.Second, fmt.Sprintf("%v to print %v", p.cmd.Args, re), func() bool {
-		m = re.FindStringSubmatch(w.String())
-		if m == nil && p.exited() {
-			m = re.FindStringSubmatch(w.String())
-			if m == nil {
-				t.Fatalf("%v exited (%v) before printing %v; stderr:\n%s", p.cmd.Args, p.cmd.ProcessState, re, p.err)
-			}
-		}
-		return m != nil
-	})
-	return m
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// exitCode waits up to limit for the process to exit and returns its code.
-func (p *proc) exitCode(t *testing.T, limit time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(limit):
-		t.Fatalf("%v still running after %v; stderr:\n%s", p.cmd.Args, limit, p.err)
-		return 0
-	}
 }
 
 // processSpec decodes a KindProcess spec.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/vgpu"
 )
 
@@ -197,18 +198,18 @@ func TestBalloonDiesWithItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startProc(t, []string{helperEnv + "=inject", "GPU_TEST_VGPU=" + dir, "GPU_TEST_RUN=" + run, "GPU_TEST_BIN=" + llmchaosBin},
+	h := testutil.StartProc(t, []string{helperEnv + "=inject", "GPU_TEST_VGPU=" + dir, "GPU_TEST_RUN=" + run, "GPU_TEST_BIN=" + llmchaosBin},
 		self, "-test.run=^$")
-	m := h.waitOutput(t, h.out, regexp.MustCompile(`balloon (\d+)`))
+	m := h.WaitOutput(t, h.Out, regexp.MustCompile(`balloon (\d+)`))
 	balloon, _ := strconv.Atoi(m[1])
 	if got := holders(t, d); got[balloon] != 2*vgpu.GiB {
 		t.Fatalf("holders = %v, want the balloon (pid %d) holding 2 GiB", got, balloon)
 	}
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := h.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-h.done
-	ws := reap(t, balloon, 10*time.Second)
+	<-h.Done()
+	ws := testutil.Reap(t, balloon, 10*time.Second)
 	if !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("balloon ended with %v, want exit 0 after releasing on its parent's death", ws)
 	}
@@ -352,7 +353,7 @@ func TestLeaveFreeGrowsIntoFreedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The balloon grows every 50 ms; give it ample time on a loaded machine.
-	waitFor(t, 10*time.Second, "the balloon to take the 3 GiB freed", func() bool { return holders(t, d)[pid] == 9*vgpu.GiB })
+	testutil.WaitFor(t, 10*time.Second, "the balloon to take the 3 GiB freed", func() bool { return holders(t, d)[pid] == 9*vgpu.GiB })
 	if got := free(t, d); got != vgpu.GiB {
 		t.Errorf("free after the balloon grew = %d, want %d", got, vgpu.GiB)
 	}
@@ -367,7 +368,7 @@ func TestLeaveFreeGrowsIntoFreedMemory(t *testing.T) {
 func TestOnExitReportsABalloonThatDied(t *testing.T) {
 	dir, d := newVGPU(t, 8*vgpu.GiB)
 	exits := make(chan error, 2)
-	var logBuf syncBuffer
+	var logBuf testutil.SyncBuffer
 	log := &recLog{}
 	b, err := newPressure(t, PressureParams{GiB: ptr(2.0), VGPUDir: dir},
 		BalloonOptions{OnExit: func(err error) { exits <- err }, Log: &logBuf}).Start(context.Background(), log)
@@ -377,7 +378,7 @@ func TestOnExitReportsABalloonThatDied(t *testing.T) {
 	if !regexp.MustCompile(`^holding 2\.0 GiB on vgpu 0 \(free now 6\.0 GiB\)$`).MatchString(b.Holding()) {
 		t.Errorf("Holding() = %q, want the balloon's holding line", b.Holding())
 	}
-	waitFor(t, 10*time.Second, "the balloon's holding log line to be passed on", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the balloon's holding log line to be passed on", func() bool {
 		return strings.Contains(logBuf.String(), "msg=holding")
 	})
 	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
@@ -415,28 +416,16 @@ func TestOnExitReportsABalloonThatDied(t *testing.T) {
 	}
 }
 
-// healthCode returns the status of GET /health on addr, or 0 when nothing
-// answers within the client's timeout.
-func healthCode(addr string, timeout time.Duration) int {
-	c := &http.Client{Timeout: timeout}
-	resp, err := c.Get("http://" + addr + "/health")
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // startReplica starts `llmchaos sim` on 127.0.0.1:0 with a 40 GiB vGPU in dir and
 // returns it with its address once it serves. A replica reserves about
 // 36 GiB (weights + KV pool at 0.9 utilisation) and leaves 4 GiB for
 // activations.
-func startReplica(t *testing.T, dir string) (*proc, string) {
+func startReplica(t *testing.T, dir string) (*testutil.Proc, string) {
 	t.Helper()
-	r := startProc(t, []string{"TMPDIR=" + t.TempDir()}, llmchaosBin, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir,
+	r := testutil.StartProc(t, []string{"TMPDIR=" + t.TempDir()}, llmchaosBin, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir,
 		"--gpu-memory", "40GiB", "--startup-time", "0s", "--latency", "constant", "--ttft", "10ms", "--itl", "10ms")
-	addr := r.waitOutput(t, r.err, regexp.MustCompile(`msg=serving addr=(\S+)`))[1]
-	waitFor(t, 10*time.Second, "/health 200", func() bool { return healthCode(addr, time.Second) == 200 })
+	addr := r.WaitOutput(t, r.Err, regexp.MustCompile(`msg=serving addr=(\S+)`))[1]
+	testutil.WaitFor(t, 10*time.Second, "/health 200", func() bool { return testutil.HealthCode(addr, time.Second) == 200 })
 	return r, addr
 }
 
@@ -503,12 +492,12 @@ func TestOOMChainOnARealReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer undo(context.Background())
-	if code := r.exitCode(t, 20*time.Second); code != 3 {
+	if code := r.ExitCode(t, 20*time.Second); code != 3 {
 		t.Fatalf("replica exit code = %d, want 3 (out of memory)", code)
 	}
 	wg.Wait()
-	if !strings.Contains(r.err.String(), "out of memory") {
-		t.Errorf("replica stderr has no out-of-memory line:\n%s", r.err)
+	if !strings.Contains(r.Err.String(), "out of memory") {
+		t.Errorf("replica stderr has no out-of-memory line:\n%s", r.Err)
 	}
 
 	// The balloon grows into what the dead replica freed: a restart fails.
@@ -517,10 +506,10 @@ func TestOOMChainOnARealReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	waitFor(t, 10*time.Second, "the balloon to take the dead replica's memory", func() bool { return free(t, d) == 0 })
-	again := startProc(t, []string{"TMPDIR=" + t.TempDir()}, llmchaosBin, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir,
+	testutil.WaitFor(t, 10*time.Second, "the balloon to take the dead replica's memory", func() bool { return free(t, d) == 0 })
+	again := testutil.StartProc(t, []string{"TMPDIR=" + t.TempDir()}, llmchaosBin, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir,
 		"--gpu-memory", "40GiB", "--startup-time", "0s")
-	if code := again.exitCode(t, 20*time.Second); code != 4 {
+	if code := again.ExitCode(t, 20*time.Second); code != 4 {
 		t.Fatalf("restart while the fault holds: exit code %d, want 4 (too little free to load)", code)
 	}
 

@@ -23,6 +23,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 )
 
 // dockerEngine returns a client of the local engine, or skips the test with
@@ -166,13 +167,7 @@ func healthy(addr string) bool {
 	if addr == "" {
 		return false
 	}
-	c := &http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + addr + "/health")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return testutil.HealthCode(addr, time.Second) == http.StatusOK
 }
 
 // TestDockerDriver runs three labelled simulator containers and one that
@@ -208,7 +203,7 @@ func TestDockerDriver(t *testing.T) {
 		}
 	})
 	for i, id := range ids {
-		waitFor(t, 30*time.Second, names[i]+" /health 200", func() bool { return healthy(replicaAddr(t, ctx, cli, id)) })
+		testutil.WaitFor(t, 30*time.Second, names[i]+" /health 200", func() bool { return healthy(replicaAddr(t, ctx, cli, id)) })
 	}
 	target := TargetParams{Driver: DriverDocker, Labels: map[string]string{runLabel: run}}
 	byName := map[string]int{}
@@ -278,12 +273,12 @@ func TestDockerDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		i := byName[hit.ID]
-		waitFor(t, 30*time.Second, hit.ID+" restarted by docker", func() bool {
+		testutil.WaitFor(t, 30*time.Second, hit.ID+" restarted by docker", func() bool {
 			c := inspect(t, ctx, cli, ids[i])
 			return c.RestartCount == 1 && c.State.Running
 		})
-		waitFor(t, 30*time.Second, hit.ID+" /health 200 again", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[i])) })
-		waitFor(t, 10*time.Second, "die and start events", func() bool { return len(kinds(evs.events(), hit.ID)) >= 2 })
+		testutil.WaitFor(t, 30*time.Second, hit.ID+" /health 200 again", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[i])) })
+		testutil.WaitFor(t, 10*time.Second, "die and start events", func() bool { return len(kinds(evs.events(), hit.ID)) >= 2 })
 		if got := kinds(evs.events(), hit.ID); !slices.Equal(got[:2], []EventKind{EventExit, EventStart}) {
 			t.Errorf("events of %s = %v, want exit (die) then start", hit.ID, evs.events())
 		}
@@ -342,7 +337,7 @@ func TestDockerDriver(t *testing.T) {
 			t.Errorf("second Undo = %v, want nil", err)
 		}
 		n := streams[i].chunks.Load()
-		waitFor(t, 10*time.Second, "tokens to flow again after unpause", func() bool { return streams[i].chunks.Load() > n+10 })
+		testutil.WaitFor(t, 10*time.Second, "tokens to flow again after unpause", func() bool { return streams[i].chunks.Load() > n+10 })
 
 		// The journal's spec alone unpauses it, as `llmchaos recover` would.
 		specs := log.all()

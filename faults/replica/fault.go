@@ -23,6 +23,10 @@ type Params struct {
 	Select faults.Selection `json:"select,omitzero" yaml:"select,omitempty"`
 }
 
+// Targets returns the target part of p (promoted to every action's
+// params), so a runner can watch the replicas a fault acts on.
+func (p *Params) Targets() *TargetParams { return &p.Target }
+
 // WithDefaults returns p with its defaults filled in.
 func (p Params) WithDefaults() Params {
 	p.Target = p.Target.WithDefaults()

@@ -1,25 +1,22 @@
 package replica
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 )
 
@@ -36,26 +33,7 @@ func testMain(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "llmchaos-replica-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go") // go test passes GOROOT on
-	}
-	// Static, as `make build` makes it, so that it runs FROM scratch too.
-	build := exec.Command(goTool, "build", "-trimpath", "-o", filepath.Join(dir, "bin", "llmchaos"), "github.com/llmchaos/llmchaos/cmd/llmchaos")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build llmchaos:", err)
-		return 1
-	}
-	return m.Run()
+	return testutil.RunWithLLMChaos(m, "llmchaos-replica-*", func(dir string) { binDir = dir })
 }
 
 // needBinary skips tests of real replicas under -short.
@@ -66,69 +44,16 @@ func needBinary(t *testing.T) {
 	}
 }
 
-func llmchaosBin() string { return filepath.Join(binDir, "bin", "llmchaos") }
+func llmchaosBin() string { return testutil.BinPath(binDir) }
 
 func testRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x7265706c696361)) }
 
-// child is a process a test started; cleanup kills what is left.
-type child struct {
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{} // closed once waited for
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startChild(t *testing.T, name string, args ...string) *child {
+// startChild starts name with args and a private TMPDIR; the test's
+// cleanup kills what is left.
+func startChild(t *testing.T, name string, args ...string) *testutil.Proc {
 	t.Helper()
-	c := &child{cmd: exec.Command(name, args...), out: &lockedBuffer{}, done: make(chan struct{})}
-	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
-	c.cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-		if t.Failed() {
-			t.Logf("%s %v output:\n%s", filepath.Base(name), args, c.out)
-		}
-	})
-	return c
+	return testutil.StartProc(t, []string{"TMPDIR=" + t.TempDir()}, name, args...)
 }
-
-// wait waits (bounded) for the child to exit and returns how it ended.
-func (c *child) wait(t *testing.T, limit time.Duration) *os.ProcessState {
-	t.Helper()
-	select {
-	case <-c.done:
-		return c.cmd.ProcessState
-	case <-time.After(limit):
-		t.Fatalf("%v still running after %v", c.cmd.Args, limit)
-		return nil
-	}
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // procState returns the state letter of pid (R, S, T ...), 0 if it is gone.
 func procState(t *testing.T, pid int) byte {
@@ -143,39 +68,10 @@ func procState(t *testing.T, pid int) byte {
 	return info.state
 }
 
-// waitFor polls cond every 10 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		<-tick.C
-	}
-}
-
 // waitState polls a supervisor's state file until cond holds.
 func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]supervisor.Replica) bool) []supervisor.Replica {
 	t.Helper()
-	var last []supervisor.Replica
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if rs, err := supervisor.ReadState(path); err == nil {
-			last = rs
-			if cond(rs) {
-				return rs
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state %+v", limit, what, last)
-		}
-		<-tick.C
-	}
+	return testutil.WaitValue(t, limit, what, func() ([]supervisor.Replica, error) { return supervisor.ReadState(path) }, cond)
 }
 
 func allServing(rs []supervisor.Replica) bool {
@@ -187,43 +83,13 @@ func allServing(rs []supervisor.Replica) bool {
 	return len(rs) > 0
 }
 
-// freePorts returns the first of n consecutive ports free a moment ago.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports found", n)
-	return 0
-}
-
 // startSim runs `llmchaos sim --replicas n` under its supervisor and waits
 // until every replica serves; it returns the state file and the replicas.
 func startSim(t *testing.T, n int) (string, []supervisor.Replica) {
 	t.Helper()
 	needBinary(t)
 	state := filepath.Join(t.TempDir(), "state.json")
-	base := freePorts(t, n)
+	base := testutil.FreePorts(t, n)
 	startChild(t, llmchaosBin(), "sim", "--replicas", strconv.Itoa(n), "--base-port", strconv.Itoa(base),
 		"--gpu-memory", "40GiB", "--state-file", state, "--restart-delay", "200ms", "--startup-time", "200ms",
 		"--stop-grace", "2s", "--latency", "constant", "--ttft", "10ms", "--itl", "10ms")
@@ -245,33 +111,16 @@ func startStream(ctx context.Context, addr string) *stream {
 	s := &stream{first: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		body := `{"model":"llmchaos-sim","prompt":"tell me a long story","max_tokens":4000,"ignore_eos":true,"stream":true}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/completions", strings.NewReader(body))
-		if err != nil {
-			s.err = err
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			s.err = err
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			s.err = fmt.Errorf("status %d", resp.StatusCode)
-			return
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"text":"`) && !strings.Contains(line, `"text":""`) {
-				if s.chunks.Add(1) == 1 {
-					close(s.first)
-				}
+		r := testutil.Stream(ctx, addr, 4000, func(n int) {
+			s.chunks.Add(1)
+			if n == 1 {
+				close(s.first)
 			}
+		})
+		s.err = r.Err
+		if r.Err == nil && r.Status != http.StatusOK {
+			s.err = fmt.Errorf("status %d", r.Status)
 		}
-		s.err = sc.Err()
 	}()
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 )
 
@@ -64,7 +65,7 @@ func TestProcessKillIsRestartedAndWatched(t *testing.T) {
 	}
 	id := replicaID(i)
 	want := []EventKind{EventExit, EventRestart, EventHealthy}
-	waitFor(t, 10*time.Second, "exit, restart and healthy events", func() bool { return len(kinds(evs.events(), id)) >= 3 })
+	testutil.WaitFor(t, 10*time.Second, "exit, restart and healthy events", func() bool { return len(kinds(evs.events(), id)) >= 3 })
 	got := evs.events()
 	if k := kinds(got, id); !slices.Equal(k, want) {
 		t.Errorf("events of %s = %v, want %v; all: %v", id, k, want, got)
@@ -152,7 +153,7 @@ func TestProcessPauseStallsThenResumes(t *testing.T) {
 		t.Errorf("second Undo = %v, want nil", err)
 	}
 	n := streams[i].chunks.Load()
-	waitFor(t, 5*time.Second, "tokens to flow again after Undo", func() bool { return streams[i].chunks.Load() > n+10 })
+	testutil.WaitFor(t, 5*time.Second, "tokens to flow again after Undo", func() bool { return streams[i].chunks.Load() > n+10 })
 	if st := procState(t, rs[i].PID); st == 'T' {
 		t.Errorf("replica %d still stopped after Undo", i)
 	}
@@ -290,12 +291,12 @@ func TestProcessRestart(t *testing.T) {
 
 // sleeper starts a process that sleeps; args are passed to sh after the
 // sleep (for traps).
-func sleeper(t *testing.T, script string) *child {
+func sleeper(t *testing.T, script string) *testutil.Proc {
 	t.Helper()
 	c := startChild(t, "/bin/sh", "-c", script)
 	// Wait until sh has exec'd sleep (the command line says so).
-	waitFor(t, 5*time.Second, "the sleeper to start", func() bool {
-		return regexp.MustCompile(`^sleep `).MatchString(readCmdline(c.pid()))
+	testutil.WaitFor(t, 5*time.Second, "the sleeper to start", func() bool {
+		return regexp.MustCompile(`^sleep `).MatchString(readCmdline(c.PID()))
 	})
 	return c
 }
@@ -318,14 +319,14 @@ func TestProcessKillSignalFromPIDFile(t *testing.T) {
 		t.Skip("signals real processes; skipped under -short")
 	}
 	c := sleeper(t, "exec sleep 60")
-	k, err := NewKill("term", KillParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.pid())}}, Signal: "TERM"}, testRand(1))
+	k, err := NewKill("term", KillParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.PID())}}, Signal: "TERM"}, testRand(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Inject(context.Background(), faults.NopLog{}); err != nil {
 		t.Fatal(err)
 	}
-	ws := c.wait(t, 5*time.Second).Sys().(syscall.WaitStatus)
+	ws := c.Wait(t, 5*time.Second).Sys().(syscall.WaitStatus)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Errorf("process ended with %v, want killed by SIGTERM", ws)
 	}
@@ -347,7 +348,7 @@ func TestProcessStopEscalatesAfterGrace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := sleeper(t, tt.script)
-			s, err := NewStop("stop", StopParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.pid())}}, Grace: 300 * time.Millisecond}, testRand(1))
+			s, err := NewStop("stop", StopParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.PID())}}, Grace: 300 * time.Millisecond}, testRand(1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -356,11 +357,11 @@ func TestProcessStopEscalatesAfterGrace(t *testing.T) {
 			}
 			// Inject returns once the process has exited.
 			select {
-			case <-c.done:
+			case <-c.Done():
 			case <-time.After(time.Second):
 				t.Fatal("process still running a second after Stop returned")
 			}
-			ws := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+			ws := c.Cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if !ws.Signaled() || ws.Signal() != tt.want {
 				t.Errorf("process ended with %v, want killed by %v", ws, tt.want)
 			}
@@ -387,7 +388,7 @@ func TestProcessCmdline(t *testing.T) {
 	for _, tg := range ts {
 		got[tg.PID] = tg.Up
 	}
-	if want := map[int]bool{a.pid(): true, b.pid(): true}; !maps.Equal(got, want) {
+	if want := map[int]bool{a.PID(): true, b.PID(): true}; !maps.Equal(got, want) {
 		t.Fatalf("cmdline targets = %v, want %v", ts, want)
 	}
 	k, err := NewKill("k", KillParams{Params: Params{Target: TargetParams{Cmdline: `^sleep ` + regexp.QuoteMeta(tag) + `$`},
@@ -398,9 +399,9 @@ func TestProcessCmdline(t *testing.T) {
 	if _, err := k.Inject(context.Background(), faults.NopLog{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []*child{a, b} {
-		if ws := c.wait(t, 5*time.Second).Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
-			t.Errorf("pid %d ended with %v, want SIGKILL", c.pid(), ws)
+	for _, c := range []*testutil.Proc{a, b} {
+		if ws := c.Wait(t, 5*time.Second).Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+			t.Errorf("pid %d ended with %v, want SIGKILL", c.PID(), ws)
 		}
 	}
 }
@@ -438,7 +439,7 @@ func TestProcessRefusesReusedPID(t *testing.T) {
 		t.Skip("signals real processes; skipped under -short")
 	}
 	c := sleeper(t, "exec sleep 60")
-	d, err := NewProcess(TargetParams{PIDFile: writePIDFile(t, c.pid())})
+	d, err := NewProcess(TargetParams{PIDFile: writePIDFile(t, c.PID())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +458,7 @@ func TestProcessRefusesReusedPID(t *testing.T) {
 			t.Errorf("%s of a reused pid journaled %v, want nothing", a.Kind, log.all())
 		}
 	}
-	if st := procState(t, c.pid()); st == 0 || st == 'T' || st == 'Z' {
+	if st := procState(t, c.PID()); st == 0 || st == 'T' || st == 'Z' {
 		t.Errorf("sleeper in state %c after actions on a reused pid, want it untouched", st)
 	}
 }
@@ -474,7 +475,7 @@ func TestPauseRecoveredFromJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPause("freeze", PauseParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.pid())}}}, testRand(1))
+	p, err := NewPause("freeze", PauseParams{Params: Params{Target: TargetParams{PIDFile: writePIDFile(t, c.PID())}}}, testRand(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +493,7 @@ func TestPauseRecoveredFromJournal(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := procState(t, c.pid()); st != 'T' {
+	if st := procState(t, c.PID()); st != 'T' {
 		t.Fatalf("paused process in state %c, want T", st)
 	}
 	reverters := faults.BuiltinReverters()
@@ -504,7 +505,7 @@ func TestPauseRecoveredFromJournal(t *testing.T) {
 	if len(rep.Faults) != 1 || rep.Faults[0].Err != nil {
 		t.Fatalf("Recover() report = %+v, want one fault reverted", rep)
 	}
-	if st := procState(t, c.pid()); st == 'T' || st == 0 {
+	if st := procState(t, c.PID()); st == 'T' || st == 0 {
 		t.Errorf("process in state %c after recover, want it running", st)
 	}
 	if pend, err := faults.Pending(dir); err != nil || len(pend) != 0 {
@@ -518,14 +519,14 @@ func TestSignalContReverter(t *testing.T) {
 	}
 	c := sleeper(t, "exec sleep 60")
 	log := &recLog{}
-	if _, err := PauseProcess(context.Background(), log, c.pid(), "sleeper"); err != nil {
+	if _, err := PauseProcess(context.Background(), log, c.PID(), "sleeper"); err != nil {
 		t.Fatal(err)
 	}
 	specs := log.all()
 	if len(specs) != 1 || specs[0].Kind != KindSignalCont {
 		t.Fatalf("specs = %v, want one %s", specs, KindSignalCont)
 	}
-	if _, err := PauseProcess(context.Background(), faults.NopLog{}, c.pid(), "sleeper"); err == nil {
+	if _, err := PauseProcess(context.Background(), faults.NopLog{}, c.PID(), "sleeper"); err == nil {
 		t.Error("PauseProcess of a stopped process = nil, want a refusal")
 	}
 	var ps faults.ProcessSpec
@@ -541,7 +542,7 @@ func TestSignalContReverter(t *testing.T) {
 	if err := rev(context.Background(), data); err != nil {
 		t.Errorf("revert with a reused pid = %v, want nil (reverted: the process named is gone)", err)
 	}
-	if st := procState(t, c.pid()); st != 'T' {
+	if st := procState(t, c.PID()); st != 'T' {
 		t.Errorf("state %c after a revert naming another process, want still T", st)
 	}
 	// The spec itself resumes it, idempotently.
@@ -549,13 +550,13 @@ func TestSignalContReverter(t *testing.T) {
 		if err := rev(context.Background(), specs[0].Data); err != nil {
 			t.Fatal(err)
 		}
-		if st := procState(t, c.pid()); st == 'T' {
+		if st := procState(t, c.PID()); st == 'T' {
 			t.Errorf("state %c after revert, want running", st)
 		}
 	}
 	// Gone: reverted.
-	c.cmd.Process.Kill()
-	c.wait(t, 5*time.Second)
+	c.Cmd.Process.Kill()
+	c.Wait(t, 5*time.Second)
 	if err := rev(context.Background(), specs[0].Data); err != nil {
 		t.Errorf("revert of a gone process = %v, want nil", err)
 	}
@@ -566,15 +567,15 @@ func TestProcessWatchPIDFile(t *testing.T) {
 		t.Skip("signals real processes; skipped under -short")
 	}
 	c := sleeper(t, "exec sleep 60")
-	w, err := OpenWatcher(TargetParams{PIDFile: writePIDFile(t, c.pid())})
+	w, err := OpenWatcher(TargetParams{PIDFile: writePIDFile(t, c.PID())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs := startWatch(t, w)
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	c.wait(t, 5*time.Second)
-	id := "pid-" + strconv.Itoa(c.pid())
-	waitFor(t, 5*time.Second, "an exit event", func() bool { return len(kinds(evs.events(), id)) > 0 })
+	c.Cmd.Process.Signal(syscall.SIGTERM)
+	c.Wait(t, 5*time.Second)
+	id := "pid-" + strconv.Itoa(c.PID())
+	testutil.WaitFor(t, 5*time.Second, "an exit event", func() bool { return len(kinds(evs.events(), id)) > 0 })
 	if got := kinds(evs.events(), id); !slices.Equal(got, []EventKind{EventExit}) {
 		t.Errorf("events = %v, want one exit", evs.events())
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/testutil"
 )
 
 // docker runs the Docker CLI and returns its trimmed output.
@@ -73,9 +75,9 @@ func TestImageServesCompletions(t *testing.T) {
 	}
 	addr := "127.0.0.1:" + m[1]
 	// The image's default --startup-time is 5 s of 503s.
-	waitFor(t, 60*time.Second, "the container's /health to answer 200", func() bool { return healthCode(addr) == 200 })
-	res := stream(ctx, addr, 8, nil)
-	if res.err != nil || res.status != 200 || !res.done || res.chunks != 8 {
+	testutil.WaitFor(t, 60*time.Second, "the container's /health to answer 200", func() bool { return healthCode(addr) == 200 })
+	res := testutil.Stream(ctx, addr, 8, nil)
+	if res.Err != nil || res.Status != 200 || !res.Done || res.Chunks != 8 {
 		t.Errorf("stream from the container = %+v, want status 200, 8 chunks and [DONE]", res)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 	"github.com/llmchaos/llmchaos/sim/vgpu"
 )
@@ -30,13 +31,13 @@ func TestReplicaRefusesToStartWithTooLittleFreeMemory(t *testing.T) {
 	dir := t.TempDir()
 	b := startBalloon(t, "--vgpu-dir", dir, "--gpu-memory", gpuMemory, "--gib", "30")
 	r := llmchaos(t, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir, "--gpu-memory", gpuMemory)
-	if code := r.exitCode(t, 20*time.Second); code != exitNoGPUMemory {
-		t.Fatalf("replica exit code = %d, want %d; stderr:\n%s", code, exitNoGPUMemory, r.err)
+	if code := r.ExitCode(t, 20*time.Second); code != exitNoGPUMemory {
+		t.Fatalf("replica exit code = %d, want %d; stderr:\n%s", code, exitNoGPUMemory, r.Err)
 	}
-	holder := fmt.Sprintf("held by pid %d (30.0 GiB: balloon 30.0 GiB)", b.cmd.Process.Pid)
+	holder := fmt.Sprintf("held by pid %d (30.0 GiB: balloon 30.0 GiB)", b.PID())
 	for _, want := range []string{"cannot start", "need 36.00 GiB", "only 10.00 GiB", "of 40.00 GiB", holder} {
-		if !strings.Contains(r.err.String(), want) {
-			t.Errorf("stderr does not mention %q:\n%s", want, r.err)
+		if !strings.Contains(r.Err.String(), want) {
+			t.Errorf("stderr does not mention %q:\n%s", want, r.Err)
 		}
 	}
 	d, err := vgpu.Open(dir, 0, 0)
@@ -48,20 +49,25 @@ func TestReplicaRefusesToStartWithTooLittleFreeMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hs) != 1 || hs[0].PID != b.cmd.Process.Pid {
-		t.Errorf("holders after the refused start = %+v, want only the balloon (pid %d)", hs, b.cmd.Process.Pid)
+	if len(hs) != 1 || hs[0].PID != b.PID() {
+		t.Errorf("holders after the refused start = %+v, want only the balloon (pid %d)", hs, b.PID())
 	}
 }
 
 // loadAndWait starts n long streams at addr and waits until each has a token.
-func loadAndWait(t *testing.T, ctx context.Context, addr string, n int) (results []streamResult, wait func()) {
+func loadAndWait(t *testing.T, ctx context.Context, addr string, n int) (results []testutil.StreamResult, wait func()) {
 	t.Helper()
-	results = make([]streamResult, n)
+	results = make([]testutil.StreamResult, n)
 	var wg sync.WaitGroup
 	firsts := make([]chan struct{}, n)
 	for i := range n {
 		firsts[i] = make(chan struct{})
-		wg.Go(func() { results[i] = stream(ctx, addr, 4000, firsts[i]) })
+		first := func(chunks int) {
+			if chunks == 1 {
+				close(firsts[i])
+			}
+		}
+		wg.Go(func() { results[i] = testutil.Stream(ctx, addr, 4000, first) })
 	}
 	for i, f := range firsts {
 		select {
@@ -78,23 +84,23 @@ func TestBalloonTakingHeadroomKillsReplicaUnderLoad(t *testing.T) {
 	r := llmchaos(t, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir, "--gpu-memory", gpuMemory,
 		"--startup-time", "0s", "--latency", "constant", "--ttft", "10ms", "--itl", "10ms")
 	addr := servingAddr(t, r)
-	waitFor(t, 10*time.Second, "/health 200", func() bool { return healthCode(addr) == 200 })
+	testutil.WaitFor(t, 10*time.Second, "/health 200", func() bool { return healthCode(addr) == 200 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	results, wait := loadAndWait(t, ctx, addr, 4)
 
 	startBalloon(t, "--vgpu-dir", dir, "--leave-free-gib", "0")
-	if code := r.exitCode(t, 20*time.Second); code != exitOOM {
-		t.Fatalf("replica exit code = %d, want %d (out of memory); stderr:\n%s", code, exitOOM, r.err)
+	if code := r.ExitCode(t, 20*time.Second); code != exitOOM {
+		t.Fatalf("replica exit code = %d, want %d (out of memory); stderr:\n%s", code, exitOOM, r.Err)
 	}
 	wait()
-	if !strings.Contains(r.err.String(), "out of memory") || !strings.Contains(r.err.String(), "CUDA out of memory") {
-		t.Errorf("stderr has no out-of-memory line naming the numbers:\n%s", r.err)
+	if !strings.Contains(r.Err.String(), "out of memory") || !strings.Contains(r.Err.String(), "CUDA out of memory") {
+		t.Errorf("stderr has no out-of-memory line naming the numbers:\n%s", r.Err)
 	}
 	for i, res := range results {
-		if res.done || res.chunks >= 4000 {
-			t.Errorf("stream %d finished (%d chunks, [DONE] %v); want it cut by the OOM", i, res.chunks, res.done)
+		if res.Done || res.Chunks >= 4000 {
+			t.Errorf("stream %d finished (%d chunks, [DONE] %v); want it cut by the OOM", i, res.Chunks, res.Done)
 		}
 	}
 }
@@ -103,7 +109,7 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
 	vdir := filepath.Join(dir, "vgpu")
-	port := freePorts(t, 1)
+	port := testutil.FreePorts(t, 1)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	sup := llmchaos(t, "sim", "--replicas", "1", "--base-port", strconv.Itoa(port), "--vgpu-dir", vdir,
 		"--gpu-memory", gpuMemory, "--state-file", state, "--restart-delay", "500ms", "--startup-time", "200ms",
@@ -132,8 +138,8 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 		t.Fatalf("replica serving while the balloon holds: %+v", failing[0])
 	}
 
-	b.cmd.Process.Kill() // a dead holder's memory no longer counts
-	<-b.done
+	b.Cmd.Process.Kill() // a dead holder's memory no longer counts
+	<-b.Done()
 	back := waitState(t, state, 30*time.Second, "replica serving after the balloon died", func(rs []supervisor.Replica) bool {
 		return rs[0].State == supervisor.StateServing
 	})
@@ -143,12 +149,12 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	if code := healthCode(addr); code != 200 {
 		t.Errorf("/health after recovery = %d, want 200", code)
 	}
-	if res := stream(ctx, addr, 5, nil); !res.done || res.chunks != 5 {
+	if res := testutil.Stream(ctx, addr, 5, nil); !res.Done || res.Chunks != 5 {
 		t.Errorf("stream after recovery = %+v, want 5 chunks and [DONE]", res)
 	}
 
-	signal(t, sup.cmd.Process.Pid, syscall.SIGTERM)
-	if code := sup.exitCode(t, 20*time.Second); code != 0 {
+	signal(t, sup.PID(), syscall.SIGTERM)
+	if code := sup.ExitCode(t, 20*time.Second); code != 0 {
 		t.Errorf("supervisor exit code after SIGTERM = %d, want 0", code)
 	}
 	final, err := supervisor.ReadState(state)
@@ -163,7 +169,7 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 func TestKilledReplicaRestartsAndChildrenDieWithSupervisor(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
-	base := freePorts(t, 2)
+	base := testutil.FreePorts(t, 2)
 	sup := llmchaos(t, "sim", "--replicas", "2", "--base-port", strconv.Itoa(base), "--gpu-memory", gpuMemory,
 		"--state-file", state, "--restart-delay", "200ms", "--startup-time", "200ms")
 	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []supervisor.Replica) bool {
@@ -189,10 +195,10 @@ func TestKilledReplicaRestartsAndChildrenDieWithSupervisor(t *testing.T) {
 
 	// The supervisor dies without a chance to stop its children: they must
 	// end by themselves (parent-death signal), leaving no orphans.
-	signal(t, sup.cmd.Process.Pid, syscall.SIGKILL)
-	<-sup.done
+	signal(t, sup.PID(), syscall.SIGKILL)
+	<-sup.Done()
 	for _, r := range after {
-		ws := reap(t, r.PID, 30*time.Second)
+		ws := testutil.ReapOrGone(t, r.PID, 30*time.Second)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Errorf("replica %d (pid %d) ended with %v, want killed by its parent-death signal", r.Index, r.PID, ws)
 		}
@@ -202,10 +208,10 @@ func TestKilledReplicaRestartsAndChildrenDieWithSupervisor(t *testing.T) {
 func TestBalloonExitsWhenParentDies(t *testing.T) {
 	dir := t.TempDir()
 	// A shell parent: the balloon must not rely on how its parent started it.
-	parent := startProc(t, "/bin/sh", "-c", `"$0" gpu-balloon --vgpu-dir "$1" --gpu-memory 8GiB --gib 2 & echo "pid $!"; wait`,
+	parent := testutil.StartProc(t, nil, "/bin/sh", "-c", `"$0" gpu-balloon --vgpu-dir "$1" --gpu-memory 8GiB --gib 2 & echo "pid $!"; wait`,
 		llmchaosBin(), dir)
-	m := parent.waitOutput(t, parent.out, regexpMust(`pid (\d+)`))
-	parent.waitOutput(t, parent.out, regexpMust(`holding 2\.0 GiB on vgpu 0`))
+	m := parent.WaitOutput(t, parent.Out, regexpMust(`pid (\d+)`))
+	parent.WaitOutput(t, parent.Out, regexpMust(`holding 2\.0 GiB on vgpu 0`))
 	balloon, _ := strconv.Atoi(m[1])
 
 	d, err := vgpu.Open(dir, 0, 0)
@@ -216,9 +222,9 @@ func TestBalloonExitsWhenParentDies(t *testing.T) {
 	if free, _ := d.Free(); free != 6*vgpu.GiB {
 		t.Fatalf("free while the balloon holds = %d, want %d", free, 6*vgpu.GiB)
 	}
-	signal(t, parent.cmd.Process.Pid, syscall.SIGKILL)
-	<-parent.done
-	ws := reap(t, balloon, 10*time.Second)
+	signal(t, parent.PID(), syscall.SIGKILL)
+	<-parent.Done()
+	ws := testutil.ReapOrGone(t, balloon, 10*time.Second)
 	if !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("balloon ended with %v, want exit 0 after releasing", ws)
 	}
@@ -233,8 +239,8 @@ func TestBalloonExitsWhenParentDies(t *testing.T) {
 func TestSupervisorSharedPrivateVGPU(t *testing.T) {
 	tmp := t.TempDir()
 	state := filepath.Join(tmp, "state.json")
-	base := freePorts(t, 2)
-	sup := startProcEnv(t, []string{"TMPDIR=" + tmp}, llmchaosBin(), "sim", "--replicas", "2", "--share-gpu",
+	base := testutil.FreePorts(t, 2)
+	sup := testutil.StartProc(t, []string{"TMPDIR=" + tmp}, llmchaosBin(), "sim", "--replicas", "2", "--share-gpu",
 		"--base-port", strconv.Itoa(base), "--gpu-memory", "80GiB", "--gpu-memory-utilization", "0.45",
 		"--state-file", state, "--startup-time", "0s")
 	rs := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []supervisor.Replica) bool {
@@ -264,8 +270,8 @@ func TestSupervisorSharedPrivateVGPU(t *testing.T) {
 		t.Errorf("vGPU 0 holders = %+v, want both replicas (pids %d, %d)", hs, rs[0].PID, rs[1].PID)
 	}
 
-	signal(t, sup.cmd.Process.Pid, syscall.SIGINT)
-	if code := sup.exitCode(t, 20*time.Second); code != 0 {
+	signal(t, sup.PID(), syscall.SIGINT)
+	if code := sup.ExitCode(t, 20*time.Second); code != 0 {
 		t.Errorf("supervisor exit code after Ctrl-C = %d, want 0", code)
 	}
 	for _, r := range rs {

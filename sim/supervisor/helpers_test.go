@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 )
 
 // helperEnv makes the test binary act as a child program (see TestMain).
@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 	// Orphaned descendants (children of a killed supervisor or parent) are
 	// re-parented to this process, so the tests can reap them and see how
 	// they ended instead of leaving zombies behind.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "set child subreaper:", err)
+	if err := testutil.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
@@ -134,71 +134,10 @@ func helperCmd(mode, arg string, env []string) *exec.Cmd {
 	return cmd
 }
 
-// freePorts returns n consecutive ports that were free a moment ago on
-// 127.0.0.1 (the kernel picks the first; the rest are checked).
-func freePorts(t testing.TB, n int) int {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports found", n)
-	return 0
-}
-
-// waitFor polls cond every 10 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		<-tick.C
-	}
-}
-
 // waitState polls the state file until cond holds for it.
 func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]Replica) bool) []Replica {
 	t.Helper()
-	var last []Replica
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		rs, err := ReadState(path)
-		if err == nil {
-			last = rs
-			if cond(rs) {
-				return rs
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state %+v", limit, what, last)
-		}
-		<-tick.C
-	}
+	return testutil.WaitValue(t, limit, what, func() ([]Replica, error) { return ReadState(path) }, cond)
 }
 
 // processGone reports whether pid has exited (gone or a zombie).
@@ -212,26 +151,10 @@ func processGone(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
-// reap waits (bounded) for an adopted descendant and returns its wait status.
-func reap(t *testing.T, pid int, limit time.Duration) unix.WaitStatus {
-	t.Helper()
-	var ws unix.WaitStatus
-	waitFor(t, limit, fmt.Sprintf("process %d to exit", pid), func() bool {
-		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		return err == nil && got == pid
-	})
-	return ws
-}
-
 // healthPID returns the pid a helper replica on port reports, or 0.
 func healthPID(port int) int {
-	c := &http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/health")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
+	_, body := testutil.Health("127.0.0.1:"+strconv.Itoa(port), time.Second)
 	var pid int
-	fmt.Fscan(resp.Body, &pid)
+	fmt.Sscan(body, &pid)
 	return pid
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/testutil"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -92,7 +94,7 @@ func runSupervisor(t *testing.T, opts Options) (stop func() error) {
 }
 
 func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
-	base := freePorts(t, 2)
+	base := testutil.FreePorts(t, 2)
 	state := filepath.Join(t.TempDir(), "state.json")
 	runSupervisor(t, Options{
 		Replicas: 2, BasePort: base, StateFile: state,
@@ -123,7 +125,7 @@ func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 }
 
 func TestCrashLoopThenRecovers(t *testing.T) {
-	base := freePorts(t, 1)
+	base := testutil.FreePorts(t, 1)
 	dir := t.TempDir()
 	state, block := filepath.Join(dir, "state.json"), filepath.Join(dir, "block")
 	if err := os.WriteFile(block, nil, 0o644); err != nil {
@@ -155,7 +157,7 @@ func TestCrashLoopThenRecovers(t *testing.T) {
 }
 
 func TestStopTermsThenKills(t *testing.T) {
-	base := freePorts(t, 2)
+	base := testutil.FreePorts(t, 2)
 	state := filepath.Join(t.TempDir(), "state.json")
 	stubborn := func(s Slot) *exec.Cmd {
 		env := []string{}
@@ -190,7 +192,7 @@ func TestStopTermsThenKills(t *testing.T) {
 }
 
 func TestStartFailureIsRetried(t *testing.T) {
-	base := freePorts(t, 1)
+	base := testutil.FreePorts(t, 1)
 	state := filepath.Join(t.TempDir(), "state.json")
 	runSupervisor(t, Options{
 		Replicas: 1, BasePort: base, StateFile: state, RestartDelay: 20 * time.Millisecond,
@@ -215,7 +217,7 @@ func TestRunFailsOnUnwritableStateFile(t *testing.T) {
 }
 
 func TestChildrenDieWithKilledSupervisor(t *testing.T) {
-	base := freePorts(t, 2)
+	base := testutil.FreePorts(t, 2)
 	state := filepath.Join(t.TempDir(), "state.json")
 	sup := helperCmd("supervise", state, []string{"BASE_PORT=" + strconv.Itoa(base)})
 	if err := sup.Start(); err != nil {
@@ -230,7 +232,7 @@ func TestChildrenDieWithKilledSupervisor(t *testing.T) {
 	}
 	sup.Wait()
 	for _, r := range rs {
-		ws := reap(t, r.PID, 10*time.Second)
+		ws := testutil.Reap(t, r.PID, 10*time.Second)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Errorf("replica %d (pid %d) ended with %v, want killed by its parent-death signal", r.Index, r.PID, ws)
 		}
@@ -264,7 +266,7 @@ func TestWatchParent(t *testing.T) {
 				t.Fatal(err)
 			}
 			middle.Wait()
-			ws := reap(t, leaf, 10*time.Second)
+			ws := testutil.Reap(t, leaf, 10*time.Second)
 			if !ws.Exited() || ws.ExitStatus() != 0 {
 				t.Errorf("leaf ended with %v, want exit 0 after seeing ErrParentDied", ws)
 			}
@@ -287,7 +289,7 @@ func TestWatchParentStop(t *testing.T) {
 // /health 200 on the same port, with no restart delay or startup time, so
 // the figure is the supervisor's own overhead (reap, exec, health probing).
 func BenchmarkRestart(b *testing.B) {
-	base := freePorts(b, 1)
+	base := testutil.FreePorts(b, 1)
 	state := filepath.Join(b.TempDir(), "state.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
