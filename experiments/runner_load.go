@@ -115,6 +115,17 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 			r.out.printf("no GPU memory samples: %v", err)
 		}
 	}
+	for _, tp := range r.dockerTargets() {
+		w, err := replica.OpenWatcher(tp)
+		if err != nil {
+			r.out.printf("no Docker events: %v", err)
+			continue
+		}
+		wg.Go(func() {
+			defer r.guard("watching Docker")
+			_ = w.Watch(faultCtx, func() {}, r.dockerEvent)
+		})
+	}
 	stats, err := eng.Run(ctx)
 	end := stats.End
 	if err == nil {
@@ -350,8 +361,46 @@ func describeFailures(outs assertions.Outcomes) string {
 	return strings.Join(parts, "; ")
 }
 
+// dockerTargets are the distinct Docker targets of the run's replica
+// faults: their containers' events (die, start, health) go into the run.
+func (r *run) dockerTargets() []replica.TargetParams {
+	var out []replica.TargetParams
+	seen := map[string]bool{}
+	for _, pf := range r.p.faults {
+		params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+		if err != nil {
+			continue // build reports it when the fault is due
+		}
+		tp, ok := params.(interface{ Targets() *replica.TargetParams })
+		if !ok {
+			continue
+		}
+		t := tp.Targets().WithDefaults()
+		if t.Driver != replica.DriverDocker {
+			continue
+		}
+		key := fmt.Sprint(t.Labels, t.Containers)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// dockerEvent records what a container did, as replicaEvent does for the
+// simulator's replicas.
+func (r *run) dockerEvent(e replica.Event) {
+	r.recordReplicaEvent(e, report.EventSourceDocker)
+}
+
 // replicaEvent records what a replica of the simulator did.
 func (r *run) replicaEvent(e replica.Event) {
+	r.recordReplicaEvent(e, report.EventSourceReplica)
+}
+
+// recordReplicaEvent records e in the run's events under source and prints it.
+func (r *run) recordReplicaEvent(e replica.Event, source string) {
 	at := time.Duration(0)
 	if c := r.clock.Load(); c != nil {
 		at = max(e.At.Sub(c.Start()), 0)
@@ -359,13 +408,13 @@ func (r *run) replicaEvent(e replica.Event) {
 	r.mu.Lock()
 	r.replicaEvs = append(r.replicaEvs, e)
 	r.events = append(r.events, report.EventRecord{
-		AtS: at.Seconds(), Source: report.EventSourceReplica, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
+		AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
 	})
 	// A simulator replica's OOM shows as its exit status: say it.
 	oom := e.Kind != replica.EventOOM && oomExit(e)
 	if oom {
 		r.events = append(r.events, report.EventRecord{
-			AtS: at.Seconds(), Source: report.EventSourceReplica, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
+			AtS: at.Seconds(), Source: source, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
 		})
 	}
 	r.mu.Unlock()
