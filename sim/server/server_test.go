@@ -337,14 +337,7 @@ func TestMetricsExposed(t *testing.T) {
 	resp := post(t, r.url+"/v1/chat/completions", `{"model":"llmchaos-sim","messages":[{"role":"user","content":"Hi"}],"max_tokens":3,"ignore_eos":true}`)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	mresp, err := http.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(mresp.Body)
-	mresp.Body.Close()
-	text := string(raw)
-	for _, want := range []string{
+	wants := []string{
 		`vllm:num_requests_running{model_name="llmchaos-sim"} 0`,
 		`vllm:num_requests_waiting{model_name="llmchaos-sim"} 0`,
 		`vllm:kv_cache_usage_perc{model_name="llmchaos-sim"} 0`,
@@ -357,10 +350,32 @@ func TestMetricsExposed(t *testing.T) {
 		`vllm:inter_token_latency_seconds_count{model_name="llmchaos-sim"} 2`,
 		`vllm:e2e_request_latency_seconds_count{model_name="llmchaos-sim"} 1`,
 		`vllm:request_queue_time_seconds_count{model_name="llmchaos-sim"} 1`,
-	} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("/metrics lacks %q", want)
+	}
+	// The engine settles a finished request's gauges and counters on its
+	// own goroutine, a moment after the response's last byte (as vLLM's
+	// metrics lag its responses): scrape until they show, within a bound.
+	var missing []string
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mresp, err := http.Get(r.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
+		raw, _ := io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(string(raw), want+"\n") {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // bounded by deadline
+	}
+	for _, want := range missing {
+		t.Errorf("/metrics lacks %q", want)
 	}
 }
 
