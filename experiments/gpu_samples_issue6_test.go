@@ -14,14 +14,12 @@ func TestVGPUSamplerSamplesTheLedger(t *testing.T) {
 	const total = 10 * vgpu.GiB
 	// GPU 0 holds weights and a balloon, GPU 1 only weights, as a
 	// replica and a balloon would (each reservation tagged with what it is).
-	var devs []*vgpu.Device
 	for i := range 2 {
 		d, err := vgpu.Open(dir, i, total)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
-		devs = append(devs, d)
 		if err := d.Reserve(4*vgpu.GiB, "weights"); err != nil {
 			t.Fatal(err)
 		}
