@@ -385,21 +385,7 @@ func (p *chunkParser) objKey() ([]byte, error) {
 }
 
 // objNext consumes ',' (more members) or '}' (done).
-func (p *chunkParser) objNext() (done bool, err error) {
-	p.ws()
-	if p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-			return false, nil
-		case '}':
-			p.i++
-			p.depth--
-			return true, nil
-		}
-	}
-	return false, p.errf("expected ',' or '}'")
-}
+func (p *chunkParser) objNext() (done bool, err error) { return p.listNext('}') }
 
 func (p *chunkParser) arrStart() (empty bool, err error) {
 	if p.depth++; p.depth > jsonMaxDepth {
@@ -415,20 +401,25 @@ func (p *chunkParser) arrStart() (empty bool, err error) {
 	return false, nil
 }
 
-func (p *chunkParser) arrNext() (done bool, err error) {
+// arrNext consumes ',' (more elements) or ']' (done).
+func (p *chunkParser) arrNext() (done bool, err error) { return p.listNext(']') }
+
+// listNext consumes ',' (more to come) or closer (the object or array is
+// done).
+func (p *chunkParser) listNext(closer byte) (done bool, err error) {
 	p.ws()
 	if p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ',':
 			p.i++
 			return false, nil
-		case ']':
+		case closer:
 			p.i++
 			p.depth--
 			return true, nil
 		}
 	}
-	return false, p.errf("expected ',' or ']'")
+	return false, p.errf("expected ',' or '%c'", closer)
 }
 
 // skipValue validates and skips one JSON value of any type. Scalars, the
