@@ -64,12 +64,22 @@ func startGuard(helper, dir string) (*guard, error) {
 // release tells the guard the run ended by itself and waits (bounded) for
 // it to leave; a guard that does not is killed.
 func (g *guard) release() error {
+	// The guard may already have exited (and Wait closed the pipe): what
+	// it says then is in its exit status, not in these errors.
 	_, werr := io.WriteString(g.stdin, "done\n")
 	cerr := g.stdin.Close()
+	for _, e := range []*error{&werr, &cerr} {
+		if errors.Is(*e, os.ErrClosed) || errors.Is(*e, syscall.EPIPE) {
+			*e = nil
+		}
+	}
 	t := time.NewTimer(guardReleaseTimeout)
 	defer t.Stop()
 	select {
 	case err := <-g.done:
+		if err != nil {
+			err = fmt.Errorf("guard (pid %d): %w; see %s", g.cmd.Process.Pid, err, GuardLog)
+		}
 		return errors.Join(werr, cerr, err)
 	case <-t.C:
 		_ = g.cmd.Process.Kill()
