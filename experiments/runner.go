@@ -290,6 +290,8 @@ type run struct {
 
 	// gpuSamples samples the simulator's virtual GPUs (nil: none).
 	gpuSamples *vgpuSampler
+	// nvml samples real GPUs for runs against real servers (nil: none).
+	nvml *nvmlSampler
 
 	mu          sync.Mutex
 	faultRecs   []report.FaultRecord

@@ -115,6 +115,15 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 			r.out.printf("no GPU memory samples: %v", err)
 		}
 	}
+	if r.sim == nil {
+		if ns := openNVMLSampler(r.now, func(msg string) { r.out.println(msg + "; no GPU samples") }); ns != nil {
+			r.nvml = ns
+			wg.Go(func() {
+				defer r.guard("sampling GPUs through NVML")
+				_ = ns.mon.Run(faultCtx)
+			})
+		}
+	}
 	for _, tp := range r.dockerTargets() {
 		w, err := replica.OpenWatcher(tp)
 		if err != nil {
@@ -134,6 +143,9 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	stopFaults()
 	close(done)
 	wg.Wait()
+	if r.nvml != nil {
+		_ = r.nvml.mon.Close()
+	}
 	stats.End = max(end, r.now())
 	if err != nil {
 		return stats, fmt.Errorf("load: %w", err)

@@ -96,6 +96,7 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	r.mu.Lock()
 	doc.Events = slices.Clone(r.events)
 	doc.GPU = append(doc.GPU, r.gpuSamples.records()...)
+	doc.GPU = append(doc.GPU, r.nvml.records()...)
 	r.mu.Unlock()
 	slices.SortStableFunc(doc.Events, func(a, b report.EventRecord) int { return cmp.Compare(a.AtS, b.AtS) })
 	return out, nil
