@@ -232,7 +232,7 @@ func TestChildrenDieWithKilledSupervisor(t *testing.T) {
 	}
 	sup.Wait()
 	for _, r := range rs {
-		ws := testutil.Reap(t, r.PID, 10*time.Second)
+		ws := testutil.ReapOrGone(t, r.PID, 30*time.Second)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Errorf("replica %d (pid %d) ended with %v, want killed by its parent-death signal", r.Index, r.PID, ws)
 		}
