@@ -75,10 +75,36 @@ func (t *timeline) set(at time.Duration, phase, fault string) {
 
 // injected records that fault was injected at at: the fault phase.
 func (t *timeline) injected(at time.Duration, fault string) {
+	t.injecting(at, fault)
+}
+
+// injecting starts fault's phase at at, when its Inject begins: a request
+// sent while the fault is being applied may meet it, so it belongs to the
+// fault phase, never to the phase before. It returns that phase, for
+// injectFailed.
+func (t *timeline) injecting(at time.Duration, fault string) (prev phaseMark) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	prev = t.marks[len(t.marks)-1]
 	t.active = append(t.active, fault)
 	t.set(at, PhaseFault, fault)
+	return prev
+}
+
+// injectFailed undoes injecting for a fault whose Inject failed (and
+// rolled itself back): the run goes back to the fault phase of the fault
+// injected last, or to prev.
+func (t *timeline) injectFailed(at time.Duration, fault string, prev phaseMark) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.active, fault); i >= 0 {
+		t.active = slices.Delete(t.active, i, i+1)
+	}
+	if n := len(t.active); n > 0 {
+		t.set(at, PhaseFault, t.active[n-1])
+		return
+	}
+	t.set(at, prev.phase, prev.fault)
 }
 
 // reverted records that fault was reverted at at: the fault phase of the

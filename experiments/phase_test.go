@@ -76,3 +76,31 @@ func TestTimelineRecordsClipToEnd(t *testing.T) {
 		t.Errorf("records = %+v, want baseline [0, 1)", got)
 	}
 }
+
+// A fault whose Inject fails gives the run back the phase it had: a fault
+// phase only as long as the attempt, never a recovery phase.
+func TestTimelineInjectFailed(t *testing.T) {
+	s := time.Second
+	tl := newTimeline()
+	tl.injected(10*s, "a")
+	tl.reverted(12*s, "a") // recovery of a
+	prev := tl.injecting(13*s, "b")
+	if p, f := tl.at(13 * s); p != PhaseFault || f != "b" {
+		t.Errorf("during b's Inject: %s/%s, want fault/b (requests sent then may meet it)", p, f)
+	}
+	tl.injectFailed(14*s, "b", prev)
+	if p, f := tl.at(14 * s); p != PhaseRecovery || f != "a" {
+		t.Errorf("after b failed: %s/%s, want recovery/a back", p, f)
+	}
+	// With another fault still in, its fault phase comes back.
+	tl.injected(20*s, "c")
+	prev = tl.injecting(21*s, "d")
+	tl.injectFailed(22*s, "d", prev)
+	if p, f := tl.at(22 * s); p != PhaseFault || f != "c" {
+		t.Errorf("after d failed with c in: %s/%s, want fault/c", p, f)
+	}
+	tl.reverted(25*s, "c")
+	if p, f := tl.at(25 * s); p != PhaseRecovery || f != "c" {
+		t.Errorf("after c reverted: %s/%s, want recovery/c (d is not active)", p, f)
+	}
+}

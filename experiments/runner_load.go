@@ -229,9 +229,11 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		r.fail(fmt.Errorf("fault %q not injected: %w", name, err))
 		return
 	}
+	prev := r.tl.injecting(clock.Now(), name)
 	undo, err := f.Inject(ctx, entry)
 	now := clock.Now()
 	if err != nil {
+		r.tl.injectFailed(now, name, prev)
 		err = fmt.Errorf("inject: %w", err)
 		if jerr := entry.Failed(err); jerr != nil {
 			r.fail(jerr)
@@ -244,7 +246,6 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 	if jerr := entry.Injected(); jerr != nil {
 		r.fail(jerr)
 	}
-	r.tl.injected(now, name)
 	r.faultActive(name, pf.spec.Type, true)
 	r.mu.Lock()
 	r.faultRecs[pf.index].InjectedAtS = report.Seconds(now)
