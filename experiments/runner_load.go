@@ -102,14 +102,14 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		if err == nil {
 			wg.Go(func() {
 				defer r.guard("watching the replicas")
-				_ = w.Watch(faultCtx, func() {}, r.replicaEvent)
+				r.monitorEnded(faultCtx, "replica events", w.Watch(faultCtx, func() {}, r.replicaEvent))
 			})
 		}
 		if gs, err := openVGPUSampler(r.sim.env.VGPUDir, r.sim.n); err == nil {
 			r.gpuSamples = gs
 			wg.Go(func() {
 				defer r.guard("sampling GPU memory")
-				_ = gs.run(faultCtx, r.now)
+				r.monitorEnded(faultCtx, "GPU memory samples", gs.run(faultCtx, r.now))
 			})
 		} else {
 			r.out.printf("no GPU memory samples: %v", err)
@@ -120,7 +120,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 			r.nvml = ns
 			wg.Go(func() {
 				defer r.guard("sampling GPUs through NVML")
-				_ = ns.mon.Run(faultCtx)
+				r.monitorEnded(faultCtx, "NVML GPU samples", ns.mon.Run(faultCtx))
 			})
 		}
 	}
@@ -132,7 +132,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		}
 		wg.Go(func() {
 			defer r.guard("watching Docker")
-			_ = w.Watch(faultCtx, func() {}, r.dockerEvent)
+			r.monitorEnded(faultCtx, "Docker events", w.Watch(faultCtx, func() {}, r.dockerEvent))
 		})
 	}
 	stats, err := eng.Run(ctx)
@@ -144,7 +144,9 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	close(done)
 	wg.Wait()
 	if r.nvml != nil {
-		_ = r.nvml.mon.Close()
+		if err := r.nvml.mon.Close(); err != nil {
+			r.out.printf("NVML monitor: %v", err)
+		}
 	}
 	stats.End = max(end, r.now())
 	if err != nil {
@@ -372,6 +374,16 @@ func describeFailures(outs assertions.Outcomes) string {
 		parts[i] = fmt.Sprintf("%s%s: %s observed %s over the live window", o.Metric, o.Tags.String(), o.Expr, o.Observed())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// monitorEnded reports a run-long monitor (events, GPU samples) that
+// stopped with an error before the run's end: what it records is then
+// incomplete, which the run's output must say rather than hide.
+func (r *run) monitorEnded(ctx context.Context, what string, err error) {
+	if err != nil && ctx.Err() == nil {
+		r.out.printf("%s stopped early, run.json will miss the rest: %v", what, err)
+		r.event(report.EventSourceRunner, "monitor_failed", "", what+": "+err.Error())
+	}
 }
 
 // dockerTargets are the distinct Docker targets of the run's replica
