@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -80,8 +81,8 @@ func parse(name string, data []byte) (*Spec, Problems) {
 		dec.decode("", root, reflect.ValueOf(spec).Elem())
 		// Semantic checks of what decoded; a problem on or around a value
 		// that did not decode would only repeat it.
-		for _, is := range spec.check() {
-			if !dec.overlaps(is.path) {
+		for _, is := range spec.check(dec.zeros) {
+			if !dec.overlaps(is) {
 				iss = append(iss, is)
 			}
 		}
@@ -96,16 +97,52 @@ func parse(name string, data []byte) (*Spec, Problems) {
 	return spec, ps
 }
 
-// overlaps reports whether a problem at path would be about a value that
-// already has a decoding problem: the same path, one under it, or one
-// above it (a mapping a bad value sits in).
-func (d *decoder) overlaps(path string) bool {
+// overlaps reports whether a problem would be about a value that already
+// has a decoding problem: one at the same path or under it, or one at a
+// mapping above it that holds an unknown key (the key meant may be the
+// one found missing) or a bad value its message names. A problem of the
+// mapping that is about another key is kept, so that all problems show in
+// one pass.
+func (d *decoder) overlaps(is issue) bool {
 	for b := range d.broken {
-		if within(path, b) || (path != "" && within(b, path)) {
+		if within(is.path, b) {
+			return true
+		}
+		if is.path != "" && within(b, is.path) && (d.unknown[b] || mentionsKey(is.msg, b[len(is.path):])) {
 			return true
 		}
 	}
 	return false
+}
+
+// mentionsKey reports whether msg names, as a word, the last key of the
+// relative path rel (".params.latency" → latency); list indexes are not
+// keys.
+func mentionsKey(msg, rel string) bool {
+	segs := strings.FieldsFunc(rel, func(r rune) bool { return r == '.' || r == '[' || r == ']' || r == '"' })
+	for len(segs) > 0 && strings.Trim(segs[len(segs)-1], "0123456789") == "" {
+		segs = segs[:len(segs)-1]
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	k := segs[len(segs)-1]
+	for i := 0; ; {
+		j := strings.Index(msg[i:], k)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(k)
+		if (j == 0 || !isWordByte(msg[j-1])) && (end == len(msg) || !isWordByte(msg[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // parseYAML parses data, turning a panic of the parser (a bug there, on

@@ -17,11 +17,18 @@ import (
 type decoder struct {
 	iss    *issues
 	broken map[string]bool // paths that have a problem of their own
+	// unknown holds the paths of keys that name no field: a problem of the
+	// mapping they sit in may come from the key the writer meant.
+	unknown map[string]bool
+	// zeros holds the paths where the file writes a number or a duration
+	// that is 0: the spec's types cannot tell it from a key left out, and
+	// the validator must not let a default replace it silently.
+	zeros  map[string]bool
 	fields map[reflect.Type][]field
 }
 
 func newDecoder(iss *issues) *decoder {
-	return &decoder{iss: iss, broken: map[string]bool{}, fields: map[reflect.Type][]field{}}
+	return &decoder{iss: iss, broken: map[string]bool{}, unknown: map[string]bool{}, zeros: map[string]bool{}, fields: map[reflect.Type][]field{}}
 }
 
 // stringForm is implemented by types that are written as a plain string
@@ -126,6 +133,7 @@ func (d *decoder) decode(path string, n *node, v reflect.Value) {
 			return
 		}
 		v.SetInt(n.i)
+		d.zeros[path] = n.i == 0
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if n.kind != kInt {
 			d.bad(path, "got %s, want an integer", n.describe())
@@ -144,6 +152,7 @@ func (d *decoder) decode(path string, n *node, v reflect.Value) {
 			return
 		}
 		v.SetUint(u)
+		d.zeros[path] = u == 0
 	case reflect.Float32, reflect.Float64:
 		var f float64
 		switch {
@@ -162,6 +171,7 @@ func (d *decoder) decode(path string, n *node, v reflect.Value) {
 			return
 		}
 		v.SetFloat(f)
+		d.zeros[path] = f == 0
 	case reflect.Struct:
 		d.structure(path, n, v)
 	case reflect.Map:
@@ -207,6 +217,7 @@ func (d *decoder) duration(path string, n *node, v reflect.Value) {
 	switch {
 	case n.kind == kInt && !n.big && n.i == 0:
 		v.SetInt(0)
+		d.zeros[path] = true
 		return
 	case n.kind == kInt || n.kind == kFloat:
 		d.bad(path, "%s has no unit: write %ss or %sms", n.text, n.text, n.text)
@@ -221,6 +232,7 @@ func (d *decoder) duration(path string, n *node, v reflect.Value) {
 		return
 	}
 	v.SetInt(int64(x))
+	d.zeros[path] = x == 0
 }
 
 // textExample returns an example of the text form of a type, for messages.
@@ -320,6 +332,7 @@ func (d *decoder) structure(path string, n *node, v reflect.Value) {
 		p := child(path, e.key)
 		if i < 0 {
 			d.broken[p] = true
+			d.unknown[p] = true
 			d.iss.addKey(p, "%s", unknownKey(e.key, t, fs))
 			continue
 		}

@@ -169,7 +169,7 @@ func TestLoadPositions(t *testing.T) {
 		{
 			name: "duplicate fault name",
 			src: edit(8, "  - {name: slow, type: network.latency, at: 10s, duration: 10s, params: {latency: 100ms}}\n"+
-				"  - {name: slow, type: network.latency, at: 30s, duration: 10s, params: {latency: 100ms}}"),
+				"  - {name: slow, type: network.latency, at: 35s, duration: 10s, params: {latency: 100ms}}"),
 			want: []string{`t.yaml:9:12: faults[1].name: fault name "slow" is already used by faults[0]; fault names must be unique`},
 		},
 		{
@@ -333,6 +333,7 @@ recovery: {window: -1s, hold: 10}
 		`t.yaml:8:5: steady_state[0]: empty probe: set http, threshold or promql`,
 		`t.yaml:11:12: faults[1].name: fault name "a" is already used by faults[0]; fault names must be unique`,
 		`t.yaml:11:21: faults[1].type: unknown fault type "stream.stal"; did you mean "stream.stall"?`,
+		`t.yaml:12:39: warning: faults[2].at: "b" starts 10s after "a" is reverted, less than recovery.window + recovery.hold (5s + 10s): its effects count against "a"'s recovery; start it at 35s or later`,
 		`t.yaml:12:92: faults[2].params.probability: probability: 3, want more than 0 and at most 1`,
 		`t.yaml:13:37: stop_conditions[0]: expected a number in "error_rate: rate<<0.5"`,
 		`t.yaml:15:24: thresholds["recovery_time{fault:c}"]: fault "c" is not declared under faults (declared: a, b)`,

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,6 +142,10 @@ func (b *treeBuilder) build(n ast.Node, path string, depth int) *node {
 	return out
 }
 
+// yaml12FloatRE matches the numbers with an exponent that YAML 1.2 reads
+// as floats and YAML 1.1 parsers as strings (1e12, 2.5E-3).
+var yaml12FloatRE = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+$`)
+
 func (b *treeBuilder) build1(n ast.Node, path string, depth int) *node {
 	switch n := n.(type) {
 	case *ast.DocumentNode:
@@ -181,6 +186,13 @@ func (b *treeBuilder) build1(n ast.Node, path string, depth int) *node {
 			q = quoteDouble
 		case token.SingleQuoteType:
 			q = quoteSingle
+		}
+		if q == quotePlain && yaml12FloatRE.MatchString(n.Value) {
+			// YAML 1.2 reads 1e12 as a number; the parser (YAML 1.1) as a
+			// string, which would make "rate: 1e12" a type error.
+			if f, err := strconv.ParseFloat(n.Value, 64); err == nil || math.IsInf(f, 0) {
+				return &node{kind: kFloat, pos: tokPos(tk), f: f, text: n.Value}
+			}
 		}
 		return &node{kind: kString, pos: tokPos(tk), quote: q, text: n.Value}
 	case *ast.LiteralNode:

@@ -3,8 +3,10 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -36,7 +38,7 @@ import (
 // the recovery hold before the load ends is a warning (its recovery cannot
 // be seen, so it will report recovered: false).
 func (s *Spec) Validate() Problems {
-	iss := s.check()
+	iss := s.check(nil)
 	if len(iss) == 0 {
 		return nil
 	}
@@ -62,10 +64,17 @@ type validator struct {
 	// endpoints is the number of target endpoints, 0 if unknown.
 	endpoints int
 	proxies   map[string]Proxy
+	// zeros holds the paths at which the file writes an explicit 0 (see
+	// decoder.zeros); nil for a spec built in code, where 0 is unset.
+	zeros map[string]bool
+	// lookupEnv reads the environment (os.LookupEnv).
+	lookupEnv func(string) (string, bool)
 }
 
-func (s *Spec) check() issues {
-	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}}
+// check runs every check; zeros are the paths of explicit zeros in the file
+// the spec was decoded from (nil when it was built in code).
+func (s *Spec) check(zeros map[string]bool) issues {
+	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}, zeros: zeros, lookupEnv: os.LookupEnv}
 	v.dec = newDecoder(&v.iss)
 	v.header()
 	v.metadata()
@@ -78,8 +87,15 @@ func (s *Spec) check() issues {
 	v.thresholds()
 	v.recovery()
 	v.goodput()
+	v.schedule()
+	v.explicitZeros()
 	return v.iss
 }
+
+// MaxRate is the highest request rate, in requests per second, an
+// experiment's workload may ask for: above it a rate is a typo (1e12)
+// rather than a load one client process could send.
+const MaxRate = 1e6
 
 var (
 	nameRE      = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
@@ -138,7 +154,6 @@ func (v *validator) target() {
 
 func (v *validator) simTarget(t SimTarget) {
 	const p = "target.sim"
-	n := len(v.iss)
 	switch {
 	case t.Replicas < 0 || t.Replicas > 64:
 		v.iss.add(p+".replicas", "%d: want 1 to 64", t.Replicas)
@@ -147,6 +162,16 @@ func (v *validator) simTarget(t SimTarget) {
 	default:
 		v.endpoints = t.Replicas
 	}
+	if t.StartupTime < 0 {
+		v.iss.add(p+".startup_time", "%v is negative", t.StartupTime)
+	}
+	if t.RestartDelay < 0 {
+		v.iss.add(p+".restart_delay", "%v is negative", t.RestartDelay)
+	}
+	// The engine's own checks below run unless a key they read has a
+	// problem here (they would only repeat it); the keys above are not
+	// theirs, so that their problems and the engine's show at once.
+	n := len(v.iss)
 	switch t.Latency {
 	case "", sim.LatencyProfile, sim.LatencyConstant:
 	default:
@@ -180,12 +205,6 @@ func (v *validator) simTarget(t SimTarget) {
 	}
 	if u := t.GPUMemoryUtilization; u != 0 && !(u > 0 && u <= 1) {
 		v.iss.add(p+".gpu_memory_utilization", "%v: want more than 0 and at most 1", u)
-	}
-	if t.StartupTime < 0 {
-		v.iss.add(p+".startup_time", "%v is negative", t.StartupTime)
-	}
-	if t.RestartDelay < 0 {
-		v.iss.add(p+".restart_delay", "%v is negative", t.RestartDelay)
 	}
 	if len(v.iss) > n {
 		return
@@ -225,8 +244,14 @@ func (v *validator) llmTarget(t LLMTarget) {
 	if t.URL == "" || len(t.URLs) == 0 {
 		v.endpoints = len(t.Endpoints())
 	}
-	if t.APIKeyEnv != "" && !envNameRE.MatchString(t.APIKeyEnv) {
+	switch {
+	case t.APIKeyEnv == "":
+	case !envNameRE.MatchString(t.APIKeyEnv):
 		v.iss.add(p+".api_key_env", "%q is not an environment variable name: name the variable that holds the key, not the key", t.APIKeyEnv)
+	default:
+		if val, ok := v.lookupEnv(t.APIKeyEnv); !ok || val == "" {
+			v.iss.warn(p+".api_key_env", "the environment variable %s is not set (or empty): requests will be sent without an API key", t.APIKeyEnv)
+		}
 	}
 	for k, val := range t.Headers {
 		q := child(p+".headers", k)
@@ -343,6 +368,22 @@ func (v *validator) workload() {
 	if r := w.Ramp; r != nil && r.From == 0 && r.To == 0 {
 		v.iss.add("workload.ramp", "both rates are 0, so nothing would be sent")
 	}
+	type rateAt struct {
+		path string
+		r    float64
+	}
+	rates := []rateAt{{"workload.rate", w.Rate}, {"workload.start_rate", w.StartRate}}
+	if r := w.Ramp; r != nil {
+		rates = append(rates, rateAt{"workload.ramp.from", r.From}, rateAt{"workload.ramp.to", r.To})
+	}
+	for i, st := range w.Stages {
+		rates = append(rates, rateAt{index("workload.stages", i) + ".target", st.Target})
+	}
+	for _, r := range rates {
+		if !(r.r <= MaxRate) { // NaN too
+			v.iss.add(r.path, "%v requests per second is more than one client can send: want at most %v (spread a larger load over several llmchaos processes)", r.r, float64(MaxRate))
+		}
+	}
 	for i, st := range w.Stages {
 		if st.Duration < 0 {
 			v.iss.add(index("workload.stages", i)+".duration", "%v is negative", st.Duration)
@@ -439,6 +480,10 @@ func (v *validator) fault(i int, f Fault) {
 	if f.At < 0 {
 		v.iss.add(p+".at", "%v is negative: faults start at or after the start of the load", f.At)
 	}
+	overflow := f.At > 0 && f.Duration > 0 && f.At.D() > math.MaxInt64-f.Duration.D()
+	if overflow {
+		v.iss.add(p+".at", "%v + %v is past the longest time a run can count (about 292 years): start the fault within the load", f.At, f.Duration)
+	}
 	if f.Duration <= 0 {
 		if f.Duration == 0 {
 			v.iss.add(p+".duration", "missing: how long the fault stays injected, e.g. 15s")
@@ -446,7 +491,7 @@ func (v *validator) fault(i int, f Fault) {
 			v.iss.add(p+".duration", "%v: want more than 0", f.Duration)
 		}
 	}
-	if end := v.loadEnd; end > 0 && f.At >= 0 && f.Duration > 0 {
+	if end := v.loadEnd; end > 0 && f.At >= 0 && f.Duration > 0 && !overflow {
 		stop := f.At.D() + f.Duration.D()
 		switch {
 		case f.At.D() >= end:
@@ -632,6 +677,47 @@ func (v *validator) flagThreshold(path, s string) {
 	}
 	if len(ths) > 0 {
 		v.tags(path, false, s, ths[0].Tags)
+		_, exprs, _ := strings.Cut(s, ":")
+		if i := strings.IndexByte(s, '}'); i >= 0 && strings.Contains(s[:i], ":") {
+			exprs = s[i+1:] // the colon after the key, not one in a tag
+			if j := strings.IndexByte(exprs, ':'); j >= 0 {
+				exprs = exprs[j+1:]
+			}
+		}
+		v.bareTimes(path, len(s)-len(exprs), exprs, ths)
+	}
+}
+
+// boundRE finds the bound of each expression but count, rate and value
+// (which never take a unit): its number, and what follows it.
+var boundRE = regexp.MustCompile(`(?:avg|min|max|med|p\s*\(\s*[0-9.]*\s*\))\s*(?:<=|>=|===|==|!=|<|>)\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs|μs|%)?`)
+
+// bareTimes reports the bounds written without a unit on a duration
+// metric, in text (at offset off of the string at path), whose thresholds
+// ths parsed from it. On the command line a bare bound is milliseconds, as
+// in k6; in an experiment file, where every other duration needs a unit
+// (duration: 60 is refused), it is an error, so that max<30 never means
+// 30 ms to a writer who thought of seconds.
+func (v *validator) bareTimes(path string, off int, text string, ths []assertions.Threshold) {
+	ms := boundRE.FindAllStringSubmatchIndex(text, -1)
+	k := 0
+	for _, th := range ths {
+		if th.Expr.Agg == assertions.AggCount || th.Expr.Agg == assertions.AggRate || th.Expr.Agg == assertions.AggValue {
+			continue
+		}
+		if k >= len(ms) {
+			return // not the text the thresholds came from
+		}
+		m := ms[k]
+		k++
+		if th.Expr.Unit != assertions.UnitNone || th.Expr.Num == 0 {
+			continue
+		}
+		if mt, ok := assertions.LookupMetric(th.Metric); !ok || mt.Kind != assertions.KindDuration {
+			continue
+		}
+		num := text[m[2]:m[3]]
+		v.iss.addAt(path, false, off+m[2], fmt.Sprintf("%s has no unit: %s is a duration, add a unit: %ss or %sms (only --threshold on the command line reads a bare number as milliseconds, as k6 does)", num, th.Metric, num, num))
 	}
 }
 
@@ -687,6 +773,37 @@ func (v *validator) tags(path string, key bool, text string, t assertions.Tags) 
 	}
 	if t.Class != "" && v.class != "" && t.Class != v.class {
 		v.iss.addAt(path, key, at("class", t.Class), fmt.Sprintf("class:%s selects nothing: the workload's requests have class %s", t.Class, v.class))
+	}
+	if t.Fault != "" && (t.Phase == PhaseBaseline || t.Phase == PhaseAfter) {
+		v.iss.addAt(path, key, at("phase", t.Phase), fmt.Sprintf("phase:%s with fault:%s selects nothing: results of the %s phase carry no fault; use phase:fault or phase:recovery", t.Phase, t.Fault, t.Phase))
+	}
+	if t.Endpoint != "" {
+		v.endpointTag(path, key, at("endpoint", t.Endpoint), t.Endpoint)
+	}
+}
+
+// endpointTag checks that an endpoint tag names one of the target's
+// endpoints as results carry it: an llm target's base URL (credentials
+// redacted). A simulator's replicas get their URLs (free ports) at run
+// time, so no tag can name one.
+func (v *validator) endpointTag(path string, key bool, off int, value string) {
+	t := v.s.Target
+	switch {
+	case t.LLM != nil:
+		var urls []string
+		for _, u := range t.LLM.Endpoints() {
+			urls = append(urls, redact(u))
+		}
+		if len(urls) == 0 || slices.Contains(urls, value) {
+			return
+		}
+		msg := fmt.Sprintf("endpoint:%s selects nothing: the endpoint tag is a target base URL, one of %s", value, strings.Join(urls, ", "))
+		if _, err := strconv.Atoi(value); err == nil {
+			msg += " (quote it in the key: endpoint:\"http://...\"); endpoint indexes are for a fault's target.endpoints"
+		}
+		v.iss.addAt(path, key, off, msg)
+	case t.Sim != nil:
+		v.iss.addAt(path, key, off, fmt.Sprintf("endpoint:%s selects nothing: the simulator's replicas listen on free ports chosen at run time, so no endpoint tag can name one; drop the tag, or run the simulator yourself and target it with llm.urls", value))
 	}
 }
 
@@ -744,7 +861,10 @@ func (v *validator) thresholds() {
 			if e.DelayAbortEval < 0 {
 				v.iss.add(index(p, j)+".delayAbortEval", "%v is negative", e.DelayAbortEval)
 			}
-			_, err := assertions.ParseEntries(k, []assertions.Entry{{Threshold: e.Threshold}})
+			ths, err := assertions.ParseEntries(k, []assertions.Entry{{Threshold: e.Threshold}})
+			if err == nil {
+				v.bareTimes(q, 0, e.Threshold, ths)
+			}
 			for _, pe := range assertions.ParseErrors(err) {
 				if pe.Input == k {
 					continue // a problem of the key, reported above

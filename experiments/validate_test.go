@@ -26,7 +26,7 @@ func validSpec() *Spec {
 			{Threshold: "error_rate: rate<0.01"},
 		},
 		Faults: []Fault{
-			{Name: "lat", Type: network.TypeProxyLatency, At: Duration(10 * time.Second), Duration: Duration(10 * time.Second),
+			{Name: "lat", Type: network.TypeProxyLatency, At: Duration(5 * time.Second), Duration: Duration(10 * time.Second),
 				Target: &FaultTarget{Endpoints: []int{1}}, Params: map[string]any{"latency": "100ms"}},
 			{Name: "err", Type: network.TypeHTTPError, At: Duration(30 * time.Second), Duration: Duration(5 * time.Second),
 				Target: &FaultTarget{Proxy: "front"}, Params: map[string]any{"status": 429, "probability": 0.5}},
@@ -126,7 +126,8 @@ func TestValidateRules(t *testing.T) {
 			[]string{"workload: missing: set a preset and/or a load shape, e.g. {preset: chat, rate: 10, duration: 60s}",
 				"warning: workload: the load does not end at a set time (no duration), so fault times cannot be checked against it"}},
 		{"recovery hold shapes the warning", func(s *Spec) { s.Recovery.Hold = Duration(26 * time.Second) },
-			[]string{"warning: faults[1].duration: the fault is reverted at 35s, leaving 25s of load, less than the recovery hold (26s): its recovery cannot be seen and will report recovered: false"}},
+			[]string{"warning: faults[1].at: \"err\" starts 15s after \"lat\" is reverted, less than recovery.window + recovery.hold (5s + 26s): its effects count against \"lat\"'s recovery; start it at 46s or later",
+				"warning: faults[1].duration: the fault is reverted at 35s, leaving 25s of load, less than the recovery hold (26s): its recovery cannot be seen and will report recovered: false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -398,7 +398,7 @@ func TestRunDryRunStartsNothing(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d, want 0; stderr %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "+15s  inject slow-net") || !strings.Contains(out.String(), "nothing was started") {
+	if !strings.Contains(out.String(), "+10s  inject slow-net") || !strings.Contains(out.String(), "nothing was started") {
 		t.Errorf("dry run output:\n%s", out.String())
 	}
 	if _, err := os.Stat(runDir); !os.IsNotExist(err) {
