@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Entry is one element of a threshold key's list in a config file: a bare
@@ -136,7 +138,10 @@ type Config map[string][]Entry
 // Thresholds parses every key and entry, in key order, and returns one
 // Threshold per expression, or every problem found, joined. Expression
 // problems are *ParseError values whose Input is "key: expression".
-func (c Config) Thresholds() ([]Threshold, error) {
+func (c Config) Thresholds() ([]Threshold, error) { return c.ThresholdsIn(nil) }
+
+// ThresholdsIn is Thresholds with the metrics of reg (see ParseIn).
+func (c Config) ThresholdsIn(reg *metrics.Registry) ([]Threshold, error) {
 	keys := make([]string, 0, len(c))
 	for k := range c {
 		keys = append(keys, k)
@@ -147,7 +152,7 @@ func (c Config) Thresholds() ([]Threshold, error) {
 		errs []error
 	)
 	for _, k := range keys {
-		ths, err := ParseEntries(k, c[k])
+		ths, err := ParseEntriesIn(reg, k, c[k])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -162,7 +167,10 @@ func (c Config) Thresholds() ([]Threshold, error) {
 
 // ParseConfig reads a decoded thresholds section (map from key to a list of
 // entries, or to a single entry) as Config.Thresholds does.
-func ParseConfig(m map[string]any) ([]Threshold, error) {
+func ParseConfig(m map[string]any) ([]Threshold, error) { return ParseConfigIn(nil, m) }
+
+// ParseConfigIn is ParseConfig with the metrics of reg (see ParseIn).
+func ParseConfigIn(reg *metrics.Registry, m map[string]any) ([]Threshold, error) {
 	c := make(Config, len(m))
 	var errs []error
 	for k, v := range m {
@@ -190,13 +198,18 @@ func ParseConfig(m map[string]any) ([]Threshold, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return c.Thresholds()
+	return c.ThresholdsIn(reg)
 }
 
 // ParseEntries parses the entries listed under one key. Each entry's
 // expressions inherit its AbortOnFail and DelayAbortEval.
 func ParseEntries(key string, entries []Entry) ([]Threshold, error) {
-	p := &parser{what: "threshold", in: key}
+	return ParseEntriesIn(nil, key, entries)
+}
+
+// ParseEntriesIn is ParseEntries with the metrics of reg (see ParseIn).
+func ParseEntriesIn(reg *metrics.Registry, key string, entries []Entry) ([]Threshold, error) {
+	p := &parser{what: "threshold", in: key, reg: reg}
 	m, known, tags, ok := p.key()
 	if ok {
 		p.skipSpace()
@@ -210,14 +223,14 @@ func ParseEntries(key string, entries []Entry) ([]Threshold, error) {
 	}
 	var all []Threshold
 	for _, e := range entries {
-		q := &parser{what: "threshold", in: strings.TrimSpace(key) + ": " + e.Threshold}
+		q := &parser{what: "threshold", in: strings.TrimSpace(key) + ": " + e.Threshold, reg: reg}
 		q.pos = len(q.in) - len(e.Threshold)
 		exprs := q.exprList(m, known)
 		if e.DelayAbortEval < 0 {
 			errs = append(errs, fmt.Errorf("threshold %q: delayAbortEval %v is negative", q.in, e.DelayAbortEval))
 		}
 		errs = append(errs, q.errs...)
-		for _, t := range thresholds(m.Name, tags, exprs) {
+		for _, t := range thresholds(m, tags, exprs) {
 			t.AbortOnFail = e.AbortOnFail
 			t.DelayAbortEval = e.DelayAbortEval
 			all = append(all, t)

@@ -79,7 +79,10 @@ func (o Outcome) Observed() string {
 	if o.NoData {
 		return "no data"
 	}
-	m, _ := LookupMetric(o.Metric)
+	m, known := LookupMetric(o.Metric)
+	if !known {
+		m.Kind = o.Threshold.kind
+	}
 	agg := o.Expr
 	for i, r := range agg {
 		if r < 'a' || r > 'z' {
@@ -160,6 +163,9 @@ func Evaluate(src Source, ths []Threshold) Outcomes {
 // data for it (or the threshold names no known metric).
 func observe(src Source, t Threshold) (float64, bool) {
 	m, known := LookupMetric(t.Metric)
+	if !known && t.kind != 0 {
+		m, known = Metric{Name: t.Metric, Kind: t.kind}, true
+	}
 	if !known {
 		return 0, false
 	}

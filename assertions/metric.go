@@ -1,6 +1,10 @@
 package assertions
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+)
 
 // Kind is the shape of a metric's data. It decides which aggregations a
 // threshold on the metric may use and which units its bound may carry.
@@ -82,46 +86,60 @@ type Metric struct {
 	Help string
 }
 
-// Metrics returns every metric a threshold may name, in documentation order.
-// The slice is new on each call; callers may keep or change it.
+// Metrics returns every built-in metric a threshold may name, in
+// documentation order: the rows of metrics.Builtin. The slice is new on
+// each call; callers may keep or change it.
 func Metrics() []Metric {
-	t := metricTable()
-	return t[:]
-}
-
-// metricTable is the one list of metrics. It returns an array, not a
-// slice, so that lookups copy it on the stack instead of allocating.
-func metricTable() [21]Metric {
-	return [21]Metric{
-		{"ttft", KindDuration, "ms", "actual send to first content chunk"},
-		{"itl", KindDuration, "ms", "gap between consecutive content chunks, pooled"},
-		{"tpot", KindDuration, "ms", "(e2e - ttft) / (output_tokens - 1) per request"},
-		{"e2e", KindDuration, "ms", "actual send to end of stream"},
-		{"send_lag", KindDuration, "ms", "actual send - scheduled send"},
-		{"client_queue", KindDuration, "ms", "time waiting for an in-flight slot"},
-		{"recovery_time", KindDuration, "ms", "fault start to sustained recovery, per fault"},
-		{"oom_recovery_time", KindDuration, "ms", "OOM kill to the replica serving again"},
-		{"input_tokens", KindDistribution, "tokens", "prompt tokens per request"},
-		{"output_tokens", KindDistribution, "tokens", "output tokens per request"},
-		{"error_rate", KindRate, "ratio", "failed / finished requests"},
-		{"truncation_rate", KindRate, "ratio", "share finished with finish_reason length"},
-		{"rejection_rate", KindRate, "ratio", "share rejected with HTTP 400, 413 or 422"},
-		{"throttle_rate", KindRate, "ratio", "share answered 429"},
-		{"repetition_rate", KindRate, "ratio", "share of output n-grams that repeat"},
-		{"empty_output_rate", KindRate, "ratio", "share of successful requests with no output"},
-		{"requests", KindCounter, "requests", "requests sent"},
-		{"requests_lost", KindCounter, "requests", "sent - (ok + failed + cancelled)"},
-		{"goodput", KindValue, "1/s", "requests per second that met every goodput SLO"},
-		{"output_tokens_per_s", KindValue, "1/s", "output tokens of ok requests per second"},
-		{"requests_per_s", KindValue, "1/s", "ok requests per second (vLLM's request throughput)"},
+	b := metrics.Builtin()
+	out := make([]Metric, len(b))
+	for i, m := range b {
+		out[i] = fromTable(m)
 	}
+	return out
 }
 
-// LookupMetric returns the metric named name (exact, case-sensitive).
+// KindOf maps a metric table kind onto the threshold kind: a trend in ms is
+// a duration, any other trend a distribution; a gauge is a value.
+func KindOf(m metrics.Metric) Kind {
+	switch m.Kind {
+	case metrics.Trend:
+		if m.IsTime() {
+			return KindDuration
+		}
+		return KindDistribution
+	case metrics.Rate:
+		return KindRate
+	case metrics.Counter:
+		return KindCounter
+	case metrics.Gauge:
+		return KindValue
+	}
+	return 0
+}
+
+// fromTable converts a row of the metric table.
+func fromTable(m metrics.Metric) Metric {
+	return Metric{Name: m.Name, Kind: KindOf(m), Unit: m.Unit, Help: m.Description}
+}
+
+// LookupMetric returns the built-in metric named name (exact,
+// case-sensitive).
 func LookupMetric(name string) (Metric, bool) {
-	for _, m := range metricTable() {
+	return lookupIn(nil, name)
+}
+
+// lookupIn returns the metric named name among the built-ins and, when reg
+// is not nil, its custom metrics.
+func lookupIn(reg *metrics.Registry, name string) (Metric, bool) {
+	if reg != nil {
+		if m, ok := reg.Lookup(name); ok {
+			return fromTable(m), true
+		}
+		return Metric{}, false
+	}
+	for _, m := range metrics.Builtin() {
 		if m.Name == name {
-			return m, true
+			return fromTable(m), true
 		}
 	}
 	return Metric{}, false
@@ -132,7 +150,7 @@ func LookupMetric(name string) (Metric, bool) {
 func suggestMetric(name string) string {
 	lower := strings.ToLower(name)
 	best, bestDist := "", 3 // suggest only within an edit distance of 2
-	for _, m := range metricTable() {
+	for _, m := range metrics.Builtin() {
 		if d := editDistance(lower, m.Name); d < bestDist {
 			best, bestDist = m.Name, d
 		}

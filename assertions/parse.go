@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Parse reads one threshold in the flag form: a key, a colon and one or
@@ -78,8 +80,12 @@ import (
 // Tags select phase (baseline, fault, recovery, after), fault (a fault's
 // name), class (a request class) and endpoint (a base URL, quoted when it
 // holds a comma or a brace).
-func Parse(s string) ([]Threshold, error) {
-	p := &parser{what: "threshold", in: s}
+func Parse(s string) ([]Threshold, error) { return ParseIn(nil, s) }
+
+// ParseIn is Parse with the metrics of reg (the built-ins and the custom
+// metrics registered in it); a nil reg knows the built-ins only.
+func ParseIn(reg *metrics.Registry, s string) ([]Threshold, error) {
+	p := &parser{what: "threshold", in: s, reg: reg}
 	m, known, tags, ok := p.key()
 	if !ok {
 		return nil, p.err()
@@ -94,7 +100,7 @@ func Parse(s string) ([]Threshold, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	return thresholds(m.Name, tags, exprs), nil
+	return thresholds(m, tags, exprs), nil
 }
 
 // ParseFlags parses each of flags with Parse (one `--threshold` each) and
@@ -135,10 +141,13 @@ func ParseKey(key string) (metric string, tags Tags, err error) {
 }
 
 // thresholds pairs each expression with the metric and tags.
-func thresholds(metric string, tags Tags, exprs []Expr) []Threshold {
+func thresholds(m Metric, tags Tags, exprs []Expr) []Threshold {
 	out := make([]Threshold, len(exprs))
 	for i, e := range exprs {
-		out[i] = Threshold{Metric: metric, Tags: tags, Expr: e}
+		out[i] = Threshold{Metric: m.Name, Tags: tags, Expr: e}
+		if _, builtin := LookupMetric(m.Name); !builtin {
+			out[i].kind = m.Kind // a custom metric: Evaluate cannot look it up
+		}
 	}
 	return out
 }
@@ -153,6 +162,7 @@ type parser struct {
 	in   string
 	pos  int
 	errs []error
+	reg  *metrics.Registry // nil: built-in metrics only
 }
 
 func (p *parser) errorf(at int, format string, args ...any) {
@@ -207,7 +217,7 @@ func (p *parser) key() (m Metric, known bool, tags Tags, ok bool) {
 		p.errorf(p.pos, "expected a metric name such as ttft or error_rate")
 		return Metric{}, false, Tags{}, false
 	}
-	m, known = LookupMetric(name)
+	m, known = lookupIn(p.reg, name)
 	if !known {
 		m.Name = name
 		if s := suggestMetric(name); s != "" {

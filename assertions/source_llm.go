@@ -1,11 +1,13 @@
 package assertions
 
 import (
+	"math"
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // SummarySource is the Source of a recorded run: an llm.Summary from
@@ -100,6 +102,9 @@ func (s *SummarySource) spanOf(sel Tags) (time.Duration, bool) {
 func (s *SummarySource) Distribution(metric string, sel Tags) Distribution {
 	m, err := llm.ParseMetric(metric)
 	if err != nil {
+		if c := s.sum.Custom(metric, filter(sel)); c != nil && c.Hist != nil && c.Count > 0 {
+			return sinkDist{c}
+		}
 		return nil
 	}
 	k := distKey{m, sel}
@@ -119,13 +124,17 @@ func (s *SummarySource) Ratio(metric string, sel Tags) (hits, total int64) {
 	c := s.sum.Counts(filter(sel))
 	hits, total, err := c.RateParts(metric)
 	if err != nil {
+		if cs := s.sum.Custom(metric, filter(sel)); cs != nil && cs.Kind == metrics.Rate {
+			return cs.Passes, cs.Count
+		}
 		return 0, 0
 	}
 	return hits, total
 }
 
-// Counter returns requests or requests_lost (see SummarySource) and the
-// time sel covers (0 when not known).
+// Counter returns requests or requests_lost (see SummarySource), or a
+// custom counter's sum rounded to an integer, and the time sel covers (0
+// when not known).
 func (s *SummarySource) Counter(metric string, sel Tags) (int64, time.Duration) {
 	span, _ := s.spanOf(sel)
 	switch metric {
@@ -139,12 +148,18 @@ func (s *SummarySource) Counter(metric string, sel Tags) (int64, time.Duration) 
 		c := s.sum.Counts(llm.TagFilter{})
 		return s.sum.Sent - c.Finished(), span
 	}
+	if cs := s.sum.Custom(metric, filter(sel)); cs != nil && cs.Kind == metrics.Counter {
+		return int64(math.Round(cs.Sum)), span
+	}
 	return 0, span
 }
 
 // Value returns goodput, requests_per_s or output_tokens_per_s over the
-// time sel covers.
+// time sel covers, or a custom gauge's last value.
 func (s *SummarySource) Value(metric string, sel Tags) (float64, bool) {
+	if cs := s.sum.Custom(metric, filter(sel)); cs != nil && cs.Kind == metrics.Gauge {
+		return cs.Last, cs.Count > 0
+	}
 	span, ok := s.spanOf(sel)
 	if !ok {
 		return 0, false
@@ -173,6 +188,26 @@ func perSecond(metric string, c llm.Counts, slo llm.SLO, span time.Duration) (fl
 	}
 	return float64(n) / span.Seconds(), true
 }
+
+// sinkDist is a Distribution over a custom trend, in the trend's unit.
+type sinkDist struct{ s *metrics.Sink }
+
+var _ Distribution = sinkDist{}
+
+// Count is the number of samples.
+func (d sinkDist) Count() int64 { return d.s.Count }
+
+// Mean is HDR's mean.
+func (d sinkDist) Mean() float64 { return d.s.Mean() }
+
+// Min is the smallest sample.
+func (d sinkDist) Min() float64 { return d.s.Min() }
+
+// Max is the largest sample.
+func (d sinkDist) Max() float64 { return d.s.Max() }
+
+// Quantile is HDR's ValueAtQuantile.
+func (d sinkDist) Quantile(q float64) float64 { return d.s.Quantile(q) }
 
 // hdrDist is a Distribution over an HDR histogram, scaled to the metric's
 // threshold unit (µs → ms for latencies).

@@ -272,6 +272,8 @@ type Threshold struct {
 	// DelayAbortEval is the run time before which a failing AbortOnFail
 	// threshold does not abort the run.
 	DelayAbortEval time.Duration
+
+	kind Kind // a custom metric's kind, set by ParseIn; 0 for built-ins
 }
 
 // Key returns the metric and its tag selection: "ttft{phase:fault}".

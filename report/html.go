@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // WriteHTML writes d as one self-contained HTML page: a verdict banner
@@ -381,7 +382,6 @@ func (v *htmlView) phases(d *Document) {
 }
 
 func (v *htmlView) details(d *Document) {
-	m := d.Metrics
 	row := func(name string, s Stats, f func(float64) string) distRow {
 		if s.Count == 0 {
 			return distRow{Name: name, Count: "0", Mean: "-", P50: "-", P90: "-", P99: "-", P999: "-", Max: "-"}
@@ -389,12 +389,32 @@ func (v *htmlView) details(d *Document) {
 		return distRow{Name: name, Count: strconv.FormatInt(s.Count, 10), Mean: f(s.Mean), P50: f(s.P50), P90: f(s.P90),
 			P99: f(s.P99), P999: f(s.P999), Max: f(s.Max)}
 	}
-	v.Dist = []distRow{
-		{Name: "latency", Section: true},
-		row("ttft", m.TTFTMs, fmtMs), row("itl", m.ITLMs, fmtMs), row("tpot", m.TPOTMs, fmtMs), row("e2e", m.E2EMs, fmtMs),
-		row("send_lag", m.SendLagMs, fmtMs), row("client_queue", m.ClientQueueMs, fmtMs),
-		{Name: "tokens per request", Section: true},
-		row("input_tokens", m.InputTokens, fmtTokens), row("output_tokens", m.OutputTokens, fmtTokens),
+	rows := tableTrends(d)
+	v.Dist = []distRow{{Name: "latency", Section: true}}
+	for _, x := range rows {
+		if x.time {
+			v.Dist = append(v.Dist, row(x.name, x.s, fmtMs))
+		}
+	}
+	v.Dist = append(v.Dist, distRow{Name: "tokens per request", Section: true})
+	for _, x := range rows {
+		if !x.time {
+			v.Dist = append(v.Dist, row(x.name, x.s, fmtTokens))
+		}
+	}
+	if len(d.CustomMetrics) > 0 {
+		v.Dist = append(v.Dist, distRow{Name: "custom", Section: true})
+		for _, c := range d.CustomMetrics {
+			if c.Stats == nil {
+				v.Dist = append(v.Dist, distRow{Name: c.Name, Count: strconv.FormatInt(c.Count, 10), Mean: customFigure(c)})
+				continue
+			}
+			f := fmtTokens
+			if c.Unit == metrics.UnitMillis {
+				f = fmtMs
+			}
+			v.Dist = append(v.Dist, row(c.Name, *c.Stats, f))
+		}
 	}
 	r := d.Requests
 	finished := r.OK + r.Failed + r.Cancelled

@@ -10,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // hdrV2 selects hdrhistogram-go's V2 compressed encoding.
@@ -68,6 +69,9 @@ type Document struct {
 	// GPU holds GPU memory samples taken during the run.
 	GPU        []SeriesRecord `json:"gpu,omitempty"`
 	Histograms Histograms     `json:"histograms"`
+	// CustomMetrics lists the run's custom metrics (registered at run time)
+	// with their run-wide figures; absent when there were none.
+	CustomMetrics []CustomMetric `json:"custom_metrics,omitempty"`
 
 	run *llm.Summary
 }
@@ -199,6 +203,19 @@ type TagSet struct {
 	Tags   map[string]string `json:"tags"`
 	Counts Counts            `json:"counts"`
 	HDR    map[string]string `json:"hdr"`
+	// Custom holds the tuple's custom metric samples by name.
+	Custom map[string]CustomSink `json:"custom,omitempty"`
+}
+
+// statsKey is the JSON key of metric m's stats in "metrics": its row's
+// JSONKey in the metric table.
+func statsKey(m llm.Metric) string {
+	for _, row := range metrics.Builtin() {
+		if row.Name == m.String() {
+			return row.JSONKey
+		}
+	}
+	return ""
 }
 
 // histogramKey is the JSON key of metric m's encoded histogram.
@@ -268,16 +285,10 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		g := tp.GoodputPerS
 		d.Quality.GoodputPerS = &g
 	}
-	stats := func(m llm.Metric) Stats { return toStats(m, sum.Distribution(m, llm.TagFilter{})) }
-	d.Metrics = Metrics{
-		TTFTMs:        stats(llm.MetricTTFT),
-		ITLMs:         stats(llm.MetricITL),
-		TPOTMs:        stats(llm.MetricTPOT),
-		E2EMs:         stats(llm.MetricE2E),
-		SendLagMs:     stats(llm.MetricSendLag),
-		ClientQueueMs: stats(llm.MetricClientQueue),
-		InputTokens:   stats(llm.MetricInputTokens),
-		OutputTokens:  stats(llm.MetricOutputTokens),
+	for m := range llm.NumMetrics {
+		if p := statsField(&d.Metrics, statsKey(m)); p != nil {
+			*p = toStats(m, sum.Distribution(m, llm.TagFilter{}))
+		}
 	}
 	if d.Timeseries, err = timeseriesRows(sum.Series); err != nil {
 		return nil, err
@@ -285,6 +296,7 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 	if d.Histograms, err = encodeHistograms(sum); err != nil {
 		return nil, err
 	}
+	d.CustomMetrics = customMetrics(sum)
 	return d, nil
 }
 
@@ -383,7 +395,11 @@ func encodeHistograms(sum *llm.Summary) (Histograms, error) {
 		if err != nil {
 			return out, fmt.Errorf("tags %v: %w", t.Tags, err)
 		}
-		out.ByTags = append(out.ByTags, TagSet{Tags: tagMap(t.Tags), Counts: toCounts(t.Counts), HDR: enc})
+		custom, err := encodeCustom(t)
+		if err != nil {
+			return out, fmt.Errorf("tags %v: %w", t.Tags, err)
+		}
+		out.ByTags = append(out.ByTags, TagSet{Tags: tagMap(t.Tags), Counts: toCounts(t.Counts), HDR: enc, Custom: custom})
 	}
 	return out, nil
 }

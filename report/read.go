@@ -42,6 +42,10 @@ func Decode(r io.Reader) (*Document, error) {
 		return nil, fmt.Errorf("decode report: duration_s %v out of range", d.DurationS)
 	}
 	dur := time.Duration(math.Round(d.DurationS * 1e9))
+	reg, err := customRegistry(d.CustomMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("decode report: %w", err)
+	}
 	tuples := make([]*llm.TupleStats, 0, len(d.Histograms.ByTags))
 	seen := make(map[llm.Tags]bool)
 	for i, ts := range d.Histograms.ByTags {
@@ -53,6 +57,9 @@ func Decode(r io.Reader) (*Document, error) {
 			return nil, fmt.Errorf("decode report: histograms.by_tags[%d]: tags %v repeated", i, ts.Tags)
 		}
 		seen[t.Tags] = true
+		if t.Custom, err = decodeCustom(reg, ts.Custom); err != nil {
+			return nil, fmt.Errorf("decode report: histograms.by_tags[%d]: %w", i, err)
+		}
 		tuples = append(tuples, t)
 	}
 	rows := make([]llm.SecondStats, len(d.Timeseries))
@@ -72,6 +79,7 @@ func Decode(r io.Reader) (*Document, error) {
 	}
 	conc := llm.Concurrency{Max: d.Concurrency.Max, Mean: d.Concurrency.Mean}
 	d.run = llm.NewSummary(dur, d.Requests.Sent, slo, conc, tuples, series)
+	d.run.Metrics = reg
 	return &d, nil
 }
 

@@ -61,23 +61,19 @@ func writeHeader(b *strings.Builder, d *Document) {
 func writeDistributions(b *strings.Builder, d *Document) {
 	t := newTable("lrrrrrr")
 	t.row("latency", "count", "mean", "p50", "p90", "p99", "max")
-	m := d.Metrics
-	for _, x := range []struct {
-		name string
-		s    Stats
-	}{
-		{"ttft", m.TTFTMs}, {"itl", m.ITLMs}, {"tpot", m.TPOTMs}, {"e2e", m.E2EMs},
-		{"send_lag", m.SendLagMs}, {"client_queue", m.ClientQueueMs},
-	} {
-		t.row(statsCells("  "+x.name, x.s, fmtMs)...)
+	rows := tableTrends(d)
+	for _, x := range rows {
+		if x.time {
+			t.row(statsCells("  "+x.name, x.s, fmtMs)...)
+		}
 	}
 	t.row("tokens")
-	for _, x := range []struct {
-		name string
-		s    Stats
-	}{{"input_tokens", m.InputTokens}, {"output_tokens", m.OutputTokens}} {
-		t.row(statsCells("  "+x.name, x.s, fmtTokens)...)
+	for _, x := range rows {
+		if !x.time {
+			t.row(statsCells("  "+x.name, x.s, fmtTokens)...)
+		}
 	}
+	writeCustomRows(t, d)
 	b.WriteByte('\n')
 	t.write(b)
 }

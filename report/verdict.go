@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Verdicts, as the JSON report's `verdict` field writes them.
@@ -133,12 +134,16 @@ func (d *Document) Aborted() bool { return d.Verdict == VerdictAborted }
 // SavedThresholds parses the thresholds recorded in d back, in order.
 func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {
 	out := make([]assertions.Threshold, 0, len(d.Thresholds))
+	var reg *metrics.Registry
+	if d.run != nil {
+		reg = d.run.Metrics // custom metrics of the run, if any
+	}
 	for _, t := range d.Thresholds {
-		th, err := t.Threshold()
+		ths, err := assertions.ParseIn(reg, t.Key()+": "+t.Expr)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, th)
+		out = append(out, ths[0])
 	}
 	return out, nil
 }

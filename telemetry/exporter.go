@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Metric names, as exported. They are part of the project's contract with
@@ -72,6 +74,9 @@ type Options struct {
 	// Registerer when it is also a Gatherer (a *prometheus.Registry is),
 	// else New fails.
 	Gatherer prometheus.Gatherer
+	// Metrics is the run's metric table: its custom metrics are exported
+	// (AddSample) as llmchaos_<name> series. Nil: built-ins only.
+	Metrics *metrics.Registry
 }
 
 // Exporter holds a run's live Prometheus series. Create it with New.
@@ -85,6 +90,18 @@ type Exporter struct {
 	outputTokens prometheus.Counter
 	faultActive  *prometheus.GaugeVec
 	thresholdOK  *prometheus.GaugeVec
+	custom       map[string]customSeries // by metric name; read-only after New
+}
+
+// customSeries is one custom metric's series: a histogram for a trend
+// (seconds for durations), counters for a counter and for a rate (its
+// samples, and those that passed, labelled ok="true"/"false"), a gauge for
+// a gauge.
+type customSeries struct {
+	m     metrics.Metric
+	hist  *prometheus.HistogramVec
+	count *prometheus.CounterVec
+	gauge *prometheus.GaugeVec
 }
 
 // classes indexes llm.ErrorClass for the pre-created request counters;
@@ -163,15 +180,21 @@ func New(opts Options) (*Exporter, error) {
 			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
 		})
 	}
+	table := metrics.NewRegistry()
+	row := func(name string) metrics.Metric { m, _ := table.Lookup(name); return m }
+	fromTable := func(name string, buckets []float64) prometheus.Histogram {
+		m := row(name)
+		return hist(m.PromName, m.PromHelp, buckets)
+	}
 	e := &Exporter{
 		gatherer: g,
-		ttft:     hist(NameTTFT, "Time to first token (send to first content chunk), in seconds.", TTFTBuckets),
-		itl:      hist(NameITL, "Inter-token latency: gap between consecutive content chunks, in seconds.", ITLBuckets),
-		tpot:     hist(NameTPOT, "Time per output token of ok requests: (e2e - ttft) / (output tokens - 1), in seconds.", ITLBuckets),
-		e2e:      hist(NameE2E, "End-to-end latency of ok requests (send to end of stream), in seconds.", E2EBuckets),
+		ttft:     fromTable("ttft", TTFTBuckets),
+		itl:      fromTable("itl", ITLBuckets),
+		tpot:     fromTable("tpot", ITLBuckets),
+		e2e:      fromTable("e2e", E2EBuckets),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameRequests,
-			Help: "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error class.",
+			Name: row("requests").PromName,
+			Help: row("requests").PromHelp,
 		}, []string{"outcome", "class"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: NameInFlight,
@@ -197,13 +220,83 @@ func New(opts Options) (*Exporter, error) {
 			}
 		}
 	}
-	for _, c := range []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.requests, e.inFlight,
-		e.outputTokens, e.faultActive, e.thresholdOK} {
+	collectors := []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.requests, e.inFlight,
+		e.outputTokens, e.faultActive, e.thresholdOK}
+	e.custom = make(map[string]customSeries)
+	for _, m := range opts.Metrics.Custom() {
+		cs := newCustomSeries(m)
+		e.custom[m.Name] = cs
+		collectors = append(collectors, cs.collector())
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("telemetry: register metrics: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// customLabels are the tags of a custom metric's series.
+var customLabels = []string{"phase", "fault", "class"}
+
+func newCustomSeries(m metrics.Metric) customSeries {
+	cs := customSeries{m: m}
+	switch m.Kind {
+	case metrics.Trend:
+		cs.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: m.PromName, Help: m.PromHelp, Buckets: prometheus.DefBuckets,
+			NativeHistogramBucketFactor:    NativeBucketFactor,
+			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
+		}, customLabels)
+	case metrics.Rate:
+		cs.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.PromName, Help: m.PromHelp},
+			append([]string{"ok"}, customLabels...))
+	case metrics.Counter:
+		cs.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.PromName, Help: m.PromHelp}, customLabels)
+	default:
+		cs.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: m.PromName, Help: m.PromHelp}, customLabels)
+	}
+	return cs
+}
+
+func (cs customSeries) collector() prometheus.Collector {
+	switch {
+	case cs.hist != nil:
+		return cs.hist
+	case cs.count != nil:
+		return cs.count
+	}
+	return cs.gauge
+}
+
+// AddSample exports value v of custom metric name under tags, as the
+// recorder's AddSample records it: a duration trend in seconds (v is in
+// ms), a rate as one more sample labelled ok="true" when v is non-zero, a
+// counter adds v, a gauge is set to v. A metric that was not in
+// Options.Metrics when New ran is refused. Safe for concurrent use.
+func (e *Exporter) AddSample(name string, tags llm.Tags, v float64) error {
+	cs, ok := e.custom[name]
+	if !ok {
+		return fmt.Errorf("telemetry: metric %q is not a custom metric of this exporter", name)
+	}
+	lv := []string{tags.Phase, tags.Fault, tags.Class}
+	switch cs.m.Kind {
+	case metrics.Trend:
+		if cs.m.IsTime() {
+			v /= 1000
+		}
+		cs.hist.WithLabelValues(lv...).Observe(v)
+	case metrics.Rate:
+		cs.count.WithLabelValues(append([]string{strconv.FormatBool(v != 0)}, lv...)...).Inc()
+	case metrics.Counter:
+		if v < 0 {
+			return fmt.Errorf("telemetry: counter %q: negative sample %v", name, v)
+		}
+		cs.count.WithLabelValues(lv...).Add(v)
+	default:
+		cs.gauge.WithLabelValues(lv...).Set(v)
+	}
+	return nil
 }
 
 // Observe records one Result. It is called once per result, from any

@@ -2,9 +2,12 @@ package llm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Metric names a recorded distribution. The String values are DESIGN §3's
@@ -26,41 +29,45 @@ const (
 	NumMetrics
 )
 
-// String returns the metric's DESIGN §3 name ("ttft", "itl", …).
+// String returns the metric's DESIGN §3 name ("ttft", "itl", …), from the
+// metric table (metrics.Builtin).
 func (m Metric) String() string {
-	switch m {
-	case MetricTTFT:
-		return "ttft"
-	case MetricITL:
-		return "itl"
-	case MetricTPOT:
-		return "tpot"
-	case MetricE2E:
-		return "e2e"
-	case MetricSendLag:
-		return "send_lag"
-	case MetricClientQueue:
-		return "client_queue"
-	case MetricInputTokens:
-		return "input_tokens"
-	case MetricOutputTokens:
-		return "output_tokens"
+	if m < NumMetrics {
+		return recordedNames()[m]
 	}
 	return fmt.Sprintf("metric(%d)", uint8(m))
 }
 
-// ParseMetric returns the metric named name (a DESIGN §3 name).
-func ParseMetric(name string) (Metric, error) {
-	for m := range NumMetrics {
-		if m.String() == name {
-			return m, nil
+// recordedNames names the metrics the recorder keeps histograms of, in
+// Metric order: the built-in trends the JSON report carries
+// (metrics.Builtin, in table order).
+func recordedNames() [NumMetrics]string {
+	var out [NumMetrics]string
+	i := 0
+	for _, m := range metrics.Builtin() {
+		if m.Kind == metrics.Trend && m.JSONKey != "" && i < len(out) {
+			out[i] = m.Name
+			i++
 		}
 	}
-	return 0, fmt.Errorf("unknown metric %q: want one of ttft, itl, tpot, e2e, send_lag, client_queue, input_tokens, output_tokens", name)
+	return out
+}
+
+// ParseMetric returns the metric named name (a DESIGN §3 name).
+func ParseMetric(name string) (Metric, error) {
+	names := recordedNames()
+	for m, n := range names {
+		if n == name {
+			return Metric(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown metric %q: want one of %s", name, strings.Join(names[:], ", "))
 }
 
 // IsLatency reports whether m is a duration recorded in microseconds; the
-// others are token counts.
+// others are token counts. It agrees with the table's metrics.Metric.IsTime
+// (a test checks) and is a comparison because the recorder calls it per
+// value.
 func (m Metric) IsLatency() bool { return m <= MetricClientQueue }
 
 // Histogram geometry. Latencies cover 1 µs … 1 h and token counts 1 … 10⁷,

@@ -2,6 +2,8 @@ package llm
 
 import (
 	"testing"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 func TestMetricNames(t *testing.T) {
@@ -58,5 +60,14 @@ func TestHistogramGeometry(t *testing.T) {
 	}
 	if d := Summarize(NewHistogram(MetricTTFT)); d != (Distribution{}) {
 		t.Errorf("Summarize(empty) = %+v, want zero", d)
+	}
+}
+
+func TestMetricAgreesWithTable(t *testing.T) {
+	for m := range NumMetrics {
+		row, ok := metrics.NewRegistry().Lookup(m.String())
+		if !ok || row.IsTime() != m.IsLatency() {
+			t.Errorf("%s: table row %+v (found %v), IsLatency %v", m, row, ok, m.IsLatency())
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package llm
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // SLO holds per-request service-level objectives for goodput (DistServe,
@@ -51,6 +54,9 @@ type RecorderOptions struct {
 	// (--save-requests). Its write errors are sticky: check them with
 	// RequestWriter.Flush when the run ends.
 	SaveRequests *RequestWriter
+	// Metrics is the run's metric table; AddSample accepts samples of the
+	// custom metrics registered in it. Nil: no custom metrics.
+	Metrics *metrics.Registry
 }
 
 // Recorder turns Results into HDR histograms and counters per tag tuple and
@@ -75,6 +81,8 @@ type Recorder struct {
 	index  map[Tags]*TupleStats
 	last   *TupleStats
 	series *Series
+	reg    *metrics.Registry
+	gseq   uint64 // gauge samples added, orders Sink.Last across tuples
 
 	sent        int64
 	inflight    int64
@@ -90,7 +98,41 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		reqs:   opts.SaveRequests,
 		index:  make(map[Tags]*TupleStats),
 		series: newSeries(true),
+		reg:    opts.Metrics,
 	}
+}
+
+// AddSample adds value v of the custom metric name (registered in
+// RecorderOptions.Metrics) under tags: a trend records it in its
+// histogram, a rate counts a pass when v is non-zero, a counter adds v and
+// a gauge keeps it as its last value. Built-in metrics are recorded from
+// Results and are refused here, as is an unregistered name. Safe for
+// concurrent use.
+func (r *Recorder) AddSample(name string, tags Tags, v float64) error {
+	m, ok := r.reg.Lookup(name)
+	switch {
+	case !ok:
+		return fmt.Errorf("add sample: unknown metric %q: register it first", name)
+	case m.Builtin:
+		return fmt.Errorf("add sample: %q is a built-in metric, recorded from requests", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tuple(tags)
+	if t.Custom == nil {
+		t.Custom = make(map[string]*metrics.Sink)
+	}
+	s := t.Custom[name]
+	if s == nil {
+		s = metrics.NewSink(m.Kind)
+		t.Custom[name] = s
+	}
+	s.Add(v)
+	if m.Kind == metrics.Gauge {
+		r.gseq++
+		s.Seq = r.gseq
+	}
+	return nil
 }
 
 // tuple returns the stats of tags, creating them on first use.
@@ -303,5 +345,7 @@ func (r *Recorder) Finish(end time.Duration) *Summary {
 		}
 		conc.Mean = area / float64(end)
 	}
-	return NewSummary(end, r.sent, r.slo, conc, tuples, series)
+	sum := NewSummary(end, r.sent, r.slo, conc, tuples, series)
+	sum.Metrics = r.reg
+	return sum
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // ClassUnknown counts failed results whose Class is empty or not one of
@@ -318,10 +320,18 @@ type TupleStats struct {
 	Tags   Tags
 	Counts Counts
 	Hists  [NumMetrics]*hdrhistogram.Histogram
+	// Custom holds the samples of custom metrics by name (nil when none).
+	Custom map[string]*metrics.Sink
 }
 
 func (t *TupleStats) clone() *TupleStats {
 	c := &TupleStats{Tags: t.Tags, Counts: t.Counts}
+	if t.Custom != nil {
+		c.Custom = make(map[string]*metrics.Sink, len(t.Custom))
+		for n, s := range t.Custom {
+			c.Custom[n] = s.Clone()
+		}
+	}
 	for m, h := range t.Hists {
 		if h != nil {
 			c.Hists[m] = h.Clone()
@@ -399,6 +409,26 @@ type Summary struct {
 	Concurrency Concurrency
 	Tuples      []*TupleStats // sorted by tags
 	Series      *Series
+	// Metrics is the run's metric table, with its custom metrics; nil when
+	// the run had none.
+	Metrics *metrics.Registry
+}
+
+// Custom merges the samples of custom metric name over the tuples f
+// selects; nil when there are none.
+func (s *Summary) Custom(name string, f TagFilter) *metrics.Sink {
+	var out *metrics.Sink
+	for _, t := range s.Tuples {
+		c := t.Custom[name]
+		if c == nil || !f.Match(t.Tags) {
+			continue
+		}
+		if out == nil {
+			out = metrics.NewSink(c.Kind)
+		}
+		out.Merge(c)
+	}
+	return out
 }
 
 // Counts sums the counters of the tuples f selects.

@@ -104,6 +104,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// The one explicit list of commands (no init() self-registration).
 	root.AddCommand(
 		newVersionCmd(),
+		newMetricsCmd(),
 		newProxyCmd(),
 		newSimCmd(),
 		newBalloonCmd(),

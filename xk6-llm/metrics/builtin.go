@@ -1,0 +1,77 @@
+package metrics
+
+// Units of the built-in metrics. A trend whose unit is UnitMillis is a
+// duration; any other unit is a plain number.
+const (
+	UnitMillis   = "ms"       // durations, in milliseconds
+	UnitTokens   = "tokens"   // token counts
+	UnitRatio    = "ratio"    // shares from 0 to 1
+	UnitRequests = "requests" // request counts
+	UnitPerS     = "1/s"      // per-second figures
+)
+
+// Builtin returns the table of built-in metrics, in documentation order
+// (the order of threshold error messages and of the README). The slice is
+// new on each call; callers may keep or change it.
+//
+// The definitions are DESIGN §3's. JSONKey names the metric's figure in the
+// JSON run report: a key of "metrics" for trends, of "quality" for rates,
+// of "throughput" for per-second figures, of "requests" for counters; empty
+// when the report does not carry it (the experiment runner reports
+// recovery times in their own section).
+func Builtin() []Metric {
+	return []Metric{
+		{Name: "ttft", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "ttft_ms", PromName: "llmchaos_ttft_seconds",
+			PromHelp:    "Time to first token (send to first content chunk), in seconds.",
+			Description: "actual send to first content chunk"},
+		{Name: "itl", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "itl_ms", PromName: "llmchaos_itl_seconds",
+			PromHelp:    "Inter-token latency: gap between consecutive content chunks, in seconds.",
+			Description: "gap between consecutive content chunks, pooled"},
+		{Name: "tpot", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "tpot_ms", PromName: "llmchaos_tpot_seconds",
+			PromHelp:    "Time per output token of ok requests: (e2e - ttft) / (output tokens - 1), in seconds.",
+			Description: "(e2e - ttft) / (output_tokens - 1) per request"},
+		{Name: "e2e", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "e2e_ms", PromName: "llmchaos_e2e_seconds",
+			PromHelp:    "End-to-end latency of ok requests (send to end of stream), in seconds.",
+			Description: "actual send to end of stream"},
+		{Name: "send_lag", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "send_lag_ms", Description: "actual send - scheduled send"},
+		{Name: "client_queue", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true,
+			JSONKey: "client_queue_ms", Description: "time waiting for an in-flight slot"},
+		{Name: "recovery_time", Kind: Trend, Unit: UnitMillis, Builtin: true,
+			Description: "fault start to sustained recovery, per fault"},
+		{Name: "oom_recovery_time", Kind: Trend, Unit: UnitMillis, Builtin: true,
+			Description: "OOM kill to the replica serving again"},
+		{Name: "input_tokens", Kind: Trend, Unit: UnitTokens, Builtin: true, Default: true,
+			JSONKey: "input_tokens", Description: "prompt tokens per request"},
+		{Name: "output_tokens", Kind: Trend, Unit: UnitTokens, Builtin: true, Default: true,
+			JSONKey: "output_tokens", Description: "output tokens per request"},
+		{Name: "error_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "error_rate", Description: "failed / finished requests"},
+		{Name: "truncation_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "truncation_rate", Description: "share finished with finish_reason length"},
+		{Name: "rejection_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "rejection_rate", Description: "share rejected with HTTP 400, 413 or 422"},
+		{Name: "throttle_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "throttle_rate", Description: "share answered 429"},
+		{Name: "repetition_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "repetition_rate", Description: "share of output n-grams that repeat"},
+		{Name: "empty_output_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+			JSONKey: "empty_output_rate", Description: "share of successful requests with no output"},
+		{Name: "requests", Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
+			JSONKey: "sent", PromName: "llmchaos_requests_total",
+			PromHelp:    "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error class.",
+			Description: "requests sent"},
+		{Name: "requests_lost", Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
+			JSONKey: "lost", Description: "sent - (ok + failed + cancelled)"},
+		{Name: "goodput", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true,
+			JSONKey: "goodput_per_s", Description: "requests per second that met every goodput SLO"},
+		{Name: "output_tokens_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true,
+			JSONKey: "output_tokens_per_s", Description: "output tokens of ok requests per second"},
+		{Name: "requests_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true,
+			JSONKey: "requests_per_s", Description: "ok requests per second (vLLM's request throughput)"},
+	}
+}

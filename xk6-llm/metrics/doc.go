@@ -1,0 +1,17 @@
+// Package metrics is the one table of llmchaos's metrics: every built-in
+// metric (DESIGN §3) is one row of Builtin, with its kind, unit, the
+// aggregations thresholds may use, its Prometheus name and help, its JSON
+// key, whether reports show it by default and a one-line description.
+// Thresholds, the live exporter, the reports and the README's metric
+// reference loop over it, so adding a built-in metric is one row here plus
+// the code that records it.
+//
+// A Registry holds the built-ins and the custom metrics registered at run
+// time (by scripts: k6's Trend, Rate, Counter and Gauge). A Sink aggregates
+// a custom metric's samples (an HDR histogram for a trend, passes and total
+// for a rate, a sum for a counter, the last value for a gauge).
+//
+// The package imports nothing else of this module, so every package may
+// import it. It holds no global mutable state: Builtin returns a new table
+// on each call and each Registry is its caller's.
+package metrics

@@ -1,0 +1,36 @@
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText writes ms as an aligned table (name, kind, unit, description)
+// for `llmchaos metrics`.
+func WriteText(w io.Writer, ms []Metric) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tUNIT\tDESCRIPTION")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Kind, m.Unit, m.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write metrics: %w", err)
+	}
+	return nil
+}
+
+// Markdown returns ms as the README's metric reference: a Markdown table
+// of name, kind, unit, the aggregations thresholds may use, and the
+// description.
+func Markdown(ms []Metric) string {
+	var b strings.Builder
+	b.WriteString("| metric | kind | unit | threshold aggregations | description |\n")
+	b.WriteString("| --- | --- | --- | --- | --- |\n")
+	for _, m := range ms {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", m.Name, m.Kind, m.Unit,
+			"`"+strings.Join(m.Aggregations(), "` `")+"`", strings.ReplaceAll(m.Description, "|", `\|`))
+	}
+	return b.String()
+}

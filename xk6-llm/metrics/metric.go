@@ -1,0 +1,139 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind is how a metric's samples aggregate, as k6's metric types.
+type Kind uint8
+
+// Metric kinds.
+const (
+	// Trend is a distribution of values (an HDR histogram): durations when
+	// its unit is UnitMillis, plain numbers otherwise. Aggregations: avg
+	// min max med p(N) count.
+	Trend Kind = iota + 1
+	// Rate is a share of events from 0 to 1 (passes / total).
+	// Aggregation: rate.
+	Rate
+	// Counter is a count of events. Aggregations: count, and rate meaning
+	// events per second, as in k6.
+	Counter
+	// Gauge is one figure: for the built-ins a per-second figure over the
+	// selection, for a custom gauge the last value added. Aggregation: value.
+	Gauge
+)
+
+// String returns the kind's name: "trend", "rate", "counter" or "gauge".
+func (k Kind) String() string {
+	switch k {
+	case Trend:
+		return "trend"
+	case Rate:
+		return "rate"
+	case Counter:
+		return "counter"
+	case Gauge:
+		return "gauge"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind returns the kind named s ("trend", "rate", "counter", "gauge").
+func ParseKind(s string) (Kind, error) {
+	for k := Trend; k <= Gauge; k++ {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown metric kind %q (want trend, rate, counter or gauge)", s)
+}
+
+// Aggregations returns the aggregations a threshold on a metric of kind k
+// may use, in the order error messages name them ("p(N)" is a percentile).
+func (k Kind) Aggregations() []string {
+	switch k {
+	case Trend:
+		return []string{"avg", "min", "max", "med", "p(N)", "count"}
+	case Rate:
+		return []string{"rate"}
+	case Counter:
+		return []string{"count", "rate"}
+	case Gauge:
+		return []string{"value"}
+	}
+	return nil
+}
+
+// Metric is one row of the table: everything every part of llmchaos needs
+// to know about a metric.
+type Metric struct {
+	// Name is the metric's name in thresholds, reports and scripts.
+	Name string
+	// Kind is how its samples aggregate.
+	Kind Kind
+	// Unit is the unit of its values and of a threshold's plain numbers
+	// (UnitMillis for durations).
+	Unit string
+	// Builtin is true for the rows of Builtin, false for custom metrics.
+	Builtin bool
+	// Default is true when reports show the metric without being asked.
+	Default bool
+	// JSONKey is the metric's key in the JSON run report (see Builtin);
+	// custom metrics are keyed by Name in its custom_metrics section.
+	JSONKey string
+	// PromName and PromHelp are the metric's live Prometheus series; empty
+	// for a built-in the live exporter does not export.
+	PromName string
+	PromHelp string
+	// Description is a one-line definition for usage texts and the README.
+	Description string
+}
+
+// IsTime reports whether m is a duration (a trend in milliseconds).
+func (m Metric) IsTime() bool { return m.Kind == Trend && m.Unit == UnitMillis }
+
+// Aggregations returns the aggregations a threshold on m may use.
+func (m Metric) Aggregations() []string { return m.Kind.Aggregations() }
+
+// ValidName reports whether name may name a metric: a lower-case ASCII
+// letter, then lower-case letters, digits and underscores, at most 128
+// bytes (valid in thresholds, JSON and, with a prefix, Prometheus).
+func ValidName(name string) error {
+	if name == "" {
+		return errors.New("empty metric name")
+	}
+	if len(name) > 128 {
+		return fmt.Errorf("metric name %q is longer than 128 bytes", name)
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		default:
+			return fmt.Errorf("metric name %q: want a lower-case letter, then lower-case letters, digits and underscores", name)
+		}
+	}
+	return nil
+}
+
+// PromNameOf returns the Prometheus series name of a custom metric:
+// "llmchaos_" + name, in seconds for durations ("_seconds"), with "_total"
+// for counters and rates (a rate is exported as counters of its passes and
+// its total).
+func PromNameOf(name string, kind Kind, unit string) string {
+	n := "llmchaos_" + name
+	switch {
+	case kind == Trend && unit == UnitMillis:
+		if !strings.HasSuffix(n, "_seconds") {
+			n += "_seconds"
+		}
+	case kind == Counter, kind == Rate:
+		if !strings.HasSuffix(n, "_total") {
+			n += "_total"
+		}
+	}
+	return n
+}
