@@ -114,7 +114,7 @@ type Param struct {
 	// Name is the key, dotted for keys of nested mappings (target.driver).
 	Name string
 	// Type is the value's kind: string, integer, number, boolean,
-	// duration, list, map.
+	// duration, list of KIND, map, object (whose keys follow, dotted).
 	Type string
 	// Default is the value used when the key is left out ("" for none).
 	Default string
@@ -193,11 +193,10 @@ func paramsOf(rt reflect.Type, prefix string, out *[]Param) {
 			Doc:      sf.Tag.Get("doc"),
 			Required: !omitempty && !pointer && sf.Tag.Get("required") != "false",
 		}
+		*out = append(*out, p)
 		if p.Type == "object" {
 			paramsOf(ft, p.Name+".", out)
-			continue
 		}
-		*out = append(*out, p)
 	}
 }
 
