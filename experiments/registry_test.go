@@ -7,23 +7,60 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/gpu"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 )
 
-func TestEveryFaultTypeHasABuilder(t *testing.T) {
-	builders := faultBuilders()
-	for name := range FaultTypes() {
-		if _, ok := builders[name]; !ok {
-			t.Errorf("fault type %s has no builder", name)
-		}
+// Every fault type is complete: a family, a summary, a lifetime, a target
+// kind, an example, params, a check, a builder and its reverters; and its
+// example params decode and pass its check.
+func TestEveryFaultTypeIsComplete(t *testing.T) {
+	if TargetProxy != faults.TargetProxy || TargetParams != faults.TargetParams {
+		t.Fatalf("experiments' fault targets %q, %q differ from faults' %q, %q", TargetProxy, TargetParams, faults.TargetProxy, faults.TargetParams)
 	}
-	for name := range builders {
-		if _, ok := FaultTypes()[name]; !ok {
-			t.Errorf("builder for %s, which is not a fault type", name)
-		}
+	seen := map[string]bool{}
+	for _, ft := range FaultTypeList() {
+		t.Run(ft.Name, func(t *testing.T) {
+			if seen[ft.Name] {
+				t.Errorf("fault type %s is listed twice", ft.Name)
+			}
+			seen[ft.Name] = true
+			if ft.Family == "" || !strings.HasPrefix(ft.Name, ft.Family+".") && ft.Family != network.Family {
+				t.Errorf("family %q does not fit the name", ft.Family)
+			}
+			if ft.Summary == "" || ft.Example == "" {
+				t.Errorf("summary %q, example %q: want both", ft.Summary, ft.Example)
+			}
+			if ft.Lifetime != faults.Instantaneous && ft.Lifetime != faults.Sustained {
+				t.Errorf("lifetime %q", ft.Lifetime)
+			}
+			if ft.Target != TargetProxy && ft.Target != TargetParams {
+				t.Errorf("target %q", ft.Target)
+			}
+			if ft.NewParams == nil || ft.Check == nil || ft.Build == nil || ft.Reverters == nil {
+				t.Fatalf("NewParams, Check, Build or Reverters missing")
+			}
+			for _, p := range ft.Params() {
+				if p.Doc == "" {
+					t.Errorf("param %s has no doc tag", p.Name)
+				}
+			}
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(ft.Example), &m); err != nil {
+				t.Fatalf("example: %v", err)
+			}
+			params, err := decodeParams(0, Fault{Name: "x", Type: ft.Name, Params: m}, ft, &SimEnv{StateFile: "/s", VGPUDir: "/v"})
+			if err != nil {
+				t.Fatalf("example does not decode: %v", err)
+			}
+			if err := ft.Check(params); err != nil {
+				t.Errorf("example does not pass the check: %v", err)
+			}
+		})
 	}
 	for _, want := range []string{replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart, gpu.TypeMemoryPressure, gpu.TypeHang} {
 		if _, ok := FaultTypes()[want]; !ok {

@@ -565,21 +565,17 @@ func (r *run) build(pf *plannedFault, simEnv *SimEnv) (faults.Fault, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	b, ok := faultBuilders()[pf.spec.Type]
-	if !ok {
-		return nil, "", fmt.Errorf("fault %q: type %s has no builder", pf.spec.Name, pf.spec.Type)
-	}
 	name := pf.spec.Name
-	env := buildEnv{
-		seed: pf.seed, proxies: proxies, helper: r.opts.Helper,
-		onReplica: func(t replica.Target) {
-			r.event(report.EventSourceFault, "acted_on", name, t.String())
+	env := faults.BuildEnv{
+		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
+		OnApplied: func(target string) {
+			r.event(report.EventSourceFault, "acted_on", name, target)
 		},
-		onBalloonExit: func(err error) {
+		OnHelperExit: func(err error) {
 			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
 		},
 	}
-	f, err := b(env, pf.spec, params)
+	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
 	if err != nil {
 		return nil, "", err
 	}

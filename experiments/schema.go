@@ -17,6 +17,10 @@ import (
 // repository root.
 const SchemaPath = "experiments/schema/experiment.schema.json"
 
+// SchemaID is the schema's $id: the name it is known by, also where it
+// lies in the repository.
+const SchemaID = "https://github.com/llmchaos/llmchaos/raw/main/" + SchemaPath
+
 // schemaComment is the schema's $comment: JSON has no comments, and this
 // is where an editor user looks.
 const schemaComment = "Generated from the Go types of package experiments by GenerateSchema " +
@@ -40,6 +44,7 @@ func GenerateSchema() ([]byte, error) {
 	g := &schemaGen{defs: map[string]any{}, enums: schemaEnums()}
 	root := g.object(reflect.TypeFor[Spec]())
 	root["$schema"] = "http://json-schema.org/draft-07/schema#"
+	root["$id"] = SchemaID
 	root["title"] = "llmchaos experiment"
 	root["description"] = "An llmchaos experiment: the load to drive, the faults to inject and when, what healthy means and what must hold."
 	root["$comment"] = schemaComment
@@ -196,14 +201,17 @@ func withDescription(s map[string]any, d string) map[string]any {
 	return s
 }
 
-// optional reports whether a field may be left out: its tag says omitempty.
+// optional reports whether a field may be left out: its tag says
+// omitempty, or required:"false" (a key the runner may fill in, as a
+// replica fault's target with target.sim), as faults.Type.Params reads it.
 func optional(sf reflect.StructField) bool {
 	tag, ok := sf.Tag.Lookup("yaml")
 	if !ok {
 		tag = sf.Tag.Get("json")
 	}
 	_, opts, _ := strings.Cut(tag, ",")
-	return slices.Contains(strings.Split(opts, ","), "omitempty") || sf.Type.Kind() == reflect.Pointer
+	return slices.Contains(strings.Split(opts, ","), "omitempty") || sf.Type.Kind() == reflect.Pointer ||
+		sf.Tag.Get("required") == "false"
 }
 
 // oneOfKeys gives the "exactly one of these keys" rules of the types that
@@ -232,13 +240,15 @@ func oneOfKeys(t reflect.Type) map[string]any {
 func (g *schemaGen) faultParams(out map[string]any) {
 	types := FaultTypes()
 	names := faultTypeNames(types)
+	// Params are read from the same types (and their tags) as the
+	// validator's and `llmchaos faults`.
 	props := out["properties"].(map[string]any)
 	enum := make([]any, len(names))
 	var rules []any
 	for i, n := range names {
 		enum[i] = n
 		ps := g.schema(reflect.TypeOf(types[n].NewParams()))
-		ps["description"] = fmt.Sprintf("Parameters of %s.", n)
+		ps["description"] = fmt.Sprintf("Parameters of %s (%s, %s): %s.", n, types[n].Family, types[n].Lifetime, types[n].Summary)
 		rules = append(rules, map[string]any{
 			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": n}}, "required": []any{"type"}},
 			"then": map[string]any{"properties": map[string]any{"params": ps}},

@@ -34,13 +34,13 @@ const (
 // before anything is done.
 type Selection struct {
 	// Mode is one, all, count or percent (default one).
-	Mode SelectMode `json:"mode,omitempty" yaml:"mode,omitempty"`
+	Mode SelectMode `json:"mode,omitempty" yaml:"mode,omitempty" doc:"one, all, count or percent of the matching targets that are up" default:"one"`
 	// Value is the count (count mode, at least 1) or the percentage
 	// (percent mode, 1 to 100); the other modes take none.
-	Value int `json:"value,omitempty" yaml:"value,omitempty"`
+	Value int `json:"value,omitempty" yaml:"value,omitempty" doc:"the count (count mode) or the percentage (percent mode)"`
 	// MinAvailable is how many targets must still be up after the fault
 	// acts; 0 sets no floor.
-	MinAvailable int `json:"min_available,omitempty" yaml:"min_available,omitempty"`
+	MinAvailable int `json:"min_available,omitempty" yaml:"min_available,omitempty" doc:"targets that must still be up after the fault acts (0: no floor)" default:"0"`
 }
 
 // WithDefaults returns s with its defaults filled in: mode one.

@@ -114,6 +114,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newMergeCmd(),
 		newLoadCmd(),
 		newValidateCmd(),
+		newFaultsCmd(),
+		newSchemaCmd(),
 		newRunCmd(),
 		newRecoverCmd(),
 	)

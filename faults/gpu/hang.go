@@ -122,3 +122,24 @@ func (h *Hang) target() (int, string, error) {
 	}
 	return pid, what, nil
 }
+
+// hangType describes gpu.hang for Types.
+func hangType() faults.Type {
+	return faults.Type{
+		Name: TypeHang, Family: Family, Lifetime: faults.Sustained, Target: faults.TargetParams,
+		Summary:   "freeze the serving process, as a wedged GPU, until the revert resumes it",
+		Example:   "state_file: state.json\nreplica: 0",
+		NewParams: func() any { return &HangParams{} },
+		Check:     func(p any) error { return p.(*HangParams).WithDefaults().Validate() },
+		FromSim: func(p any, env faults.SimEnv) {
+			q := p.(*HangParams)
+			if q.PID == 0 && q.PIDFile == "" && q.StateFile == "" {
+				q.StateFile = env.StateFile
+			}
+		},
+		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
+			return NewHang(env.Name, *p.(*HangParams))
+		},
+		Reverters: replica.Reverters,
+	}
+}

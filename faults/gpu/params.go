@@ -68,21 +68,21 @@ func NewParams(typ string) (Params, error) {
 type PressureParams struct {
 	// GiB is how much the balloon holds. Exactly one of GiB and
 	// LeaveFreeGiB is set.
-	GiB *float64 `json:"gib,omitempty" yaml:"gib,omitempty"`
+	GiB *float64 `json:"gib,omitempty" yaml:"gib,omitempty" doc:"memory the balloon holds (give gib or leave_free_gib)" unit:"GiB"`
 	// LeaveFreeGiB makes the balloon hold everything free on the GPU but
 	// this much.
-	LeaveFreeGiB *float64 `json:"leave_free_gib,omitempty" yaml:"leave_free_gib,omitempty"`
+	LeaveFreeGiB *float64 `json:"leave_free_gib,omitempty" yaml:"leave_free_gib,omitempty" doc:"hold everything free on the GPU but this much" unit:"GiB"`
 	// GPU is the device index: a vGPU index, or for cuda the index NVML
 	// and nvidia-smi show (the balloon runs with CUDA_DEVICE_ORDER=PCI_BUS_ID).
-	GPU int `json:"gpu,omitempty" yaml:"gpu,omitempty"`
+	GPU int `json:"gpu,omitempty" yaml:"gpu,omitempty" doc:"device index (vGPU index, or NVML index for cuda)" default:"0"`
 	// Backend is BackendVGPU (default) or BackendCUDA.
-	Backend string `json:"backend,omitempty" yaml:"backend,omitempty"`
+	Backend string `json:"backend,omitempty" yaml:"backend,omitempty" doc:"vgpu or cuda" default:"vgpu"`
 	// VGPUDir is the vGPU ledger directory the replicas use (vgpu only).
-	VGPUDir string `json:"vgpu_dir,omitempty" yaml:"vgpu_dir,omitempty"`
+	VGPUDir string `json:"vgpu_dir,omitempty" yaml:"vgpu_dir,omitempty" doc:"vGPU ledger directory of the replicas (vgpu backend; filled in with target.sim)"`
 	// Grow keeps the balloon taking memory that others free, so that only
 	// LeaveFreeGiB stays free while the fault holds. Only with
 	// LeaveFreeGiB; default true there (see the package doc for why).
-	Grow *bool `json:"grow,omitempty" yaml:"grow,omitempty"`
+	Grow *bool `json:"grow,omitempty" yaml:"grow,omitempty" doc:"keep taking memory others free (only with leave_free_gib)" default:"true with leave_free_gib"`
 }
 
 var _ Params = (*PressureParams)(nil)
@@ -179,14 +179,14 @@ func (p PressureParams) balloonArgs(token string, parent int) []string {
 // PID, PIDFile and StateFile is set.
 type HangParams struct {
 	// PID is the serving process.
-	PID int `json:"pid,omitempty" yaml:"pid,omitempty"`
+	PID int `json:"pid,omitempty" yaml:"pid,omitempty" doc:"pid of the serving process"`
 	// PIDFile is a file holding its pid.
-	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty"`
+	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty" doc:"file holding the serving process pid"`
 	// StateFile is a simulator supervisor's state file (sim --state-file);
 	// Replica picks the replica by index.
-	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty"`
+	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty" doc:"simulator supervisor state file (filled in with target.sim)"`
 	// Replica is the replica's index in StateFile (default 0).
-	Replica int `json:"replica,omitempty" yaml:"replica,omitempty"`
+	Replica int `json:"replica,omitempty" yaml:"replica,omitempty" doc:"replica index in state_file" default:"0"`
 }
 
 var _ Params = (*HangParams)(nil)

@@ -162,3 +162,26 @@ func (f *MemoryPressure) Start(ctx context.Context, log faults.RevertLog) (*Ball
 	}
 	return b, nil
 }
+
+// memoryPressureType describes gpu.memory_pressure for Types.
+func memoryPressureType() faults.Type {
+	return faults.Type{
+		Name: TypeMemoryPressure, Family: Family, Lifetime: faults.Sustained, Target: faults.TargetParams,
+		Summary:   "hold GPU memory in a balloon process until the revert frees it",
+		Example:   "gib: 10\ngpu: 0\nbackend: vgpu",
+		NewParams: func() any { return &PressureParams{} },
+		Check:     func(p any) error { return p.(*PressureParams).WithDefaults().Validate() },
+		FromSim: func(p any, env faults.SimEnv) {
+			q := p.(*PressureParams)
+			if q.VGPUDir == "" && (q.Backend == "" || q.Backend == BackendVGPU) {
+				q.VGPUDir = env.VGPUDir
+			}
+		},
+		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
+			return NewMemoryPressure(env.Name, *p.(*PressureParams), BalloonOptions{
+				Binary: env.Helper, Log: env.Log, OnExit: env.OnHelperExit,
+			})
+		},
+		Reverters: Reverters,
+	}
+}

@@ -101,16 +101,16 @@ func (r BitRate) bytesPerSecond() uint64 { return uint64(r) / 8 }
 type NetnsBandwidthParams struct {
 	NetnsTarget `json:",inline"`
 	// Rate is the shaped rate; at least 8bit (one byte per second).
-	Rate BitRate `json:"rate"`
+	Rate BitRate `json:"rate" doc:"shaped rate, as tc writes it (1mbit, 500kbit; at least 8bit)" unit:"bit/s"`
 	// BurstBytes is the bucket's size: how much may leave at line speed
 	// after an idle spell. Default: 10 ms at Rate, at least 4096.
-	BurstBytes int `json:"burst_bytes,omitempty"`
+	BurstBytes int `json:"burst_bytes,omitempty" doc:"token bucket size" unit:"bytes" default:"10 ms at rate, at least 4096"`
 	// Latency is the longest a packet may wait in the queue before it is
 	// dropped (tc's latency). Default 50ms when LimitBytes is not set.
-	Latency time.Duration `json:"latency,omitempty"`
+	Latency time.Duration `json:"latency,omitempty" doc:"longest a packet may wait in the queue (tc latency)" default:"50ms unless limit_bytes is set"`
 	// LimitBytes is the queue's size in bytes (tc's limit), instead of
 	// Latency.
-	LimitBytes int `json:"limit_bytes,omitempty"`
+	LimitBytes int `json:"limit_bytes,omitempty" doc:"queue size (tc limit), instead of latency" unit:"bytes"`
 }
 
 // Defaults and bounds of network.bandwidth. tbf holds the burst as a time in
@@ -210,4 +210,12 @@ func (f *NetnsBandwidth) Inject(ctx context.Context, log faults.RevertLog) (faul
 		return nil, fmt.Errorf("%s %q on %s: %w", TypeNetnsBandwidth, f.name, f.p.NetnsTarget.label(), err)
 	}
 	return undo, nil
+}
+
+// netnsBandwidthType describes its fault type for Types.
+func netnsBandwidthType() faults.Type {
+	return netnsType(TypeNetnsBandwidth, "shape what a network namespace sends (tbf qdisc)",
+		"netns: app\ninterface: veth0\nrate: 1mbit",
+		func(p NetnsBandwidthParams) error { return p.WithDefaults().Validate() },
+		func(name string, p NetnsBandwidthParams) (faults.Fault, error) { return NewNetnsBandwidth(name, p) })
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // ChunkDelayParams configure stream.chunk_delay: every chunk of the
@@ -13,7 +15,7 @@ import (
 type ChunkDelayParams struct {
 	RequestMatch `yaml:",inline"`
 	// Delay is added before every chunk.
-	Delay time.Duration `json:"delay" yaml:"delay"`
+	Delay time.Duration `json:"delay" yaml:"delay" doc:"delay added before every chunk (SSE event)"`
 }
 
 // Type implements ProxyParams.
@@ -41,4 +43,10 @@ func (p *ChunkDelayParams) build(seed uint64) runtimeToxic {
 			f.chunkDelay, f.delayBy = d, self
 		}
 	})
+}
+
+// chunkDelayType describes its fault type for Types.
+func chunkDelayType() faults.Type {
+	return toxicType(TypeStreamChunkDelay, "delay every chunk of a response (slows a stream)", true, faults.Sustained,
+		"delay: 50ms")
 }

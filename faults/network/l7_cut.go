@@ -3,6 +3,8 @@ package network
 import (
 	"errors"
 	"fmt"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // CutParams configure stream.cut: the SSE response of a matching request
@@ -14,7 +16,7 @@ type CutParams struct {
 	RequestMatch `yaml:",inline"`
 	// AfterTokens is the number of tokens delivered before the cut (0:
 	// before the first byte of the body).
-	AfterTokens int `json:"after_tokens,omitempty" yaml:"after_tokens,omitempty"`
+	AfterTokens int `json:"after_tokens,omitempty" yaml:"after_tokens,omitempty" doc:"tokens delivered before the cut (0: before the body)" unit:"tokens" default:"0"`
 }
 
 // Type implements ProxyParams.
@@ -42,4 +44,10 @@ func (p *CutParams) build(seed uint64) runtimeToxic {
 			f.cut, f.cutAfter, f.cutBy = true, after, self
 		}
 	})
+}
+
+// cutType describes its fault type for Types.
+func cutType() faults.Type {
+	return toxicType(TypeStreamCut, "cut an SSE stream after some tokens, as a replica dying mid-stream", true, faults.Sustained,
+		"after_tokens: 10\nprobability: 0.1")
 }

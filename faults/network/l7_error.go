@@ -3,6 +3,8 @@ package network
 import (
 	"errors"
 	"fmt"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // HTTPErrorParams configure http.error: a matching request is answered by
@@ -13,9 +15,9 @@ type HTTPErrorParams struct {
 	RequestMatch `yaml:",inline"`
 	// Status is the HTTP status (default 503); 429, 500 and 503 are the
 	// usual ones, any 4xx or 5xx is allowed.
-	Status int `json:"status,omitempty" yaml:"status,omitempty"`
+	Status int `json:"status,omitempty" yaml:"status,omitempty" doc:"HTTP status answered (400 to 599)" default:"503"`
 	// Message is the error message ("" → "llmchaos: injected 503 Service Unavailable").
-	Message string `json:"message,omitempty" yaml:"message,omitempty"`
+	Message string `json:"message,omitempty" yaml:"message,omitempty" doc:"error message in the OpenAI error body" default:"llmchaos: injected STATUS TEXT"`
 }
 
 // Type implements ProxyParams.
@@ -46,4 +48,10 @@ func (p *HTTPErrorParams) build(seed uint64) runtimeToxic {
 			f.errStatus, f.errMessage = status, msg
 		}
 	})
+}
+
+// httpErrorType describes its fault type for Types.
+func httpErrorType() faults.Type {
+	return toxicType(TypeHTTPError, "answer matching requests with an HTTP error and an OpenAI error body", true, faults.Sustained,
+		"status: 503\nprobability: 0.3")
 }

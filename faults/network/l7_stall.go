@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // StallParams configure stream.stall: the SSE response of a matching
@@ -13,9 +15,9 @@ type StallParams struct {
 	RequestMatch `yaml:",inline"`
 	// AfterTokens is the number of tokens delivered before the stall (0:
 	// before the first byte of the body).
-	AfterTokens int `json:"after_tokens,omitempty" yaml:"after_tokens,omitempty"`
+	AfterTokens int `json:"after_tokens,omitempty" yaml:"after_tokens,omitempty" doc:"tokens delivered before the stall (0: before the body)" unit:"tokens" default:"0"`
 	// Stall is how long the stream pauses.
-	Stall time.Duration `json:"stall" yaml:"stall"`
+	Stall time.Duration `json:"stall" yaml:"stall" doc:"how long the stream pauses"`
 }
 
 // Type implements ProxyParams.
@@ -46,4 +48,10 @@ func (p *StallParams) build(seed uint64) runtimeToxic {
 			f.stall, f.stallAfter, f.stallFor, f.stallBy = true, after, d, self
 		}
 	})
+}
+
+// stallType describes its fault type for Types.
+func stallType() faults.Type {
+	return toxicType(TypeStreamStall, "pause an SSE stream after some tokens", true, faults.Sustained,
+		"after_tokens: 5\nstall: 2s\nprobability: 0.2")
 }

@@ -13,10 +13,10 @@ import (
 type RequestMatch struct {
 	// Probability is the chance, per request, that the toxic acts
 	// (0 or unset → 1: every request).
-	Probability float64 `json:"probability,omitempty" yaml:"probability,omitempty"`
+	Probability float64 `json:"probability,omitempty" yaml:"probability,omitempty" doc:"chance, per request, that the fault acts" default:"1"`
 	// Path, when set, limits the toxic to request paths that start with it
-	// (e.g. /v1/chat/completions).
-	Path string `json:"path,omitempty" yaml:"path,omitempty"`
+	// .
+	Path string `json:"path,omitempty" yaml:"path,omitempty" doc:"act only on request paths that start with this"`
 }
 
 func (m RequestMatch) withDefaults() RequestMatch {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // TTFBParams configure http.ttfb: a matching request is held by the proxy
@@ -12,7 +14,7 @@ import (
 type TTFBParams struct {
 	RequestMatch `yaml:",inline"`
 	// Delay is the added time to first byte.
-	Delay time.Duration `json:"delay" yaml:"delay"`
+	Delay time.Duration `json:"delay" yaml:"delay" doc:"time added before the request goes upstream"`
 }
 
 // Type implements ProxyParams.
@@ -40,4 +42,10 @@ func (p *TTFBParams) build(seed uint64) runtimeToxic {
 			f.ttfb, f.ttfbBy = d, self
 		}
 	})
+}
+
+// ttfbType describes its fault type for Types.
+func ttfbType() faults.Type {
+	return toxicType(TypeHTTPTTFB, "hold matching requests before they go upstream (time to first byte)", true, faults.Sustained,
+		"delay: 2s\nprobability: 0.5")
 }

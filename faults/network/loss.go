@@ -24,7 +24,7 @@ type NetnsLossParams struct {
 	// Percent is the share of matching packets dropped, in (0, 100], with a
 	// resolution of 0.01. Each packet is dropped independently (the kernel's
 	// numgen random), so the drops are not reproducible from a seed.
-	Percent float64 `json:"percent"`
+	Percent float64 `json:"percent" doc:"share of matching packets dropped, in (0, 100], resolution 0.01" unit:"%"`
 }
 
 // WithDefaults returns p with its defaults filled in: direction both.
@@ -91,4 +91,12 @@ func (l *NetnsLoss) Inject(ctx context.Context, log faults.RevertLog) (faults.Un
 		return nil, fmt.Errorf("%s %q on %s: %w", TypeNetnsLoss, l.name, l.p.NetnsTarget.label(), err)
 	}
 	return undo, nil
+}
+
+// netnsLossType describes its fault type for Types.
+func netnsLossType() faults.Type {
+	return netnsType(TypeNetnsLoss, "drop a share of packets in a network namespace (nftables)",
+		"netns: app\ninterface: veth0\npercent: 20\ndirection: ingress",
+		func(p NetnsLossParams) error { return p.WithDefaults().Validate() },
+		func(name string, p NetnsLossParams) (faults.Fault, error) { return NewNetnsLoss(name, p) })
 }

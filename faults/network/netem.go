@@ -19,11 +19,11 @@ import (
 type NetnsDelayParams struct {
 	NetnsTarget `json:",inline"`
 	// Delay is added to every packet sent through the interface.
-	Delay time.Duration `json:"delay"`
+	Delay time.Duration `json:"delay" doc:"delay added to every packet sent through the interface (1µs to 1m)"`
 	// Jitter varies the delay uniformly by up to ± Jitter.
-	Jitter time.Duration `json:"jitter,omitempty"`
+	Jitter time.Duration `json:"jitter,omitempty" doc:"uniform variation of the delay, up to ± jitter" default:"0s"`
 	// LimitPackets is netem's queue size in packets. Default 1000.
-	LimitPackets int `json:"limit_packets,omitempty"`
+	LimitPackets int `json:"limit_packets,omitempty" doc:"netem queue size" unit:"packets" default:"1000"`
 }
 
 // defaultNetemLimit is netem's own default queue size, in packets.
@@ -95,4 +95,12 @@ func (f *NetnsDelay) Inject(ctx context.Context, log faults.RevertLog) (faults.U
 		return nil, fmt.Errorf("%s %q on %s: %w", TypeNetnsDelay, f.name, f.p.NetnsTarget.label(), err)
 	}
 	return undo, nil
+}
+
+// netnsDelayType describes its fault type for Types.
+func netnsDelayType() faults.Type {
+	return netnsType(TypeNetnsDelay, "delay what a network namespace sends (netem qdisc)",
+		"netns: app\ninterface: veth0\ndelay: 100ms\njitter: 20ms",
+		func(p NetnsDelayParams) error { return p.WithDefaults().Validate() },
+		func(name string, p NetnsDelayParams) (faults.Fault, error) { return NewNetnsDelay(name, p) })
 }

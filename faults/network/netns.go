@@ -60,13 +60,13 @@ type NetnsTarget struct {
 	// /var/run/netns) or an absolute path to a namespace file, such as
 	// /proc/PID/ns/net. Empty means llmchaos's own namespace, which needs
 	// AllowRootNamespace.
-	Netns string `json:"netns,omitempty"`
+	Netns string `json:"netns,omitempty" doc:"network namespace: a name under /var/run/netns or a path such as /proc/PID/ns/net"`
 	// Interface restricts the fault to one interface of the namespace. The
 	// qdisc faults need it; for the nftables faults empty means every
 	// interface but loopback.
-	Interface string `json:"interface,omitempty"`
+	Interface string `json:"interface,omitempty" doc:"interface in the namespace (network.bandwidth and network.delay need it; else every interface but loopback)"`
 	// AllowRootNamespace permits an empty Netns.
-	AllowRootNamespace bool `json:"allow_root_namespace,omitempty"`
+	AllowRootNamespace bool `json:"allow_root_namespace,omitempty" doc:"permit an empty netns: act in llmchaos's own namespace" default:"false"`
 }
 
 // Validate reports every problem with the target at once. It does not look

@@ -27,14 +27,14 @@ const (
 // target's packets. The zero value matches every packet in both directions.
 type PacketMatch struct {
 	// Direction is ingress, egress or both (the default).
-	Direction PacketDirection `json:"direction,omitempty"`
+	Direction PacketDirection `json:"direction,omitempty" doc:"ingress, egress or both" default:"both"`
 	// Protocol is tcp or udp; empty matches every protocol.
-	Protocol string `json:"protocol,omitempty"`
+	Protocol string `json:"protocol,omitempty" doc:"tcp or udp (empty: every protocol)"`
 	// Port matches packets from or to this port; it needs Protocol.
-	Port int `json:"port,omitempty"`
+	Port int `json:"port,omitempty" doc:"match packets from or to this port (needs protocol)"`
 	// Peer is an address or a CIDR prefix of the other side: the source of
 	// ingress packets and the destination of egress packets.
-	Peer string `json:"peer,omitempty"`
+	Peer string `json:"peer,omitempty" doc:"address or CIDR prefix of the other side"`
 }
 
 // withDefaults returns m with its defaults filled in.

@@ -69,3 +69,11 @@ func (f *NetnsPartition) Inject(ctx context.Context, log faults.RevertLog) (faul
 	}
 	return undo, nil
 }
+
+// netnsPartitionType describes its fault type for Types.
+func netnsPartitionType() faults.Type {
+	return netnsType(TypeNetnsPartition, "drop every matching packet in a network namespace (nftables)",
+		"netns: app\npeer: 192.0.2.1",
+		func(p NetnsPartitionParams) error { return p.WithDefaults().Validate() },
+		func(name string, p NetnsPartitionParams) (faults.Fault, error) { return NewNetnsPartition(name, p) })
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // BlackholeParams configure network.blackhole (Toxiproxy's timeout toxic):
@@ -13,9 +15,9 @@ import (
 // stream that lost bytes in the middle is broken for its client.
 type BlackholeParams struct {
 	// Stream is the direction discarded (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction discarded: upstream, downstream or both" default:"downstream"`
 	// Timeout closes the connection after this long (0: never).
-	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"close the connection this long after the toxic met it (0: never)" default:"0s"`
 }
 
 // Type implements ProxyParams.
@@ -59,4 +61,10 @@ func (l blackholeLink) due() (time.Time, action) {
 		return time.Time{}, actNone
 	}
 	return l.start.Add(l.timeout), actClose
+}
+
+// blackholeType describes its fault type for Types.
+func blackholeType() faults.Type {
+	return toxicType(TypeProxyBlackhole, "discard the bytes of a stream, so the peer waits", false, faults.Sustained,
+		"timeout: 10s")
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // LatencyParams configure network.latency: every chunk of bytes in the
@@ -12,12 +14,12 @@ import (
 // stream is shifted, not slowed.
 type LatencyParams struct {
 	// Stream is the direction delayed (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction delayed: upstream, downstream or both" default:"downstream"`
 	// Latency is the added delay.
-	Latency time.Duration `json:"latency" yaml:"latency"`
+	Latency time.Duration `json:"latency" yaml:"latency" doc:"delay added to every chunk of bytes"`
 	// Jitter is the half-width of the uniform spread around Latency; a
 	// draw never makes the delay negative.
-	Jitter time.Duration `json:"jitter,omitempty" yaml:"jitter,omitempty"`
+	Jitter time.Duration `json:"jitter,omitempty" yaml:"jitter,omitempty" doc:"half-width of the uniform spread around latency" default:"0s"`
 }
 
 // Type implements ProxyParams.
@@ -69,4 +71,10 @@ func (l *latencyLink) plan(c *chunk, p *plan) {
 		l.delay = l.rng.jitter(l.latency, l.jitter)
 	}
 	p.at = maxTime(p.at, c.at.Add(l.delay))
+}
+
+// latencyType describes its fault type for Types.
+func latencyType() faults.Type {
+	return toxicType(TypeProxyLatency, "delay every chunk of bytes through the proxy (shifts a stream)", false, faults.Sustained,
+		"latency: 200ms\njitter: 50ms")
 }

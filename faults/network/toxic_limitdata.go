@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // LimitDataParams configure network.limit_data: once Bytes bytes of the
@@ -11,9 +13,9 @@ import (
 // toxic met it), the connection is closed.
 type LimitDataParams struct {
 	// Stream is the direction counted (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction counted: upstream, downstream or both" default:"downstream"`
 	// Bytes is how many bytes pass before the close (0: close at once).
-	Bytes int64 `json:"bytes" yaml:"bytes"`
+	Bytes int64 `json:"bytes" yaml:"bytes" doc:"bytes that pass before the connection is closed (0: close at once)" unit:"bytes"`
 }
 
 // Type implements ProxyParams.
@@ -65,4 +67,10 @@ func (l *limitLink) due() (time.Time, action) {
 		return time.Time{}, actClose
 	}
 	return time.Time{}, actNone
+}
+
+// limitDataType describes its fault type for Types.
+func limitDataType() faults.Type {
+	return toxicType(TypeProxyLimitData, "close a connection after some bytes went through", false, faults.Sustained,
+		"bytes: 4096")
 }

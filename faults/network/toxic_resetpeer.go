@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // ResetPeerParams configure network.reset_peer: as Toxiproxy's reset_peer,
@@ -12,9 +14,9 @@ import (
 // sees "connection reset by peer".
 type ResetPeerParams struct {
 	// Stream is the direction whose data triggers the reset (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction whose first data triggers the reset: upstream, downstream or both" default:"downstream"`
 	// Timeout is the wait between the first data and the reset (0: at once).
-	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"wait between the first data and the TCP reset" default:"0s"`
 }
 
 // Type implements ProxyParams.
@@ -63,4 +65,10 @@ func (l *resetLink) due() (time.Time, action) {
 		return time.Time{}, actNone
 	}
 	return l.first.Add(l.timeout), actReset
+}
+
+// resetPeerType describes its fault type for Types.
+func resetPeerType() faults.Type {
+	return toxicType(TypeProxyResetPeer, "reset connections (TCP RST) after their first data", false, faults.Sustained,
+		"timeout: 500ms")
 }

@@ -4,15 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // SlowCloseParams configure network.slow_close: an end of stream (FIN) in
 // the chosen direction is passed on only Delay after it arrived.
 type SlowCloseParams struct {
 	// Stream is the direction whose close is delayed (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction whose close (FIN) is delayed: upstream, downstream or both" default:"downstream"`
 	// Delay is how long the close waits.
-	Delay time.Duration `json:"delay" yaml:"delay"`
+	Delay time.Duration `json:"delay" yaml:"delay" doc:"how long the close waits"`
 }
 
 // Type implements ProxyParams.
@@ -49,3 +51,9 @@ type slowCloseLink struct {
 }
 
 func (l slowCloseLink) closeDelay() time.Duration { return l.delay }
+
+// slowCloseType describes its fault type for Types.
+func slowCloseType() faults.Type {
+	return toxicType(TypeProxySlowClose, "delay the end of a stream (FIN) through the proxy", false, faults.Sustained,
+		"delay: 5s")
+}

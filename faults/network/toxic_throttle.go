@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/faults"
 )
 
 // throttleSlices is how many pieces a second of throttled bytes is cut
@@ -15,9 +17,9 @@ const throttleSlices = 10
 // kernel's tbf is network.bandwidth).
 type ThrottleParams struct {
 	// Stream is the direction limited (default downstream).
-	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty"`
+	Stream Stream `json:"stream,omitempty" yaml:"stream,omitempty" doc:"direction limited: upstream, downstream or both" default:"downstream"`
 	// Rate is the limit in bytes per second.
-	Rate int64 `json:"rate" yaml:"rate"`
+	Rate int64 `json:"rate" yaml:"rate" doc:"the most bytes per second that pass" unit:"bytes/s"`
 }
 
 // Type implements ProxyParams.
@@ -64,4 +66,10 @@ func (l *throttleLink) plan(_ *chunk, p *plan) {
 
 func (l *throttleLink) commit(n int, t time.Time) {
 	l.nextFree = maxTime(l.nextFree, t).Add(time.Duration(int64(n) * int64(time.Second) / l.rate))
+}
+
+// throttleType describes its fault type for Types.
+func throttleType() faults.Type {
+	return toxicType(TypeProxyThrottle, "limit the bytes per second through the proxy", false, faults.Sustained,
+		"rate: 2048\nstream: downstream")
 }

@@ -21,11 +21,11 @@ type KillParams struct {
 	Params `json:",inline" yaml:",inline"`
 	// Signal is sent to each picked replica: a name (SIGKILL, KILL, sigterm)
 	// or a number (default SIGKILL).
-	Signal string `json:"signal,omitempty" yaml:"signal,omitempty"`
+	Signal string `json:"signal,omitempty" yaml:"signal,omitempty" doc:"signal sent: a name (SIGKILL, TERM) or a number" default:"SIGKILL"`
 	// Via is process (default: signal the replica's process, which an
 	// orchestrator sees as a crash) or engine (docker driver only: docker
 	// kill, which Docker's restart policy treats as a deliberate stop).
-	Via string `json:"via,omitempty" yaml:"via,omitempty"`
+	Via string `json:"via,omitempty" yaml:"via,omitempty" doc:"process (signal the process) or engine (docker kill; docker driver only)" default:"process"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -82,4 +82,15 @@ func (k *Kill) Target() string { return k.f.target() }
 // process cannot be revived, only replaced by whoever supervises it.
 func (k *Kill) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return k.f.inject(ctx, log)
+}
+
+// killType describes replica.kill for Types.
+func killType() faults.Type {
+	return replicaType(TypeKill, "send a signal (SIGKILL) to some replicas, as a crash", faults.Instantaneous,
+		"target: {state_file: state.json}\nselect: {mode: one, min_available: 1}\nsignal: SIGKILL",
+		func(p *KillParams) *TargetParams { return &p.Target },
+		func(p KillParams) error { return p.WithDefaults().Validate() },
+		func(name string, p KillParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
+			return NewKill(name, p, rng, opts...)
+		})
 }

@@ -56,3 +56,14 @@ func (p *Pause) Target() string { return p.f.target() }
 func (p *Pause) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return p.f.inject(ctx, log)
 }
+
+// pauseType describes replica.pause for Types.
+func pauseType() faults.Type {
+	return replicaType(TypePause, "freeze some replicas (SIGSTOP, docker pause) until the revert resumes them", faults.Sustained,
+		"target: {state_file: state.json}\nselect: {mode: percent, value: 50, min_available: 1}",
+		func(p *PauseParams) *TargetParams { return &p.Target },
+		func(p PauseParams) error { return p.WithDefaults().Validate() },
+		func(name string, p PauseParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
+			return NewPause(name, p, rng, opts...)
+		})
+}

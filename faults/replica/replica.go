@@ -155,23 +155,23 @@ type Watcher interface {
 // target out.
 type TargetParams struct {
 	// Driver is process (default) or docker.
-	Driver string `json:"driver,omitempty" yaml:"driver,omitempty"`
+	Driver string `json:"driver,omitempty" yaml:"driver,omitempty" doc:"process or docker" default:"process"`
 	// StateFile is the simulator supervisor's state file (`llmchaos sim
 	// --replicas N --state-file F`): every replica in it is a target, up
 	// while it is serving.
-	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty"`
+	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty" doc:"simulator supervisor state file (sim --state-file): every replica in it"`
 	// PIDFile holds the pid of the target (one per line for several).
-	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty"`
+	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty" doc:"file holding the target pid (one per line for several)"`
 	// Cmdline is a regular expression (RE2) matched against the command
 	// line of every process (its arguments joined by spaces). A pattern
 	// that matches llmchaos's own process or an ancestor of it is refused.
-	Cmdline string `json:"cmdline,omitempty" yaml:"cmdline,omitempty"`
+	Cmdline string `json:"cmdline,omitempty" yaml:"cmdline,omitempty" doc:"RE2 pattern matched against every process command line"`
 	// Labels select containers by label (all must match). A matching
 	// container without OptInLabel=true is refused, not skipped.
-	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty" doc:"select containers by label (docker driver; each needs the label llmchaos.io/target=true)"`
 	// Containers name containers (names or ids); each must exist and carry
 	// OptInLabel=true.
-	Containers []string `json:"containers,omitempty" yaml:"containers,omitempty"`
+	Containers []string `json:"containers,omitempty" yaml:"containers,omitempty" doc:"container names or ids (docker driver; each needs the opt-in label)"`
 }
 
 // WithDefaults returns t with its defaults filled in: driver process.

@@ -27,10 +27,10 @@ const DefaultRestartTimeout = 60 * time.Second
 type RestartParams struct {
 	Params `json:",inline" yaml:",inline"`
 	// Grace is how long a replica has to exit after SIGTERM (default 10s).
-	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
+	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty" doc:"time to exit after SIGTERM before SIGKILL" default:"10s"`
 	// Timeout bounds the wait for a process to be started again (default
 	// 60s; process driver).
-	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"wait for a process to be started again (process driver)" default:"60s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -82,4 +82,15 @@ func (r *Restart) Target() string { return r.f.target() }
 // again. Its Undo does nothing.
 func (r *Restart) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return r.f.inject(ctx, log)
+}
+
+// restartType describes replica.restart for Types.
+func restartType() faults.Type {
+	return replicaType(TypeRestart, "stop some replicas gracefully and have them started again", faults.Instantaneous,
+		"target: {state_file: state.json}\nselect: {mode: all}\ngrace: 5s",
+		func(p *RestartParams) *TargetParams { return &p.Target },
+		func(p RestartParams) error { return p.WithDefaults().Validate() },
+		func(name string, p RestartParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
+			return NewRestart(name, p, rng, opts...)
+		})
 }

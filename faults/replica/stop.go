@@ -24,7 +24,7 @@ type StopParams struct {
 	Params `json:",inline" yaml:",inline"`
 	// Grace is how long a replica has to exit after SIGTERM (default 10s).
 	// The docker driver rounds it up to whole seconds, as the engine takes.
-	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
+	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty" doc:"time to exit after SIGTERM before SIGKILL" default:"10s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -73,4 +73,15 @@ func (s *Stop) Target() string { return s.f.target() }
 // most the grace period and the SIGKILL after it). Its Undo does nothing.
 func (s *Stop) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return s.f.inject(ctx, log)
+}
+
+// stopType describes replica.stop for Types.
+func stopType() faults.Type {
+	return replicaType(TypeStop, "stop some replicas as an orchestrator does (SIGTERM, grace, SIGKILL)", faults.Instantaneous,
+		"target: {driver: docker, labels: {app: vllm}}\nselect: {mode: count, value: 1}\ngrace: 5s",
+		func(p *StopParams) *TargetParams { return &p.Target },
+		func(p StopParams) error { return p.WithDefaults().Validate() },
+		func(name string, p StopParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
+			return NewStop(name, p, rng, opts...)
+		})
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmchaos/llmchaos/experiments"
+)
+
+// `llmchaos schema` prints the committed schema; `llmchaos faults` lists
+// the fault types and `llmchaos faults TYPE` details one; an unknown type
+// is a usage error.
+func TestFaultsAndSchemaCommands(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("..", "..", experiments.SchemaPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args     []string
+		wantCode int
+		check    func(out string) bool
+	}{
+		{[]string{"schema"}, ExitOK, func(out string) bool { return out == string(want) }},
+		{[]string{"faults"}, ExitOK, func(out string) bool {
+			return strings.Contains(out, "replica.kill") && strings.Contains(out, "instantaneous")
+		}},
+		{[]string{"faults", "network.latency"}, ExitOK, func(out string) bool {
+			return strings.Contains(out, "jitter") && strings.Contains(out, "type: network.latency")
+		}},
+		{[]string{"faults", "network.latncy"}, ExitUsage, func(out string) bool { return out == "" }},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if got := execute(context.Background(), tt.args, &out, &errb); got != tt.wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", got, tt.wantCode, errb.String())
+			}
+			if !tt.check(out.String()) {
+				t.Errorf("unexpected output:\n%s", out.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,112 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/llmchaos/llmchaos/faults"
+)
+
+// Family is the name of this fault family, as faults.Type.Family.
+const Family = "network"
+
+// Types returns the fault types of this family: the one explicit list of
+// them (no init() registration). Each type is described in the file of its
+// fault; adding one is that file plus one line here.
+func Types() []faults.Type {
+	return []faults.Type{
+		latencyType(),
+		throttleType(),
+		slowCloseType(),
+		resetPeerType(),
+		blackholeType(),
+		limitDataType(),
+		httpErrorType(),
+		ttfbType(),
+		stallType(),
+		cutType(),
+		chunkDelayType(),
+		netnsLossType(),
+		netnsPartitionType(),
+		netnsBandwidthType(),
+		netnsDelayType(),
+	}
+}
+
+// toxicType describes a toxic of the fault proxy: its params are checked
+// the way the proxy will run them (NewToxic applies the defaults and
+// validates, here against a proxy that takes nothing), and it is built as
+// a toxic in the proxy given by the build environment.
+func toxicType(name, summary string, l7 bool, lifetime faults.Lifetime, example string) faults.Type {
+	return faults.Type{
+		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
+		Target: faults.TargetProxy, L7: l7, Example: example,
+		NewParams: func() any {
+			p, err := NewProxyParams(name)
+			if err != nil {
+				// Unreachable: name is one of this package's own
+				// constants, and a test checks that every one decodes.
+				return &struct{}{}
+			}
+			return p
+		},
+		Check: func(params any) error {
+			p, ok := params.(ProxyParams)
+			if !ok {
+				return errors.New("params: not the params of a proxy fault")
+			}
+			_, err := NewToxic("check", noProxy{}, p, 0)
+			return err
+		},
+		Build: func(env faults.BuildEnv, params any) (faults.Fault, error) {
+			p, ok := params.(ProxyParams)
+			if !ok {
+				return nil, fmt.Errorf("fault %q: params are not those of a proxy fault", env.Name)
+			}
+			px, ok := env.Proxy.(Toxics)
+			if !ok {
+				return nil, fmt.Errorf("fault %q (%s): no proxy to act through", env.Name, name)
+			}
+			return NewToxic(env.Name, px, p, env.Seed)
+		},
+		Reverters: ProxyReverters,
+	}
+}
+
+// netnsType describes a kernel-level fault in a network namespace, whose
+// params are a P.
+func netnsType[P any](name, summary string, example string, check func(P) error, build func(string, P) (faults.Fault, error)) faults.Type {
+	return faults.Type{
+		Name: name, Family: Family, Summary: summary, Lifetime: faults.Sustained,
+		Target: faults.TargetParams, Example: example,
+		NewParams: func() any { return new(P) },
+		Check:     func(p any) error { return check(*p.(*P)) },
+		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
+			return build(env.Name, *p.(*P))
+		},
+		Reverters: KernelReverters,
+	}
+}
+
+// noProxy is a Toxics that is never added to: NewToxic only needs a target
+// to exist in order to check the params.
+type noProxy struct{}
+
+var _ Toxics = noProxy{}
+
+// AddToxic implements Toxics; it is never called by NewToxic.
+func (noProxy) AddToxic(context.Context, ToxicSpec) error {
+	return errors.New("checking params only: no proxy")
+}
+
+// RemoveToxic implements Toxics.
+func (noProxy) RemoveToxic(context.Context, string) error { return nil }
+
+// ControlPath implements Toxics.
+func (noProxy) ControlPath() string { return "" }
+
+// Namespace returns the network namespace the fault acts in, so a runner
+// can check that it exists before the run (promoted to every kernel-level
+// fault's params).
+func (t NetnsTarget) Namespace() string { return t.Netns }

@@ -1,0 +1,229 @@
+package faults
+
+import (
+	"encoding"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Lifetime says how a fault behaves in time: an instantaneous fault acts
+// once and leaves its target to be brought back by its owner (a kill); a
+// sustained one holds until its revert removes it (latency).
+type Lifetime string
+
+// Lifetimes of fault types.
+const (
+	Instantaneous Lifetime = "instantaneous"
+	Sustained     Lifetime = "sustained"
+)
+
+// What a fault type acts on (Type.Target).
+const (
+	// TargetProxy types act through a fault proxy in front of the target;
+	// an experiment's fault target (proxy, endpoints, count) says which.
+	TargetProxy = "proxy"
+	// TargetParams types say in their params where they act (a network
+	// namespace, replicas, a GPU).
+	TargetParams = "params"
+)
+
+// SimEnv is what a run against the built-in simulator gives the faults that
+// act on its replicas when their params leave the target out (Type.FromSim).
+type SimEnv struct {
+	// StateFile is the simulator supervisor's state file (sim --state-file).
+	StateFile string
+	// VGPUDir is the replicas' vGPU ledger directory (sim --vgpu-dir).
+	VGPUDir string
+}
+
+// BuildEnv is what building one fault takes besides its params: what the
+// runner owns (proxies, the helper executable, its event callbacks). The
+// families read it; they never import the runner.
+type BuildEnv struct {
+	// Name is the experiment's name of the fault.
+	Name string
+	// Seed is the fault's own seed, derived from the run's.
+	Seed uint64
+	// Proxy is the fault proxy a TargetProxy type acts through (a
+	// network.Toxics): its Build is called once per proxy the fault covers.
+	Proxy any
+	// Helper is the llmchaos executable for helper processes ("" → this
+	// executable).
+	Helper string
+	// Log receives helper processes' logs (nil: discarded).
+	Log io.Writer
+	// OnApplied, when set, is told of every target the fault acted on (a
+	// replica), described for the run's record. It may be called from
+	// several goroutines at once.
+	OnApplied func(target string)
+	// OnHelperExit, when set, is told when a helper that holds the fault
+	// (a GPU balloon) exits while it should hold.
+	OnHelperExit func(error)
+}
+
+// Rand returns the fault's seeded source of random choices.
+func (e BuildEnv) Rand() *rand.Rand { return rand.New(rand.NewPCG(e.Seed, 0x6661756c74)) }
+
+// Type describes one fault type: everything an experiment, the runner, the
+// CLI's reference and the JSON Schema need to know about it. Each family
+// (faults/network, faults/replica, faults/gpu) exports one explicit list of
+// them (Types); nothing registers itself.
+type Type struct {
+	// Name is the type as written in an experiment's `type:` field.
+	Name string
+	// Family is the package that defines it: network, replica or gpu.
+	Family string
+	// Summary is one line saying what the fault does.
+	Summary string
+	// Lifetime is Instantaneous (a kill) or Sustained (latency).
+	Lifetime Lifetime
+	// Target is TargetProxy or TargetParams.
+	Target string
+	// L7 is set for proxy types decided per HTTP request, which need a
+	// proxy in HTTP mode.
+	L7 bool
+	// Example is the params of a typical fault of this type, in YAML (a
+	// mapping, without the `params:` key).
+	Example string
+	// NewParams returns an empty params value (a pointer to the type's
+	// params struct) for a fault's params to be decoded into, strictly:
+	// its yaml (else json) tags are the keys, and its doc, unit, default
+	// and required tags document them (Params).
+	NewParams func() any
+	// Check validates decoded params as the fault will run them: the
+	// type's defaults are applied to a copy first. It reports every
+	// problem, joined, each message starting with the key it is about.
+	Check func(params any) error
+	// FromSim, when set, fills in (in place) what params leave out and a
+	// run against the built-in simulator provides.
+	FromSim func(params any, env SimEnv)
+	// Build returns the fault from decoded params (defaults not yet
+	// applied: the constructors apply them).
+	Build func(env BuildEnv, params any) (Fault, error)
+	// Reverters returns the reverter of every RevertSpec kind the type's
+	// faults may write in the journal (a new map on every call).
+	Reverters func() map[string]Reverter
+}
+
+// Param documents one key of a fault type's params.
+type Param struct {
+	// Name is the key, dotted for keys of nested mappings (target.driver).
+	Name string
+	// Type is the value's kind: string, integer, number, boolean,
+	// duration, list of KIND, map, object (whose keys follow, dotted).
+	Type string
+	// Default is the value used when the key is left out ("" for none).
+	Default string
+	// Unit is the unit of a number ("" for none).
+	Unit string
+	// Doc says what the key does.
+	Doc string
+	// Required is set when the key must be given.
+	Required bool
+}
+
+// Params documents the keys of t's params, from the tags of its params
+// struct: the yaml (else json) key; doc, unit and default; required unless
+// the tag says omitempty or `required:"false"` (a key that the runner may
+// fill in). Inline structs are flattened; nested structs give dotted keys.
+func (t Type) Params() []Param {
+	if t.NewParams == nil {
+		return nil
+	}
+	rt := reflect.TypeOf(t.NewParams())
+	for rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	var out []Param
+	paramsOf(rt, "", &out)
+	return out
+}
+
+var (
+	durationType    = reflect.TypeFor[time.Duration]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// ParamKey returns the key of struct field sf in params (its yaml tag, else
+// its json tag, else its name), whether it is inlined into its parent, and
+// whether its tag says omitempty.
+func ParamKey(sf reflect.StructField) (key string, inline, omitempty bool) {
+	tag, ok := sf.Tag.Lookup("yaml")
+	if !ok {
+		tag = sf.Tag.Get("json")
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	optList := strings.Split(opts, ",")
+	inline = slices.Contains(optList, "inline") || (sf.Anonymous && name == "")
+	omitempty = slices.Contains(optList, "omitempty") || slices.Contains(optList, "omitzero")
+	if name == "" {
+		name = sf.Name
+	}
+	return name, inline, omitempty
+}
+
+func paramsOf(rt reflect.Type, prefix string, out *[]Param) {
+	for i := range rt.NumField() {
+		sf := rt.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		key, inline, omitempty := ParamKey(sf)
+		if key == "-" {
+			continue
+		}
+		ft := sf.Type
+		if inline {
+			paramsOf(ft, prefix, out)
+			continue
+		}
+		pointer := ft.Kind() == reflect.Pointer
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		p := Param{
+			Name:     prefix + key,
+			Type:     paramType(ft),
+			Default:  sf.Tag.Get("default"),
+			Unit:     sf.Tag.Get("unit"),
+			Doc:      sf.Tag.Get("doc"),
+			Required: !omitempty && !pointer && sf.Tag.Get("required") != "false",
+		}
+		*out = append(*out, p)
+		if p.Type == "object" {
+			paramsOf(ft, p.Name+".", out)
+		}
+	}
+}
+
+// paramType names the kind of values of type t.
+func paramType(t reflect.Type) string {
+	if t == durationType {
+		return "duration"
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "list of " + paramType(t.Elem())
+	case reflect.Map:
+		return "map"
+	case reflect.Struct:
+		return "object"
+	}
+	return t.Kind().String()
+}
