@@ -245,11 +245,11 @@ func (s *server) notReady() *apiError {
 
 func (s *server) handleCompletion(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		arrival := s.live.Now()
 		var received time.Time
 		if s.timing != nil {
-			received = time.Now()
+			received = time.Now() // before arrival: no token is due before Received + TTFT
 		}
+		arrival := s.live.Now()
 		if e := s.notReady(); e != nil {
 			writeError(w, e)
 			return
