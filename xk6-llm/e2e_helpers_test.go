@@ -31,6 +31,9 @@ type simOpts struct {
 	MaxNumSeqs int    // 0: the simulator's default
 	MaxWaiting int    // 0: the simulator's default
 	AdminToken string // "": admin API off
+	// StreamTiming receives the simulator's own record of each stream
+	// (in-process simulators only: a child process cannot call back).
+	StreamTiming func(*server.StreamTiming) `json:"-"`
 }
 
 func (o simOpts) config() sim.Config {
@@ -60,7 +63,7 @@ func startSim(tb testing.TB, o simOpts) (string, <-chan struct{}) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = server.Serve(ctx, ln, server.Options{Config: o.config(), AdminToken: o.AdminToken})
+		_ = server.Serve(ctx, ln, server.Options{Config: o.config(), AdminToken: o.AdminToken, StreamTiming: o.StreamTiming})
 	}()
 	tb.Cleanup(func() {
 		cancel()
@@ -228,6 +231,7 @@ type engineRun struct {
 	sum     *Summary
 	results []savedResult // in the order they were recorded
 	wall    time.Duration // Run's wall time
+	clock   *RunClock     // the run's clock: every Result time is an offset on it
 }
 
 func (c e2e) run(tb testing.TB) *engineRun {
@@ -280,7 +284,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	if err := reqs.Flush(); err != nil {
 		tb.Fatal(err)
 	}
-	out := &engineRun{stats: stats, sum: rec.Finish(stats.End), wall: wall}
+	out := &engineRun{stats: stats, sum: rec.Finish(stats.End), wall: wall, clock: copts.Clock}
 	dec := json.NewDecoder(&saved)
 	for dec.More() {
 		var r savedResult

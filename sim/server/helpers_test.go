@@ -43,7 +43,7 @@ func start(t *testing.T, opts Options) *running {
 }
 
 // startServer serves s, made by newServer and adjusted by the test.
-func startServer(t *testing.T, s *server) *running {
+func startServer(t testing.TB, s *server) *running {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -36,6 +36,13 @@ type Options struct {
 	StartupTime time.Duration // /health answers 503 for this long after memory is reserved (model load)
 	AdminToken  string        // "" → /admin/* is off (404)
 	Logger      *slog.Logger  // nil → discard
+
+	// StreamTiming, when set, receives the timing record of every streamed
+	// response (StreamTiming) once its last write is done or the stream
+	// was cut, on the stream's own goroutine: it must be safe for
+	// concurrent use and return quickly. Tests and benchmarks use it to
+	// compare a client's readings with the server's; nil records nothing.
+	StreamTiming func(*StreamTiming)
 }
 
 // server is one replica's HTTP side.
@@ -50,6 +57,7 @@ type server struct {
 	faults  *faults
 	ln      *recycler
 	streams streams
+	timing  func(*StreamTiming) // Options.StreamTiming
 
 	headerTimeout time.Duration // http.Server.ReadHeaderTimeout; tests shorten it
 
@@ -99,6 +107,7 @@ func newServer(opts Options) (*server, error) {
 		created: now.Unix(),
 		reg:     reg,
 		faults:  newFaults(opts.Config.Seed),
+		timing:  opts.StreamTiming,
 
 		headerTimeout: readHeaderTimeout,
 	}
@@ -236,6 +245,10 @@ func (s *server) notReady() *apiError {
 
 func (s *server) handleCompletion(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		var received time.Time
+		if s.timing != nil {
+			received = time.Now() // before arrival: no token is due before Received + TTFT
+		}
 		arrival := s.live.Now()
 		if e := s.notReady(); e != nil {
 			writeError(w, e)
@@ -263,7 +276,9 @@ func (s *server) handleCompletion(chat bool) http.HandlerFunc {
 		}
 		id := newID(chat)
 		if p.stream {
-			s.stream(w, r, st, p, id)
+			tm := newStreamTimer(s.timing, r, received)
+			defer tm.done()
+			s.stream(w, r, st, p, id, tm)
 		} else {
 			s.complete(w, r, st, p, id)
 		}
@@ -310,7 +325,7 @@ func (s *server) cancel(st *sim.Stream) {
 // token with the finish reason on the last, the usage event when asked for,
 // then [DONE]. It writes once per wakeup of the stream (one token at a time
 // unless the client is behind). A death of the engine cuts the connection.
-func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string) {
+func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	conn, buffered, err := hijack(w, r)
 	switch {
 	case err != nil:
@@ -318,9 +333,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, 
 		s.log.Warn("stream not started", "err", err)
 		panic(http.ErrAbortHandler)
 	case conn != nil:
-		s.streamRaw(conn, buffered, r, st, p, id)
+		s.streamRaw(conn, buffered, r, st, p, id, tm)
 	default:
-		s.streamBuffered(w, r, st, p, id)
+		s.streamBuffered(w, r, st, p, id, tm)
 	}
 }
 
@@ -330,7 +345,7 @@ const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=
 
 // streamRaw writes the stream on the hijacked conn with its own chunked
 // framing, one write per wakeup, and recycles conn afterwards.
-func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *sim.Stream, p *parsed, id string) {
+func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	if !s.streams.add(conn) {
 		_ = conn.Close()
 		s.cancel(st)
@@ -393,6 +408,7 @@ func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *
 			out = append(out, "0\r\n\r\n"...)
 		}
 		if len(out) > 0 {
+			tm.write(written)
 			if _, err := conn.Write(out); err != nil {
 				cut()
 				s.cancel(st)
@@ -414,7 +430,7 @@ func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *
 
 // streamBuffered streams through net/http's own chunked writer, for
 // requests that cannot be hijacked (HTTP/1.0 clients, wrapped writers).
-func (s *server) streamBuffered(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string) {
+func (s *server) streamBuffered(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -448,6 +464,7 @@ func (s *server) streamBuffered(w http.ResponseWriter, r *http.Request, st *sim.
 			buf = append(buf, doneEvent...)
 		}
 		if len(buf) > 0 {
+			tm.write(written)
 			if _, err := w.Write(buf); err != nil {
 				s.cancel(st)
 				return
