@@ -48,7 +48,7 @@ func TestWriteVLLM(t *testing.T) {
 				"total_token_throughput":  built.Throughput.TotalTokensPerS,
 				"request_goodput":         *built.Quality.GoodputPerS,
 				"max_concurrent_requests": float64(built.Concurrency.Max),
-				"mean_ttft_ms": m.TTFTMs.Mean, "median_ttft_ms": m.TTFTMs.P50, "std_ttft_ms": m.TTFTMs.StdDev, "p99_ttft_ms": m.TTFTMs.P99,
+				"mean_ttft_ms":            m.TTFTMs.Mean, "median_ttft_ms": m.TTFTMs.P50, "std_ttft_ms": m.TTFTMs.StdDev, "p99_ttft_ms": m.TTFTMs.P99,
 				"p90_ttft_ms": m.TTFTMs.P90, "p95_ttft_ms": m.TTFTMs.P95,
 				"mean_tpot_ms": m.TPOTMs.Mean, "median_tpot_ms": m.TPOTMs.P50, "std_tpot_ms": m.TPOTMs.StdDev, "p99_tpot_ms": m.TPOTMs.P99,
 				"p90_tpot_ms": m.TPOTMs.P90, "p95_tpot_ms": m.TPOTMs.P95,
