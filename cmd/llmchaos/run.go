@@ -136,14 +136,14 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	}
 	doc := out.Doc
 	var errs []error
-	jsonPath := filepath.Join(out.RunDir, "run.json")
-	errs = append(errs, report.WriteFile(jsonPath, doc))
+	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {
-		errs = append(errs, report.WriteJUnitFile(c.JUnit, doc))
+		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: c.JUnit})
 	}
 	if c.HTML != "" {
-		errs = append(errs, report.WriteHTMLFile(c.HTML, doc))
+		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML})
 	}
+	errs = append(errs, report.WriteOutputs(stdout, outs, doc))
 	fmt.Fprintln(stdout)
 	errs = append(errs, report.WriteText(stdout, doc))
 	fmt.Fprintf(stdout, "run directory: %s (run.json, journal.jsonl, helper logs)\n", out.RunDir)
