@@ -7,7 +7,6 @@ import (
 
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // observeCloseTimeout bounds the end of a run's observers: the last remote
@@ -40,22 +39,20 @@ func (o ObserveOptions) enabled() bool {
 	return o.MetricsListen != "" || o.RemoteWriteURL != "" || o.OTLPEndpoint != "" || o.Scrape
 }
 
-// startObservers starts the run's observers on the load's clock, once the
-// endpoints are resolved; with nothing asked for, r.obs stays nil. The
-// observers outlive ctx (observe.Start keeps only its values): they are
-// closed by closeObservers.
-func (r *run) startObservers(ctx context.Context, clock *llm.RunClock, rec *llm.Recorder) error {
+// observeOptions are the run's observers for the load pipeline, which
+// starts them on the load's clock; nil when nothing is asked for. The
+// observers outlive the load's context (observe.Start keeps only its
+// values): closeObservers closes them.
+func (r *run) observeOptions() *observe.Options {
 	o := r.opts.Observe
 	if !o.enabled() {
 		return nil
 	}
-	opts := observe.Options{
+	opts := &observe.Options{
 		MetricsListen: o.MetricsListen, RemoteWriteURL: o.RemoteWriteURL, RemoteWriteInterval: o.RemoteWriteInterval,
 		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval,
 		TraceAttributes: map[string]string{"llmchaos.experiment": r.p.spec.Metadata.Name, "llmchaos.seed": fmt.Sprint(r.p.seed)},
-		Clock:           clock.Now, RunStart: clock.Start(),
-		InFlight: func() int64 { return rec.Snapshot(clock.Now()).InFlight },
-		Warn:     o.Warn,
+		Warn:            o.Warn,
 	}
 	if opts.Warn == nil {
 		opts.Warn = func(err error) { r.out.printf("warning: %v", err) }
@@ -65,23 +62,19 @@ func (r *run) startObservers(ctx context.Context, clock *llm.RunClock, rec *llm.
 			opts.ScrapeTargets = append(opts.ScrapeTargets, rootURL(e.url))
 		}
 	}
-	obs, err := observe.Start(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("observability: %w", err)
-	}
+	return opts
+}
+
+// setObservers takes the observers the load pipeline started (nil: none)
+// and says where the live metrics are.
+func (r *run) setObservers(obs *observe.Observers) {
 	r.obs = obs
+	if obs == nil {
+		return
+	}
 	if u := obs.MetricsURL(); u != "" {
 		r.out.printf("live metrics at %s", u)
 	}
-	return nil
-}
-
-// observeResult is the engine's Observe hook (nil when nothing observes).
-func (r *run) observeResult() func(*llm.Result) {
-	if r.obs == nil {
-		return nil
-	}
-	return r.obs.Observe
 }
 
 // faultActive publishes llmchaos_fault_active for a fault injected or

@@ -9,38 +9,24 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
-// uncappedPool sizes the connection pool of an open loop without
-// max_in_flight, as `llmchaos load` does: large enough never to hold a
-// request back.
-const uncappedPool = 1 << 16
-
-// load runs the load with the faults on its clock and returns when the
-// load has ended and every fault's goroutine has returned (each reverts
-// its fault when its time is up or when ctx ends).
+// load runs the load (through the load pipeline shared with `llmchaos
+// load`) with the faults on its clock and returns when the load has ended
+// and every fault's goroutine has returned (each reverts its fault when
+// its time is up or when ctx ends).
 func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	p := r.p
-	workload, err := llm.NewWorkload(p.wc, r.seedRand(llm.SeedStreamWorkloadSetup))
-	if err != nil {
-		return llm.RunStats{}, fmt.Errorf("workload: %w", err)
-	}
 	live, err := assertions.NewLive(p.stops)
 	if err != nil {
 		return llm.RunStats{}, err
 	}
-	pool := uncappedPool
-	switch {
-	case p.ac.Mode() == llm.ModeClosed:
-		pool = p.ac.Concurrency
-	case p.ac.MaxInFlight > 0:
-		pool = p.ac.MaxInFlight
-	}
-	copts := llm.ClientOptions{Concurrency: pool, Seed: p.seed}
+	copts := llm.ClientOptions{}
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
 	} else {
@@ -50,32 +36,37 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	for i, e := range r.endpoints {
 		targets[i] = e.load
 	}
-	rec := llm.NewRecorder(llm.RecorderOptions{SLO: p.slo})
-	r.rec = rec
-
-	clock := llm.NewRunClock()
-	copts.Clock = clock
-	client, err := llm.NewClient(copts)
-	if err != nil {
-		return llm.RunStats{}, fmt.Errorf("client: %w", err)
-	}
-	defer client.Close()
-	if err := r.startObservers(ctx, clock, rec); err != nil {
-		return llm.RunStats{}, err
-	}
-	eng, err := llm.NewEngine(llm.EngineConfig{
-		Targets: targets, Model: r.model, Arrival: p.ac, Workload: workload,
-		Client: client, Recorder: rec, Seed: p.seed, Grace: llm.DefaultGrace,
-		Tagger: r.tag, Observe: r.observeResult(),
+	l, err := loadrun.Run(ctx, loadrun.Config{
+		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: llm.DefaultGrace,
+		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo}, Observe: r.observeOptions(),
+		Tagger: r.tag,
+		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
+			return r.alongside(ctx, l, live)
+		},
 	})
-	if err != nil {
+	if err != nil && l == nil {
 		return llm.RunStats{}, err
 	}
-	r.clock.Store(clock)
+	stats := l.Stats
+	stats.End = max(stats.End, r.now())
+	if err != nil {
+		return stats, fmt.Errorf("load: %w", err)
+	}
+	return stats, nil
+}
+
+// alongside starts what runs with the load once it is built: the steady
+// state check before the faults, the faults on their timeline, the stop
+// conditions, the live loop and the monitors. It returns the function
+// that stops them all once the load ended and waits for them.
+func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.Live) func(llm.RunStats, error) {
+	p := r.p
+	r.rec = l.Recorder
+	r.setObservers(l.Observers)
+	r.clock.Store(l.Clock)
 	r.event(report.EventSourceRunner, "load_started", "", describeArrival(p.ac))
 
 	faultCtx, stopFaults := context.WithCancel(ctx)
-	defer stopFaults()
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	wg.Go(func() {
@@ -135,24 +126,19 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 			r.monitorEnded(faultCtx, "Docker events", w.Watch(faultCtx, func() {}, r.dockerEvent))
 		})
 	}
-	stats, err := eng.Run(ctx)
-	end := stats.End
-	if err == nil {
-		r.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
-	}
-	stopFaults()
-	close(done)
-	wg.Wait()
-	if r.nvml != nil {
-		if err := r.nvml.mon.Close(); err != nil {
-			r.out.printf("NVML monitor: %v", err)
+	return func(stats llm.RunStats, err error) {
+		if err == nil {
+			r.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
+		}
+		stopFaults()
+		close(done)
+		wg.Wait()
+		if r.nvml != nil {
+			if err := r.nvml.mon.Close(); err != nil {
+				r.out.printf("NVML monitor: %v", err)
+			}
 		}
 	}
-	stats.End = max(end, r.now())
-	if err != nil {
-		return stats, fmt.Errorf("load: %w", err)
-	}
-	return stats, nil
 }
 
 // tag is the engine's Tagger: it labels each result with the phase and

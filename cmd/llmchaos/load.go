@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -27,10 +28,6 @@ const (
 	// when stdout is not a terminal; on a terminal one line is rewritten
 	// every second.
 	defaultProgress = 5 * time.Second
-	// uncappedPool sizes the connection pool of an open loop without
-	// --max-in-flight: large enough never to hold a request back (a wait
-	// for a connection would show as send lag).
-	uncappedPool = 1 << 16
 )
 
 // loadFlags holds `llmchaos load`'s flags as given: what needs parsing is
@@ -125,11 +122,11 @@ type loadConfig struct {
 	Timeout     time.Duration
 	IdleTimeout time.Duration
 
-	Grace        time.Duration
-	Out          string // the JSON report's path
-	HTML         string
+	Grace time.Duration
+	// Outputs are the reports to write (--out, --junit, --html), each a
+	// row of report.Formats; a path of "-" is standard output.
+	Outputs      []report.Output
 	SaveRequests string
-	JUnit        string
 	Progress     time.Duration
 	Observe      observeConfig
 
@@ -208,7 +205,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
 		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout,
-		Grace: f.Grace, HTML: f.HTML, SaveRequests: f.SaveRequests, JUnit: f.Verdict.JUnit, Progress: f.Progress,
+		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput,
 	}
 
@@ -384,17 +381,26 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	// Outputs: their folders must exist before a long run, not after it.
 	outs, outErrs := parseOuts(f.Out)
 	errs = append(errs, outErrs...)
-	c.Out = outs.JSON
+	c.Outputs = loadOutputs(outs, f.Verdict.JUnit, f.HTML)
 	obs, obsErrs := f.Observe.config(fs, outs.RemoteWrite)
 	errs = append(errs, obsErrs...)
 	c.Observe = obs
-	for _, o := range []struct{ flag, path string }{{"--out", outs.JSON}, {"--save-requests", f.SaveRequests}, {"--junit", f.Verdict.JUnit}, {"--html", f.HTML}} {
+	paths := outs.paths()
+	for _, o := range []outPath{{"--save-requests", f.SaveRequests}, {"--junit", f.Verdict.JUnit}, {"--html", f.HTML}} {
+		if o.path != report.Stdout {
+			paths = append(paths, o)
+		}
+	}
+	for _, o := range paths {
 		if o.path == "" {
 			continue
 		}
 		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
 			bad("%s %s: folder %s does not exist", o.flag, o.path, filepath.Dir(o.path))
 		}
+	}
+	if n := countStdout(c.Outputs); n > 1 {
+		bad("%d reports are asked for on standard output (-): give it to one", n)
 	}
 	ths, slo, err := f.Verdict.parse()
 	if err != nil {
@@ -403,6 +409,37 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	c.Thresholds, c.SLO = ths, slo
 	return c, errors.Join(errs...)
 }
+
+// loadOutputs lists the reports a load writes: the JSON report and the
+// other formats of --out, then --junit and --html.
+func loadOutputs(outs outputs, junit, html string) []report.Output {
+	var list []report.Output
+	if outs.JSON != "" {
+		list = append(list, report.Output{Format: report.FormatJSON, Path: outs.JSON})
+	}
+	list = append(list, outs.Reports...)
+	if junit != "" {
+		list = append(list, report.Output{Format: report.FormatJUnit, Path: junit})
+	}
+	if html != "" {
+		list = append(list, report.Output{Format: report.FormatHTML, Path: html, Flag: "--html"})
+	}
+	return list
+}
+
+// countStdout counts the outputs written to standard output.
+func countStdout(outs []report.Output) int {
+	n := 0
+	for _, o := range outs {
+		if o.Path == report.Stdout {
+			n++
+		}
+	}
+	return n
+}
+
+// toStdout reports whether a report of the load goes to standard output.
+func (c loadConfig) toStdout() bool { return countStdout(c.Outputs) > 0 }
 
 // workloadErrors turns the workload's validation errors into the
 // command's: flag names as this command spells them, and a missing prompt

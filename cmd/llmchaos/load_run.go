@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -25,36 +25,20 @@ import (
 // threshold.
 var errStopCondition = errors.New("stopped by a failing abortOnFail threshold")
 
-// runLoad runs one load: it builds the workload, client, recorder and
-// engine from cfg, shows live progress, ends with the summary, the JSON
-// report (--out), JUnit (--junit) and the verdict as the command's exit.
+// runLoad runs one load through the load pipeline (loadrun.Run): it shows
+// live progress, ends with the summary, the reports (--out, --junit,
+// --html) and the verdict as the command's exit. When a report goes to
+// standard output (--out -), everything else the command prints goes to
+// stderr, so that stdout holds the report alone.
 func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) error {
-	seed := uint64(cfg.Seed)
-	workload, err := llm.NewWorkload(cfg.Workload, rand.New(rand.NewPCG(seed, llm.SeedStreamWorkloadSetup)))
-	if err != nil {
-		return usageError(errors.New(renamedFlags.Replace(err.Error())))
-	}
 	live, err := assertions.NewLive(cfg.Thresholds)
 	if err != nil {
 		return usageError(err)
 	}
-
-	clock := llm.NewRunClock()
-	pool := uncappedPool
-	switch {
-	case cfg.Arrival.Mode() == llm.ModeClosed:
-		pool = cfg.Arrival.Concurrency
-	case cfg.Arrival.MaxInFlight > 0:
-		pool = cfg.Arrival.MaxInFlight
+	human := stdout
+	if cfg.toStdout() {
+		human = stderr
 	}
-	client, err := llm.NewClient(llm.ClientOptions{
-		Clock: clock, Concurrency: pool, HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv,
-		Headers: cfg.Headers, Seed: seed, RequestTimeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout,
-	})
-	if err != nil {
-		return usageError(fmt.Errorf("--header: %w", err))
-	}
-	defer client.Close()
 
 	ropts := llm.RecorderOptions{SLO: cfg.SLO}
 	var saveFile *os.File
@@ -65,64 +49,75 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		defer saveFile.Close()
 		ropts.SaveRequests = llm.NewRequestWriter(saveFile)
 	}
-	rec := llm.NewRecorder(ropts)
 
-	fmt.Fprintln(stdout, describeLoad(cfg))
+	fmt.Fprintln(human, describeLoad(cfg))
 	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
 	if cfg.Name != "" {
 		attrs["llmchaos.run"] = cfg.Name
 	}
-	obs, err := startObservers(ctx, cfg.Observe, "llmchaos load", cfg.Targets, clock, rec, attrs, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	closed := false
-	defer func() {
-		if !closed { // an early return: end them all the same
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
-			defer cancel()
-			_ = obs.Close(cctx)
-		}
-	}()
+	const cmdName = "llmchaos load"
+	oopts := cfg.Observe.options(cfg.Targets)
+	oopts.TraceAttributes = attrs
+	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
 
-	eng, err := llm.NewEngine(llm.EngineConfig{
-		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
-		Client: client, Recorder: rec, Seed: seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
-		Observe: obs.Observe,
-	})
-	if err != nil {
-		return usageError(err)
-	}
-
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	var (
 		g       errgroup.Group
 		aborted atomic.Bool
-		done    = make(chan struct{})
+		obs     *runObservers
 	)
-	tty := isTerminal(stdout)
-	g.Go(func() error {
-		liveLoop(done, liveOptions{
-			out: stdout, tty: tty, every: cfg.Progress, rec: rec, clock: clock,
-			live: live, slo: cfg.SLO,
-			checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
-			abort: func(failed assertions.Outcomes) {
-				if aborted.CompareAndSwap(false, true) {
-					fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
-					stop(errStopCondition)
-				}
-			},
-		})
-		return nil
+	l, runErr := loadrun.Run(ctx, loadrun.Config{
+		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
+		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp,
+		Client: llm.ClientOptions{
+			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
+			RequestTimeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout,
+		},
+		Recorder: ropts,
+		Observe:  &oopts,
+		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
+			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr}
+			if u := obs.MetricsURL(); u != "" {
+				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
+			}
+			done := make(chan struct{})
+			g.Go(func() error {
+				liveLoop(done, liveOptions{
+					out: human, tty: isTerminal(human), every: cfg.Progress, rec: l.Recorder, clock: l.Clock,
+					live: live, slo: cfg.SLO,
+					checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
+					abort: func(failed assertions.Outcomes) {
+						if aborted.CompareAndSwap(false, true) {
+							fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
+							l.Stop(errStopCondition)
+						}
+					},
+				})
+				return nil
+			})
+			return func(llm.RunStats, error) {
+				close(done)
+				_ = g.Wait()
+			}
+		},
 	})
-	stats, runErr := eng.Run(runCtx)
-	close(done)
-	_ = g.Wait()
+	if se, ok := errors.AsType[*loadrun.StageError](runErr); ok {
+		switch se.Stage {
+		case loadrun.StageWorkload:
+			return usageError(errors.New(renamedFlags.Replace(se.Err.Error())))
+		case loadrun.StageClient:
+			return usageError(fmt.Errorf("--header: %w", se.Err))
+		case loadrun.StageEngine:
+			return usageError(se.Err)
+		}
+		return se.Err
+	}
 	if runErr != nil {
+		if obs != nil {
+			obs.finish(ctx, nil)
+		}
 		return runErr
 	}
-	if stats.Interrupted && !aborted.Load() {
+	if l.Stats.Interrupted && !aborted.Load() {
 		fmt.Fprintln(stderr, "llmchaos load: interrupted: requests in flight were cancelled; the reports cover the run so far")
 	}
 
@@ -135,22 +130,19 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			errs = append(errs, fmt.Errorf("--save-requests: %w", err))
 		}
 	}
-	doc, err := report.Build(report.Meta{
-		ToolVersion: toolVersion(), Name: cfg.Name, StartedAt: clock.Start(), Seed: cfg.Seed, Config: cfg.record(),
-	}, rec.Finish(stats.End))
+	doc, err := l.Document(report.Meta{
+		ToolVersion: toolVersion(), Name: cfg.Name, StartedAt: l.Clock.Start(), Seed: cfg.Seed, Config: cfg.record(),
+	})
 	if err != nil {
+		obs.finish(ctx, nil)
 		return errors.Join(append(errs, err)...)
 	}
-	doc.Server = obs.ServerSeries(stats.End)
-	verdict := endRun(stdout, doc, cfg.Thresholds, aborted.Load(), cfg.Out, cfg.JUnit)
+	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, aborted.Load(), cfg.Outputs)
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil
 	}
-	closed = true
-	if err := obs.finish(ctx, doc, cfg.HTML); err != nil {
-		errs = append(errs, err)
-	}
+	obs.finish(ctx, doc)
 	if len(errs) == 0 {
 		return verdict
 	}

@@ -97,7 +97,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Chaos and resilience testing for LLM inference services",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `llmchaos version` does.
+		Version: toolVersion(),
 	}
+	root.SetVersionTemplate(versionLine())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestVersionCommand(t *testing.T) {
@@ -26,5 +28,48 @@ func TestUnknownFlagIsUsageError(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "no-such-flag") {
 		t.Errorf("stderr = %q, want it to name the flag", errb.String())
+	}
+}
+
+// TestVersionFlag: --version prints the version line of `llmchaos
+// version`, which carries main.version (the Makefile's -X main.version).
+func TestVersionFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := execute(context.Background(), []string{"--version"}, &out, &errb)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want %d (stderr %q)", code, ExitOK, errb.String())
+	}
+	if got, want := out.String(), versionLine(); got != want {
+		t.Errorf("--version printed %q, want %q", got, want)
+	}
+	if !strings.Contains(out.String(), " "+toolVersion()+" ") {
+		t.Errorf("--version output %q lacks the version %q", out.String(), toolVersion())
+	}
+}
+
+// TestFlagUsageHasNoBackquotes: pflag takes a `quoted` word of a flag's
+// usage as its value's name, so `--no-guard llmchaos recover` would show
+// in the help of a flag that takes no value.
+func TestFlagUsageHasNoBackquotes(t *testing.T) {
+	var out, errb bytes.Buffer
+	root := newRootCmd(&out, &errb)
+	for _, c := range append(root.Commands(), root) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden {
+				return
+			}
+			if name, _ := pflag.UnquoteUsage(f); strings.Contains(f.Usage, "`") || strings.Contains(name, " ") {
+				t.Errorf("%s --%s: usage %q shows the value name %q", c.Name(), f.Name, f.Usage, name)
+			}
+		})
+	}
+	var help bytes.Buffer
+	root = newRootCmd(&help, &errb)
+	root.SetArgs([]string{"run", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(help.String(), "--no-guard llmchaos") {
+		t.Errorf("run --help still shows --no-guard with a value name:\n%s", help.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	"github.com/llmchaos/llmchaos/telemetry/tracing"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // Output kinds of --out KIND=TARGET. A value without a known kind is the
@@ -36,13 +36,18 @@ var outKind = regexp.MustCompile(`^([a-z][a-z0-9-]*)=(.*)$`)
 
 // outputs are the --out values sorted by kind.
 type outputs struct {
-	JSON        string // the JSON report's path
+	JSON        string // the JSON report's path ("-": stdout)
 	RemoteWrite string // the remote write receiver's URL
+	// Reports are the other report formats asked for as FORMAT=FILE, in
+	// the order given.
+	Reports []report.Output
 }
 
-// addOutFlag binds the repeatable --out flag of load and run.
+// addOutFlag binds the repeatable --out flag of load.
 func addOutFlag(fs *pflag.FlagSet, out *[]string) {
 	fs.StringArrayVar(out, "out", nil, "an output (repeatable): FILE or json=FILE writes the JSON run report; "+
+		"FORMAT=FILE writes a report in another format ("+report.FormatNames()+"), e.g. vllm=result.json for vLLM's bench serve result; "+
+		"- as FILE is standard output; "+
 		"prometheus-rw=URL pushes the live llmchaos_* series by Prometheus remote write (v1), e.g. prometheus-rw=http://127.0.0.1:9090/api/v1/write")
 }
 
@@ -54,16 +59,15 @@ func parseOuts(values []string) (outputs, []error) {
 	for _, v := range values {
 		kind, target := outJSON, v
 		if m := outKind.FindStringSubmatch(v); m != nil {
-			switch m[1] {
-			case outJSON, outRemoteWrite:
+			_, ferr := report.LookupFormat(m[1])
+			switch {
+			case m[1] == outRemoteWrite || ferr == nil:
 				kind, target = m[1], m[2]
-			default:
+			case strings.Contains(m[2], "://"):
 				// A path such as "a=b.json" stays a path; a URL behind an
 				// unknown kind is a typo of one.
-				if strings.Contains(m[2], "://") {
-					errs = append(errs, fmt.Errorf("--out %s: unknown output kind %q: want json=FILE or prometheus-rw=URL", v, m[1]))
-					continue
-				}
+				errs = append(errs, fmt.Errorf("--out %s: unknown output kind %q: want FORMAT=FILE (FORMAT %s) or prometheus-rw=URL", v, m[1], report.FormatNames()))
+				continue
 			}
 		}
 		switch kind {
@@ -86,10 +90,42 @@ func parseOuts(values []string) (outputs, []error) {
 			default:
 				o.RemoteWrite = target
 			}
+		default: // a report format of report.Formats
+			switch {
+			case target == "":
+				errs = append(errs, fmt.Errorf("--out %s: the %s report's path is empty", v, kind))
+			case slices.ContainsFunc(o.Reports, func(r report.Output) bool { return r.Format == kind }):
+				errs = append(errs, fmt.Errorf("--out %s: a %s report is already asked for: give one", v, kind))
+			default:
+				o.Reports = append(o.Reports, report.Output{Format: kind, Path: target, Flag: "--out " + kind})
+			}
 		}
 	}
 	return o, errs
 }
+
+// paths are the files the outputs write, with the flag that names each
+// (standard output left out), for the check that their folders exist.
+func (o outputs) paths() []outPath {
+	var out []outPath
+	if o.JSON != "" && o.JSON != report.Stdout {
+		out = append(out, outPath{"--out", o.JSON})
+	}
+	for _, r := range o.Reports {
+		if r.Path != report.Stdout {
+			out = append(out, outPath{r.Flag, r.Path})
+		}
+	}
+	return out
+}
+
+// stdout reports whether an output goes to standard output.
+func (o outputs) stdout() bool {
+	return o.JSON == report.Stdout || slices.ContainsFunc(o.Reports, func(r report.Output) bool { return r.Path == report.Stdout })
+}
+
+// outPath is a file an option writes.
+type outPath struct{ flag, path string }
 
 // observeFlags are the observability flags of load and run: the live
 // endpoint, tracing and the server monitor. --out prometheus-rw=URL and
@@ -179,45 +215,20 @@ type runObservers struct {
 	stderr io.Writer
 }
 
-// startObservers starts the observers of a run of cmd ("llmchaos load")
-// against targets on clock, reading the in-flight count from rec, and
-// prints where the live metrics are. Warnings go to stderr as they happen.
-func startObservers(ctx context.Context, cfg observeConfig, cmd string, targets []string, clock *llm.RunClock,
-	rec *llm.Recorder, attrs map[string]string, stdout, stderr io.Writer) (*runObservers, error) {
-	opts := cfg.options(targets)
-	opts.TraceAttributes, opts.Clock, opts.RunStart = attrs, clock.Now, clock.Start()
-	opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
-	opts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmd, err) }
-	obs, err := observe.Start(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	if u := obs.MetricsURL(); u != "" {
-		fmt.Fprintf(stdout, "%s: live metrics at %s\n", cmd, u)
-	}
-	return &runObservers{Observers: obs, cmd: cmd, stderr: stderr}, nil
-}
-
 // finish ends a run's observers once doc is evaluated: it publishes the
-// thresholds' verdicts, writes the HTML report to htmlPath when one is
-// given (the plots need the server series, so after ServerSeries), and
-// closes the observers. Only a report that could not be written is an
-// error: a problem of the live outputs is printed as a warning, since the
-// run's result does not depend on it.
-func (o *runObservers) finish(ctx context.Context, doc *report.Document, htmlPath string) error {
-	o.SetThresholds(doc.Thresholds)
-	var err error
-	if htmlPath != "" {
-		if werr := report.WriteHTMLFile(htmlPath, doc); werr != nil {
-			err = fmt.Errorf("--html: %w", werr)
-		}
+// thresholds' verdicts (none when doc is nil: the run had no report) and
+// closes the observers. A problem of the live
+// outputs is printed as a warning, since the run's result does not depend
+// on it.
+func (o *runObservers) finish(ctx context.Context, doc *report.Document) {
+	if doc != nil {
+		o.SetThresholds(doc.Thresholds)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
 	defer cancel()
 	if cerr := o.Close(cctx); cerr != nil {
 		fmt.Fprintf(o.stderr, "%s: warning: %v\n", o.cmd, cerr)
 	}
-	return err
 }
 
 // redactURL hides a password in u, for messages.

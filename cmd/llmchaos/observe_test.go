@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -52,11 +53,18 @@ func TestParseOuts(t *testing.T) {
 		{"two JSON reports", []string{"a.json", "json=b.json"}, outputs{JSON: "a.json"}, []string{"already written to a.json"}},
 		{"two receivers", []string{"prometheus-rw=http://a/w", "prometheus-rw=http://b/w"}, outputs{RemoteWrite: "http://a/w"}, []string{"already goes to http://a/w"}},
 		{"empty JSON path", []string{"json="}, outputs{}, []string{"path is empty"}},
+		{"- is stdout", []string{"-"}, outputs{JSON: "-"}, nil},
+		{"a report format", []string{"vllm=result.json", "run.json"}, outputs{JSON: "run.json",
+			Reports: []report.Output{{Format: "vllm", Path: "result.json", Flag: "--out vllm"}}}, nil},
+		{"a report format to stdout", []string{"vllm=-"}, outputs{Reports: []report.Output{{Format: "vllm", Path: "-", Flag: "--out vllm"}}}, nil},
+		{"two of a format", []string{"vllm=a.json", "vllm=b.json"}, outputs{Reports: []report.Output{{Format: "vllm", Path: "a.json", Flag: "--out vllm"}}},
+			[]string{"a vllm report is already asked for"}},
+		{"empty format path", []string{"junit="}, outputs{}, []string{"the junit report's path is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, errs := parseOuts(tt.in)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("parseOuts(%q) = %+v, want %+v", tt.in, got, tt.want)
 			}
 			if len(errs) != len(tt.errs) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,12 +15,10 @@ import (
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
-// Report formats of --format.
+// Report formats of --format: the rows of report.Formats.
 const (
-	formatText  = "text"
-	formatJSON  = "json"
-	formatJUnit = "junit"
-	formatHTML  = "html"
+	formatText = report.FormatText
+	formatJSON = report.FormatJSON
 )
 
 // addThresholdFlag binds the repeatable --threshold flag (load, report,
@@ -89,16 +87,22 @@ func (v *verdictFlags) parse() ([]assertions.Threshold, llm.SLO, error) {
 // to stdout, and returns the verdict as the command's exit (verdictError).
 // A write error wins over the verdict (exit 1).
 func endRun(stdout io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, jsonPath, junitPath string) error {
-	doc.Evaluate(ths, aborted)
-	var errs []error
+	var outs []report.Output
 	if jsonPath != "" {
-		errs = append(errs, report.WriteFile(jsonPath, doc))
+		outs = append(outs, report.Output{Format: report.FormatJSON, Path: jsonPath})
 	}
 	if junitPath != "" {
-		errs = append(errs, report.WriteJUnitFile(junitPath, doc))
+		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: junitPath})
 	}
-	errs = append(errs, report.WriteText(stdout, doc))
-	if err := errors.Join(errs...); err != nil {
+	return endRunOutputs(stdout, stdout, doc, ths, aborted, outs)
+}
+
+// endRunOutputs is endRun for any outputs (report.Formats' rows; a path of
+// "-" is stdout): it writes each, then the terminal summary to summary.
+func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output) error {
+	doc.Evaluate(ths, aborted)
+	err := report.WriteOutputs(stdout, outs, doc)
+	if err = errors.Join(err, report.WriteText(summary, doc)); err != nil {
 		return err
 	}
 	return verdictError(doc)
@@ -128,32 +132,28 @@ func verdictError(d *report.Document) error {
 	return nil
 }
 
-// writeReport writes d in format (text, json, junit or html) to path,
+// writeReport writes d in format (a row of report.Formats) to path,
 // atomically, or to stdout when path is "" or "-".
 func writeReport(stdout io.Writer, path, format string, d *report.Document) error {
-	var write func(io.Writer, *report.Document) error
-	switch format {
-	case formatText:
-		write = report.WriteText
-	case formatJSON:
-		write = report.Write
-	case formatJUnit:
-		write = report.WriteJUnit
-	case formatHTML:
-		write = report.WriteHTML
-	default:
-		return usageError(fmt.Errorf("--format %q: want text, json, junit or html", format))
+	if _, err := report.LookupFormat(format); err != nil {
+		return usageError(fmt.Errorf("--format: %w", err))
 	}
-	return writeTo(stdout, path, func(w io.Writer) error { return write(w, d) })
+	return report.WriteOutput(stdout, report.Output{Format: format, Path: path}, d)
 }
 
 // writeTo writes what write produces to path, atomically, or to stdout when
 // path is "" or "-".
 func writeTo(stdout io.Writer, path string, write func(io.Writer) error) error {
-	if path == "" || path == "-" {
-		return write(stdout)
+	return report.WriteTo(stdout, path, write)
+}
+
+// formatHelp lists the report formats for help text, one per line.
+func formatHelp() string {
+	var b strings.Builder
+	for _, f := range report.Formats() {
+		fmt.Fprintf(&b, "  %-6s %s\n", f.Name, f.Description)
 	}
-	return report.WriteFileWith(path, write)
+	return b.String()
 }
 
 // reportOptions is `llmchaos report`'s configuration.
@@ -165,8 +165,8 @@ type reportOptions struct {
 }
 
 func (o *reportOptions) check() error {
-	if !slices.Contains([]string{formatText, formatJSON, formatJUnit, formatHTML}, o.Format) {
-		return fmt.Errorf("--format %q: want text, json, junit or html", o.Format)
+	if _, err := report.LookupFormat(o.Format); err != nil {
+		return fmt.Errorf("--format %q: want %s", o.Format, report.FormatNames())
 	}
 	return nil
 }
@@ -175,11 +175,11 @@ func newReportCmd() *cobra.Command {
 	o := reportOptions{Format: formatText}
 	cmd := &cobra.Command{
 		Use:   "report RUN.json",
-		Short: "Re-render a saved run as a terminal summary, JSON, JUnit XML or HTML",
-		Long: `report reads a run saved with --out and writes it again: the terminal summary
-(text), the JSON report (json), JUnit XML for CI test-report plugins
-(junit) or a self-contained HTML page with plots (html), to stdout or to
--o FILE.
+		Short: "Re-render a saved run as a terminal summary, JSON, JUnit XML, HTML or vLLM's result JSON",
+		Long: `report reads a run saved with --out and writes it again, in one of these
+formats (--format), to stdout or to -o FILE:
+
+` + formatHelp() + `
 
 The thresholds and verdict are those saved with the run. With --threshold,
 the given thresholds are evaluated instead, against the run's saved
@@ -191,6 +191,7 @@ aborted; 2 bad flags, thresholds or report file; 1 anything else.`,
 		Example: `  llmchaos report run.json
   llmchaos report run.json --format junit -o junit.xml
   llmchaos report run.json --format html -o report.html
+  llmchaos report run.json --format vllm -o result.json
   llmchaos report run.json --threshold 'ttft: p(99)<800ms' --threshold 'error_rate: rate<1%'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -202,7 +203,7 @@ aborted; 2 bad flags, thresholds or report file; 1 anything else.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Format, "format", o.Format, "output format: text, json, junit or html")
+	fs.StringVar(&o.Format, "format", o.Format, "output format: "+report.FormatNames())
 	fs.StringVarP(&o.Output, "output", "o", "", "write to this file (atomically) instead of stdout")
 	addThresholdFlag(fs, &o.Thresholds)
 	return cmd

@@ -49,7 +49,7 @@ func TestReportCommandHTML(t *testing.T) {
 		t.Errorf("page on stdout does not show the failed threshold")
 	}
 
-	if code, _, errs := run(t, "report", path, "--format", "pdf"); code != ExitUsage || !strings.Contains(errs, "want text, json, junit or html") {
+	if code, _, errs := run(t, "report", path, "--format", "pdf"); code != ExitUsage || !strings.Contains(errs, "want text, json, junit, html or vllm") {
 		t.Errorf("--format pdf: exit %d, stderr %q", code, errs)
 	}
 }

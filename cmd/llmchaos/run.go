@@ -98,7 +98,7 @@ file is invalid; 1 llmchaos itself failed.`,
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
-	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only `llmchaos recover` does)")
+	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	obsFlags.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
 	return cmd
@@ -136,14 +136,14 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	}
 	doc := out.Doc
 	var errs []error
-	jsonPath := filepath.Join(out.RunDir, "run.json")
-	errs = append(errs, report.WriteFile(jsonPath, doc))
+	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {
-		errs = append(errs, report.WriteJUnitFile(c.JUnit, doc))
+		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: c.JUnit})
 	}
 	if c.HTML != "" {
-		errs = append(errs, report.WriteHTMLFile(c.HTML, doc))
+		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML})
 	}
+	errs = append(errs, report.WriteOutputs(stdout, outs, doc))
 	fmt.Fprintln(stdout)
 	errs = append(errs, report.WriteText(stdout, doc))
 	fmt.Fprintf(stdout, "run directory: %s (run.json, journal.jsonl, helper logs)\n", out.RunDir)

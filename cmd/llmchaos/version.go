@@ -46,14 +46,18 @@ func toolVersion() string {
 	return "dev-" + rev
 }
 
+// versionLine is what `llmchaos version` and `llmchaos --version` print.
+func versionLine() string {
+	return fmt.Sprintf("llmchaos %s (%s, %s/%s)\n", toolVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the llmchaos version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "llmchaos %s (%s, %s/%s)\n",
-				toolVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}

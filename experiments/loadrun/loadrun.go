@@ -1,0 +1,183 @@
+package loadrun
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// UncappedPool sizes the connection pool of an open loop without a cap on
+// requests in flight: large enough never to hold a request back (a wait
+// for a connection would show as send lag).
+const UncappedPool = 1 << 16
+
+// observeCloseTimeout bounds the closing of observers that Run started
+// but could not hand over (the engine could not be built).
+const observeCloseTimeout = 20 * time.Second
+
+// Config is one load, checked by its caller.
+type Config struct {
+	// Targets are the base URLs the engine sends to; Model the model asked for.
+	Targets []string
+	Model   string
+	// Arrival and Workload are the load shape and what each request holds,
+	// with defaults applied.
+	Arrival  llm.ArrivalConfig
+	Workload llm.WorkloadConfig
+	// Seed seeds the workload's setup, the schedule and request ids.
+	Seed uint64
+	// Grace is what requests in flight get to finish once the schedule
+	// ended; RampUp spreads a closed loop's users' start.
+	Grace  time.Duration
+	RampUp time.Duration
+	// Client holds the client's options; Run sets its Clock, Concurrency
+	// (the pool, sized for the load shape) and Seed.
+	Client llm.ClientOptions
+	// Recorder holds the recorder's options (goodput SLOs, the per-request
+	// writer).
+	Recorder llm.RecorderOptions
+	// Observe, when not nil, starts the live observers; Run sets their
+	// Clock, RunStart and InFlight. The caller owns the observers Run
+	// hands back in Load and closes them.
+	Observe *observe.Options
+	// Tagger, when set, is the engine's Tagger.
+	Tagger func(at time.Duration, tags *llm.Tags)
+	// Alongside, when set, is called once everything is built, just before
+	// the first request is scheduled: it starts what runs with the load
+	// (live checks, progress lines, a fault timeline) and returns the
+	// function that stops it. Run calls that function as soon as the
+	// engine returned, with the engine's outcome, and it must return only
+	// once what it started has.
+	Alongside func(l *Load) (stop func(llm.RunStats, error))
+}
+
+// Stage names the step of Run that failed, in a *StageError.
+type Stage string
+
+// The stages of Run that can fail before the load starts.
+const (
+	StageWorkload  Stage = "workload"
+	StageClient    Stage = "client"
+	StageObservers Stage = "observability"
+	StageEngine    Stage = "engine"
+)
+
+// StageError is an error of Run before the load started: a configuration
+// the workload, the client, the observers or the engine refused.
+type StageError struct {
+	Stage Stage
+	Err   error
+}
+
+func (e *StageError) Error() string { return string(e.Stage) + ": " + e.Err.Error() }
+func (e *StageError) Unwrap() error { return e.Err }
+
+// Load is a load built by Run: what its companions read while it runs, and
+// what a report is built from once it ended.
+type Load struct {
+	// Clock is the load's clock; Recorder records every result.
+	Clock    *llm.RunClock
+	Recorder *llm.Recorder
+	// Observers are the live observers (nil when Config.Observe was nil);
+	// the caller closes them.
+	Observers *observe.Observers
+	// Stats is the engine's account of the load, once Run returned.
+	Stats llm.RunStats
+
+	stop context.CancelCauseFunc
+}
+
+// Stop ends the load early with cause: nothing more is scheduled and the
+// requests in flight are cancelled. Safe from any goroutine.
+func (l *Load) Stop(cause error) { l.stop(cause) }
+
+// PoolSize is the connection pool a load shape needs: its users for a
+// closed loop, its cap on requests in flight for a capped open loop, else
+// UncappedPool.
+func PoolSize(a llm.ArrivalConfig) int {
+	switch {
+	case a.Mode() == llm.ModeClosed:
+		return a.Concurrency
+	case a.MaxInFlight > 0:
+		return a.MaxInFlight
+	}
+	return UncappedPool
+}
+
+// Run builds the load cfg describes and runs it until its schedule and
+// grace are over, ctx ends or Load.Stop is called. An error before the
+// load started is a *StageError (and then no observer is left running);
+// the engine's own error comes with the Load, whose Stats say how far it
+// got.
+func Run(ctx context.Context, cfg Config) (*Load, error) {
+	workload, err := llm.NewWorkload(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, llm.SeedStreamWorkloadSetup)))
+	if err != nil {
+		return nil, &StageError{StageWorkload, err}
+	}
+	clock := llm.NewRunClock()
+	copts := cfg.Client
+	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
+	client, err := llm.NewClient(copts)
+	if err != nil {
+		return nil, &StageError{StageClient, err}
+	}
+	defer client.Close()
+	rec := llm.NewRecorder(cfg.Recorder)
+	l := &Load{Clock: clock, Recorder: rec}
+
+	var observeResult func(*llm.Result)
+	if cfg.Observe != nil {
+		opts := *cfg.Observe
+		opts.Clock, opts.RunStart = clock.Now, clock.Start()
+		opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
+		obs, err := observe.Start(ctx, opts)
+		if err != nil {
+			return nil, &StageError{StageObservers, err}
+		}
+		l.Observers, observeResult = obs, obs.Observe
+	}
+	eng, err := llm.NewEngine(llm.EngineConfig{
+		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
+		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
+		Tagger: cfg.Tagger, Observe: observeResult,
+	})
+	if err != nil {
+		if l.Observers != nil {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+			_ = l.Observers.Close(c) // the engine's error is the one to report
+			cancel()
+		}
+		return nil, &StageError{StageEngine, err}
+	}
+
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	l.stop = stop
+	after := func(llm.RunStats, error) {}
+	if cfg.Alongside != nil {
+		after = cfg.Alongside(l)
+	}
+	stats, err := eng.Run(runCtx)
+	after(stats, err)
+	l.Stats = stats
+	return l, err
+}
+
+// Document builds the load's report: the recorded run up to its end,
+// with meta, and the server series the observers scraped. The caller adds
+// what it knows beyond the load (an experiment's record), evaluates the
+// thresholds and writes it.
+func (l *Load) Document(meta report.Meta) (*report.Document, error) {
+	doc, err := report.Build(meta, l.Recorder.Finish(l.Stats.End))
+	if err != nil {
+		return nil, err
+	}
+	if l.Observers != nil {
+		doc.Server = l.Observers.ServerSeries(l.Stats.End)
+	}
+	return doc, nil
+}

@@ -1,0 +1,135 @@
+package loadrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/report"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+func TestPoolSize(t *testing.T) {
+	tests := []struct {
+		name string
+		a    llm.ArrivalConfig
+		want int
+	}{
+		{"closed loop: its users", llm.ArrivalConfig{Concurrency: 12, Requests: 1}, 12},
+		{"capped open loop: the cap", llm.ArrivalConfig{Rate: 10, MaxInFlight: 7, Requests: 1}, 7},
+		{"open loop: uncapped", llm.ArrivalConfig{Rate: 10, Requests: 1}, UncappedPool},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PoolSize(tt.a.WithDefaults()); got != tt.want {
+				t.Errorf("PoolSize = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// streamServer answers every chat completion with a short stream of
+// three content chunks and usage.
+func streamServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t%d \"}}]}\n\n", i)
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":3}}\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func testConfig(url string) Config {
+	return Config{
+		Targets: []string{url}, Model: "m", Seed: 1, Grace: 5 * time.Second,
+		Arrival:  llm.ArrivalConfig{Rate: 200, Arrival: llm.ArrivalConstant, Requests: 10}.WithDefaults(),
+		Workload: llm.WorkloadConfig{InputTokens: llm.FixedDist(8), OutputTokens: llm.FixedDist(3)}.WithDefaults(),
+		Client:   llm.ClientOptions{Getenv: func(string) string { return "" }},
+	}
+}
+
+// TestRun: the pipeline runs the load with its companion alongside,
+// stops the companion with the engine's outcome, and builds the report
+// of every scheduled request.
+func TestRun(t *testing.T) {
+	cfg := testConfig(streamServer(t))
+	var started, stopped bool
+	var sawRecorder *llm.Recorder
+	cfg.Alongside = func(l *Load) func(llm.RunStats, error) {
+		started, sawRecorder = true, l.Recorder
+		return func(s llm.RunStats, err error) {
+			if err != nil || s.Scheduled != 10 {
+				t.Errorf("stop got %d scheduled, %v; want 10, nil", s.Scheduled, err)
+			}
+			stopped = true
+		}
+	}
+	l, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started || !stopped || sawRecorder != l.Recorder {
+		t.Errorf("companion started %v, stopped %v, saw the load's recorder %v", started, stopped, sawRecorder == l.Recorder)
+	}
+	if l.Observers != nil {
+		t.Error("observers started without Config.Observe")
+	}
+	doc, err := l.Document(report.Meta{ToolVersion: "test", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Requests; got.Scheduled != 10 || got.OK != 10 || got.Lost != 0 {
+		t.Errorf("requests %+v, want 10 scheduled, 10 ok, none lost", got)
+	}
+}
+
+// TestRunStop: Load.Stop from a companion ends the load early.
+func TestRunStop(t *testing.T) {
+	cfg := testConfig(streamServer(t))
+	cfg.Arrival = llm.ArrivalConfig{Rate: 1, Arrival: llm.ArrivalConstant, Duration: time.Hour}.WithDefaults()
+	cfg.Alongside = func(l *Load) func(llm.RunStats, error) {
+		l.Stop(errors.New("enough"))
+		return func(llm.RunStats, error) {}
+	}
+	done := make(chan struct{})
+	var l *Load
+	var err error
+	go func() {
+		defer close(done)
+		l, err = Run(context.Background(), cfg)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stopped load did not end")
+	}
+	if err != nil || !l.Stats.Interrupted {
+		t.Errorf("Run = %v, interrupted %v; want no error, interrupted", err, l.Stats.Interrupted)
+	}
+}
+
+// TestRunStageError: a configuration the workload refuses is a
+// *StageError naming the stage, and nothing runs.
+func TestRunStageError(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1/v1")
+	cfg.Workload.Dataset = "/no/such/dataset.jsonl"
+	cfg.Alongside = func(*Load) func(llm.RunStats, error) {
+		t.Error("the companion started for a load that could not be built")
+		return func(llm.RunStats, error) {}
+	}
+	l, err := Run(context.Background(), cfg)
+	se, ok := errors.AsType[*StageError](err)
+	if !ok || se.Stage != StageWorkload || l != nil {
+		t.Errorf("Run = %v, %v; want a workload *StageError and no load", l, err)
+	}
+}
