@@ -99,6 +99,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	var (
 		g       errgroup.Group
 		aborted atomic.Bool
+		abort   *report.Abort // the stop condition's, written before aborted is set
 		done    = make(chan struct{})
 	)
 	tty := isTerminal(stdout)
@@ -109,6 +110,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
 			abort: func(failed assertions.Outcomes) {
 				if aborted.CompareAndSwap(false, true) {
+					abort = &report.Abort{Cause: report.AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)}
 					fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
 					stop(errStopCondition)
 				}
@@ -123,7 +125,9 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		return runErr
 	}
 	if stats.Interrupted && !aborted.Load() {
-		fmt.Fprintln(stderr, "llmchaos load: interrupted: requests in flight were cancelled; the reports cover the run so far")
+		// An interrupted run is aborted (exit 98), not a pass of what ran.
+		abort = report.InterruptAbort(context.Cause(ctx))
+		fmt.Fprintf(stderr, "llmchaos load: interrupted (%s): requests in flight were cancelled; the reports cover the run so far\n", abort)
 	}
 
 	var errs []error
@@ -142,7 +146,8 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		return errors.Join(append(errs, err)...)
 	}
 	doc.Server = obs.ServerSeries(stats.End)
-	verdict := endRun(stdout, doc, cfg.Thresholds, aborted.Load(), cfg.Out, cfg.JUnit)
+	doc.Abort = abort
+	verdict := endRun(stdout, doc, cfg.Thresholds, abort != nil, cfg.Out, cfg.JUnit)
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil
