@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/llmchaos/llmchaos/assertions"
@@ -63,28 +64,35 @@ func (a *Abort) String() string {
 	if a == nil {
 		return "a stop condition"
 	}
-	var s string
+	sep, label := ": ", a.Cause
 	switch a.Cause {
 	case AbortStopCondition:
-		s = "stop condition"
-	case AbortNotSteady:
-		s = "the steady-state check before the faults"
+		sep, label = " ", "stop condition"
 	case AbortSignal:
-		s = "signal"
+		sep, label = " ", "signal"
+	case AbortNotSteady:
+		label = "the steady-state check before the faults"
 	case AbortInterrupted:
-		s = "an interruption"
+		label = "an interruption"
 	case AbortError:
-		s = "an error"
-	default:
-		s = a.Cause
+		label = "an error"
 	}
-	if a.Name != "" {
-		s += " " + a.Name
+	if r := a.Reason(); r != "" {
+		return label + sep + r
 	}
-	if a.Detail != "" && a.Cause != AbortSignal {
-		s += ": " + a.Detail
+	return label
+}
+
+// Reason is the abort's name and detail, the name once: "SIGINT",
+// "stop_conditions[0]: ...".
+func (a *Abort) Reason() string {
+	switch {
+	case a.Cause == AbortSignal || a.Detail == "":
+		return a.Name
+	case a.Name == "" || strings.HasPrefix(a.Detail, a.Name):
+		return a.Detail
 	}
-	return s
+	return a.Name + ": " + a.Detail
 }
 
 // signalCause is how a context's cause names the signal that ended it.

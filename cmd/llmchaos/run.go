@@ -157,7 +157,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		return withCode(ExitNotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
 	}
 	if doc.Verdict == report.VerdictAborted && out.AbortReason != experiments.AbortStopCondition {
-		fmt.Fprintf(stderr, "llmchaos run: aborted (%s): %s\n", out.AbortReason, out.AbortDetail)
+		fmt.Fprintf(stderr, "llmchaos run: aborted by %s\n", doc.Abort)
 	}
 	return verdictError(doc)
 }
