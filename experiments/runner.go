@@ -225,14 +225,18 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
 		return nil, fmt.Errorf("run directory %s: its journal shows %d fault(s) of an earlier run still applied (first: %s %q): run `llmchaos recover --run-dir %s` first, or use another directory",
 			dir, len(pend), pend[0].Type, pend[0].Name, dir)
 	}
-	var g *guard
+	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
+	var g *guardWatch
 	if opts.Helper != "" && !opts.NoGuard {
-		if g, err = startGuard(opts.Helper, dir); err != nil {
+		first, err := startGuard(opts.Helper, dir)
+		if err != nil {
 			jr.Close()
 			return nil, err
 		}
+		g = watchGuard(first, opts.Helper, dir, func(kind, detail string) {
+			r.event(report.EventSourceRunner, kind, "", detail)
+		})
 	}
-	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
 	r.faultRecs = make([]report.FaultRecord, len(p.faults))
 	for i, pf := range p.faults {
 		r.faultRecs[i] = report.FaultRecord{
