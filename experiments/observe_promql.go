@@ -151,7 +151,7 @@ func (r *run) promQLStop(ctx context.Context, i int, c StopCondition, pr *promql
 				r.out.printf("warning: stop_conditions[%d] (%s): %v; %s", i, c.PromQL.label(), err, how)
 			}
 		case !res.OK:
-			r.stop(AbortStopCondition, fmt.Sprintf("stop_conditions[%d]: %s", i, res))
+			r.stopFor(&report.Abort{Cause: AbortStopCondition, Name: fmt.Sprintf("stop_conditions[%d]", i), Detail: fmt.Sprintf("stop_conditions[%d]: %s", i, res)})
 			return
 		}
 	}

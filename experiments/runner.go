@@ -41,19 +41,23 @@ const (
 	probeTimeout = time.Minute
 )
 
-// Abort reasons, as Outcome.AbortReason and run.json's events say them.
+// Abort reasons, as Outcome.AbortReason, run.json's abort.cause and its
+// events say them (report's Abort causes).
 const (
 	// AbortStopCondition: a stop condition (or an abortOnFail threshold)
 	// failed over the live window.
-	AbortStopCondition = "stop_condition"
+	AbortStopCondition = report.AbortStopCondition
 	// AbortNotSteady: the steady state did not hold before the faults, so
 	// none was injected.
-	AbortNotSteady = "not_steady"
-	// AbortInterrupted: the run's context ended (Ctrl-C, SIGTERM).
-	AbortInterrupted = "interrupted"
+	AbortNotSteady = report.AbortNotSteady
+	// AbortSignal: a signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) ended the
+	// run's context; the abort names it.
+	AbortSignal = report.AbortSignal
+	// AbortInterrupted: the run's context ended without a signal.
+	AbortInterrupted = report.AbortInterrupted
 	// AbortError: the runner itself failed (a panic, a fault it could not
 	// journal) and stopped the run.
-	AbortError = "error"
+	AbortError = report.AbortError
 )
 
 // Options configure Run. The zero value runs with an in-process proxy and
@@ -221,14 +225,18 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
 		return nil, fmt.Errorf("run directory %s: its journal shows %d fault(s) of an earlier run still applied (first: %s %q): run `llmchaos recover --run-dir %s` first, or use another directory",
 			dir, len(pend), pend[0].Type, pend[0].Name, dir)
 	}
-	var g *guard
+	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
+	var g *guardWatch
 	if opts.Helper != "" && !opts.NoGuard {
-		if g, err = startGuard(opts.Helper, dir); err != nil {
+		first, err := startGuard(opts.Helper, dir)
+		if err != nil {
 			jr.Close()
 			return nil, err
 		}
+		g = watchGuard(first, opts.Helper, dir, func(kind, detail string) {
+			r.event(report.EventSourceRunner, kind, "", detail)
+		})
 	}
-	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
 	r.faultRecs = make([]report.FaultRecord, len(p.faults))
 	for i, pf := range p.faults {
 		r.faultRecs[i] = report.FaultRecord{
@@ -299,9 +307,8 @@ type run struct {
 	before      []report.ProbeRecord
 	after       []report.ProbeRecord
 	replicaEvs  []replica.Event
-	abortReason string
-	abortDetail string
-	failure     []error // panics and internal errors of the run's goroutines
+	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
+	failure     []error       // panics and internal errors of the run's goroutines
 	revertErrs  []error
 }
 
@@ -337,18 +344,33 @@ func fmtClock(d time.Duration) string { return fmt.Sprintf("+%.1fs", d.Seconds()
 
 // stop stops the run early, for reason; the first reason wins.
 func (r *run) stop(reason, detail string) {
+	r.stopFor(&report.Abort{Cause: reason, Detail: detail})
+}
+
+// stopFor stops the run early, for a; the first abort wins.
+func (r *run) stopFor(a *report.Abort) {
 	r.mu.Lock()
-	first := r.abortReason == ""
+	first := r.abortRecord == nil
 	if first {
-		r.abortReason, r.abortDetail = reason, detail
+		r.abortRecord = a
 	}
 	r.mu.Unlock()
 	if first {
-		r.event(report.EventSourceRunner, reason, "", detail)
+		r.event(report.EventSourceRunner, a.Cause, "", a.Reason())
 	}
 	if r.cancel != nil {
-		r.cancel(fmt.Errorf("%w: %s", errStopped, reason))
+		r.cancel(fmt.Errorf("%w: %s", errStopped, a.Cause))
 	}
+}
+
+// interrupted stops the run when ctx, the caller's context, has ended (a
+// signal, Ctrl-C), naming its cause, and reports whether it had.
+func (r *run) interrupted(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	r.stopFor(report.InterruptAbort(context.Cause(ctx)))
+	return true
 }
 
 // fail records an internal failure (a panic) and stops the run.
@@ -389,6 +411,11 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	p := r.p
 	r.out.printf("llmchaos run %q: %s, %s; run directory %s", p.spec.Metadata.Name, r.describeTarget(), describeArrival(p.ac), r.dir)
 	if err := r.setUp(runCtx); err != nil {
+		// Interrupted while starting (the simulator, a proxy): an abort
+		// like any other, with its record.
+		if r.interrupted(ctx) {
+			return r.finish(nil, llm.RunStats{})
+		}
 		return nil, err
 	}
 	hc := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -397,14 +424,15 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		bases = append(bases, rootURL(e.url))
 	}
 	r.before = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
+	if r.interrupted(ctx) {
+		return r.finish(nil, llm.RunStats{})
+	}
 	if !allOK(r.before) {
 		r.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(r.before))
 		return r.finish(nil, llm.RunStats{})
 	}
 	stats, err := r.load(runCtx)
-	if ctx.Err() != nil {
-		r.stop(AbortInterrupted, "the run was interrupted ("+context.Cause(ctx).Error()+"); every fault is reverted")
-	}
+	r.interrupted(ctx)
 	// Nothing the steady state is checked against may still be injected.
 	r.revertAll(ctx)
 	if err != nil {

@@ -318,7 +318,7 @@ func (r *run) liveLoop(done <-chan struct{}, live *assertions.Live) {
 			}
 			ws := r.rec.Window(from, now)
 			if failed := live.Check(now, assertions.WindowSource{Window: ws, Within: within, SLO: p.slo}); len(failed) > 0 {
-				r.stop(AbortStopCondition, describeFailures(failed))
+				r.stopFor(&report.Abort{Cause: AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)})
 			}
 		}
 		if cur := r.tl.current(); cur.phase == PhaseRecovery {

@@ -26,7 +26,7 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	sum := rec.Finish(stats.End)
 	end := sum.Duration
 	r.mu.Lock()
-	notSteady := r.abortReason == AbortNotSteady
+	notSteady := r.abortRecord != nil && r.abortRecord.Cause == AbortNotSteady
 	r.mu.Unlock()
 	if loaded && end > 0 && len(p.steady.ths) > 0 && !notSteady {
 		w := p.spec.Recovery.Window.D()
@@ -72,8 +72,12 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	if doc.SteadyState.Before == nil {
 		doc.SteadyState.Before = []report.ProbeRecord{}
 	}
-	aborted := r.abortReason != ""
-	out := &Outcome{Doc: doc, Aborted: aborted, AbortReason: r.abortReason, AbortDetail: r.abortDetail}
+	abort := r.abortRecord
+	aborted := abort != nil
+	out := &Outcome{Doc: doc, Aborted: aborted}
+	if aborted {
+		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
+	}
 	r.mu.Unlock()
 
 	for _, fr := range recs {
@@ -88,6 +92,10 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	}
 	src := experimentSource{SummarySource: assertions.NewSummarySource(sum, assertions.WithSpan(doc.PhaseSpan)), recovery: recs}
 	doc.SetThresholds(assertions.Evaluate(src, p.thresholds), aborted)
+	if aborted {
+		a := *abort
+		doc.SetAbort(&a)
+	}
 	r.observeDoc(doc, end)
 	if !aborted && !allOK(doc.SteadyState.After) {
 		doc.Verdict = report.VerdictFail

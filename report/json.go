@@ -40,6 +40,10 @@ type Document struct {
 	// Build sets VerdictPass; SetThresholds and Evaluate set it from the
 	// thresholds' outcomes.
 	Verdict string `json:"verdict"`
+	// Abort says why an aborted run ended early (its cause: a stop
+	// condition, a signal, a steady state that did not hold, an error);
+	// absent when the run was not aborted.
+	Abort *Abort `json:"abort,omitempty"`
 	// Thresholds holds one entry per threshold expression evaluated, in
 	// order; empty (never null) when none was given.
 	Thresholds []ThresholdResult `json:"thresholds"`

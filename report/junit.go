@@ -11,8 +11,9 @@ import (
 // JUnit plugin, GitLab's junit artifacts, GitHub actions that publish test
 // results): a <testsuites> root holding one <testsuite> for the run, with
 // one <testcase> per threshold expression. A failed threshold carries a
-// <failure> whose message and text give the observed value; a run aborted
-// by a stop condition adds a testcase "run not aborted" with an <error>.
+// <failure> whose message and text give the observed value; an aborted run
+// (a stop condition, a signal, ...) adds a testcase "run not aborted" with an
+// <error> that names the cause.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -100,8 +101,8 @@ func WriteJUnit(w io.Writer, d *Document) error {
 	if d.Verdict == VerdictAborted {
 		s.Cases = append(s.Cases, junitCase{
 			Classname: "llmchaos", Name: "run not aborted", Time: dur,
-			Error: &junitProblem{Message: "the run was aborted by a stop condition", Type: "aborted",
-				Text: "a stop condition ended the run early; the thresholds above describe the run up to the abort\n"},
+			Error: &junitProblem{Message: "the run was aborted by " + d.Abort.String(), Type: abortType(d.Abort),
+				Text: "the run was aborted by " + d.Abort.String() + " and ended early; the thresholds above describe the run up to the abort\n"},
 		})
 		s.Errors++
 	}
@@ -119,6 +120,16 @@ func WriteJUnit(w io.Writer, d *Document) error {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	return nil
+}
+
+// abortType is the <error>'s type: "aborted" for a stop condition (or an
+// abort of unknown cause), "aborted:CAUSE" otherwise, so that CI can tell
+// an interrupted run from one a stop condition ended.
+func abortType(a *Abort) string {
+	if a == nil || a.Cause == AbortStopCondition {
+		return "aborted"
+	}
+	return "aborted:" + a.Cause
 }
 
 // WriteJUnitFile writes the JUnit XML of d to path atomically (--junit).

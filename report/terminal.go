@@ -197,7 +197,7 @@ func writeThresholds(b *strings.Builder, d *Document) {
 	case VerdictFail:
 		fmt.Fprintf(b, "verdict: FAIL (%d of %s failed)\n", failed, plural(n, "threshold"))
 	case VerdictAborted:
-		b.WriteString("verdict: ABORTED by a stop condition")
+		b.WriteString("verdict: ABORTED by " + d.Abort.String())
 		if failed > 0 {
 			fmt.Fprintf(b, " (%d of %s failed)", failed, plural(n, "threshold"))
 		}

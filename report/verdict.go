@@ -1,7 +1,11 @@
 package report
 
 import (
+	"errors"
 	"math"
+	"os"
+	"strings"
+	"syscall"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
@@ -15,11 +19,118 @@ const (
 	VerdictPass = "pass"
 	// VerdictFail means at least one threshold failed: exit code 99, as k6.
 	VerdictFail = "fail"
-	// VerdictAborted means a stop condition (a live abortOnFail threshold,
-	// or the runner's own) ended the run early: exit code 98. It wins over
-	// the thresholds' outcomes, which describe a truncated run.
+	// VerdictAborted means the run ended early, for the cause its Abort
+	// record gives (a stop condition, a signal, a steady state that did
+	// not hold before the faults, an error): exit code 98 (96 for the
+	// steady state). It wins over the thresholds' outcomes, which describe
+	// a truncated run.
 	VerdictAborted = "aborted"
 )
+
+// Abort causes, as run.json's abort.cause writes them.
+const (
+	// AbortStopCondition: a stop condition (a live abortOnFail threshold,
+	// an experiment's stop_conditions) failed; Abort.Name says which.
+	AbortStopCondition = "stop_condition"
+	// AbortNotSteady: the steady state did not hold before the faults, so
+	// none was injected.
+	AbortNotSteady = "not_steady"
+	// AbortSignal: a signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) ended the
+	// run; Abort.Name is the signal's name, "SIGINT".
+	AbortSignal = "signal"
+	// AbortInterrupted: the run's context ended without a signal (the
+	// program embedding the runner cancelled it).
+	AbortInterrupted = "interrupted"
+	// AbortError: the run failed (a panic, a fault it could not journal)
+	// and was stopped.
+	AbortError = "error"
+)
+
+// Abort says why an aborted run ended early.
+type Abort struct {
+	// Cause is one of the Abort constants.
+	Cause string `json:"cause"`
+	// Name is what aborted the run: the stop condition, the signal
+	// ("SIGINT"); empty for other causes.
+	Name string `json:"name,omitempty"`
+	// Detail says more, for people.
+	Detail string `json:"detail,omitempty"`
+}
+
+// String says the cause for people, to follow "aborted by": "signal
+// SIGINT", "stop condition error_rate: rate<0.5 ...", "the steady-state
+// check before the faults: ...", "an error: ...". A nil Abort (a report
+// written before causes were recorded) says "a stop condition".
+func (a *Abort) String() string {
+	if a == nil {
+		return "a stop condition"
+	}
+	sep, label := ": ", a.Cause
+	switch a.Cause {
+	case AbortStopCondition:
+		sep, label = " ", "stop condition"
+	case AbortSignal:
+		sep, label = " ", "signal"
+	case AbortNotSteady:
+		label = "the steady-state check before the faults"
+	case AbortInterrupted:
+		label = "an interruption"
+	case AbortError:
+		label = "an error"
+	}
+	if r := a.Reason(); r != "" {
+		return label + sep + r
+	}
+	return label
+}
+
+// Reason is the abort's name and detail, the name once: "SIGINT",
+// "stop_conditions[0]: ...".
+func (a *Abort) Reason() string {
+	switch {
+	case a.Cause == AbortSignal || a.Detail == "":
+		return a.Name
+	case a.Name == "" || strings.HasPrefix(a.Detail, a.Name):
+		return a.Detail
+	}
+	return a.Name + ": " + a.Detail
+}
+
+// signalCause is how a context's cause names the signal that ended it.
+type signalCause interface{ Signal() os.Signal }
+
+// InterruptAbort returns the Abort of a run whose context ended with
+// cause (context.Cause): AbortSignal, named after the signal, when the
+// cause has a `Signal() os.Signal` method (as the CLI's signal context
+// gives it), else AbortInterrupted with the cause as its detail.
+func InterruptAbort(cause error) *Abort {
+	var sc signalCause
+	if errors.As(cause, &sc) {
+		return &Abort{Cause: AbortSignal, Name: SignalName(sc.Signal())}
+	}
+	a := &Abort{Cause: AbortInterrupted}
+	if cause != nil {
+		a.Detail = cause.Error()
+	}
+	return a
+}
+
+// SignalName returns a signal's conventional name: "SIGINT" for os.Interrupt.
+func SignalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt, syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case os.Kill:
+		return "SIGKILL"
+	}
+	return sig.String()
+}
 
 // Verdict returns the run's verdict from its thresholds' outcomes and
 // whether a stop condition aborted it.
@@ -128,8 +239,15 @@ func (d *Document) Evaluate(ths []assertions.Threshold, aborted bool, opts ...as
 	return outs
 }
 
-// Aborted reports whether d's verdict says a stop condition ended the run.
+// Aborted reports whether d's verdict says the run ended early.
 func (d *Document) Aborted() bool { return d.Verdict == VerdictAborted }
+
+// SetAbort records that the run was aborted, and why: the verdict becomes
+// VerdictAborted, whatever the thresholds say.
+func (d *Document) SetAbort(a *Abort) {
+	d.Abort = a
+	d.Verdict = VerdictAborted
+}
 
 // SavedThresholds parses the thresholds recorded in d back, in order.
 func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {

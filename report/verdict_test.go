@@ -2,11 +2,15 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/llmchaos/llmchaos/assertions"
@@ -177,5 +181,85 @@ func TestThresholdEndpointRedacted(t *testing.T) {
 	d.Evaluate(ths, false)
 	if js := marshal(t, d); strings.Contains(string(js), "hunter2") {
 		t.Error("a threshold's endpoint tag keeps its password in the report")
+	}
+}
+
+// testSignal is a context cause that names its signal, as the CLI's
+// signal context does.
+type testSignal struct{ sig os.Signal }
+
+func (e testSignal) Error() string     { return "got " + e.sig.String() }
+func (e testSignal) Signal() os.Signal { return e.sig }
+
+func TestInterruptAbort(t *testing.T) {
+	tests := []struct {
+		name  string
+		cause error
+		want  Abort
+	}{
+		{"SIGINT", testSignal{os.Interrupt}, Abort{Cause: AbortSignal, Name: "SIGINT"}},
+		{"wrapped SIGHUP", fmt.Errorf("run: %w", testSignal{syscall.SIGHUP}), Abort{Cause: AbortSignal, Name: "SIGHUP"}},
+		{"SIGQUIT", testSignal{syscall.SIGQUIT}, Abort{Cause: AbortSignal, Name: "SIGQUIT"}},
+		{"no signal", context.Canceled, Abort{Cause: AbortInterrupted, Detail: "context canceled"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := InterruptAbort(tt.cause); *got != tt.want {
+				t.Errorf("InterruptAbort(%v) = %+v, want %+v", tt.cause, *got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAbortCauseInEveryOutput: an aborted run states its real cause in the
+// terminal summary, JUnit and the JSON report, not "a stop condition" for
+// every abort.
+func TestAbortCauseInEveryOutput(t *testing.T) {
+	tests := []struct {
+		name      string
+		abort     Abort
+		text      string // in the verdict line
+		junitType string
+	}{
+		{"signal", Abort{Cause: AbortSignal, Name: "SIGTERM"}, "verdict: ABORTED by signal SIGTERM (", "aborted:signal"},
+		{"stop condition", Abort{Cause: AbortStopCondition, Name: "error_rate: rate<0.5", Detail: "observed 0.9"},
+			"verdict: ABORTED by stop condition error_rate: rate<0.5: observed 0.9 (", "aborted"},
+		{"not steady", Abort{Cause: AbortNotSteady, Detail: "health: status 503"},
+			"verdict: ABORTED by the steady-state check before the faults: health: status 503", "aborted:not_steady"},
+		{"error", Abort{Cause: AbortError, Detail: "panic while injecting"}, "verdict: ABORTED by an error: panic while injecting", "aborted:error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := judgedRun(t, false)
+			a := tt.abort
+			d.SetAbort(&a)
+			var b bytes.Buffer
+			if err := WriteText(&b, d); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tt.text) || strings.Contains(b.String(), "by a stop condition") {
+				t.Errorf("summary lacks %q:\n%s", tt.text, b.String())
+			}
+			b.Reset()
+			if err := WriteJUnit(&b, d); err != nil {
+				t.Fatal(err)
+			}
+			su := parseJUnit(t, b.Bytes()).Suites[0]
+			last := su.Cases[len(su.Cases)-1]
+			if su.Errors != 1 || last.Error == nil || last.Error.Type != tt.junitType || !strings.Contains(last.Error.Message, a.String()) {
+				t.Errorf("JUnit errors %d, last case %+v; want an error of type %s naming %q", su.Errors, last, tt.junitType, a.String())
+			}
+			path := filepath.Join(t.TempDir(), "run.json")
+			if err := WriteFile(path, d); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Verdict != VerdictAborted || back.Abort == nil || *back.Abort != a {
+				t.Errorf("run.json verdict %s abort %+v, want aborted with %+v", back.Verdict, back.Abort, a)
+			}
+		})
 	}
 }

@@ -537,9 +537,10 @@ without /metrics gets one warning and the run goes on (--no-scrape turns it
 off). Problems of these live outputs are printed as warnings and do not
 change the exit code.
 
-Exit codes: 0 the run passed; 99 a --threshold failed; 98 a stop condition
-aborted the run; 2 bad flags or configuration; 1 anything else. Ctrl-C stops
-the run (requests in flight are cancelled) and still writes the reports.`,
+Exit codes: 0 the run passed; 99 a --threshold failed; 98 the run was
+aborted, by a stop condition or by Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT:
+requests in flight are cancelled, the reports are still written and name the
+cause); 2 bad flags or configuration; 1 anything else.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
   llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --prompt-tokens 1024 --output-tokens 256 --ignore-eos
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml

@@ -64,6 +64,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		g       errgroup.Group
 		aborted atomic.Bool
 		obs     *runObservers
+		abort   *report.Abort // the stop condition's, written before aborted is set
 	)
 	l, runErr := loadrun.Run(ctx, loadrun.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
@@ -87,6 +88,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 					checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
 					abort: func(failed assertions.Outcomes) {
 						if aborted.CompareAndSwap(false, true) {
+							abort = &report.Abort{Cause: report.AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)}
 							fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
 							l.Stop(errStopCondition)
 						}
@@ -118,7 +120,9 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		return runErr
 	}
 	if l.Stats.Interrupted && !aborted.Load() {
-		fmt.Fprintln(stderr, "llmchaos load: interrupted: requests in flight were cancelled; the reports cover the run so far")
+		// An interrupted run is aborted (exit 98), not a pass of what ran.
+		abort = report.InterruptAbort(context.Cause(ctx))
+		fmt.Fprintf(stderr, "llmchaos load: interrupted (%s): requests in flight were cancelled; the reports cover the run so far\n", abort)
 	}
 
 	var errs []error
@@ -137,7 +141,8 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		obs.finish(ctx, nil)
 		return errors.Join(append(errs, err)...)
 	}
-	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, aborted.Load(), cfg.Outputs)
+	doc.Abort = abort
+	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs)
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil

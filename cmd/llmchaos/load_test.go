@@ -325,8 +325,8 @@ func TestLoadInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run.json")
 	s := startCmd(t, loadArgs(url, "--rate", "20", "--duration", "1m", "--max-tokens", "200", "--out", out)...)
 	waitOutput(t, s.out, regexp.MustCompile(`in flight`), s.done)
-	if code := s.stop(t); code != ExitOK {
-		t.Fatalf("exit %d after Ctrl-C, want 0 (no threshold failed); stderr:\n%s", code, s.err)
+	if code := s.stop(t); code != ExitAborted {
+		t.Fatalf("exit %d after Ctrl-C, want %d (aborted); stderr:\n%s", code, ExitAborted, s.err)
 	}
 	if !strings.Contains(s.err.String(), "interrupted") {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", s.err)

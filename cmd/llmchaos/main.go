@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmchaos/llmchaos/report"
 )
 
 // Exit codes are part of the CLI's contract with CI pipelines; see README.
@@ -30,7 +32,9 @@ const (
 	// and may still be applied; `llmchaos recover` retries (llmchaos run,
 	// llmchaos recover). It wins over every other code but ExitUsage.
 	ExitRevertFailed = 97
-	// ExitAborted means a stop condition aborted the run.
+	// ExitAborted means the run was aborted: a stop condition, or a
+	// signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) for llmchaos load and run;
+	// the reports name the cause.
 	ExitAborted = 98
 	// ExitThresholds means at least one threshold failed (as k6).
 	ExitThresholds = 99
@@ -52,10 +56,45 @@ func usageError(err error) error { return &exitError{code: ExitUsage, err: err} 
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Each of these ends a command as Ctrl-C does: a run records its
+	// report, reverts its faults and exits ExitAborted; a terminal closed
+	// under it (SIGHUP) or Ctrl-\ (SIGQUIT) loses nothing either.
+	ctx, stop := notifySignals(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// signalCause is the cause of the context notifySignals cancels: it names
+// the signal, so that a run's abort record says which one ended it (see
+// report.InterruptAbort). It is a context.Canceled.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string        { return report.SignalName(c.sig) + " received" }
+func (c signalCause) Signal() os.Signal    { return c.sig }
+func (c signalCause) Is(target error) bool { return target == context.Canceled }
+
+// notifySignals returns a copy of parent cancelled, with a signalCause,
+// when the first of sigs arrives; later ones are swallowed while the run
+// reverts and reports. stop unregisters the signals.
+func notifySignals(parent context.Context, sigs ...os.Signal) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case s := <-ch:
+			cancel(signalCause{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+		signal.Stop(ch)
+	}
 }
 
 // execute runs the CLI with args and returns the process exit code.

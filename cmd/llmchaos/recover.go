@@ -45,7 +45,8 @@ It refuses to touch a run that is still going (its journal is locked).
 
 Exit codes: 0 everything is reverted (or nothing was pending); 97 something
 could not be reverted (each failure is printed); 1 the journal could not be
-read or the run is still going; 2 bad flags.`,
+read or the run is still going; 2 bad flags, or a --run-dir that does not
+exist or holds no journal.`,
 		Example: `  llmchaos recover --run-dir runs/quickstart-20260101-120000`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -106,8 +107,12 @@ func runRecover(ctx context.Context, dir string, stdout io.Writer) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, faults.JournalFile)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stdout, "recover %s: no journal there, nothing to revert\n", dir)
-			return nil
+			// A typo must not read as "all clear".
+			what := "has no journal (" + faults.JournalFile + "): it is not the run directory of an llmchaos run"
+			if _, serr := os.Stat(dir); serr != nil {
+				what = "does not exist"
+			}
+			return usageError(fmt.Errorf("recover: %s %s; give the run directory that llmchaos run printed (or no --run-dir for the latest under %s/)", dir, what, defaultRunsDir))
 		}
 		return err
 	}

@@ -127,7 +127,7 @@ func verdictError(d *report.Document) error {
 	case report.VerdictFail:
 		return withCode(ExitThresholds, errors.New("thresholds failed"))
 	case report.VerdictAborted:
-		return withCode(ExitAborted, errors.New("run aborted by a stop condition"))
+		return withCode(ExitAborted, errors.New("run aborted by "+d.Abort.String()))
 	}
 	return nil
 }

@@ -46,8 +46,8 @@ clock, aborts on a failing stop condition, checks the steady state again,
 measures recovery_time per fault and evaluates the thresholds.
 
 Every fault is recorded in a write-ahead journal in the run directory before it
-is injected, and reverted when its time is up, when the load ends, on Ctrl-C or
-SIGTERM, on a stop condition and on a panic. After a crash (kill -9),
+is injected, and reverted when its time is up, when the load ends, on Ctrl-C,
+SIGTERM, SIGHUP or SIGQUIT, on a stop condition and on a panic. After a crash (kill -9),
 llmchaos recover --run-dir DIR reverts what is left.
 
 The run directory holds run.json, the journal and the helpers' logs; --junit
@@ -63,7 +63,8 @@ exports one span per request, and the server monitor scrapes each endpoint's
 off).
 
 Exit codes: 0 pass; 99 a threshold failed, or the steady state did not hold
-after the load; 98 aborted (a stop condition, or Ctrl-C); 97 a fault could
+after the load; 98 aborted (a stop condition, or Ctrl-C, SIGTERM, SIGHUP,
+SIGQUIT; the reports name the cause); 97 a fault could
 not be reverted (it may still be applied: run llmchaos recover); 96 the steady
 state did not hold before the faults, so none was injected; 2 the experiment
 file is invalid; 1 llmchaos itself failed.`,
@@ -157,7 +158,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		return withCode(ExitNotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
 	}
 	if doc.Verdict == report.VerdictAborted && out.AbortReason != experiments.AbortStopCondition {
-		fmt.Fprintf(stderr, "llmchaos run: aborted (%s): %s\n", out.AbortReason, out.AbortDetail)
+		fmt.Fprintf(stderr, "llmchaos run: aborted by %s\n", doc.Abort)
 	}
 	return verdictError(doc)
 }

@@ -458,8 +458,24 @@ func TestRecoverRevertsAJournal(t *testing.T) {
 	if !strings.Contains(out.String(), `reverted  proxy "proxy endpoint-0"`) {
 		t.Errorf("recover output:\n%s", out.String())
 	}
-	out.Reset()
-	if code := execute(context.Background(), []string{"recover", "--run-dir", t.TempDir()}, &out, &errb); code != ExitOK || !strings.Contains(out.String(), "nothing to revert") {
-		t.Errorf("recover of an empty directory: exit %d, output %q", code, out.String())
+}
+
+// TestRecoverWithoutJournalIsUsageError: a --run-dir with no journal (a
+// typo, the wrong directory) is an error, never "nothing to revert".
+func TestRecoverWithoutJournalIsUsageError(t *testing.T) {
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"no such directory", filepath.Join(t.TempDir(), "typo"), "does not exist"},
+		{"a directory without a journal", t.TempDir(), "has no journal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := execute(context.Background(), []string{"recover", "--run-dir", tt.dir}, &out, &errb)
+			if code != ExitUsage || !strings.Contains(errb.String(), tt.want) || strings.Contains(out.String(), "nothing to revert") {
+				t.Errorf("recover --run-dir %s: exit %d, stdout %q, stderr %q; want exit %d saying it %s", tt.dir, code, out.String(), errb.String(), ExitUsage, tt.want)
+			}
+		})
 	}
 }
