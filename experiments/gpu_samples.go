@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Series of the GPU memory samples a target.sim run records in

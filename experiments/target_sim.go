@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
-	"github.com/llmchaos/llmchaos/sim"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 )
 
 // Timing of the simulator supervisor the runner starts.
@@ -80,7 +80,7 @@ func simArgs(t SimTarget, base int, env SimEnv) ([]string, error) {
 		"--gpu-memory-utilization", strconv.FormatFloat(c.GPUUtilization, 'g', -1, 64),
 		"--mean-output-tokens", strconv.Itoa(c.MeanOutputTokens),
 	}
-	if c.Latency == sim.LatencyConstant {
+	if c.Latency == simconfig.LatencyConstant {
 		args = append(args, "--ttft", c.TTFT.String(), "--itl", c.ITL.String())
 	}
 	return args, nil
@@ -158,13 +158,13 @@ func (s *simProcess) waitServing(ctx context.Context, limit time.Duration) error
 	defer deadline.Stop()
 	tick := time.NewTicker(simPoll)
 	defer tick.Stop()
-	var last []supervisor.Replica
+	var last []replicastate.Replica
 	for {
-		if rs, err := supervisor.ReadState(s.env.StateFile); err == nil {
+		if rs, err := replicastate.Read(s.env.StateFile); err == nil {
 			last = rs
 			serving := 0
 			for _, r := range rs {
-				if r.State == supervisor.StateServing {
+				if r.State == replicastate.StateServing {
 					serving++
 				}
 			}

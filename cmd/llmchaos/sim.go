@@ -20,7 +20,7 @@ import (
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Exit codes of `llmchaos sim` and `llmchaos gpu-balloon` beyond main.go's.

@@ -16,7 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // The vGPU device is the simulator's memory (checked here, where both

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // helperEnv makes the test binary act as a child program (see TestMain).
@@ -135,9 +136,9 @@ func helperCmd(mode, arg string, env []string) *exec.Cmd {
 }
 
 // waitState polls the state file until cond holds for it.
-func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]Replica) bool) []Replica {
+func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]replicastate.Replica) bool) []replicastate.Replica {
 	t.Helper()
-	return testutil.WaitValue(t, limit, what, func() ([]Replica, error) { return ReadState(path) }, cond)
+	return testutil.WaitValue(t, limit, what, func() ([]replicastate.Replica, error) { return replicastate.Read(path) }, cond)
 }
 
 // processGone reports whether pid has exited (gone or a zombie).

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // Defaults for the zero values of Options.
@@ -59,7 +61,7 @@ type Options struct {
 	// HealthInterval is the time between probes (0 → DefaultHealthInterval).
 	HealthInterval time.Duration
 	// StateFile, when set, receives the replicas' states as JSON (a list of
-	// Replica) on every change, written atomically.
+	// replicastate.Replica) on every change, written atomically.
 	StateFile string
 	// Logger receives lifecycle events (nil → discard).
 	Logger *slog.Logger
@@ -131,7 +133,7 @@ type supervisor struct {
 	client *http.Client
 
 	mu       sync.Mutex
-	replicas []Replica
+	replicas []replicastate.Replica
 }
 
 // Run starts the replicas and keeps them running until ctx ends, then stops
@@ -149,15 +151,15 @@ func Run(ctx context.Context, opts Options) error {
 			Timeout:   healthTimeout,
 			Transport: &http.Transport{DisableKeepAlives: true},
 		},
-		replicas: make([]Replica, o.Replicas),
+		replicas: make([]replicastate.Replica, o.Replicas),
 	}
 	defer s.client.CloseIdleConnections()
 	for i := range s.replicas {
 		sl := o.slot(i)
-		s.replicas[i] = Replica{Index: i, Port: sl.Port, GPU: sl.GPU, State: StateStarting}
+		s.replicas[i] = replicastate.Replica{Index: i, Port: sl.Port, GPU: sl.GPU, State: replicastate.StateStarting}
 	}
 	if o.StateFile != "" {
-		if err := writeState(o.StateFile, s.replicas); err != nil {
+		if err := replicastate.Write(o.StateFile, s.replicas); err != nil {
 			return fmt.Errorf("supervisor: %w", err)
 		}
 	}
@@ -178,15 +180,15 @@ func (s *supervisor) runReplica(ctx context.Context, sl Slot) {
 	log := s.o.Logger.With("replica", sl.Index, "port", sl.Port)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			s.update(sl.Index, func(r *Replica) { r.State = StateRestarting })
+			s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateRestarting })
 			log.Info("replica restarting", "delay", s.o.RestartDelay)
 			if !sleepCtx(ctx, s.o.RestartDelay) {
-				s.update(sl.Index, func(r *Replica) { r.State = StateExited })
+				s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateExited })
 				return
 			}
 		}
 		if ctx.Err() != nil {
-			s.update(sl.Index, func(r *Replica) { r.State = StateExited })
+			s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateExited })
 			return
 		}
 		cmd := s.o.Command(sl)
@@ -196,21 +198,21 @@ func (s *supervisor) runReplica(ctx context.Context, sl Slot) {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 		cmd.SysProcAttr.Setpgid = true // a terminal's Ctrl-C reaches the supervisor only; it stops the children in order
 		if err := cmd.Start(); err != nil {
-			s.update(sl.Index, func(r *Replica) {
-				r.State, r.PID, r.Restarts, r.LastExit = StateExited, 0, attempt, "start failed: "+err.Error()
+			s.update(sl.Index, func(r *replicastate.Replica) {
+				r.State, r.PID, r.Restarts, r.LastExit = replicastate.StateExited, 0, attempt, "start failed: "+err.Error()
 			})
 			log.Error("replica start failed", "err", err)
 			continue
 		}
 		pid := cmd.Process.Pid
-		s.update(sl.Index, func(r *Replica) { r.State, r.PID, r.Restarts = StateStarting, pid, attempt })
+		s.update(sl.Index, func(r *replicastate.Replica) { r.State, r.PID, r.Restarts = replicastate.StateStarting, pid, attempt })
 		log.Info("replica started", "pid", pid, "restarts", attempt)
 
 		waitc := make(chan error, 1)
 		go func() { waitc <- cmd.Wait() }()
 		s.watch(ctx, sl, cmd, waitc, log)
 		exit := describeExit(cmd)
-		s.update(sl.Index, func(r *Replica) { r.State, r.LastExit = StateExited, exit })
+		s.update(sl.Index, func(r *replicastate.Replica) { r.State, r.LastExit = replicastate.StateExited, exit })
 		log.Info("replica exited", "pid", pid, "exit", exit)
 		if ctx.Err() != nil {
 			return
@@ -235,7 +237,7 @@ func (s *supervisor) watch(ctx context.Context, sl Slot, cmd *exec.Cmd, waitc <-
 		case <-probe:
 			if s.healthy(ctx, url) {
 				probe = nil // serving; from here on only the exit matters
-				s.update(sl.Index, func(r *Replica) { r.State = StateServing })
+				s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateServing })
 				log.Info("replica serving", "pid", cmd.Process.Pid)
 			}
 		}
@@ -271,14 +273,14 @@ func (s *supervisor) healthy(ctx context.Context, url string) bool {
 }
 
 // update changes replica i and writes the state file, in order.
-func (s *supervisor) update(i int, change func(*Replica)) {
+func (s *supervisor) update(i int, change func(*replicastate.Replica)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	change(&s.replicas[i])
 	if s.o.StateFile == "" {
 		return
 	}
-	if err := writeState(s.o.StateFile, s.replicas); err != nil {
+	if err := replicastate.Write(s.o.StateFile, s.replicas); err != nil {
 		s.o.Logger.Error("cannot write the state file", "path", s.o.StateFile, "err", err)
 	}
 }

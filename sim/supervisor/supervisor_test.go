@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -101,8 +102,8 @@ func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 		RestartDelay: 100 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
 		Command: func(s Slot) *exec.Cmd { return helperCmd("replica", s.Addr, []string{"STARTUP=150ms"}) },
 	})
-	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if got := healthPID(base); got != before[0].PID {
 		t.Fatalf("replica 0's port is served by pid %d, want %d", got, before[0].PID)
@@ -110,8 +111,8 @@ func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 	if err := syscall.Kill(before[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[0].PID != before[0].PID
+	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[0].PID != before[0].PID
 	})
 	if after[0].Restarts != 1 || after[0].LastExit != "signal: killed" || after[0].Port != base {
 		t.Errorf("replica 0 after kill -9 = %+v, want restarts 1, last_exit %q, port %d", after[0], "signal: killed", base)
@@ -136,17 +137,17 @@ func TestCrashLoopThenRecovers(t *testing.T) {
 		RestartDelay: 50 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
 		Command: func(s Slot) *exec.Cmd { return helperCmd("replica", s.Addr, []string{"BLOCK_FILE=" + block}) },
 	})
-	looping := waitState(t, state, 20*time.Second, "restarts climbing while blocked", func(rs []Replica) bool {
+	looping := waitState(t, state, 20*time.Second, "restarts climbing while blocked", func(rs []replicastate.Replica) bool {
 		return rs[0].Restarts >= 3 && rs[0].LastExit == "exit status 3"
 	})
-	if looping[0].State == StateServing {
+	if looping[0].State == replicastate.StateServing {
 		t.Fatalf("replica serving while blocked: %+v", looping[0])
 	}
 	if err := os.Remove(block); err != nil {
 		t.Fatal(err)
 	}
-	got := waitState(t, state, 20*time.Second, "replica serving once unblocked", func(rs []Replica) bool {
-		return rs[0].State == StateServing
+	got := waitState(t, state, 20*time.Second, "replica serving once unblocked", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing
 	})
 	if got[0].Restarts < looping[0].Restarts {
 		t.Errorf("restarts went down: %d after %d", got[0].Restarts, looping[0].Restarts)
@@ -170,19 +171,19 @@ func TestStopTermsThenKills(t *testing.T) {
 		Replicas: 2, BasePort: base, StateFile: state, StopGrace: 300 * time.Millisecond,
 		HealthInterval: 20 * time.Millisecond, Command: stubborn,
 	})
-	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil after cancel", err)
 	}
-	final, err := ReadState(state)
+	final, err := replicastate.Read(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"exit status 0", "signal: killed"}
 	for i, r := range final {
-		if r.State != StateExited || r.LastExit != want[i] {
+		if r.State != replicastate.StateExited || r.LastExit != want[i] {
 			t.Errorf("replica %d final = %+v, want state exited, last_exit %q", i, r, want[i])
 		}
 		if !processGone(rs[i].PID) {
@@ -198,7 +199,7 @@ func TestStartFailureIsRetried(t *testing.T) {
 		Replicas: 1, BasePort: base, StateFile: state, RestartDelay: 20 * time.Millisecond,
 		Command: func(Slot) *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "no-such-binary")) },
 	})
-	rs := waitState(t, state, 10*time.Second, "start failures counted", func(rs []Replica) bool {
+	rs := waitState(t, state, 10*time.Second, "start failures counted", func(rs []replicastate.Replica) bool {
 		return rs[0].Restarts >= 2
 	})
 	if !strings.HasPrefix(rs[0].LastExit, "start failed:") || rs[0].PID != 0 {
@@ -224,8 +225,8 @@ func TestChildrenDieWithKilledSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
-	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if err := sup.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -300,9 +301,9 @@ func BenchmarkRestart(b *testing.B) {
 		})
 	})
 	defer func() { cancel(); wg.Wait() }()
-	serving := func(notPID int) []Replica {
+	serving := func(notPID int) []replicastate.Replica {
 		for {
-			if rs, err := ReadState(state); err == nil && rs[0].State == StateServing && rs[0].PID != notPID {
+			if rs, err := replicastate.Read(state); err == nil && rs[0].State == replicastate.StateServing && rs[0].PID != notPID {
 				return rs
 			}
 			select {
