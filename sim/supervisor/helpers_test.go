@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 // helperMain runs in a child process. Modes:
-//   - replica ADDR: a tiny replica. Exits 3 at once while the file named by
+//   - replica ADDR: a tiny replica on ADDR (fd:N: on the inherited
+//     listening socket N). Exits 3 at once while the file named by
 //     $BLOCK_FILE exists; /health answers 503 for $STARTUP, then 200 with its
 //     pid; exits 0 on SIGTERM, unless $IGNORE_TERM is set.
 //   - supervise STATEFILE: runs Run with replica children on $BASE_PORT.
@@ -100,7 +101,18 @@ func helperReplica(addr string) int {
 	}
 	startup, _ := time.ParseDuration(os.Getenv("STARTUP"))
 	ready := time.Now().Add(startup)
-	ln, err := net.Listen("tcp", addr)
+	var (
+		ln  net.Listener
+		err error
+	)
+	if fd, ok := strings.CutPrefix(addr, "fd:"); ok {
+		n, _ := strconv.Atoi(fd)
+		f := os.NewFile(uintptr(n), "listener")
+		ln, err = net.FileListener(f)
+		f.Close()
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

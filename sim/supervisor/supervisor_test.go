@@ -28,8 +28,9 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "valid", opts: Options{Replicas: 2, BasePort: 8000, Command: cmd}},
 		{name: "no replicas", opts: Options{BasePort: 8000, Command: cmd}, want: []string{"replicas: 0"}},
 		{name: "port overflow", opts: Options{Replicas: 3, BasePort: 65534, Command: cmd}, want: []string{"base port: 65534"}},
-		{name: "port zero", opts: Options{Replicas: 1, Command: cmd}, want: []string{"base port: 0"}},
-		{name: "everything", opts: Options{RestartDelay: -1, GPU: -1}, want: []string{"replicas", "base port", "gpu: -1", "command", "durations"}},
+		{name: "port zero: the system picks", opts: Options{Replicas: 3, Command: cmd}},
+		{name: "negative port", opts: Options{Replicas: 1, BasePort: -1, Command: cmd}, want: []string{"base port: -1"}},
+		{name: "everything", opts: Options{BasePort: -1, RestartDelay: -1, GPU: -1}, want: []string{"replicas", "base port", "gpu: -1", "command", "durations"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +93,70 @@ func runSupervisor(t *testing.T, opts Options) (stop func() error) {
 	}
 	t.Cleanup(func() { stop() })
 	return stop
+}
+
+// replicaCmd runs a helper replica on its slot: on the inherited socket
+// when the supervisor bound the port, else on the slot's address.
+func replicaCmd(s Slot, env []string) *exec.Cmd {
+	if s.ListenFD != 0 {
+		return helperCmd("replica", "fd:"+strconv.Itoa(s.ListenFD), env)
+	}
+	return helperCmd("replica", s.Addr, env)
+}
+
+func TestPickedPortsArePublishedAndKeptAcrossRestarts(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	var (
+		mu    sync.Mutex
+		slots []Slot
+	)
+	runSupervisor(t, Options{
+		Replicas: 3, StateFile: state,
+		RestartDelay: 100 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
+		Command: func(s Slot) *exec.Cmd {
+			mu.Lock()
+			slots = append(slots, s)
+			mu.Unlock()
+			return replicaCmd(s, []string{"STARTUP=50ms"})
+		},
+	})
+	before := waitState(t, state, 20*time.Second, "all replicas serving", func(rs []replicastate.Replica) bool {
+		for _, r := range rs {
+			if r.State != replicastate.StateServing {
+				return false
+			}
+		}
+		return true
+	})
+	seen := map[int]bool{}
+	for _, r := range before {
+		if r.Port == 0 || seen[r.Port] {
+			t.Fatalf("replica %d published port %d; want a distinct picked port (state %+v)", r.Index, r.Port, before)
+		}
+		seen[r.Port] = true
+		if got := healthPID(r.Port); got != r.PID {
+			t.Errorf("replica %d's port %d is served by pid %d, want %d", r.Index, r.Port, got, r.PID)
+		}
+	}
+	if err := syscall.Kill(before[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[0].PID != before[0].PID
+	})
+	if after[0].Port != before[0].Port || after[0].Restarts != 1 {
+		t.Errorf("replica 0 after kill -9 = %+v, want port %d kept and restarts 1", after[0], before[0].Port)
+	}
+	if got := healthPID(after[0].Port); got != after[0].PID {
+		t.Errorf("replica 0's port is served by pid %d, want the new pid %d", got, after[0].PID)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range slots {
+		if s.ListenFD != ListenFD || s.Addr != "127.0.0.1:"+strconv.Itoa(s.Port) {
+			t.Errorf("slot %+v: want ListenFD %d and the picked port in Addr", s, ListenFD)
+		}
+	}
 }
 
 func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
