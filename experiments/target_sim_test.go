@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,13 @@ func TestConcurrentSimTargetsNeverShareAPort(t *testing.T) {
 	}
 	const runs = 2
 	target := SimTarget{Replicas: 3, StartupTime: Duration(100 * time.Millisecond)}.withDefaults(1)
+	args, err := simArgs(target, SimEnv{StateFile: "s.json", VGPUDir: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(flagValues(args, "--base-port"), []string{"0"}) || !slices.Equal(flagValues(args, "--listen"), []string{"127.0.0.1:0"}) {
+		t.Fatalf("simulator args %q: want --listen 127.0.0.1:0 --base-port 0 (ports the supervisor binds), not probed ports", args)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -122,4 +130,15 @@ func TestConcurrentSimTargetsNeverShareAPort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flagValues returns the values given to flag in args.
+func flagValues(args []string, flag string) []string {
+	var out []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag {
+			out = append(out, args[i+1])
+		}
+	}
+	return out
 }
