@@ -5,33 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
-
-// llmchaosBinary builds cmd/llmchaos once for the tests that start the
-// simulator as the runner does.
-var llmchaosBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "llmchaos-experiments-bin-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "llmchaos")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/llmchaos/llmchaos/cmd/llmchaos")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build llmchaos: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // TestConcurrentSimTargetsNeverShareAPort starts the simulators of two runs
 // at once, as two `llmchaos run` in parallel would: every replica gets its
@@ -42,10 +24,11 @@ func TestConcurrentSimTargetsNeverShareAPort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two simulators of 3 replica processes each; skipped under -short")
 	}
-	bin, err := llmchaosBinary()
-	if err != nil {
+	binDir := t.TempDir()
+	if err := testutil.BuildLLMChaos(binDir); err != nil {
 		t.Fatal(err)
 	}
+	bin := testutil.BinPath(binDir)
 	const runs = 2
 	target := SimTarget{Replicas: 3, StartupTime: Duration(100 * time.Millisecond)}.withDefaults(1)
 	args, err := simArgs(target, SimEnv{StateFile: "s.json", VGPUDir: "v"})
