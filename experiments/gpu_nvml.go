@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
@@ -18,10 +17,8 @@ const SeriesGPUUtil = "gpu_util_percent"
 // Without NVML or a GPU, openNVMLSampler says so once and returns nil: NVML
 // is never called after a failed Init (faults/gpu guards it).
 type nvmlSampler struct {
-	mon *gpu.Monitor
-
-	mu     sync.Mutex
-	series []report.SeriesRecord
+	mon    *gpu.Monitor
+	series gpuSeries
 }
 
 // openNVMLSampler opens the monitor; now is the run clock of the samples
@@ -42,12 +39,10 @@ func openNVMLSampler(now func() time.Duration, notice func(string)) *nvmlSampler
 // add folds one sample into the series.
 func (s *nvmlSampler) add(at time.Duration, g gpu.Sample) {
 	ep := "gpu-" + strconv.Itoa(g.GPU)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.series = report.AddPoint(s.series, ep, SeriesGPUMemoryUsed, at, float64(g.MemoryUsed))
-	s.series = report.AddPoint(s.series, ep, SeriesGPUMemoryFree, at, float64(g.MemoryFree))
+	s.series.add(ep, SeriesGPUMemoryUsed, at, float64(g.MemoryUsed))
+	s.series.add(ep, SeriesGPUMemoryFree, at, float64(g.MemoryFree))
 	if g.UtilGPU >= 0 {
-		s.series = report.AddPoint(s.series, ep, SeriesGPUUtil, at, float64(g.UtilGPU))
+		s.series.add(ep, SeriesGPUUtil, at, float64(g.UtilGPU))
 	}
 }
 
@@ -56,16 +51,5 @@ func (s *nvmlSampler) records() []report.SeriesRecord {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]report.SeriesRecord, len(s.series))
-	for i, r := range s.series {
-		r.Points = append([][2]float64(nil), r.Points...)
-		r.Unit = "bytes"
-		if r.Name == SeriesGPUUtil {
-			r.Unit = "percent"
-		}
-		out[i] = r
-	}
-	return out
+	return s.series.records()
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Series of the GPU memory samples a target.sim run records in
@@ -38,10 +38,39 @@ const balloonWhat = "balloon"
 // series are owned by its run goroutine until run returns; records may be
 // called at any time.
 type vgpuSampler struct {
-	devs []*vgpu.Device
+	devs   []*vgpu.Device
+	series gpuSeries
+}
 
+// gpuSeries is the GPU series a sampler (of virtual GPUs, or of real ones
+// through NVML) has recorded so far. It is safe for concurrent use.
+type gpuSeries struct {
 	mu     sync.Mutex
 	series []report.SeriesRecord
+}
+
+// add records value v of series name for endpoint ep at run-clock time at.
+func (g *gpuSeries) add(ep, name string, at time.Duration, v float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.series = report.AddPoint(g.series, ep, name, at, v)
+}
+
+// records returns a copy of the series recorded so far, with their units:
+// percent for SeriesGPUUtil, bytes for the memory series.
+func (g *gpuSeries) records() []report.SeriesRecord {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]report.SeriesRecord, len(g.series))
+	for i, r := range g.series {
+		r.Points = append([][2]float64(nil), r.Points...)
+		r.Unit = "bytes"
+		if r.Name == SeriesGPUUtil {
+			r.Unit = "percent"
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // openVGPUSampler opens the virtual GPUs 0..n-1 of the ledger in dir,
@@ -91,11 +120,9 @@ func (s *vgpuSampler) sample(at time.Duration) {
 		}
 		free := max(d.Total()-used, 0)
 		ep := "vgpu-" + strconv.Itoa(d.Index())
-		s.mu.Lock()
-		s.series = report.AddPoint(s.series, ep, SeriesGPUMemoryUsed, at, float64(used))
-		s.series = report.AddPoint(s.series, ep, SeriesGPUMemoryFree, at, float64(free))
-		s.series = report.AddPoint(s.series, ep, SeriesGPUMemoryBalloon, at, float64(balloon))
-		s.mu.Unlock()
+		s.series.add(ep, SeriesGPUMemoryUsed, at, float64(used))
+		s.series.add(ep, SeriesGPUMemoryFree, at, float64(free))
+		s.series.add(ep, SeriesGPUMemoryBalloon, at, float64(balloon))
 	}
 }
 
@@ -104,15 +131,7 @@ func (s *vgpuSampler) records() []report.SeriesRecord {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]report.SeriesRecord, len(s.series))
-	for i, r := range s.series {
-		r.Points = append([][2]float64(nil), r.Points...)
-		r.Unit = "bytes"
-		out[i] = r
-	}
-	return out
+	return s.series.records()
 }
 
 // close closes the devices (the sampler holds no reservation).

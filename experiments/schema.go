@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -70,7 +70,7 @@ func schemaEnums() map[string][]any {
 	return map[string][]any{
 		"Spec.apiVersion":         {APIVersion},
 		"Spec.kind":               {KindExperiment},
-		"SimTarget.latency":       {sim.LatencyProfile, sim.LatencyConstant},
+		"SimTarget.latency":       {simconfig.LatencyProfile, simconfig.LatencyConstant},
 		"Workload.preset":         presets,
 		"Workload.api":            {string(llm.APIChat), string(llm.APICompletions)},
 		"Workload.arrival":        {string(llm.ArrivalConstant), string(llm.ArrivalPoisson), string(llm.ArrivalGamma)},

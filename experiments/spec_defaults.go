@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmchaos/llmchaos/sim"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Defaults that WithDefaults fills in. The simulator's come from
-// sim.DefaultConfig and from `llmchaos sim`'s flags.
+// simconfig.Default and from `llmchaos sim`'s flags.
 const (
 	DefaultSeed            uint64 = 1
 	DefaultRecoveryWindow         = 5 * time.Second
@@ -79,7 +79,7 @@ func (s Spec) WithDefaults() Spec {
 
 // withDefaults fills the simulator's defaults; seed is the experiment's.
 func (t SimTarget) withDefaults(seed uint64) SimTarget {
-	d := sim.DefaultConfig()
+	d := simconfig.Default()
 	if t.Replicas == 0 {
 		t.Replicas = DefaultSimReplicas
 	}
@@ -89,7 +89,7 @@ func (t SimTarget) withDefaults(seed uint64) SimTarget {
 	if t.Latency == "" {
 		t.Latency = d.Latency
 	}
-	if t.Latency == sim.LatencyConstant {
+	if t.Latency == simconfig.LatencyConstant {
 		if t.TTFT == 0 {
 			t.TTFT = Duration(d.TTFT)
 		}
@@ -137,10 +137,10 @@ func formatSize(n int64) string {
 }
 
 // EngineConfig returns the engine configuration of each simulator replica:
-// sim.DefaultConfig with the keys set in t on top. It does not validate the
-// result (sim.Config.Validate does).
-func (t SimTarget) EngineConfig() (sim.Config, error) {
-	c := sim.DefaultConfig()
+// simconfig.Default with the keys set in t on top. It does not validate the
+// result (simconfig.Config.Validate does).
+func (t SimTarget) EngineConfig() (simconfig.Config, error) {
+	c := simconfig.Default()
 	if t.Model != "" {
 		c.Model = t.Model
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
-	"github.com/llmchaos/llmchaos/sim"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 )
 
 // Timing of the simulator supervisor the runner starts.
@@ -42,7 +41,7 @@ const (
 // it after the runner was killed.
 type simProcess struct {
 	env   SimEnv
-	base  int // port of replica 0
+	ports []int // replica i's port, as the supervisor published it; set once all serve
 	n     int
 	model string
 
@@ -54,8 +53,10 @@ type simProcess struct {
 }
 
 // simArgs returns the arguments of `llmchaos sim` for t (defaults
-// applied) on ports base..base+N-1, with its files under dir.
-func simArgs(t SimTarget, base int, env SimEnv) ([]string, error) {
+// applied), with its files in env. The replicas listen on ports the system
+// picks (base port 0): the supervisor binds them and publishes them in the
+// state file, so two runs never race for a port.
+func simArgs(t SimTarget, env SimEnv) ([]string, error) {
 	c, err := t.EngineConfig()
 	if err != nil {
 		return nil, err
@@ -63,8 +64,8 @@ func simArgs(t SimTarget, base int, env SimEnv) ([]string, error) {
 	args := []string{
 		"sim",
 		"--replicas", strconv.Itoa(t.Replicas),
-		"--listen", "127.0.0.1:" + strconv.Itoa(base),
-		"--base-port", strconv.Itoa(base),
+		"--listen", "127.0.0.1:0",
+		"--base-port", "0",
 		"--state-file", env.StateFile,
 		"--vgpu-dir", env.VGPUDir,
 		"--restart-delay", t.RestartDelay.String(),
@@ -80,7 +81,7 @@ func simArgs(t SimTarget, base int, env SimEnv) ([]string, error) {
 		"--gpu-memory-utilization", strconv.FormatFloat(c.GPUUtilization, 'g', -1, 64),
 		"--mean-output-tokens", strconv.Itoa(c.MeanOutputTokens),
 	}
-	if c.Latency == sim.LatencyConstant {
+	if c.Latency == simconfig.LatencyConstant {
 		args = append(args, "--ttft", c.TTFT.String(), "--itl", c.ITL.String())
 	}
 	return args, nil
@@ -98,11 +99,7 @@ func startSim(ctx context.Context, t SimTarget, dir, helper string, jr *faults.J
 	if err := os.MkdirAll(env.VGPUDir, 0o755); err != nil {
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}
-	base, err := freePorts(t.Replicas)
-	if err != nil {
-		return nil, fmt.Errorf("target.sim: %w", err)
-	}
-	args, err := simArgs(t, base, env)
+	args, err := simArgs(t, env)
 	if err != nil {
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}
@@ -110,13 +107,13 @@ func startSim(ctx context.Context, t SimTarget, dir, helper string, jr *faults.J
 	if err != nil {
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}
-	desc := fmt.Sprintf("%d replica(s) on 127.0.0.1:%d..%d", t.Replicas, base, base+t.Replicas-1)
+	desc := fmt.Sprintf("%d replica(s) on 127.0.0.1, ports in %s", t.Replicas, env.StateFile)
 	entry, err := jr.Begin("simulator", "target.sim", desc)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}
-	s := &simProcess{env: env, base: base, n: t.Replicas, model: t.Model, log: log, entry: entry, done: make(chan struct{})}
+	s := &simProcess{env: env, n: t.Replicas, model: t.Model, log: log, entry: entry, done: make(chan struct{})}
 	s.cmd = exec.Command(helper, args...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := startHelper(s.cmd, s.done, &s.waitErr); err != nil {
@@ -142,33 +139,41 @@ func startSim(ctx context.Context, t SimTarget, dir, helper string, jr *faults.J
 	return s, nil
 }
 
-// endpoints returns the replicas' base URLs.
+// endpoints returns the replicas' base URLs, on the ports the supervisor
+// published.
 func (s *simProcess) endpoints() []string {
-	out := make([]string, s.n)
-	for i := range out {
-		out[i] = "http://127.0.0.1:" + strconv.Itoa(s.base+i) + "/v1"
+	out := make([]string, len(s.ports))
+	for i, p := range s.ports {
+		out[i] = "http://127.0.0.1:" + strconv.Itoa(p) + "/v1"
 	}
 	return out
 }
 
 // waitServing reads the state file until every replica serves, the child
-// exits, ctx ends or limit passes.
+// exits, ctx ends or limit passes, and keeps the replicas' ports.
 func (s *simProcess) waitServing(ctx context.Context, limit time.Duration) error {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	tick := time.NewTicker(simPoll)
 	defer tick.Stop()
-	var last []supervisor.Replica
+	var last []replicastate.Replica
 	for {
-		if rs, err := supervisor.ReadState(s.env.StateFile); err == nil {
+		if rs, err := replicastate.Read(s.env.StateFile); err == nil {
 			last = rs
 			serving := 0
 			for _, r := range rs {
-				if r.State == supervisor.StateServing {
+				if r.State == replicastate.StateServing {
 					serving++
 				}
 			}
 			if len(rs) == s.n && serving == s.n {
+				s.ports = make([]int, s.n)
+				for _, r := range rs {
+					if r.Index < 0 || r.Index >= s.n || r.Port <= 0 {
+						return fmt.Errorf("the simulator's state file %s has replica %d on port %d", s.env.StateFile, r.Index, r.Port)
+					}
+					s.ports[r.Index] = r.Port
+				}
 				return nil
 			}
 		}
@@ -245,35 +250,6 @@ func startHelper(cmd *exec.Cmd, done chan struct{}, waitErr *error) error {
 		close(done)
 	}()
 	return <-started
-}
-
-// freePorts returns the first of n consecutive ports of 127.0.0.1 that
-// were free a moment ago.
-func freePorts(n int) (int, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("find free ports: %w", err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("no %d consecutive free ports found on 127.0.0.1", n)
 }
 
 // logTail returns the last lines of a helper's log file, for errors.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/sim"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -173,9 +173,9 @@ func (v *validator) simTarget(t SimTarget) {
 	// theirs, so that their problems and the engine's show at once.
 	n := len(v.iss)
 	switch t.Latency {
-	case "", sim.LatencyProfile, sim.LatencyConstant:
+	case "", simconfig.LatencyProfile, simconfig.LatencyConstant:
 	default:
-		v.iss.add(p+".latency", "%q: want %s or %s", t.Latency, sim.LatencyProfile, sim.LatencyConstant)
+		v.iss.add(p+".latency", "%q: want %s or %s", t.Latency, simconfig.LatencyProfile, simconfig.LatencyConstant)
 	}
 	for _, d := range []struct {
 		key string
@@ -184,7 +184,7 @@ func (v *validator) simTarget(t SimTarget) {
 		switch {
 		case d.d < 0:
 			v.iss.add(p+"."+d.key, "%v is negative", d.d)
-		case d.d != 0 && t.Latency != sim.LatencyConstant:
+		case d.d != 0 && t.Latency != simconfig.LatencyConstant:
 			v.iss.add(p+"."+d.key, "applies to latency: constant only (the profile model computes its own); add latency: constant")
 		}
 	}

@@ -42,7 +42,7 @@
 // # GPU memory
 //
 // The replica runs on a Memory: a virtual GPU ledger shared with other
-// processes (sim/vgpu) or NewLocalMemory. As vLLM, it reserves its weights
+// processes (simcontract/vgpu) or NewLocalMemory. As vLLM, it reserves its weights
 // and its whole KV pool at start, sized
 //
 //	blocks = (total × GPUUtilization − WeightBytes) / (KVBytesPerToken × BlockSize)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // growInterval is how often a growing balloon looks for freed memory; well

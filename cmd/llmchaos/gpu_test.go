@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 func TestGPUMonitorWithoutGPU(t *testing.T) {

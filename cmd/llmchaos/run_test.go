@@ -19,7 +19,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // runBinary is the llmchaos binary the real-process tests run, built once
@@ -245,7 +245,7 @@ func killMidFault(t *testing.T, args ...string) killedRun {
 			}
 		}
 	}
-	replicas, err := supervisor.ReadState(filepath.Join(runDir, "sim", "state.json"))
+	replicas, err := replicastate.Read(filepath.Join(runDir, "sim", "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

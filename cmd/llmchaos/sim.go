@@ -20,7 +20,7 @@ import (
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Exit codes of `llmchaos sim` and `llmchaos gpu-balloon` beyond main.go's.
@@ -40,13 +40,14 @@ type simOptions struct {
 	GPU            int
 	ShareGPU       bool
 	Replicas       int // 0: one replica in this process, no supervisor
-	BasePort       int // 0: the port of Listen
+	BasePort       int // the port of Listen unless set; 0: ports the system picks
 	RestartDelay   time.Duration
 	StartupTime    time.Duration
 	StopGrace      time.Duration
 	StateFile      string
 	AdminTokenFile string
 	ReplicaIndex   int // set by the supervisor for its children; -1 otherwise
+	ListenFD       int // set by the supervisor for its children: serve on this inherited socket; 0 otherwise
 }
 
 // defaultSimOptions returns the flag defaults.
@@ -107,7 +108,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.IntVar(&o.GPU, "gpu", o.GPU, "vGPU index; with --replicas the first index (replica i runs on GPU+i)")
 	fs.BoolVar(&o.ShareGPU, "share-gpu", o.ShareGPU, "with --replicas: run every replica on the one vGPU --gpu instead of one each")
 	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "run N replica child processes under a supervisor on consecutive ports")
-	fs.IntVar(&o.BasePort, "base-port", o.BasePort, "with --replicas: port of replica 0 (default: the port of --listen)")
+	fs.IntVar(&o.BasePort, "base-port", o.BasePort, "with --replicas: port of replica 0 (default: the port of --listen); 0: each replica on a port the system picks, published in --state-file")
 	fs.DurationVar(&o.RestartDelay, "restart-delay", o.RestartDelay, "with --replicas: wait after a replica exits before restarting it")
 	fs.DurationVar(&o.StartupTime, "startup-time", o.StartupTime, "model load time: /health answers 503 this long after start")
 	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "with --replicas: time a replica has to exit after SIGTERM before SIGKILL")
@@ -115,6 +116,8 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
 	fs.IntVar(&o.ReplicaIndex, "replica-index", o.ReplicaIndex, "set by the supervisor: index of this replica, for logs")
 	_ = fs.MarkHidden("replica-index")
+	fs.IntVar(&o.ListenFD, "listen-fd", o.ListenFD, "set by the supervisor: serve on the listening socket inherited as this file descriptor instead of binding --listen")
+	_ = fs.MarkHidden("listen-fd")
 }
 
 func newSimCmd() *cobra.Command {
@@ -128,7 +131,9 @@ KV cache sized from a (virtual) GPU's memory, preemption, vLLM's metrics.
 With --vgpu-dir the replica reserves its weights and KV pool in a vGPU ledger
 shared with other processes (see gpu-balloon) and dies of out-of-memory when a
 step cannot get its activation memory. With --replicas N a supervisor runs N
-replica processes on ports --base-port+i, each on its own vGPU (index --gpu+i,
+replica processes on ports --base-port+i (with --base-port 0 or --listen
+host:0, on ports the system picks, kept across restarts and written to
+--state-file), each on its own vGPU (index --gpu+i,
 or all on --gpu with --share-gpu), restarts one that exits after
 --restart-delay, and writes --state-file.
 
@@ -181,8 +186,8 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 		if !fs.Changed("base-port") {
 			o.BasePort = pn
 		}
-		if o.BasePort < 1 || o.BasePort+o.Replicas-1 > 65535 {
-			bad("--base-port %d: replicas take ports %d..%d, which must lie in 1..65535", o.BasePort, o.BasePort, o.BasePort+o.Replicas-1)
+		if o.BasePort < 0 || o.BasePort+o.Replicas-1 > 65535 {
+			bad("--base-port %d: replicas take ports %d..%d, which must lie in 1..65535 (or 0: ports the system picks)", o.BasePort, o.BasePort, o.BasePort+o.Replicas-1)
 		}
 		if o.RestartDelay < 0 {
 			bad("--restart-delay %v: must not be negative", o.RestartDelay)
@@ -192,6 +197,9 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 		}
 		if o.ReplicaIndex >= 0 {
 			bad("--replica-index is for the supervisor's children, not with --replicas")
+		}
+		if o.ListenFD != 0 {
+			bad("--listen-fd is for the supervisor's children, not with --replicas")
 		}
 	}
 	if o.AdminTokenFile != "" {
@@ -249,7 +257,7 @@ func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
 		}
 		opts.AdminToken = tok
 	}
-	ln, err := net.Listen("tcp", o.Listen)
+	ln, err := listen(o)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -270,6 +278,24 @@ func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
 		return withCode(exitNoGPUMemory, err)
 	}
 	return err
+}
+
+// listen returns the replica's listener: the socket inherited as o.ListenFD
+// when the supervisor bound the port, else a new one on o.Listen.
+func listen(o simOptions) (net.Listener, error) {
+	if o.ListenFD <= 0 {
+		return net.Listen("tcp", o.Listen)
+	}
+	f := os.NewFile(uintptr(o.ListenFD), "listener")
+	if f == nil {
+		return nil, fmt.Errorf("--listen-fd %d: not a file descriptor", o.ListenFD)
+	}
+	defer f.Close() // FileListener keeps a duplicate
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("--listen-fd %d: %w", o.ListenFD, err)
+	}
+	return ln, nil
 }
 
 // runSupervisor runs o.Replicas replica processes of this binary.
@@ -348,6 +374,9 @@ func childArgs(o simOptions, s supervisor.Slot) []string {
 		"--gpu", strconv.Itoa(s.GPU),
 		"--startup-time", o.StartupTime.String(),
 		"--replica-index", strconv.Itoa(s.Index),
+	}
+	if s.ListenFD != 0 {
+		args = append(args, "--listen-fd", strconv.Itoa(s.ListenFD))
 	}
 	if o.AdminTokenFile != "" {
 		args = append(args, "--admin-token-file", o.AdminTokenFile) // the path, never the token: argv is public

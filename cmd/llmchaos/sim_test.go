@@ -16,7 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // The vGPU device is the simulator's memory (checked here, where both
@@ -104,6 +104,8 @@ func TestSimFlagErrors(t *testing.T) {
 		{name: "negative startup", args: []string{"--startup-time", "-1s"}, want: []string{"--startup-time"}},
 		{name: "base-port alone", args: []string{"--base-port", "9000"}, want: []string{"--base-port needs --replicas"}},
 		{name: "state-file alone", args: []string{"--state-file", "s.json"}, want: []string{"--state-file needs --replicas"}},
+		{name: "negative base port", args: []string{"--replicas", "2", "--base-port", "-1"}, want: []string{"--base-port -1"}},
+		{name: "listen-fd on the supervisor", args: []string{"--replicas", "2", "--listen-fd", "3"}, want: []string{"--listen-fd is for the supervisor's children"}},
 		{name: "ports overflow", args: []string{"--replicas", "3", "--base-port", "65534"}, want: []string{"--base-port 65534"}},
 		{name: "negative replicas", args: []string{"--replicas", "-1"}, want: []string{"--replicas"}},
 		{name: "negative restart delay", args: []string{"--replicas", "1", "--restart-delay", "-1s"}, want: []string{"--restart-delay"}},
@@ -198,6 +200,22 @@ func TestChildArgsRoundTrip(t *testing.T) {
 		if strings.Contains(a, "secret") {
 			t.Errorf("argument %q carries the token", a)
 		}
+	}
+
+	// A slot on a port the supervisor bound: the child serves on the
+	// inherited socket.
+	slot.ListenFD = supervisor.ListenFD
+	child = defaultSimOptions()
+	fs = pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	addSimFlags(fs, &child)
+	if err := fs.Parse(childArgs(parent, slot)[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.finish(fs); err != nil {
+		t.Fatalf("child rejects --listen-fd: %v", err)
+	}
+	if child.ListenFD != supervisor.ListenFD || child.Listen != slot.Addr {
+		t.Errorf("child listen fd %d on %q, want %d on %q", child.ListenFD, child.Listen, supervisor.ListenFD, slot.Addr)
 	}
 }
 

@@ -3,7 +3,7 @@ package gpu
 import (
 	"errors"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // ErrNoGPU says that there is no GPU to act on or watch: no driver, no

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // BenchmarkMemoryPressureInjectUndo measures one whole fault cycle on the

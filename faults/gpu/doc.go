@@ -12,7 +12,7 @@
 // the child watches its parent and exits when it dies.
 //
 // Backends: `vgpu` holds a reservation in the simulator's virtual GPU
-// ledger (sim/vgpu, directory `vgpu_dir`); `cuda` holds real device memory
+// ledger (simcontract/vgpu, directory `vgpu_dir`); `cuda` holds real device memory
 // through the CUDA driver (faults/gpu/cuda, in builds with `-tags cuda`).
 //
 // With `leave_free_gib` the balloon grows by default: it keeps taking memory

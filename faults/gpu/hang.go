@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // Hang is gpu.hang: it freezes the serving process, which from outside is
@@ -101,11 +101,11 @@ func (h *Hang) target() (int, string, error) {
 		}
 		what = fmt.Sprintf("process %d (from %s)", pid, h.p.PIDFile)
 	case h.p.StateFile != "":
-		rs, err := supervisor.ReadState(h.p.StateFile)
+		rs, err := replicastate.Read(h.p.StateFile)
 		if err != nil {
 			return 0, "", fmt.Errorf("state_file: %w", err)
 		}
-		var found *supervisor.Replica
+		var found *replicastate.Replica
 		for i := range rs {
 			if rs[i].Index == h.p.Replica {
 				found = &rs[i]
@@ -114,7 +114,7 @@ func (h *Hang) target() (int, string, error) {
 		switch {
 		case found == nil:
 			return 0, "", fmt.Errorf("state_file %s: no replica %d (it lists %d)", h.p.StateFile, h.p.Replica, len(rs))
-		case found.PID <= 0 || (found.State != supervisor.StateServing && found.State != supervisor.StateStarting):
+		case found.PID <= 0 || (found.State != replicastate.StateServing && found.State != replicastate.StateStarting):
 			return 0, "", fmt.Errorf("state_file %s: replica %d is %s, not running: nothing to freeze", h.p.StateFile, h.p.Replica, found.State)
 		}
 		pid = found.PID

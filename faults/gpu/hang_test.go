@@ -16,7 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // frozen reports whether pid is stopped, as /proc shows it.
@@ -42,9 +42,9 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateFile := filepath.Join(dir, "state.json")
-	state, _ := json.Marshal([]supervisor.Replica{
-		{Index: 0, PID: 999999, State: supervisor.StateExited},
-		{Index: 1, PID: pid, State: supervisor.StateServing},
+	state, _ := json.Marshal([]replicastate.Replica{
+		{Index: 0, PID: 999999, State: replicastate.StateExited},
+		{Index: 1, PID: pid, State: replicastate.StateServing},
 	})
 	if err := os.WriteFile(stateFile, state, 0o644); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestHangFreezesTheServingProcess(t *testing.T) {
 func TestHangRefusals(t *testing.T) {
 	dir := t.TempDir()
 	stateFile := filepath.Join(dir, "state.json")
-	state, _ := json.Marshal([]supervisor.Replica{{Index: 0, PID: 4242, State: supervisor.StateRestarting}})
+	state, _ := json.Marshal([]replicastate.Replica{{Index: 0, PID: 4242, State: replicastate.StateRestarting}})
 	if err := os.WriteFile(stateFile, state, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // llmchaosBin is the llmchaos binary built once by TestMain (static, as

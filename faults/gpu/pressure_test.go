@@ -20,7 +20,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 func newPressure(t *testing.T, p PressureParams, o BalloonOptions) *MemoryPressure {

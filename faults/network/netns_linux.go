@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,6 +49,25 @@ func openNetns(path, id string) (netns.NsHandle, error) {
 		return netns.None(), fmt.Errorf("%s is now %s, not %s: %w", path, got, id, errNetnsGone)
 	}
 	return h, nil
+}
+
+// withNetns runs fn in the namespace a revert spec recorded (path and id,
+// as openNetns takes them) and closes it after; it checks ctx first. A
+// namespace that is gone counts as reverted: fn is not called and withNetns
+// returns nil, since whatever llmchaos put in it went with it.
+func withNetns(ctx context.Context, path, id string, fn func(netns.NsHandle) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ns, err := openNetns(path, id)
+	if errors.Is(err, errNetnsGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	return fn(ns)
 }
 
 // openTarget opens t's namespace for an Inject. A target that resolves to

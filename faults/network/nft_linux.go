@@ -85,14 +85,22 @@ func checkLink(ctx context.Context, ns netns.NsHandle, name string) error {
 		return err
 	}
 	defer h.Close()
-	if _, err := h.LinkByName(name); err != nil {
+	_, err = linkByName(h, name)
+	return err
+}
+
+// linkByName returns the interface called name, or an error that says how
+// to list the namespace's interfaces when there is none.
+func linkByName(h *netlink.Handle, name string) (netlink.Link, error) {
+	link, err := h.LinkByName(name)
+	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
-			return fmt.Errorf("no interface %q in the namespace (see `ip -n NS link`)", name)
+			return nil, fmt.Errorf("no interface %q in the namespace (see `ip -n NS link`)", name)
 		}
-		return fmt.Errorf("interface %q: %w", name, err)
+		return nil, fmt.Errorf("interface %q: %w", name, err)
 	}
-	return nil
+	return link, nil
 }
 
 // nftConn opens an nftables connection into ns whose sockets give up at
@@ -252,17 +260,11 @@ func deleteNFTTable(ctx context.Context, spec nftTableSpec) error {
 	if err := spec.validate(); err != nil {
 		return fmt.Errorf("%s spec: %w", KindNFTTable, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ns, err := openNetns(spec.Netns, spec.NetnsID)
-	if errors.Is(err, errNetnsGone) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
+	return withNetns(ctx, spec.Netns, spec.NetnsID, func(ns netns.NsHandle) error { return deleteNFTTableIn(ctx, ns, spec) })
+}
+
+// deleteNFTTableIn deletes the table spec names in ns.
+func deleteNFTTableIn(ctx context.Context, ns netns.NsHandle, spec nftTableSpec) error {
 	conn, err := nftConn(ctx, ns)
 	if err != nil {
 		return err

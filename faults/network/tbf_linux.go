@@ -34,13 +34,9 @@ func injectQdisc(ctx context.Context, log faults.RevertLog, target NetnsTarget, 
 		return nil, err
 	}
 	defer h.Close()
-	link, err := h.LinkByName(target.Interface)
+	link, err := linkByName(h, target.Interface)
 	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("no interface %q in the namespace (see `ip -n NS link`)", target.Interface)
-		}
-		return nil, fmt.Errorf("interface %q: %w", target.Interface, err)
+		return nil, err
 	}
 	if q, err := rootQdisc(h, link); err != nil {
 		return nil, err
@@ -160,17 +156,11 @@ func deleteQdisc(ctx context.Context, spec qdiscSpec) error {
 	if err := spec.validate(); err != nil {
 		return fmt.Errorf("%s spec: %w", KindTCQdisc, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ns, err := openNetns(spec.Netns, spec.NetnsID)
-	if errors.Is(err, errNetnsGone) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
+	return withNetns(ctx, spec.Netns, spec.NetnsID, func(ns netns.NsHandle) error { return deleteQdiscIn(ctx, ns, spec) })
+}
+
+// deleteQdiscIn deletes the qdisc spec names in ns (see deleteQdisc).
+func deleteQdiscIn(ctx context.Context, ns netns.NsHandle, spec qdiscSpec) error {
 	h, err := netlinkAt(ctx, ns)
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // EventKind is what happened to a replica.
@@ -66,9 +66,9 @@ func replicaID(index int) string { return fmt.Sprintf("replica-%d", index) }
 // that is no longer the replica's live process has exited; a higher restart
 // count means the supervisor started it again; serving with a process not
 // serving before means healthy again. Events come in that order.
-func stateEvents(prev, cur []supervisor.Replica, at time.Time) []Event {
+func stateEvents(prev, cur []replicastate.Replica, at time.Time) []Event {
 	var out []Event
-	before := make(map[int]supervisor.Replica, len(prev))
+	before := make(map[int]replicastate.Replica, len(prev))
 	for _, r := range prev {
 		before[r.Index] = r
 	}
@@ -78,8 +78,8 @@ func stateEvents(prev, cur []supervisor.Replica, at time.Time) []Event {
 			continue
 		}
 		id := replicaID(c.Index)
-		live := func(r supervisor.Replica) bool {
-			return r.PID > 0 && (r.State == supervisor.StateStarting || r.State == supervisor.StateServing)
+		live := func(r replicastate.Replica) bool {
+			return r.PID > 0 && (r.State == replicastate.StateStarting || r.State == replicastate.StateServing)
 		}
 		// The process seen before has exited if it was live and is no
 		// longer the replica's live process.
@@ -110,7 +110,7 @@ func stateEvents(prev, cur []supervisor.Replica, at time.Time) []Event {
 				out = append(out, Event{At: at, Replica: id, Kind: EventExit, Detail: d})
 			}
 		}
-		if c.State == supervisor.StateServing && (p.State != supervisor.StateServing || p.PID != c.PID) {
+		if c.State == replicastate.StateServing && (p.State != replicastate.StateServing || p.PID != c.PID) {
 			out = append(out, Event{At: at, Replica: id, Kind: EventHealthy,
 				Detail: fmt.Sprintf("pid %d serving on port %d", c.PID, c.Port)})
 		}

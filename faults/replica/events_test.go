@@ -7,53 +7,53 @@ import (
 
 	"github.com/moby/moby/api/types/events"
 
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
-func rep(index, pid int, state supervisor.State, restarts int, lastExit string) supervisor.Replica {
-	return supervisor.Replica{Index: index, PID: pid, Port: 8000 + index, State: state, Restarts: restarts, LastExit: lastExit}
+func rep(index, pid int, state replicastate.State, restarts int, lastExit string) replicastate.Replica {
+	return replicastate.Replica{Index: index, PID: pid, Port: 8000 + index, State: state, Restarts: restarts, LastExit: lastExit}
 }
 
 func TestStateEvents(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const (
-		serving    = supervisor.StateServing
-		starting   = supervisor.StateStarting
-		exited     = supervisor.StateExited
-		restarting = supervisor.StateRestarting
+		serving    = replicastate.StateServing
+		starting   = replicastate.StateStarting
+		exited     = replicastate.StateExited
+		restarting = replicastate.StateRestarting
 	)
 	tests := []struct {
 		name      string
-		prev, cur []supervisor.Replica
+		prev, cur []replicastate.Replica
 		want      []Event
 	}{
-		{"nothing changed", []supervisor.Replica{rep(0, 10, serving, 0, "")}, []supervisor.Replica{rep(0, 10, serving, 0, "")}, nil},
-		{"first start is not an event", []supervisor.Replica{rep(0, 10, starting, 0, "")}, []supervisor.Replica{rep(0, 10, serving, 0, "")},
+		{"nothing changed", []replicastate.Replica{rep(0, 10, serving, 0, "")}, []replicastate.Replica{rep(0, 10, serving, 0, "")}, nil},
+		{"first start is not an event", []replicastate.Replica{rep(0, 10, starting, 0, "")}, []replicastate.Replica{rep(0, 10, serving, 0, "")},
 			[]Event{{at, "replica-0", EventHealthy, "pid 10 serving on port 8000"}}},
-		{"exit seen", []supervisor.Replica{rep(0, 10, serving, 0, "")}, []supervisor.Replica{rep(0, 10, exited, 0, "signal: killed")},
+		{"exit seen", []replicastate.Replica{rep(0, 10, serving, 0, "")}, []replicastate.Replica{rep(0, 10, exited, 0, "signal: killed")},
 			[]Event{{at, "replica-0", EventExit, "pid 10: signal: killed"}}},
-		{"restarting after exit is no new event", []supervisor.Replica{rep(0, 10, exited, 0, "signal: killed")}, []supervisor.Replica{rep(0, 10, restarting, 0, "signal: killed")}, nil},
-		{"restart seen", []supervisor.Replica{rep(0, 10, restarting, 0, "signal: killed")}, []supervisor.Replica{rep(0, 11, starting, 1, "signal: killed")},
+		{"restarting after exit is no new event", []replicastate.Replica{rep(0, 10, exited, 0, "signal: killed")}, []replicastate.Replica{rep(0, 10, restarting, 0, "signal: killed")}, nil},
+		{"restart seen", []replicastate.Replica{rep(0, 10, restarting, 0, "signal: killed")}, []replicastate.Replica{rep(0, 11, starting, 1, "signal: killed")},
 			[]Event{{at, "replica-0", EventRestart, "restart 1, pid 11"}}},
-		{"exit, restart and healthy between two looks", []supervisor.Replica{rep(0, 10, serving, 0, ""), rep(1, 20, serving, 0, "")},
-			[]supervisor.Replica{rep(0, 11, serving, 1, "signal: killed"), rep(1, 20, serving, 0, "")},
+		{"exit, restart and healthy between two looks", []replicastate.Replica{rep(0, 10, serving, 0, ""), rep(1, 20, serving, 0, "")},
+			[]replicastate.Replica{rep(0, 11, serving, 1, "signal: killed"), rep(1, 20, serving, 0, "")},
 			[]Event{
 				{at, "replica-0", EventExit, "pid 10: signal: killed"},
 				{at, "replica-0", EventRestart, "restart 1, pid 11"},
 				{at, "replica-0", EventHealthy, "pid 11 serving on port 8000"},
 			}},
-		{"restarted and died again", []supervisor.Replica{rep(0, 10, serving, 0, "")}, []supervisor.Replica{rep(0, 11, exited, 1, "exit status 4")},
+		{"restarted and died again", []replicastate.Replica{rep(0, 10, serving, 0, "")}, []replicastate.Replica{rep(0, 11, exited, 1, "exit status 4")},
 			[]Event{
 				{at, "replica-0", EventExit, "pid 10"},
 				{at, "replica-0", EventRestart, "restart 1, pid 11"},
 				{at, "replica-0", EventExit, "pid 11: exit status 4"},
 			}},
-		{"several restarts missed", []supervisor.Replica{rep(2, 10, starting, 0, "")}, []supervisor.Replica{rep(2, 13, starting, 3, "exit status 4")},
+		{"several restarts missed", []replicastate.Replica{rep(2, 10, starting, 0, "")}, []replicastate.Replica{rep(2, 13, starting, 3, "exit status 4")},
 			[]Event{
 				{at, "replica-2", EventExit, "pid 10"},
 				{at, "replica-2", EventRestart, "restart 3, pid 13 (3 restarts since the last look)"},
 			}},
-		{"unknown index ignored", nil, []supervisor.Replica{rep(0, 10, serving, 0, "")}, nil},
+		{"unknown index ignored", nil, []replicastate.Replica{rep(0, 10, serving, 0, "")}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

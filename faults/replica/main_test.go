@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // binDir holds bin/llmchaos, built once by TestMain (not under -short); it
@@ -69,14 +69,14 @@ func procState(t *testing.T, pid int) byte {
 }
 
 // waitState polls a supervisor's state file until cond holds.
-func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]supervisor.Replica) bool) []supervisor.Replica {
+func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]replicastate.Replica) bool) []replicastate.Replica {
 	t.Helper()
-	return testutil.WaitValue(t, limit, what, func() ([]supervisor.Replica, error) { return supervisor.ReadState(path) }, cond)
+	return testutil.WaitValue(t, limit, what, func() ([]replicastate.Replica, error) { return replicastate.Read(path) }, cond)
 }
 
-func allServing(rs []supervisor.Replica) bool {
+func allServing(rs []replicastate.Replica) bool {
 	for _, r := range rs {
-		if r.State != supervisor.StateServing {
+		if r.State != replicastate.StateServing {
 			return false
 		}
 	}
@@ -85,7 +85,7 @@ func allServing(rs []supervisor.Replica) bool {
 
 // startSim runs `llmchaos sim --replicas n` under its supervisor and waits
 // until every replica serves; it returns the state file and the replicas.
-func startSim(t *testing.T, n int) (string, []supervisor.Replica) {
+func startSim(t *testing.T, n int) (string, []replicastate.Replica) {
 	t.Helper()
 	needBinary(t)
 	state := filepath.Join(t.TempDir(), "state.json")

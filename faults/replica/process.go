@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/llmchaos/llmchaos/faults"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // WatchInterval is how often the process driver's watcher reads the state
@@ -99,7 +99,7 @@ func (d *Process) Targets(ctx context.Context) ([]Target, error) {
 // up while it is serving and its process runs (a frozen process is not up,
 // though the supervisor still says serving).
 func (d *Process) stateTargets() ([]Target, error) {
-	rs, err := supervisor.ReadState(d.t.StateFile)
+	rs, err := replicastate.Read(d.t.StateFile)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (d *Process) stateTargets() ([]Target, error) {
 				state += ", stopped"
 			default:
 				t.StartTime = info.start
-				t.Up = r.State == supervisor.StateServing
+				t.Up = r.State == replicastate.StateServing
 			}
 		}
 		t.Detail = fmt.Sprintf("pid %d, port %d, %s", r.PID, r.Port, state)
@@ -370,7 +370,7 @@ func (d *Process) Watch(ctx context.Context, ready func(), emit func(Event)) err
 }
 
 func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)) error {
-	prev, err := supervisor.ReadState(d.t.StateFile)
+	prev, err := replicastate.Read(d.t.StateFile)
 	if err != nil {
 		return fmt.Errorf("watch replicas: %w", err)
 	}
@@ -385,7 +385,7 @@ func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)
 			return nil
 		case <-tick.C:
 		}
-		cur, err := supervisor.ReadState(d.t.StateFile)
+		cur, err := replicastate.Read(d.t.StateFile)
 		if err != nil {
 			continue // the file is replaced atomically; a failed read is transient
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // A kill makes the supervisor restart the replica; the watcher sees the
@@ -52,8 +52,8 @@ func TestProcessKillIsRestartedAndWatched(t *testing.T) {
 	}
 	i := hit[0].Index
 	old := before[i]
-	after := waitState(t, state, 20*time.Second, "the killed replica restarted and serving", func(rs []supervisor.Replica) bool {
-		return rs[i].State == supervisor.StateServing && rs[i].PID != old.PID
+	after := waitState(t, state, 20*time.Second, "the killed replica restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[i].State == replicastate.StateServing && rs[i].PID != old.PID
 	})
 	if after[i].Restarts != old.Restarts+1 || after[i].LastExit != "signal: killed" {
 		t.Errorf("replica %d after the kill = %+v, want restarts %d and last_exit %q", i, after[i], old.Restarts+1, "signal: killed")
@@ -228,7 +228,7 @@ func TestProcessSelection(t *testing.T) {
 		if len(log.all()) != 0 {
 			t.Errorf("journal got %v for a refused fault, want nothing", log.all())
 		}
-		now, err := supervisor.ReadState(state)
+		now, err := replicastate.Read(state)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestProcessRestart(t *testing.T) {
 	if _, err := r.Inject(context.Background(), faults.NopLog{}); err != nil {
 		t.Fatal(err)
 	}
-	now, err := supervisor.ReadState(state)
+	now, err := replicastate.Read(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +284,8 @@ func TestProcessRestart(t *testing.T) {
 	if now[i].LastExit != "exit status 0" {
 		t.Errorf("replica %d last exit = %q, want a clean exit after SIGTERM", i, now[i].LastExit)
 	}
-	waitState(t, state, 20*time.Second, "the restarted replica serving", func(rs []supervisor.Replica) bool {
-		return rs[i].State == supervisor.StateServing
+	waitState(t, state, 20*time.Second, "the restarted replica serving", func(rs []replicastate.Replica) bool {
+		return rs[i].State == replicastate.StateServing
 	})
 }
 

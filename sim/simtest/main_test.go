@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // binDir holds bin/llmchaos, built once by TestMain; it doubles as the
@@ -58,9 +58,9 @@ func servingAddr(t *testing.T, p *testutil.Proc) string {
 func healthCode(addr string) int { return testutil.HealthCode(addr, time.Second) }
 
 // waitState polls a supervisor's state file until cond holds.
-func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]supervisor.Replica) bool) []supervisor.Replica {
+func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]replicastate.Replica) bool) []replicastate.Replica {
 	t.Helper()
-	return testutil.WaitValue(t, limit, what, func() ([]supervisor.Replica, error) { return supervisor.ReadState(path) }, cond)
+	return testutil.WaitValue(t, limit, what, func() ([]replicastate.Replica, error) { return replicastate.Read(path) }, cond)
 }
 
 // regexpMust compiles re.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
-	"github.com/llmchaos/llmchaos/sim/supervisor"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Exit codes of `llmchaos sim` (cmd/llmchaos/sim.go).
@@ -114,8 +114,8 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	sup := llmchaos(t, "sim", "--replicas", "1", "--base-port", strconv.Itoa(port), "--vgpu-dir", vdir,
 		"--gpu-memory", gpuMemory, "--state-file", state, "--restart-delay", "500ms", "--startup-time", "200ms",
 		"--latency", "constant", "--ttft", "10ms", "--itl", "10ms")
-	first := waitState(t, state, 20*time.Second, "replica serving", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateServing
+	first := waitState(t, state, 20*time.Second, "replica serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing
 	})
 	if code := healthCode(addr); code != 200 {
 		t.Fatalf("/health = %d while the state file says serving, want 200", code)
@@ -126,22 +126,22 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	_, wait := loadAndWait(t, ctx, addr, 4)
 	// A balloon that takes the headroom, and then whatever the dead replica frees.
 	b := startBalloon(t, "--vgpu-dir", vdir, "--leave-free-gib", "0", "--grow")
-	waitState(t, state, 20*time.Second, "the replica to die of OOM", func(rs []supervisor.Replica) bool {
+	waitState(t, state, 20*time.Second, "the replica to die of OOM", func(rs []replicastate.Replica) bool {
 		return rs[0].LastExit == fmt.Sprintf("exit status %d", exitOOM)
 	})
 	wait()
-	failing := waitState(t, state, 30*time.Second, "restarts failing while the balloon holds", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateRestarting && rs[0].Restarts >= 2 &&
+	failing := waitState(t, state, 30*time.Second, "restarts failing while the balloon holds", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateRestarting && rs[0].Restarts >= 2 &&
 			rs[0].LastExit == fmt.Sprintf("exit status %d", exitNoGPUMemory)
 	})
-	if failing[0].State == supervisor.StateServing || healthCode(addr) == 200 {
+	if failing[0].State == replicastate.StateServing || healthCode(addr) == 200 {
 		t.Fatalf("replica serving while the balloon holds: %+v", failing[0])
 	}
 
 	b.Cmd.Process.Kill() // a dead holder's memory no longer counts
 	<-b.Done()
-	back := waitState(t, state, 30*time.Second, "replica serving after the balloon died", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateServing
+	back := waitState(t, state, 30*time.Second, "replica serving after the balloon died", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing
 	})
 	if back[0].Restarts <= failing[0].Restarts || back[0].PID == first[0].PID {
 		t.Errorf("state after recovery = %+v, want a new pid and more restarts than %d", back[0], failing[0].Restarts)
@@ -157,11 +157,11 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	if code := sup.ExitCode(t, 20*time.Second); code != 0 {
 		t.Errorf("supervisor exit code after SIGTERM = %d, want 0", code)
 	}
-	final, err := supervisor.ReadState(state)
+	final, err := replicastate.Read(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if final[0].State != supervisor.StateExited {
+	if final[0].State != replicastate.StateExited {
 		t.Errorf("final state = %+v, want exited", final[0])
 	}
 }
@@ -172,16 +172,16 @@ func TestKilledReplicaRestartsAndChildrenDieWithSupervisor(t *testing.T) {
 	base := testutil.FreePorts(t, 2)
 	sup := llmchaos(t, "sim", "--replicas", "2", "--base-port", strconv.Itoa(base), "--gpu-memory", gpuMemory,
 		"--state-file", state, "--restart-delay", "200ms", "--startup-time", "200ms")
-	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateServing && rs[1].State == supervisor.StateServing
+	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if before[0].GPU == before[1].GPU {
 		t.Errorf("replicas share vGPU %d, want one each", before[0].GPU)
 	}
 
 	signal(t, before[0].PID, syscall.SIGKILL)
-	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateServing && rs[0].PID != before[0].PID
+	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[0].PID != before[0].PID
 	})
 	if after[0].Restarts != before[0].Restarts+1 || after[0].Port != base || after[0].LastExit != "signal: killed" {
 		t.Errorf("replica 0 after kill -9 = %+v, want restarts %d, port %d, last_exit %q", after[0], before[0].Restarts+1, base, "signal: killed")
@@ -243,8 +243,8 @@ func TestSupervisorSharedPrivateVGPU(t *testing.T) {
 	sup := testutil.StartProc(t, []string{"TMPDIR=" + tmp}, llmchaosBin(), "sim", "--replicas", "2", "--share-gpu",
 		"--base-port", strconv.Itoa(base), "--gpu-memory", "80GiB", "--gpu-memory-utilization", "0.45",
 		"--state-file", state, "--startup-time", "0s")
-	rs := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []supervisor.Replica) bool {
-		return rs[0].State == supervisor.StateServing && rs[1].State == supervisor.StateServing
+	rs := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if rs[0].GPU != 0 || rs[1].GPU != 0 {
 		t.Errorf("GPUs = %d, %d, want both on 0 with --share-gpu", rs[0].GPU, rs[1].GPU)

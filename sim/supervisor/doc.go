@@ -1,8 +1,11 @@
 // Package supervisor runs simulated replicas as child processes and restarts
-// them as an orchestrator would (DESIGN §5): replica i listens on BasePort+i,
+// them as an orchestrator would (DESIGN §5): replica i listens on BasePort+i
+// (with base port 0, on a port the system picks: the supervisor binds it and
+// hands the listening socket to the child, so no port is probed and released),
 // a replica that exits is started again after a restart delay, its progress
 // (starting → serving → exited → restarting → starting ...) is written to a
-// JSON state file on every change, and every child is stopped (SIGTERM, a
+// JSON state file (package simcontract/replicastate, which publishes the
+// ports) on every change, and every child is stopped (SIGTERM, a
 // grace period, SIGKILL) when the supervisor's context ends.
 //
 // Children die with the supervisor even when it is killed with SIGKILL: each

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // helperEnv makes the test binary act as a child program (see TestMain).
@@ -36,7 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 // helperMain runs in a child process. Modes:
-//   - replica ADDR: a tiny replica. Exits 3 at once while the file named by
+//   - replica ADDR: a tiny replica on ADDR (fd:N: on the inherited
+//     listening socket N). Exits 3 at once while the file named by
 //     $BLOCK_FILE exists; /health answers 503 for $STARTUP, then 200 with its
 //     pid; exits 0 on SIGTERM, unless $IGNORE_TERM is set.
 //   - supervise STATEFILE: runs Run with replica children on $BASE_PORT.
@@ -99,7 +101,18 @@ func helperReplica(addr string) int {
 	}
 	startup, _ := time.ParseDuration(os.Getenv("STARTUP"))
 	ready := time.Now().Add(startup)
-	ln, err := net.Listen("tcp", addr)
+	var (
+		ln  net.Listener
+		err error
+	)
+	if fd, ok := strings.CutPrefix(addr, "fd:"); ok {
+		n, _ := strconv.Atoi(fd)
+		f := os.NewFile(uintptr(n), "listener")
+		ln, err = net.FileListener(f)
+		f.Close()
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -135,9 +148,9 @@ func helperCmd(mode, arg string, env []string) *exec.Cmd {
 }
 
 // waitState polls the state file until cond holds for it.
-func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]Replica) bool) []Replica {
+func waitState(t *testing.T, path string, limit time.Duration, what string, cond func([]replicastate.Replica) bool) []replicastate.Replica {
 	t.Helper()
-	return testutil.WaitValue(t, limit, what, func() ([]Replica, error) { return ReadState(path) }, cond)
+	return testutil.WaitValue(t, limit, what, func() ([]replicastate.Replica, error) { return replicastate.Read(path) }, cond)
 }
 
 // processGone reports whether pid has exited (gone or a zombie).

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 // Defaults for the zero values of Options.
@@ -23,12 +26,20 @@ const (
 	healthTimeout         = time.Second
 )
 
+// ListenFD is the file descriptor of the listening socket a replica inherits
+// when the supervisor binds its port (Options.BasePort 0).
+const ListenFD = 3
+
 // Slot says where one replica runs; Options.Command turns it into a process.
 type Slot struct {
 	Index int    // replica index, 0-based
 	Addr  string // host:port the replica must listen on
-	Port  int    // BasePort + Index
+	Port  int    // BasePort + Index, or the port the system picked
 	GPU   int    // virtual GPU index for the replica
+	// ListenFD, when not 0, is the descriptor (always ListenFD) of the
+	// listening socket on Addr that the child inherits and must serve on
+	// instead of binding Addr itself; it is set when Options.BasePort is 0.
+	ListenFD int
 }
 
 // Options configure Run. Defaults are applied by Run, not by Validate.
@@ -39,6 +50,14 @@ type Options struct {
 	// probed on 127.0.0.1 when Host is a wildcard.
 	Host string
 	// BasePort is replica 0's port; replica i listens on BasePort+i.
+	//
+	// With BasePort 0 the system picks a free port for each replica: Run
+	// binds Host:0 for every replica before it starts any, hands the
+	// listening socket to the child (Slot.ListenFD; it goes before the
+	// Command's own ExtraFiles), keeps the port across restarts (binding it
+	// again for each new process) and publishes it in the state file. No
+	// port is ever probed and released, so concurrent supervisors cannot
+	// collide.
 	BasePort int
 	// GPU is the first virtual GPU index: replica i runs on GPU+i, or every
 	// replica on GPU when ShareGPU is set.
@@ -59,7 +78,7 @@ type Options struct {
 	// HealthInterval is the time between probes (0 → DefaultHealthInterval).
 	HealthInterval time.Duration
 	// StateFile, when set, receives the replicas' states as JSON (a list of
-	// Replica) on every change, written atomically.
+	// replicastate.Replica) on every change, written atomically.
 	StateFile string
 	// Logger receives lifecycle events (nil → discard).
 	Logger *slog.Logger
@@ -71,7 +90,7 @@ func (o Options) Validate() error {
 	if o.Replicas < 1 {
 		errs = append(errs, fmt.Errorf("replicas: %d, need at least 1", o.Replicas))
 	}
-	if o.BasePort < 1 || o.BasePort+max(o.Replicas, 1)-1 > 65535 {
+	if o.BasePort < 0 || o.BasePort+max(o.Replicas, 1)-1 > 65535 {
 		errs = append(errs, fmt.Errorf("base port: %d with %d replicas does not fit in 1..65535", o.BasePort, o.Replicas))
 	}
 	if o.GPU < 0 {
@@ -131,7 +150,44 @@ type supervisor struct {
 	client *http.Client
 
 	mu       sync.Mutex
-	replicas []Replica
+	replicas []replicastate.Replica
+}
+
+// bindPorts binds Host:0 once per replica (BasePort 0) and returns the
+// slots on the ports the system picked, with the listening sockets as files.
+func (o Options) bindPorts() ([]Slot, []*os.File, error) {
+	slots := make([]Slot, o.Replicas)
+	files := make([]*os.File, 0, o.Replicas)
+	for i := range slots {
+		f, port, err := listenFile(net.JoinHostPort(o.Host, "0"))
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, fmt.Errorf("replica %d: %w", i, err)
+		}
+		files = append(files, f)
+		sl := o.slot(i)
+		sl.Port, sl.Addr, sl.ListenFD = port, net.JoinHostPort(o.Host, strconv.Itoa(port)), ListenFD
+		slots[i] = sl
+	}
+	return slots, files, nil
+}
+
+// listenFile binds addr and returns the listening socket as a file for a
+// child to inherit, and its port.
+func listenFile(addr string) (*os.File, int, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer ln.Close() // the file is a duplicate; it stays open
+	tl := ln.(*net.TCPListener)
+	f, err := tl.File()
+	if err != nil {
+		return nil, 0, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return f, tl.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Run starts the replicas and keeps them running until ctx ends, then stops
@@ -149,21 +205,35 @@ func Run(ctx context.Context, opts Options) error {
 			Timeout:   healthTimeout,
 			Transport: &http.Transport{DisableKeepAlives: true},
 		},
-		replicas: make([]Replica, o.Replicas),
+		replicas: make([]replicastate.Replica, o.Replicas),
 	}
 	defer s.client.CloseIdleConnections()
-	for i := range s.replicas {
-		sl := o.slot(i)
-		s.replicas[i] = Replica{Index: i, Port: sl.Port, GPU: sl.GPU, State: StateStarting}
+	slots := make([]Slot, o.Replicas)
+	bound := make([]*os.File, o.Replicas) // BasePort 0: each replica's socket for its first start
+	if o.BasePort == 0 {
+		var err error
+		if slots, bound, err = o.bindPorts(); err != nil {
+			return fmt.Errorf("supervisor: %w", err)
+		}
+	} else {
+		for i := range slots {
+			slots[i] = o.slot(i)
+		}
+	}
+	for i, sl := range slots {
+		s.replicas[i] = replicastate.Replica{Index: i, Port: sl.Port, GPU: sl.GPU, State: replicastate.StateStarting}
 	}
 	if o.StateFile != "" {
-		if err := writeState(o.StateFile, s.replicas); err != nil {
+		if err := replicastate.Write(o.StateFile, s.replicas); err != nil {
+			for _, f := range bound {
+				f.Close()
+			}
 			return fmt.Errorf("supervisor: %w", err)
 		}
 	}
 	var wg sync.WaitGroup
 	for i := range s.replicas {
-		wg.Go(func() { s.runReplica(ctx, o.slot(i)) })
+		wg.Go(func() { s.runReplica(ctx, slots[i], bound[i]) })
 	}
 	wg.Wait()
 	return nil
@@ -172,45 +242,73 @@ func Run(ctx context.Context, opts Options) error {
 // runReplica starts, watches and restarts one replica until ctx ends. It holds
 // its OS thread throughout: every child of this replica is forked from that
 // thread, so their parent-death signal fires only when the supervisor dies.
-func (s *supervisor) runReplica(ctx context.Context, sl Slot) {
+// With sl.ListenFD set, bound is the listening socket of the first start
+// (runReplica closes it); later starts bind sl.Addr again.
+func (s *supervisor) runReplica(ctx context.Context, sl Slot, bound *os.File) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer func() {
+		if bound != nil {
+			bound.Close()
+		}
+	}()
 	log := s.o.Logger.With("replica", sl.Index, "port", sl.Port)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			s.update(sl.Index, func(r *Replica) { r.State = StateRestarting })
+			s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateRestarting })
 			log.Info("replica restarting", "delay", s.o.RestartDelay)
 			if !sleepCtx(ctx, s.o.RestartDelay) {
-				s.update(sl.Index, func(r *Replica) { r.State = StateExited })
+				s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateExited })
 				return
 			}
 		}
 		if ctx.Err() != nil {
-			s.update(sl.Index, func(r *Replica) { r.State = StateExited })
+			s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateExited })
 			return
 		}
+		var lf *os.File // the socket the child inherits (ListenFD)
+		if sl.ListenFD != 0 {
+			lf, bound = bound, nil
+			if lf == nil {
+				var err error
+				if lf, _, err = listenFile(sl.Addr); err != nil {
+					s.update(sl.Index, func(r *replicastate.Replica) {
+						r.State, r.PID, r.Restarts, r.LastExit = replicastate.StateExited, 0, attempt, "start failed: "+err.Error()
+					})
+					log.Error("replica start failed", "err", err)
+					continue
+				}
+			}
+		}
 		cmd := s.o.Command(sl)
+		if lf != nil {
+			cmd.ExtraFiles = append([]*os.File{lf}, cmd.ExtraFiles...)
+		}
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 		cmd.SysProcAttr.Setpgid = true // a terminal's Ctrl-C reaches the supervisor only; it stops the children in order
-		if err := cmd.Start(); err != nil {
-			s.update(sl.Index, func(r *Replica) {
-				r.State, r.PID, r.Restarts, r.LastExit = StateExited, 0, attempt, "start failed: "+err.Error()
+		err := cmd.Start()
+		if lf != nil {
+			lf.Close() // the child holds the socket now: it closes when the child dies
+		}
+		if err != nil {
+			s.update(sl.Index, func(r *replicastate.Replica) {
+				r.State, r.PID, r.Restarts, r.LastExit = replicastate.StateExited, 0, attempt, "start failed: "+err.Error()
 			})
 			log.Error("replica start failed", "err", err)
 			continue
 		}
 		pid := cmd.Process.Pid
-		s.update(sl.Index, func(r *Replica) { r.State, r.PID, r.Restarts = StateStarting, pid, attempt })
+		s.update(sl.Index, func(r *replicastate.Replica) { r.State, r.PID, r.Restarts = replicastate.StateStarting, pid, attempt })
 		log.Info("replica started", "pid", pid, "restarts", attempt)
 
 		waitc := make(chan error, 1)
 		go func() { waitc <- cmd.Wait() }()
 		s.watch(ctx, sl, cmd, waitc, log)
 		exit := describeExit(cmd)
-		s.update(sl.Index, func(r *Replica) { r.State, r.LastExit = StateExited, exit })
+		s.update(sl.Index, func(r *replicastate.Replica) { r.State, r.LastExit = replicastate.StateExited, exit })
 		log.Info("replica exited", "pid", pid, "exit", exit)
 		if ctx.Err() != nil {
 			return
@@ -235,7 +333,7 @@ func (s *supervisor) watch(ctx context.Context, sl Slot, cmd *exec.Cmd, waitc <-
 		case <-probe:
 			if s.healthy(ctx, url) {
 				probe = nil // serving; from here on only the exit matters
-				s.update(sl.Index, func(r *Replica) { r.State = StateServing })
+				s.update(sl.Index, func(r *replicastate.Replica) { r.State = replicastate.StateServing })
 				log.Info("replica serving", "pid", cmd.Process.Pid)
 			}
 		}
@@ -271,14 +369,14 @@ func (s *supervisor) healthy(ctx context.Context, url string) bool {
 }
 
 // update changes replica i and writes the state file, in order.
-func (s *supervisor) update(i int, change func(*Replica)) {
+func (s *supervisor) update(i int, change func(*replicastate.Replica)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	change(&s.replicas[i])
 	if s.o.StateFile == "" {
 		return
 	}
-	if err := writeState(s.o.StateFile, s.replicas); err != nil {
+	if err := replicastate.Write(s.o.StateFile, s.replicas); err != nil {
 		s.o.Logger.Error("cannot write the state file", "path", s.o.StateFile, "err", err)
 	}
 }

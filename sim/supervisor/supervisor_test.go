@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -27,8 +28,9 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "valid", opts: Options{Replicas: 2, BasePort: 8000, Command: cmd}},
 		{name: "no replicas", opts: Options{BasePort: 8000, Command: cmd}, want: []string{"replicas: 0"}},
 		{name: "port overflow", opts: Options{Replicas: 3, BasePort: 65534, Command: cmd}, want: []string{"base port: 65534"}},
-		{name: "port zero", opts: Options{Replicas: 1, Command: cmd}, want: []string{"base port: 0"}},
-		{name: "everything", opts: Options{RestartDelay: -1, GPU: -1}, want: []string{"replicas", "base port", "gpu: -1", "command", "durations"}},
+		{name: "port zero: the system picks", opts: Options{Replicas: 3, Command: cmd}},
+		{name: "negative port", opts: Options{Replicas: 1, BasePort: -1, Command: cmd}, want: []string{"base port: -1"}},
+		{name: "everything", opts: Options{BasePort: -1, RestartDelay: -1, GPU: -1}, want: []string{"replicas", "base port", "gpu: -1", "command", "durations"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,70 @@ func runSupervisor(t *testing.T, opts Options) (stop func() error) {
 	return stop
 }
 
+// replicaCmd runs a helper replica on its slot: on the inherited socket
+// when the supervisor bound the port, else on the slot's address.
+func replicaCmd(s Slot, env []string) *exec.Cmd {
+	if s.ListenFD != 0 {
+		return helperCmd("replica", "fd:"+strconv.Itoa(s.ListenFD), env)
+	}
+	return helperCmd("replica", s.Addr, env)
+}
+
+func TestPickedPortsArePublishedAndKeptAcrossRestarts(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	var (
+		mu    sync.Mutex
+		slots []Slot
+	)
+	runSupervisor(t, Options{
+		Replicas: 3, StateFile: state,
+		RestartDelay: 100 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
+		Command: func(s Slot) *exec.Cmd {
+			mu.Lock()
+			slots = append(slots, s)
+			mu.Unlock()
+			return replicaCmd(s, []string{"STARTUP=50ms"})
+		},
+	})
+	before := waitState(t, state, 20*time.Second, "all replicas serving", func(rs []replicastate.Replica) bool {
+		for _, r := range rs {
+			if r.State != replicastate.StateServing {
+				return false
+			}
+		}
+		return true
+	})
+	seen := map[int]bool{}
+	for _, r := range before {
+		if r.Port == 0 || seen[r.Port] {
+			t.Fatalf("replica %d published port %d; want a distinct picked port (state %+v)", r.Index, r.Port, before)
+		}
+		seen[r.Port] = true
+		if got := healthPID(r.Port); got != r.PID {
+			t.Errorf("replica %d's port %d is served by pid %d, want %d", r.Index, r.Port, got, r.PID)
+		}
+	}
+	if err := syscall.Kill(before[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[0].PID != before[0].PID
+	})
+	if after[0].Port != before[0].Port || after[0].Restarts != 1 {
+		t.Errorf("replica 0 after kill -9 = %+v, want port %d kept and restarts 1", after[0], before[0].Port)
+	}
+	if got := healthPID(after[0].Port); got != after[0].PID {
+		t.Errorf("replica 0's port is served by pid %d, want the new pid %d", got, after[0].PID)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range slots {
+		if s.ListenFD != ListenFD || s.Addr != "127.0.0.1:"+strconv.Itoa(s.Port) {
+			t.Errorf("slot %+v: want ListenFD %d and the picked port in Addr", s, ListenFD)
+		}
+	}
+}
+
 func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 	base := testutil.FreePorts(t, 2)
 	state := filepath.Join(t.TempDir(), "state.json")
@@ -101,8 +167,8 @@ func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 		RestartDelay: 100 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
 		Command: func(s Slot) *exec.Cmd { return helperCmd("replica", s.Addr, []string{"STARTUP=150ms"}) },
 	})
-	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	before := waitState(t, state, 20*time.Second, "both replicas serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if got := healthPID(base); got != before[0].PID {
 		t.Fatalf("replica 0's port is served by pid %d, want %d", got, before[0].PID)
@@ -110,8 +176,8 @@ func TestKilledReplicaRestartsOnSamePort(t *testing.T) {
 	if err := syscall.Kill(before[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[0].PID != before[0].PID
+	after := waitState(t, state, 20*time.Second, "replica 0 restarted and serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[0].PID != before[0].PID
 	})
 	if after[0].Restarts != 1 || after[0].LastExit != "signal: killed" || after[0].Port != base {
 		t.Errorf("replica 0 after kill -9 = %+v, want restarts 1, last_exit %q, port %d", after[0], "signal: killed", base)
@@ -136,17 +202,17 @@ func TestCrashLoopThenRecovers(t *testing.T) {
 		RestartDelay: 50 * time.Millisecond, HealthInterval: 20 * time.Millisecond,
 		Command: func(s Slot) *exec.Cmd { return helperCmd("replica", s.Addr, []string{"BLOCK_FILE=" + block}) },
 	})
-	looping := waitState(t, state, 20*time.Second, "restarts climbing while blocked", func(rs []Replica) bool {
+	looping := waitState(t, state, 20*time.Second, "restarts climbing while blocked", func(rs []replicastate.Replica) bool {
 		return rs[0].Restarts >= 3 && rs[0].LastExit == "exit status 3"
 	})
-	if looping[0].State == StateServing {
+	if looping[0].State == replicastate.StateServing {
 		t.Fatalf("replica serving while blocked: %+v", looping[0])
 	}
 	if err := os.Remove(block); err != nil {
 		t.Fatal(err)
 	}
-	got := waitState(t, state, 20*time.Second, "replica serving once unblocked", func(rs []Replica) bool {
-		return rs[0].State == StateServing
+	got := waitState(t, state, 20*time.Second, "replica serving once unblocked", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing
 	})
 	if got[0].Restarts < looping[0].Restarts {
 		t.Errorf("restarts went down: %d after %d", got[0].Restarts, looping[0].Restarts)
@@ -170,19 +236,19 @@ func TestStopTermsThenKills(t *testing.T) {
 		Replicas: 2, BasePort: base, StateFile: state, StopGrace: 300 * time.Millisecond,
 		HealthInterval: 20 * time.Millisecond, Command: stubborn,
 	})
-	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil after cancel", err)
 	}
-	final, err := ReadState(state)
+	final, err := replicastate.Read(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"exit status 0", "signal: killed"}
 	for i, r := range final {
-		if r.State != StateExited || r.LastExit != want[i] {
+		if r.State != replicastate.StateExited || r.LastExit != want[i] {
 			t.Errorf("replica %d final = %+v, want state exited, last_exit %q", i, r, want[i])
 		}
 		if !processGone(rs[i].PID) {
@@ -198,7 +264,7 @@ func TestStartFailureIsRetried(t *testing.T) {
 		Replicas: 1, BasePort: base, StateFile: state, RestartDelay: 20 * time.Millisecond,
 		Command: func(Slot) *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "no-such-binary")) },
 	})
-	rs := waitState(t, state, 10*time.Second, "start failures counted", func(rs []Replica) bool {
+	rs := waitState(t, state, 10*time.Second, "start failures counted", func(rs []replicastate.Replica) bool {
 		return rs[0].Restarts >= 2
 	})
 	if !strings.HasPrefix(rs[0].LastExit, "start failed:") || rs[0].PID != 0 {
@@ -224,8 +290,8 @@ func TestChildrenDieWithKilledSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
-	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []Replica) bool {
-		return rs[0].State == StateServing && rs[1].State == StateServing
+	rs := waitState(t, state, 20*time.Second, "both serving", func(rs []replicastate.Replica) bool {
+		return rs[0].State == replicastate.StateServing && rs[1].State == replicastate.StateServing
 	})
 	if err := sup.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -300,9 +366,9 @@ func BenchmarkRestart(b *testing.B) {
 		})
 	})
 	defer func() { cancel(); wg.Wait() }()
-	serving := func(notPID int) []Replica {
+	serving := func(notPID int) []replicastate.Replica {
 		for {
-			if rs, err := ReadState(state); err == nil && rs[0].State == StateServing && rs[0].PID != notPID {
+			if rs, err := replicastate.Read(state); err == nil && rs[0].State == replicastate.StateServing && rs[0].PID != notPID {
 				return rs
 			}
 			select {

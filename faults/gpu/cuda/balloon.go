@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // Allocation sizes. The driver books device memory in 2 MiB pages for

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // fakeDriver is testdata/fakecuda.c built as a shared library by TestMain,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // BenchmarkHoldAllButH200 fills a fake 141 GiB device to within 1 GiB and

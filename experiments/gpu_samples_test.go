@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 func TestVGPUSamplerSamplesTheLedger(t *testing.T) {

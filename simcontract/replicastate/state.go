@@ -1,4 +1,4 @@
-package supervisor
+package replicastate
 
 import (
 	"encoding/json"
@@ -29,15 +29,15 @@ const (
 type Replica struct {
 	Index    int    `json:"index"`     // replica index, 0-based
 	PID      int    `json:"pid"`       // process id of the current (or last) process; 0 before the first start
-	Port     int    `json:"port"`      // TCP port it listens on (BasePort + Index)
+	Port     int    `json:"port"`      // TCP port it listens on (base port + Index, or the one the system picked)
 	GPU      int    `json:"gpu"`       // virtual GPU index it runs on
 	State    State  `json:"state"`     // starting, serving, exited or restarting
 	Restarts int    `json:"restarts"`  // processes started after the first
 	LastExit string `json:"last_exit"` // how the last process ended ("exit status 3", "signal: killed"); "" before any exit
 }
 
-// ReadState reads a state file written by Run.
-func ReadState(path string) ([]Replica, error) {
+// Read reads a state file written by Write.
+func Read(path string) ([]Replica, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read state file: %w", err)
@@ -49,9 +49,9 @@ func ReadState(path string) ([]Replica, error) {
 	return rs, nil
 }
 
-// writeState writes rs to path atomically: readers see the old or the new
-// file whole, never a part.
-func writeState(path string, rs []Replica) error {
+// Write writes rs to path atomically: readers see the old or the new file
+// whole, never a part. The file's directory must exist.
+func Write(path string, rs []Replica) error {
 	b, err := json.MarshalIndent(rs, "", "  ")
 	if err != nil {
 		return fmt.Errorf("state file: %w", err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 func ExampleDevice() {

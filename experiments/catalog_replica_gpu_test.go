@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestCatalogIssue6 checks that the replica and GPU experiments of the
+// TestCatalogReplicaAndGPUExperiments checks that the replica and GPU experiments of the
 // catalog are there, load, and hold what their stories measure
 // (TestCatalogIsValid validates every file of the folder).
-func TestCatalogIssue6(t *testing.T) {
+func TestCatalogReplicaAndGPUExperiments(t *testing.T) {
 	tests := []struct {
 		file      string
 		faultType string

@@ -12,7 +12,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/sim/vgpu"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
 // runExperimentFile runs `llmchaos run FILE` with the real binary into a
