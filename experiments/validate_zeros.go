@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 )
 
 // An explicit zero in a file is never replaced by a default: the spec's
@@ -33,7 +33,7 @@ func replacedBy(def any, want string) func() string {
 
 // zeroRules lists the keys an explicit 0 is an error at.
 func zeroRules() []zeroRule {
-	d := sim.DefaultConfig()
+	d := simconfig.Default()
 	return []zeroRule{
 		{"target.sim.replicas", replacedBy(DefaultSimReplicas, "want 1 to 64")},
 		{"target.sim.ttft", replacedBy(d.TTFT, "want more than 0")},
