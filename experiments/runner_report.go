@@ -73,7 +73,7 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 		doc.SteadyState.Before = []report.ProbeRecord{}
 	}
 	aborted := r.abortReason != ""
-	out := &Outcome{Doc: doc, Aborted: aborted, AbortReason: r.abortReason, AbortDetail: r.abortDetail}
+	out := &Outcome{Doc: doc, Aborted: aborted, AbortReason: r.abortReason, AbortDetail: r.abortDetail, Refused: slices.Clone(r.refused)}
 	r.mu.Unlock()
 
 	for _, fr := range recs {
