@@ -269,7 +269,8 @@ func TestDockerDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := &recLog{}
-		if _, err := k.Inject(ctx, log); err != nil {
+		undo, err := k.Inject(ctx, log)
+		if err != nil {
 			t.Fatal(err)
 		}
 		i := byName[hit.ID]
@@ -278,6 +279,12 @@ func TestDockerDriver(t *testing.T) {
 			return c.RestartCount == 1 && c.State.Running
 		})
 		testutil.WaitFor(t, 30*time.Second, hit.ID+" /health 200 again", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[i])) })
+		if err := undo(ctx); err != nil {
+			t.Errorf("kill's Undo after docker restarted it = %v, want nil", err)
+		}
+		if c := inspect(t, ctx, cli, ids[i]); c.RestartCount != 1 || !c.State.Running {
+			t.Errorf("%s after Undo: restarts %d, state %+v; want running, restarted once (by docker, not by the Undo)", hit.ID, c.RestartCount, c.State)
+		}
 		testutil.WaitFor(t, 10*time.Second, "die and start events", func() bool { return len(kinds(evs.events(), hit.ID)) >= 2 })
 		if got := kinds(evs.events(), hit.ID); !slices.Equal(got[:2], []EventKind{EventExit, EventStart}) {
 			t.Errorf("events of %s = %v, want exit (die) then start", hit.ID, evs.events())

@@ -277,7 +277,8 @@ func TestProcessRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Inject(context.Background(), faults.NopLog{}); err != nil {
+	undo, err := r.Inject(context.Background(), faults.NopLog{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	now, err := supervisor.ReadState(state)
@@ -294,6 +295,9 @@ func TestProcessRestart(t *testing.T) {
 	waitState(t, state, 20*time.Second, "the restarted replica serving", func(rs []supervisor.Replica) bool {
 		return rs[i].State == supervisor.StateServing
 	})
+	if err := undo(context.Background()); err != nil {
+		t.Errorf("restart's Undo = %v, want nil (the replica serves)", err)
+	}
 }
 
 // sleeper starts a process that sleeps; args are passed to sh after the
