@@ -121,6 +121,11 @@ type Outcome struct {
 	Aborted     bool
 	AbortReason string
 	AbortDetail string
+	// Refused names the faults that were not injected because their
+	// target selection was refused (too few replicas up for min_available,
+	// none matching): the run tested nothing of them, which is a cause of
+	// its own, not an SLO failure.
+	Refused []string
 }
 
 // NotSteady reports whether the run was aborted because the steady state
@@ -310,6 +315,9 @@ type run struct {
 	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
 	failure     []error       // panics and internal errors of the run's goroutines
 	revertErrs  []error
+
+	// refused are the faults whose selection was refused (Outcome.Refused).
+	refused []string
 }
 
 // errStopped is the cause of a run stopped by the runner itself.

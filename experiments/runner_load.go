@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -225,6 +226,11 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		err = fmt.Errorf("inject: %w", err)
 		if jerr := entry.Failed(err); jerr != nil {
 			r.fail(jerr)
+		}
+		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
+			r.mu.Lock()
+			r.refused = append(r.refused, name)
+			r.mu.Unlock()
 		}
 		r.notInjected(pf.index, err.Error())
 		r.event(report.EventSourceFault, "inject_failed", name, err.Error())

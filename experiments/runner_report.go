@@ -74,7 +74,7 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	}
 	abort := r.abortRecord
 	aborted := abort != nil
-	out := &Outcome{Doc: doc, Aborted: aborted}
+	out := &Outcome{Doc: doc, Aborted: aborted, Refused: slices.Clone(r.refused)}
 	if aborted {
 		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
 	}

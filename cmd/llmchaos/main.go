@@ -25,6 +25,10 @@ const (
 	ExitInternal = 1
 	// ExitUsage means bad flags, arguments or configuration.
 	ExitUsage = 2
+	// ExitRefused means a fault was not injected because its target
+	// selection was refused (too few replicas up for min_available, or
+	// none matching), so the run did not test it (llmchaos run).
+	ExitRefused = 95
 	// ExitNotSteady means the experiment's steady state did not hold
 	// before its faults, so none was injected (llmchaos run).
 	ExitNotSteady = 96

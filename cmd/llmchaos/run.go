@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -159,6 +160,10 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	}
 	if doc.Verdict == report.VerdictAborted && out.AbortReason != experiments.AbortStopCondition {
 		fmt.Fprintf(stderr, "llmchaos run: aborted by %s\n", doc.Abort)
+	}
+	if len(out.Refused) > 0 && doc.Verdict != report.VerdictAborted {
+		return withCode(ExitRefused, fmt.Errorf("not injected, its target selection was refused (see the fault's error): %s; the run did not test it",
+			strings.Join(out.Refused, ", ")))
 	}
 	return verdictError(doc)
 }

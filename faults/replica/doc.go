@@ -16,8 +16,12 @@
 // KindSignalCont (pid and start time) before a SIGSTOP, KindDockerUnpause
 // (the container id) before a docker pause, so that `llmchaos recover`
 // resumes a replica that a crashed run left frozen. Kill, stop and restart
-// cannot be reverted; they record a KindDone spec saying what was done, and
-// their Undo does nothing. Reverters returns the reverters of these kinds.
+// record KindDockerStart (a container: the revert has it running again,
+// starting it when the engine leaves it stopped) or KindAwaitBack (a
+// process, which llmchaos cannot start: the revert waits for its supervisor
+// to have it up again, and fails, saying so, when nobody does). Nothing is
+// reported reverted that is left as the fault made it. Reverters returns
+// the reverters of these kinds.
 //
 // # Drivers
 //
@@ -25,7 +29,9 @@
 // Driver.Apply); each lives in its own file.
 //
 //   - process: local processes from the simulator supervisor's state file,
-//     a pid file, or a command-line pattern. A process is named by its pid
+//     a pid file, or a pattern matched against the executable's name (or,
+//     with match: cmdline, the whole command line); Preview lists what a
+//     target matches, for a dry run. A process is named by its pid
 //     and its start time and signalled through a pidfd after the start time
 //     is checked, so a reused pid is never signalled; llmchaos's own process
 //     and its ancestors are refused.

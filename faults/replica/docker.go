@@ -178,96 +178,117 @@ func containerUp(c container.Summary) bool {
 	return !strings.Contains(c.Status, "(unhealthy)") && !strings.Contains(c.Status, "(health: starting)")
 }
 
-// DockerSpec is the data of a KindDockerUnpause spec.
+// DockerSpec is the data of a KindDockerUnpause or KindDockerStart spec.
 type DockerSpec struct {
 	// ID is the container's full id; Name is for people.
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
+	// Action is what was done (kill, stop, restart; KindDockerStart), and
+	// Signal and PID the signal of a kill and the host pid it was sent to.
+	Action string `json:"action,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	// Timeout bounds how long the revert waits for the container to run
+	// (KindDockerStart; DefaultBackTimeout when zero).
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Apply acts on the container t through the engine. A kill via process
 // signals the container's main process from the host (Docker sees a crash
 // and applies the restart policy); via engine it is `docker kill`. Stop and
-// restart take the grace period rounded up to whole seconds.
+// restart take the grace period rounded up to whole seconds. A kill, stop
+// or restart is journaled as a KindDockerStart spec first, and its Undo
+// has the container running again: it waits while the engine restarts it,
+// and starts it when it stays stopped (a stop, or a kill that the restart
+// policy leaves alone).
 func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
 	cli, err := dockerClient(d.opts)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	done := DoneSpec{Target: t.ID, Action: string(a.Kind), Container: t.Container}
+	if a.Kind == ActionPause {
+		return d.pause(ctx, cli, log, t)
+	}
+	spec := DockerSpec{ID: t.Container, Name: t.ID, Action: string(a.Kind), Timeout: a.Timeout}
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultBackTimeout
+	}
+	var sig syscall.Signal
 	switch a.Kind {
 	case ActionKill:
-		sig, err := ParseSignal(a.Signal)
-		if err != nil {
+		if sig, err = ParseSignal(a.Signal); err != nil {
 			return nil, err
 		}
-		done.Signal = SignalName(sig)
-		if a.Via == ViaEngine {
-			if err := willDone(log, done); err != nil {
-				return nil, err
-			}
-			if _, err := cli.ContainerKill(ctx, t.Container, client.ContainerKillOptions{Signal: done.Signal}); err != nil {
-				return nil, fmt.Errorf("docker kill: %w", err)
-			}
-			return noUndo, nil
-		}
-		return irreversible(d.killProcess(ctx, cli, log, t, sig, done))
-	case ActionStop:
-		if err := willDone(log, done); err != nil {
+		spec.Signal = SignalName(sig)
+	case ActionStop, ActionRestart:
+	default:
+		return nil, fmt.Errorf("docker driver: unknown action %q", a.Kind)
+	}
+	var pid int
+	if a.Kind == ActionKill && a.Via != ViaEngine {
+		if pid, err = mainPID(ctx, cli, t); err != nil {
 			return nil, err
 		}
-		secs := graceSeconds(a.Grace)
+		spec.PID = pid
+	}
+	data, err := journal(log, KindDockerStart, spec, spec.Action, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	opts := d.opts
+	undo := func(ctx context.Context) error { return ensureRunning(ctx, opts, data) }
+	secs := graceSeconds(a.Grace)
+	switch {
+	case a.Kind == ActionKill && a.Via == ViaEngine:
+		if _, err := cli.ContainerKill(ctx, t.Container, client.ContainerKillOptions{Signal: spec.Signal}); err != nil {
+			return nil, fmt.Errorf("docker kill: %w", err)
+		}
+	case a.Kind == ActionKill:
+		if err := signalContainerProcess(pid, t.Container, sig); err != nil {
+			return nil, err
+		}
+	case a.Kind == ActionStop:
 		if _, err := cli.ContainerStop(ctx, t.Container, client.ContainerStopOptions{Timeout: &secs}); err != nil {
 			return nil, fmt.Errorf("docker stop: %w", err)
 		}
-		return noUndo, nil
-	case ActionRestart:
-		if err := willDone(log, done); err != nil {
-			return nil, err
-		}
-		secs := graceSeconds(a.Grace)
+	case a.Kind == ActionRestart:
 		if _, err := cli.ContainerRestart(ctx, t.Container, client.ContainerRestartOptions{Timeout: &secs}); err != nil {
 			return nil, fmt.Errorf("docker restart: %w", err)
 		}
-		return noUndo, nil
-	case ActionPause:
-		data, err := json.Marshal(DockerSpec{ID: t.Container, Name: t.ID})
-		if err != nil {
-			return nil, fmt.Errorf("encode revert spec: %w", err)
-		}
-		if err := log.Will(faults.RevertSpec{Kind: KindDockerUnpause, Data: data}); err != nil {
-			return nil, fmt.Errorf("journal pause of %s: %w", t.ID, err)
-		}
-		opts := d.opts
-		undo := func(ctx context.Context) error { return unpause(ctx, opts, data) }
-		if _, err := cli.ContainerPause(ctx, t.Container, client.ContainerPauseOptions{}); err != nil {
-			err = fmt.Errorf("docker pause: %w", err)
-			if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
-				err = errors.Join(err, uerr)
-			}
-			return nil, err
-		}
-		return undo, nil
 	}
-	return nil, fmt.Errorf("docker driver: unknown action %q", a.Kind)
+	return undo, nil
 }
 
-// killProcess signals the container's main process from the host.
-func (d *Docker) killProcess(ctx context.Context, cli *client.Client, log faults.RevertLog, t Target, sig syscall.Signal, done DoneSpec) error {
+// pause pauses the container t, after journaling how to unpause it.
+func (d *Docker) pause(ctx context.Context, cli *client.Client, log faults.RevertLog, t Target) (faults.Undo, error) {
+	data, err := journal(log, KindDockerUnpause, DockerSpec{ID: t.Container, Name: t.ID}, "pause", t.ID)
+	if err != nil {
+		return nil, err
+	}
+	opts := d.opts
+	undo := func(ctx context.Context) error { return unpause(ctx, opts, data) }
+	if _, err := cli.ContainerPause(ctx, t.Container, client.ContainerPauseOptions{}); err != nil {
+		err = fmt.Errorf("docker pause: %w", err)
+		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return nil, err
+	}
+	return undo, nil
+}
+
+// mainPID returns the host pid of the running container t's main process.
+func mainPID(ctx context.Context, cli *client.Client, t Target) (int, error) {
 	res, err := cli.ContainerInspect(ctx, t.Container, client.ContainerInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("docker inspect: %w", err)
+		return 0, fmt.Errorf("docker inspect: %w", err)
 	}
 	st := res.Container.State
 	if st == nil || !st.Running || st.Pid <= 0 {
-		return fmt.Errorf("container %s is not running: %w", t.ID, ErrGone)
+		return 0, fmt.Errorf("container %s is not running: %w", t.ID, ErrGone)
 	}
-	done.PID = st.Pid
-	if err := willDone(log, done); err != nil {
-		return err
-	}
-	return signalContainerProcess(st.Pid, t.Container, sig)
+	return st.Pid, nil
 }
 
 // graceSeconds rounds g up to whole seconds, as the engine takes them.
@@ -279,6 +300,76 @@ func graceSeconds(g time.Duration) int {
 // found from the environment.
 func revertDockerUnpause(ctx context.Context, data json.RawMessage) error {
 	return unpause(ctx, nil, data)
+}
+
+// revertDockerStart is the Reverter of KindDockerStart, with the engine
+// found from the environment.
+func revertDockerStart(ctx context.Context, data json.RawMessage) error {
+	return ensureRunning(ctx, nil, data)
+}
+
+// dockerPoll is how often ensureRunning looks at the container.
+const dockerPoll = 100 * time.Millisecond
+
+// ensureRunning has the container a DockerSpec names running again: it
+// waits while the engine restarts it (a restart policy at work) and starts
+// it when it is stopped, until it runs or the spec's timeout ends. A
+// container that is gone counts as reverted; one that does not run in
+// time is an error naming its state.
+func ensureRunning(ctx context.Context, opts []client.Opt, data json.RawMessage) error {
+	var s DockerSpec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s spec: %w", KindDockerStart, err)
+	}
+	if s.ID == "" {
+		return fmt.Errorf("%s spec: no container id", KindDockerStart)
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultBackTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cli, err := dockerClient(opts)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var last error
+	state := "unknown"
+	for {
+		res, err := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case err != nil:
+			last = err
+		case res.Container.State == nil:
+			last = errors.New("the engine reports no state")
+		default:
+			st := res.Container.State
+			state = string(st.Status)
+			switch {
+			case st.Running && !st.Restarting:
+				return nil
+			case st.Restarting:
+				// The restart policy is at work.
+			default:
+				if _, err := cli.ContainerStart(ctx, s.ID, client.ContainerStartOptions{}); err != nil {
+					last = fmt.Errorf("docker start: %w", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			err := fmt.Errorf("container %s (%s) was %s and does not run again within %v (state %s)", s.Name, shortID(s.ID), actionPast(s.Action), timeout, state)
+			if last != nil {
+				err = fmt.Errorf("%w: %w", err, last)
+			}
+			return fmt.Errorf("%w: %w", err, context.Cause(ctx))
+		case <-time.After(dockerPoll):
+		}
+	}
 }
 
 // unpause unpauses the container a DockerSpec names. A container that is

@@ -269,7 +269,8 @@ func TestDockerDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := &recLog{}
-		if _, err := k.Inject(ctx, log); err != nil {
+		undo, err := k.Inject(ctx, log)
+		if err != nil {
 			t.Fatal(err)
 		}
 		i := byName[hit.ID]
@@ -278,6 +279,12 @@ func TestDockerDriver(t *testing.T) {
 			return c.RestartCount == 1 && c.State.Running
 		})
 		testutil.WaitFor(t, 30*time.Second, hit.ID+" /health 200 again", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[i])) })
+		if err := undo(ctx); err != nil {
+			t.Errorf("kill's Undo after docker restarted it = %v, want nil", err)
+		}
+		if c := inspect(t, ctx, cli, ids[i]); c.RestartCount != 1 || !c.State.Running {
+			t.Errorf("%s after Undo: restarts %d, state %+v; want running, restarted once (by docker, not by the Undo)", hit.ID, c.RestartCount, c.State)
+		}
 		testutil.WaitFor(t, 10*time.Second, "die and start events", func() bool { return len(kinds(evs.events(), hit.ID)) >= 2 })
 		if got := kinds(evs.events(), hit.ID); !slices.Equal(got[:2], []EventKind{EventExit, EventStart}) {
 			t.Errorf("events of %s = %v, want exit (die) then start", hit.ID, evs.events())
@@ -291,9 +298,9 @@ func TestDockerDriver(t *testing.T) {
 			}
 		}
 		specs := log.all()
-		var done DoneSpec
-		if len(specs) != 1 || specs[0].Kind != KindDone || json.Unmarshal(specs[0].Data, &done) != nil || done.Container != ids[i] || done.PID == 0 {
-			t.Errorf("journal specs = %v, want one %s naming the container and its pid", specs, KindDone)
+		var done DockerSpec
+		if len(specs) != 1 || specs[0].Kind != KindDockerStart || json.Unmarshal(specs[0].Data, &done) != nil || done.ID != ids[i] || done.PID == 0 {
+			t.Errorf("journal specs = %v, want one %s naming the container and its pid", specs, KindDockerStart)
 		}
 	})
 
@@ -370,8 +377,12 @@ func TestDockerDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := inspect(t, ctx, cli, ids[2]).State.StartedAt
-		if _, err := r.Inject(ctx, faults.NopLog{}); err != nil {
+		undo, err := r.Inject(ctx, faults.NopLog{})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if err := undo(ctx); err != nil {
+			t.Errorf("restart's Undo = %v, want nil (it runs)", err)
 		}
 		st := inspect(t, ctx, cli, ids[2]).State
 		if hit.ID != names[2] || !st.Running || st.StartedAt == before {
@@ -379,16 +390,95 @@ func TestDockerDriver(t *testing.T) {
 		}
 	})
 
-	t.Run("stop leaves it stopped", func(t *testing.T) {
+	t.Run("stop is undone by starting it again", func(t *testing.T) {
 		s, err := NewStop("halt", StopParams{Params: Params{Target: TargetParams{Driver: DriverDocker, Containers: []string{ids[1][:12]}}}, Grace: time.Second}, testRand(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Inject(ctx, faults.NopLog{}); err != nil {
+		log := &recLog{}
+		undo, err := s.Inject(ctx, log)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if st := inspect(t, ctx, cli, ids[1]).State; st.Running || st.Restarting {
 			t.Errorf("%s state %+v after stop, want stopped", names[1], st)
 		}
+		for range 2 {
+			if err := undo(ctx); err != nil {
+				t.Fatalf("stop's Undo = %v", err)
+			}
+			if st := inspect(t, ctx, cli, ids[1]).State; !st.Running {
+				t.Errorf("%s state %+v after Undo, want running", names[1], st)
+			}
+		}
+		testutil.WaitFor(t, 30*time.Second, names[1]+" /health 200 after Undo", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[1])) })
+
+		// The journal's spec alone starts it, as `llmchaos recover` would.
+		specs := log.all()
+		if len(specs) != 1 || specs[0].Kind != KindDockerStart {
+			t.Fatalf("journal specs = %v, want one %s", specs, KindDockerStart)
+		}
+		secs := 1
+		if _, err := cli.ContainerStop(ctx, ids[1], client.ContainerStopOptions{Timeout: &secs}); err != nil {
+			t.Fatal(err)
+		}
+		rev := Reverters()[KindDockerStart]
+		if err := rev(ctx, specs[0].Data); err != nil {
+			t.Fatalf("reverter from the spec: %v", err)
+		}
+		if st := inspect(t, ctx, cli, ids[1]).State; !st.Running {
+			t.Errorf("%s state %+v after the reverter, want running", names[1], st)
+		}
+		gone, _ := json.Marshal(DockerSpec{ID: strings.Repeat("f", 64), Name: "gone", Action: "stop"})
+		if err := rev(ctx, gone); err != nil {
+			t.Errorf("reverter of a container that is gone = %v, want nil", err)
+		}
 	})
+
+	t.Run("kill via engine is undone by starting it again", func(t *testing.T) {
+		k, err := NewKill("halt", KillParams{Params: Params{Target: TargetParams{Driver: DriverDocker, Containers: []string{names[0]}}}, Via: ViaEngine}, testRand(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		undo, err := k.Inject(ctx, faults.NopLog{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Docker's restart policy ignores a kill through the engine.
+		testutil.WaitFor(t, 10*time.Second, names[0]+" exited", func() bool { return !inspect(t, ctx, cli, ids[0]).State.Running })
+		if err := undo(ctx); err != nil {
+			t.Fatalf("kill's Undo = %v", err)
+		}
+		if st := inspect(t, ctx, cli, ids[0]).State; !st.Running {
+			t.Errorf("%s state %+v after Undo, want running", names[0], st)
+		}
+		testutil.WaitFor(t, 30*time.Second, names[0]+" /health 200 after Undo", func() bool { return healthy(replicaAddr(t, ctx, cli, ids[0])) })
+	})
+
+	t.Run("undo fails loudly when the container cannot run", func(t *testing.T) {
+		// The opted-in container whose command cannot run: starting it fails.
+		id := runBroken(t, ctx, cli, image, "llmchaos-replica-test-"+run+"-broken", map[string]string{OptInLabel: OptInLabelValue})
+		data, _ := json.Marshal(DockerSpec{ID: id, Name: "broken", Action: "stop", Timeout: time.Second})
+		err := Reverters()[KindDockerStart](ctx, data)
+		if err == nil || !strings.Contains(err.Error(), "does not run again") {
+			t.Errorf("reverter of a container that cannot start = %v, want an error saying it does not run", err)
+		}
+	})
+}
+
+// runBroken creates a container of image whose command does not exist, so
+// it can never be started; it is removed at the end.
+func runBroken(t *testing.T, ctx context.Context, cli *client.Client, image, name string, labels map[string]string) string {
+	t.Helper()
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:   name,
+		Config: &container.Config{Image: image, Labels: labels, Entrypoint: []string{"/no-such-binary"}},
+	})
+	if err != nil {
+		t.Fatalf("create container %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		cli.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+	})
+	return res.ID
 }

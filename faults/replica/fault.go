@@ -81,9 +81,9 @@ func newFault(typ, name string, p Params, act Action, rng *rand.Rand, opts []Opt
 func (f *fault) target() string { return f.p.Target.String() + ", " + f.p.Select.String() }
 
 // inject picks the targets and applies the action to every one of them at
-// once. If any fails, the ones that succeeded are undone (irreversible ones,
-// a kill, cannot be, and the error says which were done) and the error
-// returned. rng is used only here: Inject must not run concurrently with
+// once. If any fails, the ones that succeeded are undone (a killed or
+// stopped process by waiting for its supervisor to bring it back) and the
+// error returned. rng is used only here: Inject must not run concurrently with
 // itself.
 func (f *fault) inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	d := f.o.driver
@@ -124,10 +124,9 @@ func (f *fault) inject(ctx context.Context, log faults.RevertLog) (faults.Undo, 
 			}
 		}
 		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
-			err = errors.Join(err, fmt.Errorf("undo the targets already done: %w", uerr))
-		}
-		if len(done) > 0 && f.act.Kind != ActionPause {
-			err = fmt.Errorf("%w (already done, and not revertible: %s)", err, strings.Join(done, ", "))
+			err = errors.Join(err, fmt.Errorf("undo the targets already done (%s): %w", strings.Join(done, ", "), uerr))
+		} else if len(done) > 0 {
+			err = fmt.Errorf("%w (already done, and undone: %s)", err, strings.Join(done, ", "))
 		}
 		return nil, f.wrap(err)
 	}
@@ -174,16 +173,4 @@ func joinUndos(undos []faults.Undo) faults.Undo {
 		}
 		return errors.Join(errs...)
 	}
-}
-
-// noUndo is the Undo of an action that leaves nothing to revert.
-func noUndo(context.Context) error { return nil }
-
-// irreversible returns the result of an action that cannot be undone:
-// noUndo when it succeeded, err otherwise.
-func irreversible(err error) (faults.Undo, error) {
-	if err != nil {
-		return nil, err
-	}
-	return noUndo, nil
 }

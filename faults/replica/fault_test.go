@@ -134,8 +134,11 @@ func TestKillFailureNamesWhatWasDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = k.Inject(context.Background(), faults.NopLog{})
-	if err == nil || !strings.Contains(err.Error(), "already done, and not revertible: a, b") {
-		t.Errorf("Inject() error = %v, want it to name a and b as done", err)
+	if err == nil || !strings.Contains(err.Error(), "already done, and undone: a, b") {
+		t.Errorf("Inject() error = %v, want it to name a and b as done and undone", err)
+	}
+	if got := d.left(); len(got) != 0 {
+		t.Errorf("targets left applied after a failed kill: %v, want none", got)
 	}
 }
 

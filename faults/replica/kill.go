@@ -13,8 +13,9 @@ import (
 const DefaultKillSignal = "SIGKILL"
 
 // KillParams configure replica.kill: send a signal (default SIGKILL) to the
-// picked replicas, as a crash would. Nothing is reverted: the replicas'
-// supervisor, orchestrator or restart policy is what the experiment tests.
+// picked replicas, as a crash would. The replicas' supervisor, orchestrator
+// or restart policy is what the experiment tests; Undo waits until it has
+// them up again (and starts a container the engine leaves stopped).
 //
 //	params: {target: {state_file: state.json}, select: {mode: one, min_available: 1}, signal: SIGKILL}
 type KillParams struct {
@@ -78,8 +79,9 @@ func NewKill(name string, p KillParams, rng *rand.Rand, opts ...Option) (*Kill, 
 // Target describes the replicas the fault may act on, for the run's record.
 func (k *Kill) Target() string { return k.f.target() }
 
-// Inject signals the picked replicas. Its Undo does nothing: a killed
-// process cannot be revived, only replaced by whoever supervises it.
+// Inject signals the picked replicas. A killed process cannot be revived,
+// only replaced by whoever supervises it: Undo waits for that (up to
+// DefaultBackTimeout) and fails when it does not happen.
 func (k *Kill) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return k.f.inject(ctx, log)
 }

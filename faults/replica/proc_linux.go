@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,6 +85,28 @@ func readCmdline(pid int) string {
 	}
 	b = bytes.TrimRight(b, "\x00")
 	return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+}
+
+// exeNames returns the names a process goes by: the base name of its
+// argv[0] and its comm (the kernel's name, the executed file's base name
+// cut to 15 bytes; a script's own name, where argv[0] is its
+// interpreter). Duplicates and empty names are left out.
+func exeNames(pid int) []string {
+	var names []string
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		if a := string(b); a != "" {
+			names = append(names, filepath.Base(a))
+		}
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
+		if c := strings.TrimRight(string(b), "\n"); c != "" && !slices.Contains(names, c) {
+			names = append(names, c)
+		}
+	}
+	return names
 }
 
 // listPIDs returns the pid of every process (thread-group leaders only,

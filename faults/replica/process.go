@@ -184,8 +184,8 @@ func (d *Process) cmdlineTargets() ([]Target, error) {
 	}
 	var ts []Target
 	for _, pid := range pids {
-		cl := readCmdline(pid)
-		if cl == "" || !d.re.MatchString(cl) {
+		cl, ok := d.matches(pid)
+		if !ok {
 			continue
 		}
 		t, err := pidTarget(pid)
@@ -201,77 +201,180 @@ func (d *Process) cmdlineTargets() ([]Target, error) {
 	return ts, nil
 }
 
+// matches reports whether process pid matches the cmdline pattern, with its
+// command line: its executable name (the base name of argv[0], or its comm)
+// by default, its whole command line with match cmdline. Kernel threads and
+// processes that are gone never match.
+func (d *Process) matches(pid int) (string, bool) {
+	cl := readCmdline(pid)
+	if cl == "" {
+		return "", false
+	}
+	if d.t.Match == MatchCmdline {
+		return cl, d.re.MatchString(cl)
+	}
+	for _, name := range exeNames(pid) {
+		if d.re.MatchString(name) {
+			return cl, true
+		}
+	}
+	return cl, false
+}
+
 // Apply signals t's process (see the Action kinds). The process must still
-// be the one listed: same pid, same start time.
+// be the one listed: same pid, same start time. A kill, stop or restart is
+// journaled as a KindAwaitBack spec, and its Undo waits for the replica to
+// be up again (see revertAwaitBack): llmchaos cannot start a process, only
+// see that its supervisor did.
 func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
 	if a.Kind == ActionPause {
 		return pauseProcess(ctx, log, t.PID, t.StartTime, t.ID)
+	}
+	if a.Kind == ActionRestart && d.t.Cmdline != "" {
+		return nil, errors.New("restart needs a state_file or pid_file target to see the new process")
 	}
 	p, err := pin(t.PID, t.StartTime)
 	if err != nil {
 		return nil, err
 	}
 	defer p.close()
-	done := DoneSpec{Target: t.ID, Action: string(a.Kind), PID: t.PID, StartTime: t.StartTime}
+	spec := AwaitSpec{
+		DoneSpec: DoneSpec{Target: t.ID, Action: string(a.Kind), PID: t.PID, StartTime: t.StartTime},
+		Source:   d.t,
+		Index:    t.Index,
+		Timeout:  a.Timeout,
+	}
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultBackTimeout
+	}
+	var sig syscall.Signal
 	switch a.Kind {
 	case ActionKill:
-		sig, err := ParseSignal(a.Signal)
+		if sig, err = ParseSignal(a.Signal); err != nil {
+			return nil, err
+		}
+		spec.Signal = SignalName(sig)
+	case ActionStop, ActionRestart:
+	default:
+		return nil, fmt.Errorf("process driver: unknown action %q", a.Kind)
+	}
+	// Every process of the source live now: none of them is the replica
+	// started again.
+	if spec.Index < 0 {
+		ts, err := d.Targets(ctx)
 		if err != nil {
 			return nil, err
 		}
-		done.Signal = SignalName(sig)
-		if err := willDone(log, done); err != nil {
+		for _, o := range ts {
+			if o.PID > 0 && o.StartTime != 0 {
+				spec.Others = append(spec.Others, ProcRef{PID: o.PID, StartTime: o.StartTime})
+			}
+		}
+	}
+	if _, err := journal(log, KindAwaitBack, spec, spec.Action, t.ID); err != nil {
+		return nil, err
+	}
+	undo := func(ctx context.Context) error { return d.waitBack(ctx, spec, false) }
+	switch a.Kind {
+	case ActionKill:
+		if err := p.signal(sig); err != nil {
 			return nil, err
 		}
-		return irreversible(p.signal(sig))
+		if sig == unix.SIGKILL {
+			// SIGKILL always ends the process, but not at once: wait for
+			// the exit, so that Undo never takes the dying process for the
+			// replica still up (after another signal it may be).
+			wctx, cancel := context.WithTimeout(ctx, maxStopWait)
+			p.waitExit(wctx)
+			cancel()
+		}
 	case ActionStop:
-		if err := willDone(log, done); err != nil {
-			return nil, err
-		}
-		return irreversible(p.stopGracefully(ctx, a.Grace))
-	case ActionRestart:
-		if d.t.Cmdline != "" {
-			return nil, errors.New("restart needs a state_file or pid_file target to see the new process")
-		}
-		if err := willDone(log, done); err != nil {
-			return nil, err
-		}
 		if err := p.stopGracefully(ctx, a.Grace); err != nil {
 			return nil, err
 		}
-		return irreversible(d.waitRestarted(ctx, t, a.Timeout))
+	case ActionRestart:
+		if err := p.stopGracefully(ctx, a.Grace); err != nil {
+			return nil, err
+		}
+		if err := d.waitBack(ctx, spec, true); err != nil {
+			return nil, err
+		}
 	}
-	return nil, fmt.Errorf("process driver: unknown action %q", a.Kind)
+	return undo, nil
 }
 
-// waitRestarted waits until the replica old has a new live process: the
-// same state-file index with another pid, or a pid file naming a live pid
-// other than the old one.
-func (d *Process) waitRestarted(ctx context.Context, old Target, timeout time.Duration) error {
+// backIn reports whether the replica s names is back among ts: up again
+// (the process acted on, still up after a non-fatal signal, or a new one),
+// or, with fresh, started again (a new live process, serving or not). A new
+// process is the same replica index in a state file; for a pid file or a
+// command line, a process that was not live when the action was taken.
+func backIn(s AwaitSpec, ts []Target, fresh bool) bool {
+	old := ProcRef{PID: s.PID, StartTime: s.StartTime}
+	for _, t := range ts {
+		ref := ProcRef{PID: t.PID, StartTime: t.StartTime}
+		switch {
+		case t.PID <= 0 || t.StartTime == 0:
+			continue // no live process
+		case s.Index >= 0 && t.Index != s.Index:
+			continue // another replica of the supervisor
+		case ref == old:
+			if !fresh && t.Up {
+				return true
+			}
+			continue
+		case s.Index < 0 && slices.Contains(s.Others, ref):
+			continue // another replica, up all along
+		}
+		if fresh || t.Up {
+			return true
+		}
+	}
+	return false
+}
+
+// waitBack waits, up to s.Timeout, until backIn holds for the driver's
+// targets; the error says what was seen last and that the supervisor did
+// not bring the replica back.
+func (d *Process) waitBack(ctx context.Context, s AwaitSpec, fresh bool) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultBackTimeout
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(restartPoll)
 	defer tick.Stop()
+	want := "up"
+	if fresh {
+		want = "started"
+	}
 	for {
 		ts, err := d.Targets(ctx)
-		if err == nil {
-			for _, t := range ts {
-				same := t.Index == old.Index
-				if d.t.PIDFile != "" {
-					same = true
-				}
-				if same && t.PID > 0 && t.PID != old.PID && t.StartTime != 0 {
-					return nil
-				}
-			}
+		if err == nil && backIn(s, ts, fresh) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s was stopped but not started again within %v (last look: %v): %w",
-				old.ID, timeout, describeOrErr(ts, err), context.Cause(ctx))
+			return fmt.Errorf("%s (pid %d, %s) was %s and is not %s again within %v: llmchaos cannot start a process it did not start, "+
+				"and whatever supervises it (the simulator's supervisor, systemd, a restart loop) did not bring it back; start it by hand "+
+				"(last look: %s): %w", s.Target, s.PID, s.Source, actionPast(s.Action), want, timeout, describeOrErr(ts, err), context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
+}
+
+// revertAwaitBack is the Reverter of KindAwaitBack: it waits for the
+// replica the spec names to be up again, through the spec's source.
+func revertAwaitBack(ctx context.Context, data json.RawMessage) error {
+	var s AwaitSpec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s spec: %w", KindAwaitBack, err)
+	}
+	d, err := NewProcess(s.Source)
+	if err != nil {
+		return fmt.Errorf("%s spec: %w", KindAwaitBack, err)
+	}
+	return d.waitBack(ctx, s, false)
 }
 
 func describeOrErr(ts []Target, err error) string {

@@ -38,4 +38,6 @@ func PauseProcess(context.Context, faults.RevertLog, int, string) (faults.Undo, 
 
 func revertSignalCont(context.Context, json.RawMessage) error { return errNoLinux }
 
+func revertAwaitBack(context.Context, json.RawMessage) error { return errNoLinux }
+
 func signalContainerProcess(int, string, syscall.Signal) error { return errNoLinux }

@@ -44,14 +44,18 @@ func TestProcessKillIsRestartedAndWatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := undo(context.Background()); err != nil {
-		t.Errorf("kill's Undo = %v, want nil (nothing to revert)", err)
-	}
 	if len(hit) != 1 {
 		t.Fatalf("kill hit %v, want one replica", hit)
 	}
 	i := hit[0].Index
 	old := before[i]
+	// Undo returns once the supervisor has the replica serving again.
+	if err := undo(context.Background()); err != nil {
+		t.Errorf("kill's Undo = %v, want nil once the replica is back", err)
+	}
+	if rs, err := replicastate.Read(state); err != nil || rs[i].State != replicastate.StateServing || rs[i].PID == old.PID {
+		t.Errorf("replica %d after Undo = %+v (%v), want serving with a new pid", i, rs[i], err)
+	}
 	after := waitState(t, state, 20*time.Second, "the killed replica restarted and serving", func(rs []replicastate.Replica) bool {
 		return rs[i].State == replicastate.StateServing && rs[i].PID != old.PID
 	})
@@ -79,8 +83,11 @@ func TestProcessKillIsRestartedAndWatched(t *testing.T) {
 		t.Errorf("exit event detail = %q, want the old pid and how it ended", e.Detail)
 	}
 	specs := log.all()
-	if len(specs) != 1 || specs[0].Kind != KindDone {
-		t.Fatalf("journal specs = %v, want one %s", specs, KindDone)
+	if len(specs) != 1 || specs[0].Kind != KindAwaitBack {
+		t.Fatalf("journal specs = %v, want one %s", specs, KindAwaitBack)
+	}
+	if err := Reverters()[KindAwaitBack](context.Background(), specs[0].Data); err != nil {
+		t.Errorf("the journal's reverter, with the replica back = %v, want nil", err)
 	}
 	var done DoneSpec
 	if err := json.Unmarshal(specs[0].Data, &done); err != nil {
@@ -270,7 +277,8 @@ func TestProcessRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Inject(context.Background(), faults.NopLog{}); err != nil {
+	undo, err := r.Inject(context.Background(), faults.NopLog{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	now, err := replicastate.Read(state)
@@ -287,6 +295,9 @@ func TestProcessRestart(t *testing.T) {
 	waitState(t, state, 20*time.Second, "the restarted replica serving", func(rs []replicastate.Replica) bool {
 		return rs[i].State == replicastate.StateServing
 	})
+	if err := undo(context.Background()); err != nil {
+		t.Errorf("restart's Undo = %v, want nil (the replica serves)", err)
+	}
 }
 
 // sleeper starts a process that sleeps; args are passed to sh after the
@@ -376,7 +387,7 @@ func TestProcessCmdline(t *testing.T) {
 	tag := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000)
 	a := sleeper(t, "exec sleep "+tag)
 	b := sleeper(t, "exec sleep "+tag)
-	d, err := NewProcess(TargetParams{Cmdline: `^sleep ` + regexp.QuoteMeta(tag) + `$`})
+	d, err := NewProcess(TargetParams{Cmdline: `^sleep ` + regexp.QuoteMeta(tag) + `$`, Match: MatchCmdline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +402,7 @@ func TestProcessCmdline(t *testing.T) {
 	if want := map[int]bool{a.PID(): true, b.PID(): true}; !maps.Equal(got, want) {
 		t.Fatalf("cmdline targets = %v, want %v", ts, want)
 	}
-	k, err := NewKill("k", KillParams{Params: Params{Target: TargetParams{Cmdline: `^sleep ` + regexp.QuoteMeta(tag) + `$`},
+	k, err := NewKill("k", KillParams{Params: Params{Target: TargetParams{Cmdline: `^sleep ` + regexp.QuoteMeta(tag) + `$`, Match: MatchCmdline},
 		Select: faults.Selection{Mode: faults.SelectAll}}}, testRand(1))
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +422,8 @@ func TestProcessRefusesOwnProcess(t *testing.T) {
 		name string
 		t    TargetParams
 	}{
-		{"cmdline matching the runner", TargetParams{Cmdline: "^" + regexp.QuoteMeta(os.Args[0])}},
+		{"cmdline matching the runner", TargetParams{Cmdline: "^" + regexp.QuoteMeta(os.Args[0]), Match: MatchCmdline}},
+		{"name matching the runner", TargetParams{Cmdline: "^" + regexp.QuoteMeta(filepath.Base(os.Args[0])) + "$"}},
 		{"pid file naming the runner", TargetParams{PIDFile: writePIDFile(t, os.Getpid())}},
 		{"pid file naming its parent", TargetParams{PIDFile: writePIDFile(t, os.Getppid())}},
 	}

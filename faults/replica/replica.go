@@ -29,6 +29,20 @@ const (
 	DriverDocker = "docker"
 )
 
+// What a process driver's cmdline pattern is matched against (the
+// target's match field).
+const (
+	// MatchExe (the default) matches the executable's name: the base name
+	// of argv[0], or the kernel's name of the process (comm, which for a
+	// script is the script's name). A restart loop such as
+	// `bash -c 'while true; do llama-server ...; done'` is named bash, so
+	// a pattern for the server never picks its supervisor.
+	MatchExe = "exe"
+	// MatchCmdline matches the whole command line, arguments joined by
+	// spaces, for processes that only their arguments tell apart.
+	MatchCmdline = "cmdline"
+)
+
 // OptInLabel is the label (with the value "true") a container must carry
 // for the docker driver to act on it.
 const (
@@ -146,7 +160,8 @@ type Watcher interface {
 // source of targets.
 //
 //	target: {driver: process, state_file: /run/llmchaos/sim-state.json}
-//	target: {driver: process, cmdline: 'vllm serve .* --port 80\d\d'}
+//	target: {driver: process, cmdline: '^llama-server$'}
+//	target: {driver: process, cmdline: 'vllm serve .* --port 80\d\d', match: cmdline}
 //	target: {driver: docker, labels: {app: vllm}}
 //
 // The process driver takes exactly one of state_file, pid_file and cmdline;
@@ -162,10 +177,14 @@ type TargetParams struct {
 	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty" doc:"simulator supervisor state file (sim --state-file): every replica in it"`
 	// PIDFile holds the pid of the target (one per line for several).
 	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty" doc:"file holding the target pid (one per line for several)"`
-	// Cmdline is a regular expression (RE2) matched against the command
-	// line of every process (its arguments joined by spaces). A pattern
-	// that matches llmchaos's own process or an ancestor of it is refused.
-	Cmdline string `json:"cmdline,omitempty" yaml:"cmdline,omitempty" doc:"RE2 pattern matched against every process command line"`
+	// Cmdline is a regular expression (RE2) matched against every
+	// process's executable name (the base name of argv[0], or its comm),
+	// or, with Match cmdline, against its whole command line (arguments
+	// joined by spaces). A pattern that matches llmchaos's own process or
+	// an ancestor of it is refused.
+	Cmdline string `json:"cmdline,omitempty" yaml:"cmdline,omitempty" doc:"RE2 pattern matched against each process's executable name (or its whole command line with match: cmdline)"`
+	// Match is what Cmdline is matched against: exe (default) or cmdline.
+	Match string `json:"match,omitempty" yaml:"match,omitempty" doc:"what cmdline is matched against: exe (default: argv[0] base name or comm) or cmdline"`
 	// Labels select containers by label (all must match). A matching
 	// container without OptInLabel=true is refused, not skipped.
 	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty" doc:"select containers by label (docker driver; each needs the label llmchaos.io/target=true)"`
@@ -174,10 +193,14 @@ type TargetParams struct {
 	Containers []string `json:"containers,omitempty" yaml:"containers,omitempty" doc:"container names or ids (docker driver; each needs the opt-in label)"`
 }
 
-// WithDefaults returns t with its defaults filled in: driver process.
+// WithDefaults returns t with its defaults filled in: driver process, and
+// match exe for a cmdline pattern.
 func (t TargetParams) WithDefaults() TargetParams {
 	if t.Driver == "" {
 		t.Driver = DriverProcess
+	}
+	if t.Cmdline != "" && t.Match == "" {
+		t.Match = MatchExe
 	}
 	t.Labels = maps.Clone(t.Labels)
 	t.Containers = slices.Clone(t.Containers)
@@ -227,12 +250,20 @@ func (t TargetParams) problems() []error {
 				errs = append(errs, fmt.Errorf("target.cmdline: %w", err))
 			}
 		}
+		switch {
+		case t.Match == "" || t.Match == MatchExe || t.Match == MatchCmdline:
+			if t.Match != "" && t.Cmdline == "" {
+				errs = append(errs, errors.New("target.match: is for a cmdline pattern"))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("target.match: %q, want exe or cmdline", t.Match))
+		}
 	case DriverDocker:
 		if !docker {
 			errs = append(errs, errors.New("target: the docker driver needs labels or containers"))
 		}
-		if process {
-			errs = append(errs, errors.New("target: state_file, pid_file and cmdline are for the process driver, not docker"))
+		if process || t.Match != "" {
+			errs = append(errs, errors.New("target: state_file, pid_file, cmdline and match are for the process driver, not docker"))
 		}
 		for k := range t.Labels {
 			if strings.TrimSpace(k) == "" {
@@ -259,6 +290,8 @@ func (t TargetParams) String() string {
 		return "state file " + t.StateFile
 	case t.PIDFile != "":
 		return "pid file " + t.PIDFile
+	case t.Cmdline != "" && t.Match == MatchCmdline:
+		return fmt.Sprintf("processes whose command line matches %q", t.Cmdline)
 	case t.Cmdline != "":
 		return fmt.Sprintf("processes matching %q", t.Cmdline)
 	}
@@ -290,6 +323,23 @@ func Open(t TargetParams) (Driver, error) {
 		return NewDocker(t)
 	}
 	return nil, fmt.Errorf("target.driver: %q, want process or docker", t.Driver)
+}
+
+// Preview lists the replicas t matches now, up or not, with what matched
+// them (a process's pid, name and command line; a container's id and
+// status), without acting on any: what a dry run shows. A target that
+// matches llmchaos itself, or a container that has not opted in, is an
+// error, as it would be at injection.
+func Preview(ctx context.Context, t TargetParams) ([]Target, error) {
+	t = t.WithDefaults()
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := Open(t)
+	if err != nil {
+		return nil, err
+	}
+	return d.Targets(ctx)
 }
 
 // OpenWatcher returns the watcher of the replicas t names: the state file's

@@ -21,7 +21,9 @@ const DefaultRestartTimeout = 60 * time.Second
 // that shows the new process: state_file (the same replica index with a new
 // pid) or pid_file (a new live pid in the file). Inject returns once every
 // replica is started again (not yet serving: the run's events say when it
-// serves). Nothing is reverted.
+// serves); with a pid_file of several replicas, a pid that was live before
+// (another replica) is never taken for the new one. Undo waits for it to
+// be up (serving).
 //
 //	params: {target: {state_file: state.json}, select: {mode: all}, grace: 5s}
 type RestartParams struct {
@@ -79,7 +81,7 @@ func NewRestart(name string, p RestartParams, rng *rand.Rand, opts ...Option) (*
 func (r *Restart) Target() string { return r.f.target() }
 
 // Inject restarts the picked replicas and returns once each is started
-// again. Its Undo does nothing.
+// again. Its Undo returns once each is up.
 func (r *Restart) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return r.f.inject(ctx, log)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
 )
@@ -17,11 +18,28 @@ const (
 	// KindDockerUnpause: a paused container. Its data is a DockerSpec; its
 	// reverter unpauses the container if it is still paused.
 	KindDockerUnpause = "docker-unpause"
-	// KindDone: an action that cannot be reverted (kill, stop, restart).
-	// Its data is a DoneSpec recording what was done, for the journal's
-	// reader; its reverter does nothing.
+	// KindAwaitBack: a process that was killed, stopped or restarted. Its
+	// data is an AwaitSpec; llmchaos cannot start a process it did not
+	// start, so its reverter waits (up to the spec's timeout) for the
+	// replica to be up again (the same process still up after a
+	// non-fatal signal, or a new one started by its supervisor) and fails,
+	// saying so, when it is not.
+	KindAwaitBack = "replica-await-back"
+	// KindDockerStart: a container that was stopped, killed or restarted.
+	// Its data is a DockerSpec; its reverter waits while the engine
+	// restarts the container, starts it when it is stopped, and fails when
+	// it does not run within the spec's timeout.
+	KindDockerStart = "docker-start"
+	// KindDone: written by earlier versions for kill, stop and restart,
+	// which they did not revert. Its data is a DoneSpec; its reverter does
+	// nothing, so that an old journal can still be recovered.
 	KindDone = "replica-done"
 )
+
+// DefaultBackTimeout bounds how long the revert of a kill, stop or restart
+// waits for the replica to be up again. The runner's own revert timeout,
+// when shorter, ends the wait first.
+const DefaultBackTimeout = 60 * time.Second
 
 // Reverters returns the Reverter of each RevertSpec kind the replica faults
 // write. The map is new on every call, so the caller may merge it into its
@@ -31,6 +49,8 @@ func Reverters() map[string]faults.Reverter {
 	return map[string]faults.Reverter{
 		KindSignalCont:    revertSignalCont,
 		KindDockerUnpause: revertDockerUnpause,
+		KindAwaitBack:     revertAwaitBack,
+		KindDockerStart:   revertDockerStart,
 		KindDone:          revertDone,
 	}
 }
@@ -50,24 +70,60 @@ type DoneSpec struct {
 	Container string `json:"container,omitempty"`
 }
 
-// willDone records a KindDone spec in log.
-func willDone(log faults.RevertLog, s DoneSpec) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode revert spec: %w", err)
-	}
-	if err := log.Will(faults.RevertSpec{Kind: KindDone, Data: data}); err != nil {
-		return fmt.Errorf("journal %s of %s: %w", s.Action, s.Target, err)
-	}
-	return nil
+// AwaitSpec is the data of a KindAwaitBack spec: what was done to which
+// process, and how to see the replica up again without the runner.
+type AwaitSpec struct {
+	DoneSpec
+	// Source is the process target the replica was found through
+	// (state_file, pid_file or cmdline).
+	Source TargetParams `json:"source"`
+	// Index is the supervisor's replica index (state_file), -1 otherwise.
+	Index int `json:"index"`
+	// Others are the processes of the source that were live when the
+	// action was taken: none of them is a replacement (another replica
+	// that was up all along is not this one started again).
+	Others []ProcRef `json:"others,omitempty"`
+	// Timeout bounds the wait (DefaultBackTimeout when zero).
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
-// revertDone is the Reverter of KindDone: a kill cannot be taken back, and
-// whatever supervises the replica has already acted on it.
+// ProcRef names a process across pid reuse.
+type ProcRef struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+}
+
+// journal records spec of kind in log, before the change it reverts.
+func journal(log faults.RevertLog, kind string, spec any, what, target string) (json.RawMessage, error) {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode revert spec: %w", err)
+	}
+	if err := log.Will(faults.RevertSpec{Kind: kind, Data: data}); err != nil {
+		return nil, fmt.Errorf("journal %s of %s: %w", what, target, err)
+	}
+	return data, nil
+}
+
+// revertDone is the Reverter of KindDone, kept for journals written by
+// earlier versions: it does nothing.
 func revertDone(_ context.Context, data json.RawMessage) error {
 	var s DoneSpec
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindDone, err)
 	}
 	return nil
+}
+
+// actionPast is the past tense of an action kind, for messages.
+func actionPast(a string) string {
+	switch ActionKind(a) {
+	case ActionKill:
+		return "killed"
+	case ActionStop:
+		return "stopped"
+	case ActionRestart:
+		return "restarted"
+	}
+	return a
 }

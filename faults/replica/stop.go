@@ -15,9 +15,10 @@ import (
 const DefaultGrace = 10 * time.Second
 
 // StopParams configure replica.stop: SIGTERM, a grace period, then SIGKILL,
-// as an orchestrator stops a replica. Nothing is reverted. A container
-// stopped this way stays stopped (Docker's restart policy ignores a manual
-// stop); a supervised process is started again by its supervisor.
+// as an orchestrator stops a replica. Undo has the replica back: it starts
+// a container again (Docker's restart policy ignores a manual stop), and
+// waits for a process's supervisor to start it again, failing when none
+// does within DefaultBackTimeout.
 //
 //	params: {target: {driver: docker, labels: {app: vllm}}, select: {mode: count, value: 1}, grace: 5s}
 type StopParams struct {
@@ -70,7 +71,8 @@ func NewStop(name string, p StopParams, rng *rand.Rand, opts ...Option) (*Stop, 
 func (s *Stop) Target() string { return s.f.target() }
 
 // Inject stops the picked replicas and returns once each has exited (at
-// most the grace period and the SIGKILL after it). Its Undo does nothing.
+// most the grace period and the SIGKILL after it). Its Undo returns once
+// each is up again.
 func (s *Stop) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return s.f.inject(ctx, log)
 }
