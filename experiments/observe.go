@@ -25,6 +25,9 @@ type ObserveOptions struct {
 	RemoteWriteInterval time.Duration
 	OTLPEndpoint        string
 	ScrapeInterval      time.Duration
+	// MetricsLinger is observe.Options.Linger: how long the endpoint may
+	// stay up after the run for a scraper to read the verdicts.
+	MetricsLinger time.Duration
 	// Scrape turns the server-side monitor on: it scrapes each endpoint's
 	// /metrics (the service's, not its fault proxy's) into the report's
 	// server series.
@@ -51,7 +54,8 @@ func (r *run) startObservers(ctx context.Context, clock *llm.RunClock, rec *llm.
 	}
 	opts := observe.Options{
 		MetricsListen: o.MetricsListen, RemoteWriteURL: o.RemoteWriteURL, RemoteWriteInterval: o.RemoteWriteInterval,
-		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval,
+		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval, Linger: o.MetricsLinger,
+		Experiment:      r.p.spec.Metadata.Name,
 		TraceAttributes: map[string]string{"llmchaos.experiment": r.p.spec.Metadata.Name, "llmchaos.seed": fmt.Sprint(r.p.seed)},
 		Clock:           clock.Now, RunStart: clock.Start(),
 		InFlight: func() int64 { return rec.Snapshot(clock.Now()).InFlight },
@@ -84,6 +88,15 @@ func (r *run) observeResult() func(*llm.Result) {
 	return r.obs.Observe
 }
 
+// observeScheduled is the engine's Scheduled hook (nil when nothing
+// observes).
+func (r *run) observeScheduled() func(*llm.Tags) {
+	if r.obs == nil {
+		return nil
+	}
+	return r.obs.Scheduled
+}
+
 // faultActive publishes llmchaos_fault_active for a fault injected or
 // reverted.
 func (r *run) faultActive(name, typ string, active bool) {
@@ -100,6 +113,7 @@ func (r *run) observeDoc(doc *report.Document, end time.Duration) {
 	}
 	doc.Server = r.obs.ServerSeries(end)
 	r.obs.SetThresholds(doc.Thresholds)
+	r.obs.SetLost(doc.Requests.Lost)
 }
 
 // closeObservers closes the observers once (the last remote write push,
@@ -111,7 +125,7 @@ func (r *run) closeObservers(ctx context.Context) {
 		return
 	}
 	r.obsClosed = true
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+r.opts.Observe.MetricsLinger)
 	defer cancel()
 	if err := r.obs.Close(c); err != nil {
 		warn := r.opts.Observe.Warn

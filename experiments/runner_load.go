@@ -66,7 +66,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: workload,
 		Client: client, Recorder: rec, Seed: p.seed, Grace: llm.DefaultGrace,
-		Tagger: r.tag, Observe: r.observeResult(),
+		Tagger: r.tag, Observe: r.observeResult(), Scheduled: r.observeScheduled(),
 	})
 	if err != nil {
 		return llm.RunStats{}, err

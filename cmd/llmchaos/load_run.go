@@ -88,7 +88,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
 		Client: client, Recorder: rec, Seed: seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
-		Observe: obs.Observe,
+		Observe: obs.Observe, Scheduled: obs.Scheduled,
 	})
 	if err != nil {
 		return usageError(err)
