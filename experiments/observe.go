@@ -24,6 +24,9 @@ type ObserveOptions struct {
 	RemoteWriteInterval time.Duration
 	OTLPEndpoint        string
 	ScrapeInterval      time.Duration
+	// MetricsLinger is observe.Options.Linger: how long the endpoint may
+	// stay up after the run for a scraper to read the verdicts.
+	MetricsLinger time.Duration
 	// Scrape turns the server-side monitor on: it scrapes each endpoint's
 	// /metrics (the service's, not its fault proxy's) into the report's
 	// server series.
@@ -50,7 +53,8 @@ func (r *run) observeOptions() *observe.Options {
 	}
 	opts := &observe.Options{
 		MetricsListen: o.MetricsListen, RemoteWriteURL: o.RemoteWriteURL, RemoteWriteInterval: o.RemoteWriteInterval,
-		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval,
+		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval, Linger: o.MetricsLinger,
+		Experiment:      r.p.spec.Metadata.Name,
 		TraceAttributes: map[string]string{"llmchaos.experiment": r.p.spec.Metadata.Name, "llmchaos.seed": fmt.Sprint(r.p.seed)},
 		Warn:            o.Warn,
 	}
@@ -93,6 +97,7 @@ func (r *run) observeDoc(doc *report.Document, end time.Duration) {
 	}
 	doc.Server = r.obs.ServerSeries(end)
 	r.obs.SetThresholds(doc.Thresholds)
+	r.obs.SetLost(doc.Requests.Lost)
 }
 
 // closeObservers closes the observers once (the last remote write push,
@@ -104,7 +109,7 @@ func (r *run) closeObservers(ctx context.Context) {
 		return
 	}
 	r.obsClosed = true
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+r.opts.Observe.MetricsLinger)
 	defer cancel()
 	if err := r.obs.Close(c); err != nil {
 		warn := r.opts.Observe.Warn

@@ -6,13 +6,16 @@
 //
 // # Series
 //
-//	llmchaos_ttft_seconds          histogram  time to first token (DESIGN §3 ttft)
-//	llmchaos_itl_seconds           histogram  gap between content chunks, one observation per gap
-//	llmchaos_tpot_seconds          histogram  (e2e − ttft) / (output tokens − 1), ok requests
-//	llmchaos_e2e_seconds           histogram  send → end of stream, ok requests
-//	llmchaos_requests_total        counter    {outcome, class}: every Result, once
-//	llmchaos_in_flight             gauge      requests sent and not yet ended
-//	llmchaos_output_tokens_total   counter    output tokens of ok requests
+//	llmchaos_ttft_seconds              histogram  time to first token (DESIGN §3 ttft)
+//	llmchaos_itl_seconds               histogram  gap between content chunks, one observation per gap
+//	llmchaos_tpot_seconds              histogram  (e2e − ttft) / (output tokens − 1), ok requests
+//	llmchaos_e2e_seconds               histogram  send → end of stream, ok requests
+//	llmchaos_send_lag_seconds          histogram  actual send − scheduled send, sent requests
+//	llmchaos_requests_total            counter    {outcome, error_class}: every Result, once
+//	llmchaos_requests_scheduled_total  counter    requests the schedule made due (Exporter.Scheduled)
+//	llmchaos_requests_lost             gauge      the run's lost requests, set at its end (must be 0)
+//	llmchaos_in_flight                 gauge      requests sent and not yet ended
+//	llmchaos_output_tokens_total       counter    output tokens of ok requests
 //	llmchaos_fault_active          gauge      {fault, type}: 1 while the fault is applied
 //	llmchaos_threshold_ok          gauge      {metric}: 1 while the threshold holds, 0 when it fails
 //
@@ -21,13 +24,21 @@
 // sent request that got a first token, ITL for every gap received, E2E and
 // TPOT for requests that ended ok.
 //
-// In llmchaos_requests_total, outcome is ok, failed, cancelled or dropped
-// and class is the error class of DESIGN §3 (connect, reset, timeout,
-// http_4xx, http_429, http_5xx, protocol, cancelled), empty for ok and
-// dropped requests. Every valid (outcome, class) pair is created at zero up
-// front, so rate() and error-ratio queries see a series from the first
-// scrape. The workload's request class is not a label: it is user-defined,
-// and the report (not Prometheus) is where per-class breakdowns belong.
+// Every per-request series (the histograms, the request and token counters)
+// carries endpoint (the target's base URL, password redacted), phase
+// (baseline, fault, recovery, after; empty outside experiments) and class
+// (the workload's request class), so a dead replica and a fault window show
+// in Prometheus; these are bounded sets, and no label is ever per request.
+// Every series also carries the constant labels of Options.RunLabels: run,
+// and experiment for `llmchaos run`. In llmchaos_requests_total, outcome is
+// ok, failed, cancelled or dropped (dropped requests are
+// outcome="dropped") and error_class is the error class of DESIGN §3
+// (connect, reset, timeout, http_4xx, http_429, http_5xx, protocol,
+// cancelled), empty for ok and dropped requests: class and error_class are
+// named as in the JSON run report (tags' class, requests.errors_by_class).
+// Every valid (outcome, error_class) pair of a tuple is created at zero
+// when the tuple is first seen, so rate() and error-ratio queries see a
+// series from the first scrape.
 //
 // # Buckets
 //

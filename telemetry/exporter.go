@@ -3,8 +3,12 @@ package telemetry
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +27,9 @@ const (
 	NameTPOT         = "llmchaos_tpot_seconds"
 	NameE2E          = "llmchaos_e2e_seconds"
 	NameRequests     = "llmchaos_requests_total"
+	NameScheduled    = "llmchaos_requests_scheduled_total"
+	NameLost         = "llmchaos_requests_lost"
+	NameSendLag      = "llmchaos_send_lag_seconds"
 	NameInFlight     = "llmchaos_in_flight"
 	NameOutputTokens = "llmchaos_output_tokens_total"
 	NameFaultActive  = "llmchaos_fault_active"
@@ -32,8 +39,8 @@ const (
 // MetricNames lists every metric family the Exporter registers, in the order
 // of the package documentation.
 func MetricNames() []string {
-	return []string{NameTTFT, NameITL, NameTPOT, NameE2E, NameRequests, NameInFlight,
-		NameOutputTokens, NameFaultActive, NameThresholdOK}
+	return []string{NameTTFT, NameITL, NameTPOT, NameE2E, NameSendLag, NameRequests, NameScheduled,
+		NameLost, NameInFlight, NameOutputTokens, NameFaultActive, NameThresholdOK}
 }
 
 // Classic histogram buckets, in seconds; see the package documentation.
@@ -52,6 +59,11 @@ var (
 	// few hundred tokens take seconds, long ones minutes.
 	E2EBuckets = []float64{0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60,
 		90, 120, 180, 300, 600}
+	// SendLagBuckets are llmchaos_send_lag_seconds' classic buckets: a
+	// client that keeps up sends within a millisecond of the schedule; one
+	// that does not falls behind by seconds.
+	SendLagBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 )
 
 // Native histogram settings shared by the four latency histograms.
@@ -77,20 +89,59 @@ type Options struct {
 	// Metrics is the run's metric table: its custom metrics are exported
 	// (AddSample) as llmchaos_<name> series. Nil: built-ins only.
 	Metrics *metrics.Registry
+	// RunLabels are constant labels of every series, naming the run
+	// (LabelRun, LabelExperiment), so that the series of several runs in
+	// one Prometheus stay apart. A label with an empty value is left out.
+	RunLabels map[string]string
 }
+
+// Label names of the live series. LabelClass is the workload's request
+// class and LabelErrorClass the error class of DESIGN §3, as the JSON run
+// report spells them (tags' "class", requests.errors_by_class).
+const (
+	LabelRun        = "run"         // the run (constant, Options.RunLabels)
+	LabelExperiment = "experiment"  // the experiment's name (constant, Options.RunLabels)
+	LabelEndpoint   = "endpoint"    // the target's base URL, password redacted
+	LabelPhase      = "phase"       // baseline, fault, recovery, after; "" outside experiments
+	LabelClass      = "class"       // the request class of the workload ("" for none)
+	LabelOutcome    = "outcome"     // ok, failed, cancelled, dropped
+	LabelErrorClass = "error_class" // connect, reset, …; "" for ok and dropped requests
+)
+
+// requestLabels are the labels of every per-request series: a bounded set
+// (targets × phases × request classes), never a per-request value.
+var requestLabels = []string{LabelEndpoint, LabelPhase, LabelClass}
 
 // Exporter holds a run's live Prometheus series. Create it with New.
 type Exporter struct {
 	gatherer     prometheus.Gatherer
-	ttft, itl    prometheus.Histogram
-	tpot, e2e    prometheus.Histogram
+	ttft, itl    *prometheus.HistogramVec
+	tpot, e2e    *prometheus.HistogramVec
+	sendLag      *prometheus.HistogramVec
 	requests     *prometheus.CounterVec
-	byOutcome    [nOutcomes][nClasses]prometheus.Counter
+	scheduled    *prometheus.CounterVec
+	lost         prometheus.Gauge
 	inFlight     prometheus.Gauge
-	outputTokens prometheus.Counter
+	outputTokens *prometheus.CounterVec
 	faultActive  *prometheus.GaugeVec
 	thresholdOK  *prometheus.GaugeVec
 	custom       map[string]customSeries // by metric name; read-only after New
+
+	// tuples holds the series of each (endpoint, phase, class) seen, as an
+	// immutable map replaced under tuplesMu when a tuple is new, so that
+	// Observe reads it with one atomic load and no lock.
+	tuples   atomic.Pointer[map[tupleKey]*tupleSeries]
+	tuplesMu sync.Mutex
+}
+
+// tupleKey is one (endpoint, phase, request class) label tuple.
+type tupleKey struct{ endpoint, phase, class string }
+
+// tupleSeries are the series of one tuple, resolved once.
+type tupleSeries struct {
+	ttft, itl, tpot, e2e, sendLag prometheus.Observer
+	scheduled, outputTokens       prometheus.Counter
+	byOutcome                     [nOutcomes][nClasses]prometheus.Counter
 }
 
 // customSeries is one custom metric's series: a histogram for a trend
@@ -141,7 +192,7 @@ func classIndex(c llm.ErrorClass) int {
 }
 
 // validPair reports whether a result with outcome o can carry class c; those
-// pairs are created at zero in New.
+// pairs are created at zero with their tuple.
 func validPair(o llm.Outcome, c llm.ErrorClass) bool {
 	switch o {
 	case llm.OutcomeOK, llm.OutcomeDropped:
@@ -171,39 +222,54 @@ func New(opts Options) (*Exporter, error) {
 		}
 		g = rg
 	}
-	hist := func(name, help string, buckets []float64) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:                           name,
-			Help:                           help,
-			Buckets:                        buckets,
-			NativeHistogramBucketFactor:    NativeBucketFactor,
-			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
-		})
+	runLabels := prometheus.Labels{}
+	for k, v := range opts.RunLabels {
+		if v != "" {
+			runLabels[k] = v
+		}
+	}
+	if len(runLabels) > 0 {
+		reg = prometheus.WrapRegistererWith(runLabels, reg)
 	}
 	table := metrics.NewRegistry()
 	row := func(name string) metrics.Metric { m, _ := table.Lookup(name); return m }
-	fromTable := func(name string, buckets []float64) prometheus.Histogram {
+	hist := func(name string, buckets []float64) *prometheus.HistogramVec {
 		m := row(name)
-		return hist(m.PromName, m.PromHelp, buckets)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:                           m.PromName,
+			Help:                           m.PromHelp,
+			Buckets:                        buckets,
+			NativeHistogramBucketFactor:    NativeBucketFactor,
+			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
+		}, requestLabels)
 	}
 	e := &Exporter{
 		gatherer: g,
-		ttft:     fromTable("ttft", TTFTBuckets),
-		itl:      fromTable("itl", ITLBuckets),
-		tpot:     fromTable("tpot", ITLBuckets),
-		e2e:      fromTable("e2e", E2EBuckets),
+		ttft:     hist("ttft", TTFTBuckets),
+		itl:      hist("itl", ITLBuckets),
+		tpot:     hist("tpot", ITLBuckets),
+		e2e:      hist("e2e", E2EBuckets),
+		sendLag:  hist("send_lag", SendLagBuckets),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: row("requests").PromName,
 			Help: row("requests").PromHelp,
-		}, []string{"outcome", "class"}),
+		}, append(slices.Clone(requestLabels), LabelOutcome, LabelErrorClass)),
+		scheduled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameScheduled,
+			Help: "Requests the schedule made due (sent, dropped or still waiting for a slot).",
+		}, requestLabels),
+		lost: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: row("requests_lost").PromName,
+			Help: row("requests_lost").PromHelp,
+		}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: NameInFlight,
 			Help: "Requests sent and not yet ended.",
 		}),
-		outputTokens: prometheus.NewCounter(prometheus.CounterOpts{
+		outputTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameOutputTokens,
 			Help: "Output tokens of ok requests (usage.completion_tokens, else content chunks).",
-		}),
+		}, requestLabels),
 		faultActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameFaultActive,
 			Help: "1 while the fault is applied, 0 after it was reverted.",
@@ -213,15 +279,9 @@ func New(opts Options) (*Exporter, error) {
 			Help: "1 while the threshold on the metric holds, 0 while it fails.",
 		}, []string{"metric"}),
 	}
-	for o := llm.OutcomeOK; o <= llm.OutcomeDropped; o++ {
-		for i, c := range classes {
-			if validPair(o, c) {
-				e.byOutcome[o][i] = e.requests.WithLabelValues(o.String(), string(c))
-			}
-		}
-	}
-	collectors := []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.requests, e.inFlight,
-		e.outputTokens, e.faultActive, e.thresholdOK}
+	e.tuples.Store(&map[tupleKey]*tupleSeries{})
+	collectors := []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.sendLag, e.requests, e.scheduled,
+		e.lost, e.inFlight, e.outputTokens, e.faultActive, e.thresholdOK}
 	e.custom = make(map[string]customSeries)
 	for _, m := range opts.Metrics.Custom() {
 		cs := newCustomSeries(m)
@@ -236,8 +296,45 @@ func New(opts Options) (*Exporter, error) {
 	return e, nil
 }
 
+// series returns the series of tags' tuple, creating them (every valid
+// outcome and error class pair at zero, so that rate() and error-ratio
+// queries see a series from the first scrape) the first time the tuple is
+// seen.
+func (e *Exporter) series(tags *llm.Tags) *tupleSeries {
+	k := tupleKey{tags.Endpoint, tags.Phase, tags.Class}
+	if ts, ok := (*e.tuples.Load())[k]; ok {
+		return ts
+	}
+	e.tuplesMu.Lock()
+	defer e.tuplesMu.Unlock()
+	old := *e.tuples.Load()
+	if ts, ok := old[k]; ok {
+		return ts
+	}
+	lv := []string{k.endpoint, k.phase, k.class}
+	ts := &tupleSeries{
+		ttft: e.ttft.WithLabelValues(lv...), itl: e.itl.WithLabelValues(lv...),
+		tpot: e.tpot.WithLabelValues(lv...), e2e: e.e2e.WithLabelValues(lv...),
+		sendLag:      e.sendLag.WithLabelValues(lv...),
+		scheduled:    e.scheduled.WithLabelValues(lv...),
+		outputTokens: e.outputTokens.WithLabelValues(lv...),
+	}
+	for o := llm.OutcomeOK; o <= llm.OutcomeDropped; o++ {
+		for i, c := range classes {
+			if validPair(o, c) {
+				ts.byOutcome[o][i] = e.requests.WithLabelValues(k.endpoint, k.phase, k.class, o.String(), string(c))
+			}
+		}
+	}
+	m := make(map[tupleKey]*tupleSeries, len(old)+1)
+	maps.Copy(m, old)
+	m[k] = ts
+	e.tuples.Store(&m)
+	return ts
+}
+
 // customLabels are the tags of a custom metric's series.
-var customLabels = []string{"phase", "fault", "class"}
+var customLabels = []string{LabelEndpoint, LabelPhase, "fault", LabelClass}
 
 func newCustomSeries(m metrics.Metric) customSeries {
 	cs := customSeries{m: m}
@@ -279,7 +376,7 @@ func (e *Exporter) AddSample(name string, tags llm.Tags, v float64) error {
 	if !ok {
 		return fmt.Errorf("telemetry: metric %q is not a custom metric of this exporter", name)
 	}
-	lv := []string{tags.Phase, tags.Fault, tags.Class}
+	lv := []string{tags.Endpoint, tags.Phase, tags.Fault, tags.Class}
 	switch cs.m.Kind {
 	case metrics.Trend:
 		if cs.m.IsTime() {
@@ -302,40 +399,56 @@ func (e *Exporter) AddSample(name string, tags llm.Tags, v float64) error {
 // Observe records one Result. It is called once per result, from any
 // goroutine; it does not retain res.
 func (e *Exporter) Observe(res *llm.Result) {
-	e.countRequest(res.Outcome, res.Class)
+	ts := e.series(&res.Tags)
+	e.countRequest(ts, res)
 	sent := res.Outcome != llm.OutcomeDropped && res.Sent > 0
+	if sent {
+		ts.sendLag.Observe(max(res.SendLag(), 0).Seconds())
+	}
 	if d, ok := res.TTFT(); ok && sent {
-		e.ttft.Observe(d.Seconds())
+		ts.ttft.Observe(d.Seconds())
 	}
 	for _, g := range res.ITLMicros {
-		e.itl.Observe(float64(g) / 1e6)
+		ts.itl.Observe(float64(g) / 1e6)
 	}
 	if res.Outcome != llm.OutcomeOK {
 		return
 	}
 	if d, ok := res.E2E(); ok {
-		e.e2e.Observe(d.Seconds())
+		ts.e2e.Observe(d.Seconds())
 	}
 	if d, ok := res.TPOT(); ok {
-		e.tpot.Observe(d.Seconds())
+		ts.tpot.Observe(d.Seconds())
 	}
 	if n := res.OutputTokenCount(); n > 0 {
-		e.outputTokens.Add(float64(n))
+		ts.outputTokens.Add(float64(n))
 	}
 }
 
-// countRequest adds one to llmchaos_requests_total{outcome, class}, through
-// the pre-created counters when the pair is a known one.
-func (e *Exporter) countRequest(o llm.Outcome, c llm.ErrorClass) {
+// Scheduled counts one request the schedule made due, under its tags
+// (endpoint, phase, request class): llmchaos_requests_scheduled_total.
+// Against llmchaos_requests_total it shows a client that cannot keep up.
+// Safe for concurrent use; it does not retain tags.
+func (e *Exporter) Scheduled(tags *llm.Tags) { e.series(tags).scheduled.Inc() }
+
+// SetLost sets llmchaos_requests_lost, the run's sent requests that never
+// ended as a Result (the report's requests.lost; it must be 0).
+func (e *Exporter) SetLost(n int64) { e.lost.Set(float64(n)) }
+
+// countRequest adds one to llmchaos_requests_total{..., outcome,
+// error_class}, through the tuple's pre-created counters when the pair is a
+// known one.
+func (e *Exporter) countRequest(ts *tupleSeries, res *llm.Result) {
+	o, c := res.Outcome, res.Class
 	if int(o) < nOutcomes {
 		if i := classIndex(c); i >= 0 {
-			if ctr := e.byOutcome[o][i]; ctr != nil {
+			if ctr := ts.byOutcome[o][i]; ctr != nil {
 				ctr.Inc()
 				return
 			}
 		}
 	}
-	e.requests.WithLabelValues(o.String(), string(c)).Inc()
+	e.requests.WithLabelValues(res.Tags.Endpoint, res.Tags.Phase, res.Tags.Class, o.String(), string(c)).Inc()
 }
 
 // SetInFlight sets llmchaos_in_flight, the requests sent and not yet ended

@@ -39,38 +39,51 @@ func newTestExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 
 func TestObserveCountsAndHistograms(t *testing.T) {
 	e, reg := newTestExporter(t)
-	e.Observe(okResult())
-	e.Observe(okResult())
-	e.Observe(&llm.Result{Scheduled: time.Second, Sent: time.Second, End: 1100 * time.Millisecond,
-		Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx, HTTPStatus: 503})
-	e.Observe(&llm.Result{Scheduled: time.Second, Sent: time.Second, FirstToken: 1500 * time.Millisecond,
-		End: 1600 * time.Millisecond, ITLMicros: []uint32{50_000, 50_000},
-		Outcome: llm.OutcomeCancelled, Class: llm.ClassCancelled, ContentChunks: 3})
-	e.Observe(&llm.Result{Scheduled: 2 * time.Second, Outcome: llm.OutcomeDropped})
+	tags := llm.Tags{Endpoint: "http://127.0.0.1:8000/v1", Phase: "fault", Class: "chat"}
+	for _, r := range []*llm.Result{okResult(), okResult(),
+		{Scheduled: 900 * time.Millisecond, Sent: time.Second, End: 1100 * time.Millisecond,
+			Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx, HTTPStatus: 503},
+		{Scheduled: time.Second, Sent: time.Second, FirstToken: 1500 * time.Millisecond,
+			End: 1600 * time.Millisecond, ITLMicros: []uint32{50_000, 50_000},
+			Outcome: llm.OutcomeCancelled, Class: llm.ClassCancelled, ContentChunks: 3},
+		{Scheduled: 2 * time.Second, Outcome: llm.OutcomeDropped},
+	} {
+		r.Tags = tags
+		e.Scheduled(&tags)
+		e.Observe(r)
+	}
 	e.SetInFlight(7)
+	e.SetLost(0)
 
+	const l = `class="chat",endpoint="http://127.0.0.1:8000/v1"`
 	const wantRequests = `
-# HELP llmchaos_requests_total Requests that ended, by outcome (ok, failed, cancelled, dropped) and error class.
+# HELP llmchaos_requests_total Requests that ended, by outcome (ok, failed, cancelled, dropped) and error_class.
 # TYPE llmchaos_requests_total counter
-llmchaos_requests_total{class="",outcome="dropped"} 1
-llmchaos_requests_total{class="",outcome="ok"} 2
-llmchaos_requests_total{class="cancelled",outcome="cancelled"} 1
-llmchaos_requests_total{class="connect",outcome="failed"} 0
-llmchaos_requests_total{class="http_429",outcome="failed"} 0
-llmchaos_requests_total{class="http_4xx",outcome="failed"} 0
-llmchaos_requests_total{class="http_5xx",outcome="failed"} 1
-llmchaos_requests_total{class="protocol",outcome="failed"} 0
-llmchaos_requests_total{class="reset",outcome="failed"} 0
-llmchaos_requests_total{class="timeout",outcome="failed"} 0
+llmchaos_requests_total{` + l + `,error_class="",outcome="dropped",phase="fault"} 1
+llmchaos_requests_total{` + l + `,error_class="",outcome="ok",phase="fault"} 2
+llmchaos_requests_total{` + l + `,error_class="cancelled",outcome="cancelled",phase="fault"} 1
+llmchaos_requests_total{` + l + `,error_class="connect",outcome="failed",phase="fault"} 0
+llmchaos_requests_total{` + l + `,error_class="http_429",outcome="failed",phase="fault"} 0
+llmchaos_requests_total{` + l + `,error_class="http_4xx",outcome="failed",phase="fault"} 0
+llmchaos_requests_total{` + l + `,error_class="http_5xx",outcome="failed",phase="fault"} 1
+llmchaos_requests_total{` + l + `,error_class="protocol",outcome="failed",phase="fault"} 0
+llmchaos_requests_total{` + l + `,error_class="reset",outcome="failed",phase="fault"} 0
+llmchaos_requests_total{` + l + `,error_class="timeout",outcome="failed",phase="fault"} 0
+# HELP llmchaos_requests_scheduled_total Requests the schedule made due (sent, dropped or still waiting for a slot).
+# TYPE llmchaos_requests_scheduled_total counter
+llmchaos_requests_scheduled_total{` + l + `,phase="fault"} 5
+# HELP llmchaos_requests_lost Sent requests that never ended as a result: sent - (ok + failed + cancelled), set at the run's end; must be 0.
+# TYPE llmchaos_requests_lost gauge
+llmchaos_requests_lost 0
 # HELP llmchaos_in_flight Requests sent and not yet ended.
 # TYPE llmchaos_in_flight gauge
 llmchaos_in_flight 7
 # HELP llmchaos_output_tokens_total Output tokens of ok requests (usage.completion_tokens, else content chunks).
 # TYPE llmchaos_output_tokens_total counter
-llmchaos_output_tokens_total 22
+llmchaos_output_tokens_total{` + l + `,phase="fault"} 22
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantRequests),
-		NameRequests, NameInFlight, NameOutputTokens); err != nil {
+		NameRequests, NameScheduled, NameLost, NameInFlight, NameOutputTokens); err != nil {
 		t.Error(err)
 	}
 
@@ -87,6 +100,8 @@ llmchaos_output_tokens_total 22
 		// Only ok requests: (1.2 − 0.2) / 10.
 		{NameTPOT, 2, 0.2},
 		{NameE2E, 2, 2.4},
+		// Every sent request; only the failed one was 100 ms late.
+		{NameSendLag, 4, 0.1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,8 +170,8 @@ llmchaos_threshold_ok{metric="ttft{phase:fault}"} 0
 
 func TestUnknownClassStillCounted(t *testing.T) {
 	e, _ := newTestExporter(t)
-	e.Observe(&llm.Result{Outcome: llm.OutcomeFailed, Class: "tls"})
-	if got := testutil.ToFloat64(e.requests.WithLabelValues("failed", "tls")); got != 1 {
+	e.Observe(&llm.Result{Outcome: llm.OutcomeFailed, Class: "tls", Tags: llm.Tags{Phase: "after"}})
+	if got := testutil.ToFloat64(e.requests.WithLabelValues("", "after", "", "failed", "tls")); got != 1 {
 		t.Errorf("requests{failed,tls}: got %v, want 1", got)
 	}
 }
@@ -171,7 +186,7 @@ func TestNewOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(mfs), len(MetricNames())-2; got != want { // the two label-only vecs are empty
+	if got, want := len(mfs), len(MetricNames())-2; got != want { // the fault and threshold vecs are empty
 		t.Errorf("own registry families: got %d, want %d", got, want)
 	}
 	// A Registerer that is not a Gatherer needs one given.
@@ -262,9 +277,9 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`llmchaos_requests_total{class="",outcome="ok"} 1`,
-		`llmchaos_ttft_seconds_bucket{le="0.2"} 1`,
-		`llmchaos_e2e_seconds_count 1`,
+		`llmchaos_requests_total{class="",endpoint="",error_class="",outcome="ok",phase=""} 1`,
+		`llmchaos_ttft_seconds_bucket{class="",endpoint="",phase="",le="0.2"} 1`,
+		`llmchaos_e2e_seconds_count{class="",endpoint="",phase=""} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +23,66 @@ const shutdownTimeout = 5 * time.Second
 type Server struct {
 	addr string
 	done chan error // receives the serve loop's result, then is closed
+
+	started atomic.Uint64 // scrapes of /metrics begun, numbered from 1
+	mu      sync.Mutex
+	last    time.Time     // when the latest scrape began
+	gap     time.Duration // between the two latest scrapes' beginnings; 0 before two
+	served  uint64        // the largest number of a scrape answered
+	scraped chan struct{} // closed (and replaced) when a scrape is answered
+}
+
+// ScrapeGap returns the time between the beginnings of the two latest
+// scrapes, the scraper's interval as seen from here; 0 before two scrapes.
+func (s *Server) ScrapeGap() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gap
+}
+
+// Scrapes returns how many scrapes of /metrics have begun so far.
+func (s *Server) Scrapes() uint64 { return s.started.Load() }
+
+// WaitScrape waits until a scrape that began after the first n (Scrapes'
+// value at some moment) has been answered, and reports whether one was
+// before ctx ended. It is how a run keeps its endpoint up until a scraper
+// has seen the final values.
+func (s *Server) WaitScrape(ctx context.Context, n uint64) bool {
+	for {
+		s.mu.Lock()
+		served, ch := s.served, s.scraped
+		s.mu.Unlock()
+		if served > n {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// count wraps the metrics handler to number its scrapes.
+func (s *Server) count(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := s.started.Add(1)
+		now := time.Now()
+		s.mu.Lock()
+		if !s.last.IsZero() {
+			s.gap = now.Sub(s.last)
+		}
+		s.last = now
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+		s.mu.Lock()
+		if n > s.served {
+			s.served = n
+			close(s.scraped)
+			s.scraped = make(chan struct{})
+		}
+		s.mu.Unlock()
+	})
 }
 
 // Addr returns the bound address (host:port), with the real port when the
@@ -69,14 +131,14 @@ func (e *Exporter) Serve(ctx context.Context, addr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen: %w", err)
 	}
+	s := &Server{addr: ln.Addr().String(), done: make(chan error, 1), scraped: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", e.Handler())
+	mux.Handle("GET /metrics", s.count(e.Handler()))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = fmt.Fprintln(w, "llmchaos metrics: see /metrics")
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s := &Server{addr: ln.Addr().String(), done: make(chan error, 1)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	go func() {

@@ -687,16 +687,23 @@ func errorMessage(body []byte) string {
 	return strings.Join(strings.Fields(string(bytes.ToValidUTF8(body, []byte("\uFFFD")))), " ")
 }
 
-// streamError classifies an error object sent inside a 200 stream: its
-// numeric code decides the class when it is an HTTP status, else protocol.
+// streamError classifies an error object sent inside a 200 stream, in the
+// newer shape {"error":{"message":...,"code":N}} or vLLM's older
+// {"object":"error","message":...,"code":N}: its numeric code decides the
+// class when it is an HTTP status, else protocol.
 func streamError(data []byte) (ErrorClass, string) {
+	type body struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
 	var e struct {
-		Error struct {
-			Message string          `json:"message"`
-			Code    json.RawMessage `json:"code"`
-		} `json:"error"`
+		body
+		Error body `json:"error"`
 	}
 	_ = json.Unmarshal(data, &e)
+	if e.Error.Message == "" && len(e.Error.Code) == 0 {
+		e.Error = e.body // the older shape: the fields are at the top
+	}
 	class := ClassProtocol
 	if code, err := strconv.Atoi(strings.Trim(string(e.Error.Code), `"`)); err == nil {
 		switch {

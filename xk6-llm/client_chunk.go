@@ -35,8 +35,14 @@ type chunkFields struct {
 	promptTokens     int  // usage.prompt_tokens when a plain non-negative integer
 	completionTokens int  // usage.completion_tokens when a plain non-negative integer
 
-	errorObj bool // top-level "error" is present and not null (an in-stream error)
+	errorObj  bool // top-level "error" is present and not null (an in-stream error)
+	objectErr bool // top-level "object" is "error" (vLLM's older error body, also sent in a stream)
 }
+
+// isError reports whether the chunk is an in-stream error, in either shape
+// servers send: {"error":{...}} or vLLM's older
+// {"object":"error","message":...,"code":N}.
+func (f *chunkFields) isError() bool { return f.errorObj || f.objectErr }
 
 // output returns the chunk's output text: delta.content, else text.
 func (f *chunkFields) output() []byte {
@@ -66,7 +72,7 @@ type chunkParser struct {
 	depth int
 	stack []byte // open containers while skipping values
 
-	keyBuf, contentBuf, textBuf, finishBuf []byte
+	keyBuf, contentBuf, textBuf, finishBuf, objectBuf []byte
 
 	out chunkFields
 }
@@ -114,6 +120,10 @@ func (p *chunkParser) top() error {
 			p.ws()
 			p.out.errorObj = !p.isNull()
 			err = p.skipValue()
+		case "object":
+			var v []byte
+			v, err = p.stringField(&p.objectBuf)
+			p.out.objectErr = string(v) == "error"
 		default:
 			err = p.skipValue()
 		}

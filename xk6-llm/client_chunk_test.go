@@ -29,7 +29,7 @@ func chunkStrp(s string) *string { return &s }
 func chunkWantOf(f *chunkFields) chunkWant {
 	w := chunkWant{
 		Reasoning: f.reasoning, ToolCalls: f.toolCalls, Usage: f.usage,
-		Prompt: f.promptTokens, Compl: f.completionTokens, ErrorObj: f.errorObj,
+		Prompt: f.promptTokens, Compl: f.completionTokens, ErrorObj: f.isError(),
 		CarriesToken: f.carriesToken(), OutputForCount: string(f.output()),
 	}
 	if f.content != nil {
@@ -63,6 +63,9 @@ func refChunk(data []byte) (w chunkWant, ok bool) {
 		return w, false
 	}
 	if e, ok := top["error"]; ok && e != nil {
+		w.ErrorObj = true
+	}
+	if top["object"] == "error" {
 		w.ErrorObj = true
 	}
 	if u, ok := top["usage"].(map[string]any); ok {
@@ -152,6 +155,9 @@ func TestChunkParser(t *testing.T) {
 		{"second choice ignored", `{"choices":[{"delta":{}},{"delta":{"content":"b"}}]}`, chunkWant{}},
 		{"in-stream error", `{"error":{"message":"boom","code":500}}`, chunkWant{ErrorObj: true}},
 		{"error null", `{"error":null,"choices":[]}`, chunkWant{}},
+		{"older vllm in-stream error", `{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}`, chunkWant{ErrorObj: true}},
+		{"object not a string", `{"object":1,"choices":[]}`, chunkWant{}},
+		{"object error overridden", `{"object":"error","object":"chat.completion.chunk"}`, chunkWant{}},
 		{"whitespace everywhere", " {\n\"choices\" : [ { \"delta\" : { \"content\" : \"x\" } } ] } \r\n",
 			chunkWant{Content: chunkStrp("x"), CarriesToken: true, OutputForCount: "x"}},
 	}

@@ -127,7 +127,7 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 			c.fail(res, ClassProtocol, err)
 			return
 		}
-		if f.errorObj {
+		if f.isError() {
 			res.End = st.rd.at
 			class, msg := streamError(ev.Data)
 			c.fail(res, class, errors.New(msg))

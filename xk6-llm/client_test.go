@@ -369,6 +369,14 @@ func TestClientErrorClasses(t *testing.T) {
 			sseHeader(w)
 			writeSSE(w, contentChunk("a"), `{"error":{"message":"engine died","type":"InternalServerError","code":500}}`)
 		}, wantClass: ClassHTTP5xx, wantErr: "engine died", wantChunks: 1},
+		{name: "in-stream older vllm error", handler: func(w http.ResponseWriter, r *http.Request) {
+			sseHeader(w)
+			writeSSE(w, contentChunk("a"), `{"object":"error","message":"prompt too long","type":"BadRequestError","param":null,"code":400}`)
+		}, wantClass: ClassHTTP4xx, wantErr: "prompt too long", wantChunks: 1},
+		{name: "in-stream older vllm error 503", handler: func(w http.ResponseWriter, r *http.Request) {
+			sseHeader(w)
+			writeSSE(w, `{"object":"error","message":"engine dead","type":"ServiceUnavailableError","code":503}`, "[DONE]")
+		}, wantClass: ClassHTTP5xx, wantErr: "engine dead"},
 		{name: "request timeout", opts: ClientOptions{RequestTimeout: 200 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			writeSSE(w, contentChunk("a"))

@@ -92,6 +92,14 @@ type EngineConfig struct {
 	// it (live exporters, tracing). It runs on the request's goroutine,
 	// must be cheap, and must not keep res: the engine reuses it.
 	Observe func(res *Result)
+	// Scheduled, when set, is told of every request the schedule makes
+	// due, when its time comes (before it waits for a slot or is
+	// dropped), with its tags: endpoint, request class, and the Tagger's
+	// phase at the scheduled time. Live exporters compare it with the
+	// Results to show a client that cannot keep up. It runs on the
+	// pacer's or a session's goroutine, must be cheap, and must not keep
+	// tags.
+	Scheduled func(tags *Tags)
 }
 
 // RunStats is what Engine.Run reports besides the Results it recorded.
@@ -432,7 +440,7 @@ func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
 		if len(j.s.Turns) > 1 {
 			j.session = r.sessions.Add(1)
 		}
-		r.scheduled.Add(1)
+		r.noteScheduled(a.At, j.endpoint, j.s)
 		select {
 		case jobs <- j: // an idle worker took it
 		default:
@@ -520,7 +528,7 @@ func (r *run) runSession(hard context.Context, s *Session, session uint64, endpo
 			return end
 		}
 		seq := r.seq.Add(1) - 1
-		r.scheduled.Add(1)
+		r.noteScheduled(at, endpoint, s)
 		req = BuildRequest(r.cfg.Model, s, i+1, history)
 		res = r.newResult(seq, session, i+1, at, endpoint, s)
 	}
@@ -608,6 +616,20 @@ func (r *run) newResult(seq, session uint64, turn int, at time.Duration, endpoin
 	return res
 }
 
+// noteScheduled counts a request the schedule made due at at and tells
+// EngineConfig.Scheduled.
+func (r *run) noteScheduled(at time.Duration, endpoint int, s *Session) {
+	r.scheduled.Add(1)
+	if r.cfg.Scheduled == nil {
+		return
+	}
+	tags := Tags{Class: s.Class, Endpoint: r.e.targets[endpoint]}
+	if r.cfg.Tagger != nil {
+		r.cfg.Tagger(at, &tags)
+	}
+	r.cfg.Scheduled(&tags)
+}
+
 // releaseResult returns res to the pool once the Recorder is done with it.
 func (r *run) releaseResult(res *Result) {
 	itl := res.ITLMicros[:0]
@@ -660,7 +682,7 @@ func (r *run) virtualUser(hard context.Context, at time.Duration, rng *rand.Rand
 			session = r.sessions.Add(1)
 		}
 		seq := r.seq.Add(1) - 1
-		r.scheduled.Add(1)
+		r.noteScheduled(at, endpoint, s)
 		res := r.newResult(seq, session, 0, at, endpoint, s)
 		end := r.runSession(hard, s, session, endpoint, res, req)
 		at = end + c.ThinkTime.Sample(rng)

@@ -76,7 +76,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		Recorder: ropts,
 		Observe:  &oopts,
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
-			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr}
+			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
 			if u := obs.MetricsURL(); u != "" {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
 			}

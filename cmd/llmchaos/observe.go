@@ -132,6 +132,7 @@ type outPath struct{ flag, path string }
 // --html belong to each command's outputs (addOutFlag, parseOuts).
 type observeFlags struct {
 	MetricsListen  string
+	MetricsLinger  time.Duration
 	OTLPEndpoint   string
 	ScrapeInterval time.Duration
 	NoScrape       bool
@@ -139,13 +140,15 @@ type observeFlags struct {
 
 // defaultObserveFlags returns the flag defaults.
 func defaultObserveFlags() observeFlags {
-	return observeFlags{ScrapeInterval: scrape.DefaultInterval}
+	return observeFlags{ScrapeInterval: scrape.DefaultInterval, MetricsLinger: observe.DefaultLinger}
 }
 
 // add binds the flags to fs.
 func (f *observeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve the live llmchaos_* Prometheus metrics on this address while the run lasts, e.g. "+
 		telemetry.DefaultListen+` (":PORT" binds 127.0.0.1; port 0 picks a free one; the URL is printed)`)
+	fs.DurationVar(&f.MetricsLinger, "metrics-linger", f.MetricsLinger, "after the run, keep --metrics-listen up until a scraper has read the final values (llmchaos_threshold_ok), "+
+		"at most this long and at most two of its scrape intervals; skipped when nothing scraped it; 0 stops at once")
 	fs.StringVar(&f.OTLPEndpoint, "otlp-endpoint", "", "export one OpenTelemetry span per request (llm.request) to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318")
 	fs.DurationVar(&f.ScrapeInterval, "scrape-interval", f.ScrapeInterval, "interval of the server-side monitor, which scrapes each target's /metrics (vLLM's names) into the report")
 	fs.BoolVar(&f.NoScrape, "no-scrape", false, "do not scrape the targets' /metrics")
@@ -154,6 +157,7 @@ func (f *observeFlags) add(fs *pflag.FlagSet) {
 // observeConfig is the checked observability of a run.
 type observeConfig struct {
 	MetricsListen  string
+	MetricsLinger  time.Duration
 	RemoteWrite    string
 	OTLPEndpoint   string
 	Scrape         bool
@@ -164,7 +168,7 @@ type observeConfig struct {
 // prometheus-rw=URL ("" for none).
 func (f *observeFlags) config(fs *pflag.FlagSet, remoteWrite string) (observeConfig, []error) {
 	var errs []error
-	c := observeConfig{MetricsListen: f.MetricsListen, RemoteWrite: remoteWrite, OTLPEndpoint: f.OTLPEndpoint,
+	c := observeConfig{MetricsListen: f.MetricsListen, MetricsLinger: f.MetricsLinger, RemoteWrite: remoteWrite, OTLPEndpoint: f.OTLPEndpoint,
 		Scrape: !f.NoScrape, ScrapeInterval: f.ScrapeInterval}
 	if fs.Changed("metrics-listen") {
 		if f.MetricsListen == "" {
@@ -172,6 +176,9 @@ func (f *observeFlags) config(fs *pflag.FlagSet, remoteWrite string) (observeCon
 		} else if _, err := telemetry.ListenAddr(f.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-listen: %w", err))
 		}
+	}
+	if f.MetricsLinger < 0 || f.MetricsLinger > observe.MaxLinger {
+		errs = append(errs, fmt.Errorf("--metrics-linger %v: want 0 to %v", f.MetricsLinger, observe.MaxLinger))
 	}
 	if fs.Changed("otlp-endpoint") {
 		if _, err := tracing.TracesURL(f.OTLPEndpoint); err != nil {
@@ -200,7 +207,7 @@ func (c observeConfig) record(m map[string]any) {
 // against targets; the run adds its clock, its in-flight count and where
 // warnings go (a runner that owns its engine does that itself).
 func (c observeConfig) options(targets []string) observe.Options {
-	o := observe.Options{MetricsListen: c.MetricsListen, RemoteWriteURL: c.RemoteWrite, OTLPEndpoint: c.OTLPEndpoint}
+	o := observe.Options{MetricsListen: c.MetricsListen, Linger: c.MetricsLinger, RemoteWriteURL: c.RemoteWrite, OTLPEndpoint: c.OTLPEndpoint}
 	if c.Scrape {
 		o.ScrapeTargets, o.ScrapeInterval = targets, c.ScrapeInterval
 	}
@@ -212,6 +219,7 @@ func (c observeConfig) options(targets []string) observe.Options {
 type runObservers struct {
 	*observe.Observers
 	cmd    string // "llmchaos load", for messages
+	linger time.Duration
 	stderr io.Writer
 }
 
@@ -223,8 +231,9 @@ type runObservers struct {
 func (o *runObservers) finish(ctx context.Context, doc *report.Document) {
 	if doc != nil {
 		o.SetThresholds(doc.Thresholds)
+		o.SetLost(doc.Requests.Lost)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+o.linger)
 	defer cancel()
 	if cerr := o.Close(cctx); cerr != nil {
 		fmt.Fprintf(o.stderr, "%s: warning: %v\n", o.cmd, cerr)

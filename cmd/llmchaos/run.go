@@ -123,7 +123,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
-			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval,
+			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval, MetricsLinger: c.Observe.MetricsLinger,
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {

@@ -91,7 +91,7 @@ var _ pflag.Value = sizeFlag{}
 // addSimFlags binds the sim command's flags to o.
 func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	e := &o.Engine
-	fs.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (host:port)")
+	fs.StringVar(&o.Listen, "listen", o.Listen, `address to serve on (host:port; ":PORT" binds 127.0.0.1, give 0.0.0.0:PORT to serve every interface)`)
 	fs.StringVar(&e.Model, "model", e.Model, "served model name")
 	fs.StringVar(&e.Latency, "latency", e.Latency, "latency model: profile (Llama-3-8B on one H200) or constant (--ttft, --itl)")
 	fs.DurationVar(&e.TTFT, "ttft", e.TTFT, "constant latency: time to first token when nothing queues")
@@ -159,10 +159,15 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 	if err := o.Engine.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	_, port, err := net.SplitHostPort(o.Listen)
+	host, port, err := net.SplitHostPort(o.Listen)
 	pn, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || pn < 0 || pn > 65535 {
+	switch {
+	case err != nil || perr != nil || pn < 0 || pn > 65535:
 		bad("--listen %q: want host:port, e.g. 127.0.0.1:8000", o.Listen)
+	case host == "":
+		// Servers bind loopback unless told otherwise (DESIGN §6), as
+		// --metrics-listen does: ":8000" is not telling otherwise.
+		o.Listen = net.JoinHostPort("127.0.0.1", port)
 	}
 	if o.GPU < 0 {
 		bad("--gpu %d: must be 0 or more", o.GPU)

@@ -304,3 +304,29 @@ func TestSimCapacityMismatchIsUsageError(t *testing.T) {
 		t.Errorf("stderr = %q, want it to name --gpu-memory and the recorded 40.0 GiB", errb.String())
 	}
 }
+
+func TestSimListenDefaultsToLoopback(t *testing.T) {
+	tests := []struct{ listen, want string }{
+		{":8123", "127.0.0.1:8123"},
+		{":0", "127.0.0.1:0"},
+		{"0.0.0.0:8000", "0.0.0.0:8000"},
+		{"[::1]:8000", "[::1]:8000"},
+		{"localhost:8000", "localhost:8000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.listen, func(t *testing.T) {
+			o := defaultSimOptions()
+			fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+			addSimFlags(fs, &o)
+			if err := fs.Parse([]string{"--listen", tt.listen}); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.finish(fs); err != nil {
+				t.Fatal(err)
+			}
+			if o.Listen != tt.want {
+				t.Errorf("got %q, want %q", o.Listen, tt.want)
+			}
+		})
+	}
+}

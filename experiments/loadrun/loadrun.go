@@ -129,7 +129,10 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	rec := llm.NewRecorder(cfg.Recorder)
 	l := &Load{Clock: clock, Recorder: rec}
 
-	var observeResult func(*llm.Result)
+	var (
+		observeResult func(*llm.Result)
+		scheduled     func(*llm.Tags)
+	)
 	if cfg.Observe != nil {
 		opts := *cfg.Observe
 		opts.Clock, opts.RunStart = clock.Now, clock.Start()
@@ -138,12 +141,12 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		if err != nil {
 			return nil, &StageError{StageObservers, err}
 		}
-		l.Observers, observeResult = obs, obs.Observe
+		l.Observers, observeResult, scheduled = obs, obs.Observe, obs.Scheduled
 	}
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
-		Tagger: cfg.Tagger, Observe: observeResult,
+		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,
 	})
 	if err != nil {
 		if l.Observers != nil {

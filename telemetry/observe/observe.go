@@ -31,6 +31,11 @@ const (
 	// DefaultJob is the job label remote write adds to every series unless
 	// Options.ExternalLabels names another.
 	DefaultJob = "llmchaos"
+	// MaxLinger bounds Options.Linger.
+	MaxLinger = 5 * time.Minute
+	// DefaultLinger is the CLI's --metrics-linger: Prometheus's default
+	// scrape interval.
+	DefaultLinger = time.Minute
 )
 
 // Options says which observers to start. Every field is optional; a zero
@@ -41,6 +46,19 @@ type Options struct {
 	// picks a free one (see telemetry.ListenAddr); MetricsURL says where
 	// it ended up.
 	MetricsListen string
+	// Linger keeps the metrics endpoint up after the run, in Close, until
+	// a scraper has read the final values (llmchaos_threshold_ok): until a
+	// scrape that begins in Close is answered, for at most Linger and at
+	// most twice the interval seen between the last two scrapes. Skipped
+	// when nothing scraped the endpoint during the run. 0: no wait; at
+	// most MaxLinger.
+	Linger time.Duration
+	// Run and Experiment label every live series (run="…",
+	// experiment="…"), pushed or scraped, so that runs stay apart in one
+	// Prometheus. Run "" is the run clock's start in UTC
+	// (20060102T150405Z); Experiment "" leaves the label out.
+	Run        string
+	Experiment string
 	// RemoteWriteURL is a Prometheus remote write (v1) receiver, e.g.
 	// http://127.0.0.1:9090/api/v1/write; "" for none.
 	RemoteWriteURL string
@@ -111,7 +129,10 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("server monitor: %w", err))
 		}
 	}
-	for name, d := range map[string]time.Duration{"remote write interval": o.RemoteWriteInterval,
+	if o.Linger > MaxLinger {
+		errs = append(errs, fmt.Errorf("metrics linger %v is longer than %v", o.Linger, MaxLinger))
+	}
+	for name, d := range map[string]time.Duration{"metrics linger": o.Linger, "remote write interval": o.RemoteWriteInterval,
 		"scrape interval": o.ScrapeInterval, "in-flight interval": o.InFlightInterval} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v must not be negative", name, d))
@@ -135,6 +156,9 @@ func (o Options) withDefaults(start time.Time) Options {
 	if o.ScrapeInterval == 0 {
 		o.ScrapeInterval = scrape.DefaultInterval
 	}
+	if o.Run == "" {
+		o.Run = o.RunStart.UTC().Format("20060102T150405Z")
+	}
 	labels := map[string]string{"job": DefaultJob}
 	maps.Copy(labels, o.ExternalLabels)
 	o.ExternalLabels = labels
@@ -151,6 +175,7 @@ type Observers struct {
 	monitor  *scrape.Monitor     // nil without ScrapeTargets
 	targets  []string            // the monitor's endpoints, deduplicated
 	inFlight func() int64
+	linger   time.Duration
 	rwURL    string // as given, to redact from errors
 	otlpURL  string
 
@@ -170,7 +195,7 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults(time.Now())
-	o := &Observers{inFlight: opts.InFlight}
+	o := &Observers{inFlight: opts.InFlight, linger: opts.Linger}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	o.stop = stop
 	ok := false
@@ -188,7 +213,8 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 	}()
 
 	if opts.MetricsListen != "" || opts.RemoteWriteURL != "" {
-		exp, err := telemetry.New(telemetry.Options{}) // a registry of its own
+		exp, err := telemetry.New(telemetry.Options{ // a registry of its own
+			RunLabels: map[string]string{telemetry.LabelRun: opts.Run, telemetry.LabelExperiment: opts.Experiment}})
 		if err != nil {
 			return nil, fmt.Errorf("live metrics: %w", err)
 		}
@@ -296,6 +322,22 @@ func (o *Observers) Observe(res *llm.Result) {
 	}
 	if o.tracer != nil {
 		o.tracer.Record(res)
+	}
+}
+
+// Scheduled counts one request the schedule made due
+// (llmchaos_requests_scheduled_total): it fits llm.EngineConfig.Scheduled.
+func (o *Observers) Scheduled(tags *llm.Tags) {
+	if o.exporter != nil {
+		o.exporter.Scheduled(tags)
+	}
+}
+
+// SetLost sets llmchaos_requests_lost to the run's lost requests (the
+// report's requests.lost), once the run is over.
+func (o *Observers) SetLost(n int64) {
+	if o.exporter != nil {
+		o.exporter.SetLost(n)
 	}
 }
 
@@ -432,6 +474,7 @@ func (o *Observers) Close(ctx context.Context) error {
 		if o.exporter != nil && o.inFlight != nil {
 			o.exporter.SetInFlight(o.inFlight())
 		}
+		o.lingerForScrape(ctx)
 		o.stop()
 		o.wg.Wait()
 		var errs []error
@@ -451,6 +494,26 @@ func (o *Observers) Close(ctx context.Context) error {
 		o.closeErr = errors.Join(errs...)
 	})
 	return o.closeErr
+}
+
+// lingerForScrape keeps the endpoint up until a scrape that begins now is
+// answered (see Options.Linger), so that the final values, the thresholds'
+// verdicts above all, reach a scraper before the endpoint goes away.
+func (o *Observers) lingerForScrape(ctx context.Context) {
+	if o.server == nil || o.linger <= 0 {
+		return
+	}
+	n := o.server.Scrapes()
+	if n == 0 {
+		return // nothing scrapes this endpoint
+	}
+	wait := o.linger
+	if gap := o.server.ScrapeGap(); gap > 0 {
+		wait = min(wait, 2*gap)
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	o.server.WaitScrape(lctx, n)
 }
 
 // redactURL returns u with any password replaced (url.URL.Redacted); u as

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,8 +170,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"llmchaos_requests_total", map[string]string{"outcome": "ok", "class": ""}, 3},
-		{"llmchaos_requests_total", map[string]string{"outcome": "failed", "class": "http_5xx"}, 1},
+		{"llmchaos_requests_total", map[string]string{"outcome": "ok", "error_class": ""}, 3},
+		{"llmchaos_requests_total", map[string]string{"outcome": "failed", "error_class": "http_5xx"}, 1},
 		{"llmchaos_output_tokens_total", nil, 9},
 		{"llmchaos_fault_active", map[string]string{"fault": "kill-one", "type": "replica-kill"}, 1},
 		{"llmchaos_threshold_ok", map[string]string{"metric": "ttft"}, 0},
@@ -510,5 +511,102 @@ func TestOutlivesStartContext(t *testing.T) {
 	}
 	if err := o.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLiveSeriesLabels scrapes the endpoint over HTTP: every request series
+// carries the run, the experiment, the endpoint, the phase and the request
+// class, and errors their error_class.
+func TestLiveSeriesLabels(t *testing.T) {
+	o, err := Start(context.Background(), Options{MetricsListen: "127.0.0.1:0", Run: "r1", Experiment: "kill-one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close(context.Background())
+	tags := llm.Tags{Endpoint: "http://127.0.0.1:8001/v1", Phase: "fault", Class: "chat"}
+	o.Scheduled(&tags)
+	o.Scheduled(&tags)
+	res := okResult(1)
+	res.Tags = tags
+	o.Observe(res)
+	failed := &llm.Result{Scheduled: time.Second, Sent: 1500 * time.Millisecond, End: 2 * time.Second,
+		Outcome: llm.OutcomeFailed, Class: llm.ClassConnect, Tags: tags}
+	o.Observe(failed)
+	mfs := scrapeText(t, o.MetricsURL())
+	base := map[string]string{"run": "r1", "experiment": "kill-one", "endpoint": tags.Endpoint, "phase": "fault", "class": "chat"}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"llmchaos_requests_total", with("outcome", "ok", "error_class", ""), 1},
+		{"llmchaos_requests_total", with("outcome", "failed", "error_class", "connect"), 1},
+		{"llmchaos_requests_scheduled_total", base, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := value(mfs, tt.name, tt.labels)
+			if !ok || got != tt.want {
+				t.Errorf("%s%v: got %v (found %v), want %v", tt.name, tt.labels, got, ok, tt.want)
+			}
+		})
+	}
+	for _, name := range []string{"llmchaos_in_flight", "llmchaos_send_lag_seconds", "llmchaos_ttft_seconds"} {
+		labels := base
+		if name == "llmchaos_in_flight" {
+			labels = map[string]string{"run": "r1", "experiment": "kill-one"}
+		}
+		if _, ok := value(mfs, name, labels); !ok {
+			t.Errorf("%s: no series labelled %v", name, labels)
+		}
+	}
+}
+
+// TestThresholdOKScrapeableAfterTheRun: Close keeps the endpoint up until a
+// scrape that began after the run's end has read the verdicts.
+func TestThresholdOKScrapeableAfterTheRun(t *testing.T) {
+	o, err := Start(context.Background(), Options{MetricsListen: "127.0.0.1:0", Linger: MaxLinger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := o.MetricsURL()
+	scrapeText(t, u) // a scraper watches the run
+	o.ThresholdOK("ttft{phase:fault}", false)
+	closed := make(chan error, 1)
+	go func() { closed <- o.Close(context.Background()) }()
+	mfs := scrapeText(t, u) // the scraper's next visit, after the end
+	if got, ok := value(mfs, "llmchaos_threshold_ok", map[string]string{"metric": "ttft{phase:fault}"}); !ok || got != 0 {
+		t.Errorf("llmchaos_threshold_ok after the run: got %v (found %v), want 0", got, ok)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(u); err == nil {
+		resp.Body.Close()
+		t.Error("the endpoint still answers after Close")
+	}
+}
+
+// TestNoLingerWithoutScraper: an endpoint nobody scraped goes away at
+// once, whatever the linger.
+func TestNoLingerWithoutScraper(t *testing.T) {
+	o, err := Start(context.Background(), Options{MetricsListen: "127.0.0.1:0", Linger: MaxLinger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Close waited for a scraper that never came")
 	}
 }
