@@ -50,7 +50,7 @@ func TestRoundTripRealPrometheus(t *testing.T) {
 		want  float64
 	}{
 		{`llmchaos_requests_total{job="llmchaos",outcome="ok"}`, 10},
-		{`llmchaos_requests_total{outcome="failed",class="http_5xx"}`, 1},
+		{`llmchaos_requests_total{outcome="failed",error_class="http_5xx"}`, 1},
 		{`llmchaos_in_flight`, 4},
 		{`llmchaos_output_tokens_total`, 30},
 		{`llmchaos_fault_active{fault="kill-one",type="replica-kill"}`, 1},
