@@ -139,6 +139,11 @@ type SeriesRecord struct {
 	// Unit is the values' unit when known: "ratio" (0…1), "bytes",
 	// "seconds", "count".
 	Unit string `json:"unit,omitempty"`
+	// Engine is, for a server series, the inference engine whose metrics
+	// it was read from ("vllm", "sglang", "llama.cpp", "tgi",
+	// "triton-trtllm", or "unknown" for a page of none of them); the
+	// series carries vLLM's name whichever it was.
+	Engine string `json:"engine,omitempty"`
 	// Points are [t_s, value] pairs.
 	Points [][2]float64 `json:"points"`
 }

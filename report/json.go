@@ -166,6 +166,7 @@ type Counts struct {
 	Throttled      int64            `json:"throttled,omitempty"`
 	EmptyOutput    int64            `json:"empty_output,omitempty"`
 	UsageReported  int64            `json:"usage_reported,omitempty"`
+	UsageDiffers   int64            `json:"usage_differs,omitempty"`
 	UsageMismatch  int64            `json:"usage_mismatch,omitempty"`
 	NgramsTotal    int64            `json:"ngrams_total,omitempty"`
 	NgramsRepeated int64            `json:"ngrams_repeated,omitempty"`
@@ -330,7 +331,7 @@ func toCounts(c llm.Counts) Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers,
 	}
 	if m := c.ErrorsByClass(); len(m) > 0 {
 		out.ErrorsByClass = m
@@ -344,7 +345,7 @@ func fromCounts(c Counts) llm.Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers,
 	}
 	for k, n := range c.ErrorsByClass {
 		out.AddClass(llm.ErrorClass(k), n)

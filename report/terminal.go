@@ -166,7 +166,24 @@ func writeQuality(b *strings.Builder, d *Document) {
 	t.row("  usage mismatch rate", fmtPercent(q.UsageMismatchRate))
 	b.WriteByte('\n')
 	t.write(b)
+	writeUsageNote(b, d)
 	fmt.Fprintf(b, "\nin flight: max %d, mean %.2f\n", d.Concurrency.Max, d.Concurrency.Mean)
+}
+
+// writeUsageNote says, as information, how many requests counted a
+// number of content chunks other than usage.completion_tokens within the
+// tolerance (llm.UsageMismatch): normal for servers that merge tokens into
+// one chunk, and not part of the usage mismatch rate above.
+func writeUsageNote(b *strings.Builder, d *Document) {
+	sum := d.Summary()
+	if sum == nil {
+		return
+	}
+	c := sum.Counts(llm.TagFilter{})
+	if within := c.UsageDiffers - c.UsageMismatch; within > 0 {
+		fmt.Fprintf(b, "note: %d of %d requests with usage streamed a few chunks more or fewer than usage.completion_tokens "+
+			"(within max(2, 5%%)): information, not a mismatch; token counts use usage\n", within, c.UsageReported)
+	}
 }
 
 func writeThresholds(b *strings.Builder, d *Document) {

@@ -198,7 +198,7 @@ func TestRecorderRates(t *testing.T) {
 	a := recRes(Tags{}, at, 100, 1000, 10)
 	a.FinishReason, a.NgramsTotal, a.NgramsRepeated = "length", 8, 2
 	b := recRes(Tags{}, at, 100, 1000, 10)
-	b.ContentChunks, b.NgramsTotal = 9, 8
+	b.ContentChunks, b.NgramsTotal = 7, 8 // 3 chunks fewer than usage: beyond max(2, 5 %), a mismatch
 	c := recRes(Tags{}, at, 100, 1000, 0)
 	c.UsageReported, c.OutputChars, c.FirstToken = false, 0, 0
 	r.Record(a)

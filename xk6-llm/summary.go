@@ -3,6 +3,7 @@ package llm
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -80,7 +81,8 @@ type Counts struct {
 	Throttled      int64 // HTTP 429
 	EmptyOutput    int64 // ok with no content characters
 	UsageReported  int64 // results whose final chunk carried usage
-	UsageMismatch  int64 // usage reported and completion_tokens != content chunks
+	UsageDiffers   int64 // usage reported and completion_tokens != content chunks, by any amount (information)
+	UsageMismatch  int64 // usage reported and completion_tokens beyond UsageMismatch's tolerance of the content chunks
 	NgramsTotal    int64
 	NgramsRepeated int64
 	Good           int64 // ok requests that met every SLO given (0 when none given)
@@ -102,6 +104,7 @@ func (c *Counts) Add(o Counts) {
 	c.Throttled += o.Throttled
 	c.EmptyOutput += o.EmptyOutput
 	c.UsageReported += o.UsageReported
+	c.UsageDiffers += o.UsageDiffers
 	c.UsageMismatch += o.UsageMismatch
 	c.NgramsTotal += o.NgramsTotal
 	c.NgramsRepeated += o.NgramsRepeated
@@ -161,6 +164,9 @@ func (c *Counts) addResult(res *Result, good bool) {
 	if res.UsageReported {
 		c.UsageReported++
 		if res.OutputTokens != res.ContentChunks {
+			c.UsageDiffers++
+		}
+		if UsageMismatch(res.OutputTokens, res.ContentChunks) {
 			c.UsageMismatch++
 		}
 	}
@@ -176,6 +182,22 @@ func (c *Counts) addResult(res *Result, good bool) {
 		c.InputTokens += int64(inputTokenCount(res))
 		c.OutputTokens += int64(res.OutputTokenCount())
 	}
+}
+
+// UsageMismatch reports whether a request's usage.completion_tokens
+// (usageTokens) and the content chunks the client counted (chunks) differ
+// by more than the tolerance: more than 2 tokens and more than 5 % of
+// usageTokens, |usageTokens − chunks| > max(2, 0.05 × usageTokens).
+//
+// Smaller differences are normal and only information (Counts.UsageDiffers):
+// a server may put two tokens in one chunk, as llama-server does when a
+// multi-byte character is split across tokens (one chunk fewer than tokens
+// in a few per cent of its requests), or send a chunk without a token. The
+// token counts (output_tokens, tpot, throughput) use usage whenever the
+// server reported it, so such a difference changes none of them.
+func UsageMismatch(usageTokens, chunks int) bool {
+	d := math.Abs(float64(usageTokens - chunks))
+	return d > math.Max(2, 0.05*float64(usageTokens))
 }
 
 // inputTokenCount is usage.prompt_tokens when the server reported it, else
@@ -218,7 +240,8 @@ func (c *Counts) RepetitionRate() float64 { return ratio(c.NgramsRepeated, c.Ngr
 // EmptyOutputRate is ok requests without content / ok requests.
 func (c *Counts) EmptyOutputRate() float64 { return ratio(c.EmptyOutput, c.OK) }
 
-// UsageMismatchRate is usage mismatches / results that reported usage.
+// UsageMismatchRate is usage mismatches beyond the tolerance (see
+// UsageMismatch) / results that reported usage.
 func (c *Counts) UsageMismatchRate() float64 { return ratio(c.UsageMismatch, c.UsageReported) }
 
 // CancelRate is cancelled / finished.

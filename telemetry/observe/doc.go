@@ -52,13 +52,21 @@
 // # Server series
 //
 // ServerSeries folds the monitor's samples into report.SeriesRecord values
-// under vLLM's names, as the JSON report's schema spells them:
+// under vLLM's names, as the JSON report's schema spells them, whichever
+// engine served them (the scrape package's table maps SGLang's,
+// llama.cpp's, TGI's and Triton TensorRT-LLM's series onto them):
 //
-//	vllm:kv_cache_usage_perc     unit ratio (0–1)
-//	vllm:num_requests_running    unit count
-//	vllm:num_requests_waiting    unit count
-//	vllm:num_preemptions_total   unit count (a counter: the HTML report plots its rate)
-//	up                           1 scraped, 0 failed; kept only for a target whose scrape failed at least once
+//	vllm:kv_cache_usage_perc      unit ratio (0–1)
+//	vllm:num_requests_running     unit count
+//	vllm:num_requests_waiting     unit count
+//	vllm:num_preemptions_total    unit count (a counter: the HTML report plots its rate)
+//	vllm:prompt_tokens_total      unit count (a counter)
+//	vllm:generation_tokens_total  unit count (a counter)
+//	up                            1 scraped, 0 failed; kept only for a target whose scrape failed at least once
+//
+// Each series' Engine names the engine its target was last recognised as
+// (empty for a target never scraped successfully). A target whose page has
+// no series of a known engine gets one warning through Options.Warn.
 //
 // A series' endpoint is the target's base URL with any password replaced,
 // and is left empty when the run has a single target.

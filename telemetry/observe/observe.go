@@ -235,7 +235,8 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 				o.targets = append(o.targets, t)
 			}
 		}
-		warned := make(map[string]bool) // OnError runs on Run's goroutine only
+		warned := make(map[string]bool)        // OnError runs on Run's goroutine only
+		warnedUnknown := make(map[string]bool) // so does OnEngine
 		mon, err := scrape.New(scrape.Options{
 			Endpoints: o.targets, Interval: opts.ScrapeInterval, Now: opts.Clock,
 			OnError: func(endpoint string, err error) {
@@ -245,6 +246,14 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 				warned[endpoint] = true
 				opts.Warn(fmt.Errorf("server monitor: %s: %s; the run goes on without this target's server metrics",
 					redactURL(endpoint), redactText(err.Error(), endpoint)))
+			},
+			OnEngine: func(endpoint, engine string) {
+				if engine != scrape.EngineUnknown || opts.Warn == nil || warnedUnknown[endpoint] {
+					return
+				}
+				warnedUnknown[endpoint] = true
+				opts.Warn(fmt.Errorf("server monitor: %s: its /metrics has no series of a known engine (%s); "+
+					"the run goes on with only this target's up series", redactURL(endpoint), strings.Join(scrape.Engines(), ", ")))
 			},
 		})
 		if err != nil {
@@ -422,13 +431,15 @@ func (o *Observers) Samples() []scrape.Sample {
 }
 
 // vllmNames maps a sample name to the name and unit of its series in the
-// report.
+// report: vLLM's, whichever engine the samples came from.
 var vllmNames = map[string][2]string{
-	scrape.KVCacheUsage:    {"vllm:kv_cache_usage_perc", "ratio"},
-	scrape.RequestsRunning: {"vllm:num_requests_running", "count"},
-	scrape.RequestsWaiting: {"vllm:num_requests_waiting", "count"},
-	scrape.Preemptions:     {"vllm:num_preemptions_total", "count"},
-	scrape.Up:              {"up", ""},
+	scrape.KVCacheUsage:     {"vllm:kv_cache_usage_perc", "ratio"},
+	scrape.RequestsRunning:  {"vllm:num_requests_running", "count"},
+	scrape.RequestsWaiting:  {"vllm:num_requests_waiting", "count"},
+	scrape.Preemptions:      {"vllm:num_preemptions_total", "count"},
+	scrape.PromptTokens:     {"vllm:prompt_tokens_total", "count"},
+	scrape.GenerationTokens: {"vllm:generation_tokens_total", "count"},
+	scrape.Up:               {"up", ""},
 }
 
 // ServerSeries returns the monitor's samples taken up to end on the run
@@ -454,12 +465,21 @@ func (o *Observers) ServerSeries(end time.Duration) []report.SeriesRecord {
 		}
 		out = report.AddPoint(out, ep, nu[0], s.At, s.Value)
 	}
+	engines := make(map[string]string) // by series endpoint as written
+	for _, t := range o.targets {
+		ep := ""
+		if len(o.targets) > 1 {
+			ep = redactURL(t)
+		}
+		engines[ep] = o.monitor.Engine(t)
+	}
 	for i := range out {
 		for _, nu := range vllmNames {
 			if nu[0] == out[i].Name {
 				out[i].Unit = nu[1]
 			}
 		}
+		out[i].Engine = engines[out[i].Endpoint]
 	}
 	return out
 }

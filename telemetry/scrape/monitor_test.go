@@ -77,8 +77,8 @@ func TestParse(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err: got %v, want error %v", err, tt.wantErr)
 			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) && !(tt.wantErr && got == nil) {
-				t.Errorf("got %v, want %v", got, tt.want)
+			if fmt.Sprint(got.Values) != fmt.Sprint(tt.want) && !(tt.wantErr && got.Values == nil) {
+				t.Errorf("got %v, want %v", got.Values, tt.want)
 			}
 		})
 	}
