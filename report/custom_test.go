@@ -129,7 +129,7 @@ func TestCustomMetricsFlowEverywhere(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"llmchaos_tool_latency_seconds_count", "llmchaos_answer_ok_total{class=\"\",fault=\"\",ok=\"true\",phase=\"baseline\"} 75"} {
+	for _, want := range []string{"llmchaos_tool_latency_seconds_count", "llmchaos_answer_ok_total{class=\"\",endpoint=\"\",fault=\"\",ok=\"true\",phase=\"baseline\"} 75"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("exporter output lacks %s", want)
 		}
