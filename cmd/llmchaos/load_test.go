@@ -87,7 +87,7 @@ func TestLoadFlagErrors(t *testing.T) {
 		{"nothing given", []string{"load"},
 			[]string{"--target is required", "--model is required", "no load shape", "--rate", "--concurrency", "no workload: choose --workload"}},
 		{"two load shapes", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--concurrency", "2", "--duration", "1s", "--workload", "chat"},
-			[]string{"--rate, --concurrency are all set"}},
+			[]string{"--rate and --concurrency conflict"}},
 		{"no end", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--workload", "chat"},
 			[]string{"set --duration or --requests"}},
 		{"bad values everywhere", []string{"load", "--target", "localhost:8000", "--model", "m", "--rate", "5", "--duration", "1s",
@@ -109,6 +109,8 @@ func TestLoadFlagErrors(t *testing.T) {
 			[]string{"no workload: choose --workload", "--cancel-rate needs --cancel-after-tokens or --cancel-after"}},
 		{"shared prefixes twice", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--duration", "1s", "--workload", "chat",
 			"--shared-prefixes", "2:100", "--prefix-count", "3"}, []string{"--shared-prefixes and --prefix-count"}},
+		{"a range as LO-HI", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--duration", "1s",
+			"--output-tokens", "128-256"}, []string{"--output-tokens", "uniform:LO:HI"}},
 		{"unparsable number", []string{"load", "--rate", "fast"}, []string{"--rate"}},
 		{"unknown flag", []string{"load", "--rps", "5"}, []string{"--rps"}},
 		{"positional argument", []string{"load", "extra"}, []string{"extra"}},
@@ -123,6 +125,9 @@ func TestLoadFlagErrors(t *testing.T) {
 				if !strings.Contains(errs, w) {
 					t.Errorf("stderr does not mention %q:\n%s", w, errs)
 				}
+			}
+			if tt.name == "a range as LO-HI" && strings.Contains(errs, "no workload") {
+				t.Errorf("a flag that did not parse is followed by a \"no workload\" line:\n%s", errs)
 			}
 			if strings.Contains(errs, "NoColonHere") {
 				t.Errorf("stderr repeats a malformed header's value, which may be a credential:\n%s", errs)
