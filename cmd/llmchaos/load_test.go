@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,5 +496,40 @@ func TestIsTerminal(t *testing.T) {
 		if isTerminal(w) {
 			t.Errorf("isTerminal(%s) = true, want false", name)
 		}
+	}
+}
+
+// TestLoadPreflight: a model the server does not serve stops the load
+// before it starts, with the server's message and exit 2; --no-preflight
+// runs it anyway (every request then fails, and with no threshold the
+// run has no verdict and exits 0).
+func TestLoadPreflight(t *testing.T) {
+	var chats atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"served-model","object":"model"}]}`)
+		case "/v1/chat/completions":
+			chats.Add(1)
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"object":"error","message":"The model `+"`llmchaos-sim`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	code, stdout, stderr := run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5")...)
+	if code != ExitUsage || !strings.Contains(stderr, "The model `llmchaos-sim` does not exist.") || !strings.Contains(stderr, "it serves served-model") {
+		t.Fatalf("exit %d, want %d with the server's message; stderr:\n%s\nstdout:\n%s", code, ExitUsage, stderr, stdout)
+	}
+	if chats.Load() != 1 {
+		t.Errorf("%d requests sent, want the check's one", chats.Load())
+	}
+	code, stdout, stderr = run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5", "--no-preflight")...)
+	if code != ExitOK {
+		t.Fatalf("--no-preflight: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitOK, stderr, stdout)
+	}
+	if chats.Load() != 6 {
+		t.Errorf("--no-preflight: %d requests sent in all, want 1 + 5", chats.Load())
 	}
 }
