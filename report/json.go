@@ -36,9 +36,9 @@ type Document struct {
 	// Experiment is the experiment file the run executed (llmchaos run);
 	// absent for a plain load.
 	Experiment *Experiment `json:"experiment,omitempty"`
-	// Verdict is VerdictPass, VerdictFail or VerdictAborted (see Verdict).
-	// Build sets VerdictPass; SetThresholds and Evaluate set it from the
-	// thresholds' outcomes.
+	// Verdict is VerdictPass, VerdictFail, VerdictAborted or VerdictNone
+	// (no thresholds; see Verdict). Build sets VerdictNone; SetThresholds
+	// and Evaluate set it from the thresholds' outcomes.
 	Verdict string `json:"verdict"`
 	// Thresholds holds one entry per threshold expression evaluated, in
 	// order; empty (never null) when none was given.
@@ -252,7 +252,7 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		ToolVersion:   meta.ToolVersion,
 		Name:          meta.Name,
 		StartedAt:     meta.StartedAt,
-		Verdict:       VerdictPass,
+		Verdict:       VerdictNone,
 		Thresholds:    []ThresholdResult{},
 		DurationS:     sum.Duration.Seconds(),
 		Seed:          meta.Seed,

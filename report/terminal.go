@@ -190,10 +190,12 @@ func writeThresholds(b *strings.Builder, d *Document) {
 	switch d.Verdict {
 	case VerdictPass:
 		if n == 0 {
-			b.WriteString("verdict: PASS (no thresholds)\n")
+			b.WriteString("verdict: PASS (no thresholds)\n") // a report of an earlier version
 		} else {
 			fmt.Fprintf(b, "verdict: PASS (%s held)\n", plural(n, "threshold"))
 		}
+	case VerdictNone:
+		b.WriteString("verdict: no thresholds — no verdict\n")
 	case VerdictFail:
 		fmt.Fprintf(b, "verdict: FAIL (%d of %s failed)\n", failed, plural(n, "threshold"))
 	case VerdictAborted:

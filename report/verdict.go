@@ -10,8 +10,8 @@ import (
 
 // Verdicts, as the JSON report's `verdict` field writes them.
 const (
-	// VerdictPass means every threshold held (or none was given) and the
-	// run was not aborted: exit code 0.
+	// VerdictPass means every threshold held and the run was not
+	// aborted: exit code 0.
 	VerdictPass = "pass"
 	// VerdictFail means at least one threshold failed: exit code 99, as k6.
 	VerdictFail = "fail"
@@ -19,6 +19,10 @@ const (
 	// or the runner's own) ended the run early: exit code 98. It wins over
 	// the thresholds' outcomes, which describe a truncated run.
 	VerdictAborted = "aborted"
+	// VerdictNone means no threshold was given: the run was measured but
+	// not judged ("no thresholds — no verdict"), exit code 0. Reports of
+	// earlier versions wrote VerdictPass for such a run.
+	VerdictNone = "none"
 )
 
 // Verdict returns the run's verdict from its thresholds' outcomes and
@@ -29,6 +33,8 @@ func Verdict(outs assertions.Outcomes, aborted bool) string {
 		return VerdictAborted
 	case !outs.OK():
 		return VerdictFail
+	case len(outs) == 0:
+		return VerdictNone
 	}
 	return VerdictPass
 }
