@@ -57,6 +57,10 @@ type RecorderOptions struct {
 	// Metrics is the run's metric table; AddSample accepts samples of the
 	// custom metrics registered in it. Nil: no custom metrics.
 	Metrics *metrics.Registry
+	// IgnoreEOS says the requests asked for exactly max_tokens (vLLM's
+	// ignore_eos): finish_reason length is then what was asked for, and
+	// not counted as truncation.
+	IgnoreEOS bool
 }
 
 // Recorder turns Results into HDR histograms and counters per tag tuple and
@@ -74,15 +78,16 @@ type RecorderOptions struct {
 // and RequestEnded when that request gives up its in-flight slot; they feed
 // the in-flight gauge and the "sent" count that makes lost requests visible.
 type Recorder struct {
-	mu     sync.Mutex
-	slo    SLO
-	reqs   *RequestWriter
-	tuples []*TupleStats
-	index  map[Tags]*TupleStats
-	last   *TupleStats
-	series *Series
-	reg    *metrics.Registry
-	gseq   uint64 // gauge samples added, orders Sink.Last across tuples
+	mu        sync.Mutex
+	slo       SLO
+	ignoreEOS bool
+	reqs      *RequestWriter
+	tuples    []*TupleStats
+	index     map[Tags]*TupleStats
+	last      *TupleStats
+	series    *Series
+	reg       *metrics.Registry
+	gseq      uint64 // gauge samples added, orders Sink.Last across tuples
 
 	sent        int64
 	inflight    int64
@@ -94,11 +99,12 @@ type Recorder struct {
 // NewRecorder returns an empty Recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
 	return &Recorder{
-		slo:    opts.SLO,
-		reqs:   opts.SaveRequests,
-		index:  make(map[Tags]*TupleStats),
-		series: newSeries(true),
-		reg:    opts.Metrics,
+		slo:       opts.SLO,
+		ignoreEOS: opts.IgnoreEOS,
+		reqs:      opts.SaveRequests,
+		index:     make(map[Tags]*TupleStats),
+		series:    newSeries(true),
+		reg:       opts.Metrics,
 	}
 }
 
@@ -183,9 +189,9 @@ func (r *Recorder) Record(res *Result) {
 	r.series.end = max(r.series.end, r.now)
 
 	t := r.tuple(res.Tags)
-	t.Counts.addResult(res, good)
+	t.Counts.addResult(res, good, r.ignoreEOS)
 	row := r.series.row(sec)
-	row.c.addResult(res, good)
+	row.c.addResult(res, good, r.ignoreEOS)
 	sh := r.series.beginHists(sec)
 	defer r.series.endHists(sec, sh)
 

@@ -75,7 +75,7 @@ type Counts struct {
 
 	byClass [numClassSlots]int64 // failed and cancelled results by ErrorClass
 
-	Truncated      int64 // finish_reason == "length"
+	Truncated      int64 // finish_reason == "length", unless ignore_eos asked for it
 	Rejected       int64 // HTTP 400, 413 or 422
 	Throttled      int64 // HTTP 429
 	EmptyOutput    int64 // ok with no content characters
@@ -127,8 +127,10 @@ func (c *Counts) ErrorsByClass() map[string]int64 {
 	return m
 }
 
-// addResult counts one result. good says whether it met every SLO.
-func (c *Counts) addResult(res *Result, good bool) {
+// addResult counts one result. good says whether it met every SLO;
+// lengthAsked that the run asked for max_tokens (ignore_eos), so that
+// finish_reason length is no truncation.
+func (c *Counts) addResult(res *Result, good, lengthAsked bool) {
 	switch res.Outcome {
 	case OutcomeOK:
 		c.OK++
@@ -155,7 +157,7 @@ func (c *Counts) addResult(res *Result, good bool) {
 	case 429:
 		c.Throttled++
 	}
-	if res.FinishReason == "length" {
+	if res.FinishReason == "length" && !lengthAsked {
 		c.Truncated++
 	}
 	if res.UsageReported {

@@ -146,7 +146,9 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		return nil, &StageError{StageClient, err}
 	}
 	defer client.Close()
-	rec := llm.NewRecorder(cfg.Recorder)
+	ropts := cfg.Recorder
+	ropts.IgnoreEOS = ropts.IgnoreEOS || cfg.Workload.IgnoreEOS
+	rec := llm.NewRecorder(ropts)
 	l := &Load{Clock: clock, Recorder: rec}
 
 	var observeResult func(*llm.Result)

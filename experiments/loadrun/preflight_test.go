@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -147,5 +148,30 @@ func TestRunPreflight(t *testing.T) {
 	}
 	if got := calls.Load(); got != 1+int64(l.Stats.Scheduled) || l.Stats.Scheduled != 10 {
 		t.Errorf("%d requests sent with %d scheduled, want the 10 of the load after the check's 1", got, l.Stats.Scheduled)
+	}
+}
+
+// TestRunIgnoreEOSIsNoTruncation: with ignore_eos, finish_reason length
+// is what the run asked for: the truncation rate stays 0; without it,
+// every such request counts as truncated.
+func TestRunIgnoreEOSIsNoTruncation(t *testing.T) {
+	for _, tt := range []struct {
+		ignoreEOS bool
+		want      float64
+	}{{false, 1}, {true, 0}} {
+		var calls atomic.Int64
+		cfg := testConfig(vllmLike(t, []string{"m"}, 404, &calls) + "/v1")
+		cfg.Workload.IgnoreEOS = tt.ignoreEOS
+		l, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := l.Document(report.Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Quality.TruncationRate; got != tt.want || doc.Requests.OK != 10 {
+			t.Errorf("ignore_eos %v: truncation rate %v over %d ok, want %v over 10", tt.ignoreEOS, got, doc.Requests.OK, tt.want)
+		}
 	}
 }
