@@ -81,6 +81,7 @@ type Recorder struct {
 	mu        sync.Mutex
 	slo       SLO
 	ignoreEOS bool
+	errMsgs   map[ErrorClass]map[string]int64 // failed results' texts by class, bounded
 	reqs      *RequestWriter
 	tuples    []*TupleStats
 	index     map[Tags]*TupleStats
@@ -190,6 +191,9 @@ func (r *Recorder) Record(res *Result) {
 
 	t := r.tuple(res.Tags)
 	t.Counts.addResult(res, good, r.ignoreEOS)
+	if res.Outcome == OutcomeFailed && res.Err != "" {
+		r.countErrMsg(res.Class, res.Err)
+	}
 	row := r.series.row(sec)
 	row.c.addResult(res, good, r.ignoreEOS)
 	sh := r.series.beginHists(sec)
@@ -353,5 +357,44 @@ func (r *Recorder) Finish(end time.Duration) *Summary {
 	}
 	sum := NewSummary(end, r.sent, r.slo, conc, tuples, series)
 	sum.Metrics = r.reg
+	sum.TopErrors = r.topErrors()
 	return sum
+}
+
+// maxErrMsgs bounds the distinct error texts kept per class: past it, only
+// the texts already seen are counted.
+const maxErrMsgs = 64
+
+// countErrMsg counts one failed result's error text. Called with r.mu held.
+func (r *Recorder) countErrMsg(cl ErrorClass, msg string) {
+	if r.errMsgs == nil {
+		r.errMsgs = make(map[ErrorClass]map[string]int64)
+	}
+	m := r.errMsgs[cl]
+	if m == nil {
+		m = make(map[string]int64)
+		r.errMsgs[cl] = m
+	}
+	if _, ok := m[msg]; ok || len(m) < maxErrMsgs {
+		m[msg]++
+	}
+}
+
+// topErrors is the most frequent error text of each class (the first in
+// byte order among equals). Called with r.mu held.
+func (r *Recorder) topErrors() map[ErrorClass]TopError {
+	if len(r.errMsgs) == 0 {
+		return nil
+	}
+	out := make(map[ErrorClass]TopError, len(r.errMsgs))
+	for cl, m := range r.errMsgs {
+		var top TopError
+		for msg, n := range m {
+			if n > top.Count || (n == top.Count && msg < top.Message) {
+				top = TopError{Message: msg, Count: n}
+			}
+		}
+		out[cl] = top
+	}
+	return out
 }

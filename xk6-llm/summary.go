@@ -414,6 +414,15 @@ type Summary struct {
 	// Metrics is the run's metric table, with its custom metrics; nil when
 	// the run had none.
 	Metrics *metrics.Registry
+	// TopErrors holds, per error class, the most frequent error text of the
+	// failed results (nil when none failed with a text).
+	TopErrors map[ErrorClass]TopError
+}
+
+// TopError is an error text and how many failed results carried it.
+type TopError struct {
+	Message string
+	Count   int64
 }
 
 // Custom merges the samples of custom metric name over the tuples f
