@@ -92,6 +92,11 @@ type Options struct {
 	// a guard process outlives the runner and replays the journal if the
 	// runner dies without ending the run (kill -9, a crash); see guard.
 	NoGuard bool
+	// NoPreflight skips the load's pre-flight check of the endpoints
+	// (loadrun.Preflight): by default a model the endpoints do not serve,
+	// a wrong path or a refused key ends the run before any fault with a
+	// *loadrun.PreflightError.
+	NoPreflight bool
 	// Observe is the run's observability (live metrics, remote write,
 	// tracing, server monitor); the zero value observes nothing.
 	Observe ObserveOptions

@@ -201,6 +201,8 @@ func (v *htmlView) verdict(d *Document) {
 		if n > 0 {
 			v.VerdictDetail = "every threshold held (" + plural(n, "threshold") + ")"
 		}
+	case VerdictNone:
+		v.VerdictClass, v.VerdictWord, v.VerdictDetail = "unknown", "NO VERDICT", "no thresholds were given"
 	case VerdictFail:
 		v.VerdictClass, v.VerdictWord = "fail", "FAIL"
 		v.VerdictDetail = fmt.Sprintf("%d of %s failed", failed, plural(n, "threshold"))

@@ -299,7 +299,7 @@ func TestHTMLPlainLoadAndEmpty(t *testing.T) {
 			doc:    load,
 			ids:    []string{"plot-ttft", "plot-errors", "plot-inflight", "phases", "thresholds", "details", "config"},
 			absent: []string{"plot-server-kv", "recovery", "faults", "steady-state", "events", "experiment", "alerts"},
-			banner: "banner pass",
+			banner: "banner unknown", // no thresholds: no verdict
 			// Phases from the tags alone: no times, figures per tag.
 			inPage: []string{"no thresholds were given", "Configuration (secrets removed)", "[REDACTED]"},
 		},

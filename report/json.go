@@ -36,9 +36,9 @@ type Document struct {
 	// Experiment is the experiment file the run executed (llmchaos run);
 	// absent for a plain load.
 	Experiment *Experiment `json:"experiment,omitempty"`
-	// Verdict is VerdictPass, VerdictFail or VerdictAborted (see Verdict).
-	// Build sets VerdictPass; SetThresholds and Evaluate set it from the
-	// thresholds' outcomes.
+	// Verdict is VerdictPass, VerdictFail, VerdictAborted or VerdictNone
+	// (no thresholds; see Verdict). Build sets VerdictNone; SetThresholds
+	// and Evaluate set it from the thresholds' outcomes.
 	Verdict string `json:"verdict"`
 	// Abort says why an aborted run ended early (its cause: a stop
 	// condition, a signal, a steady state that did not hold, an error);
@@ -76,6 +76,11 @@ type Document struct {
 	// CustomMetrics lists the run's custom metrics (registered at run time)
 	// with their run-wide figures; absent when there were none.
 	CustomMetrics []CustomMetric `json:"custom_metrics,omitempty"`
+	// ClientSaturated is true when the load generator itself could not keep
+	// to its schedule (see Saturation): the figures then understate the load
+	// asked for. ClientSaturatedReason says which bound was crossed.
+	ClientSaturated       bool   `json:"client_saturated"`
+	ClientSaturatedReason string `json:"client_saturated_reason,omitempty"`
 
 	run *llm.Summary
 }
@@ -98,7 +103,21 @@ type Requests struct {
 	Dropped       int64            `json:"dropped"`
 	Lost          int64            `json:"lost"`
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	// TopErrors holds, per error class, its most frequent error message
+	// (cut to MaxErrorMessage characters) and how many failed requests
+	// carried it; absent when none failed with a message.
+	TopErrors map[string]TopError `json:"top_errors,omitempty"`
 }
+
+// TopError is the most frequent error message of a class.
+type TopError struct {
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
+}
+
+// MaxErrorMessage is the most characters of an error message a report
+// keeps.
+const MaxErrorMessage = 120
 
 // Stats summarises one metric's distribution (ms for latencies, tokens for
 // token counts).
@@ -257,7 +276,7 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		ToolVersion:   meta.ToolVersion,
 		Name:          meta.Name,
 		StartedAt:     meta.StartedAt,
-		Verdict:       VerdictPass,
+		Verdict:       VerdictNone,
 		Thresholds:    []ThresholdResult{},
 		DurationS:     sum.Duration.Seconds(),
 		Seed:          meta.Seed,
@@ -266,6 +285,7 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 			Scheduled: req.Scheduled, Sent: req.Sent, OK: req.OK, Failed: req.Failed,
 			Cancelled: req.Cancelled, Dropped: req.Dropped, Lost: req.Lost,
 			ErrorsByClass: req.ErrorsByClass,
+			TopErrors:     topErrors(sum.TopErrors),
 		},
 		Throughput: Throughput{
 			RequestsPerS:     tp.RequestsPerS,
@@ -302,6 +322,8 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		return nil, err
 	}
 	d.CustomMetrics = customMetrics(sum)
+	d.ClientSaturatedReason = Saturation(d.Requests, d.Metrics.SendLagMs)
+	d.ClientSaturated = d.ClientSaturatedReason != ""
 	return d, nil
 }
 
@@ -481,4 +503,50 @@ func WriteFileWith(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	return nil
+}
+
+// topErrors converts the run's most frequent error texts for the report,
+// cut to MaxErrorMessage characters and with secrets removed.
+func topErrors(m map[llm.ErrorClass]llm.TopError) map[string]TopError {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]TopError, len(m))
+	for cl, e := range m {
+		msg := redactString(e.Message)
+		if r := []rune(msg); len(r) > MaxErrorMessage {
+			msg = string(r[:MaxErrorMessage-1]) + "…"
+		}
+		out[string(cl)] = TopError{Message: msg, Count: e.Count}
+	}
+	return out
+}
+
+// Bounds past which the client counts as saturated (Saturation).
+const (
+	// SaturationSentShare is the least share of the requests the schedule
+	// meant to send (scheduled less dropped) that must have been sent.
+	SaturationSentShare = 0.95
+	// SaturationLagP50Ms and SaturationLagP99Ms bound the send lag, the
+	// delay from a request's scheduled time to its send.
+	SaturationLagP50Ms = 10.0
+	SaturationLagP99Ms = 100.0
+)
+
+// Saturation says why the client could not keep to its schedule, or ""
+// when it did: fewer than SaturationSentShare of the requests to send
+// were sent, or the send lag's median exceeded SaturationLagP50Ms or its
+// p99 SaturationLagP99Ms. A dropped request (--on-saturation drop) is the
+// cap on requests in flight at work, not the client falling behind.
+func Saturation(r Requests, lag Stats) string {
+	toSend := r.Scheduled - r.Dropped
+	switch {
+	case toSend > 0 && float64(r.Sent) < SaturationSentShare*float64(toSend):
+		return fmt.Sprintf("sent %d of %d scheduled requests (under %.0f%%)", r.Sent, toSend, SaturationSentShare*100)
+	case lag.Count > 0 && lag.P50 > SaturationLagP50Ms:
+		return fmt.Sprintf("send lag p50 %s (over %s)", fmtMs(lag.P50), fmtMs(SaturationLagP50Ms))
+	case lag.Count > 0 && lag.P99 > SaturationLagP99Ms:
+		return fmt.Sprintf("send lag p99 %s (over %s)", fmtMs(lag.P99), fmtMs(SaturationLagP99Ms))
+	}
+	return ""
 }

@@ -289,8 +289,8 @@ func TestSchemaFields(t *testing.T) {
 			t.Errorf("metrics.ttft_ms.%s missing", k)
 		}
 	}
-	if th, ok := m["thresholds"].([]any); !ok || len(th) != 0 || m["verdict"] != "pass" {
-		t.Errorf("thresholds = %#v, verdict = %#v: want [] and pass for a run built without thresholds", m["thresholds"], m["verdict"])
+	if th, ok := m["thresholds"].([]any); !ok || len(th) != 0 || m["verdict"] != "none" {
+		t.Errorf("thresholds = %#v, verdict = %#v: want [] and none for a run built without thresholds", m["thresholds"], m["verdict"])
 	}
 	if m["schema_version"] != 1.0 || m["started_at"] != "2026-03-14T15:09:26Z" || m["seed"] != 42.0 || m["duration_s"] != 4.0 {
 		t.Errorf("header = %v %v %v %v", m["schema_version"], m["started_at"], m["seed"], m["duration_s"])

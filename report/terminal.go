@@ -87,20 +87,20 @@ func statsCells(name string, s Stats, f func(float64) string) []string {
 
 func writeRequests(b *strings.Builder, d *Document) {
 	r := d.Requests
-	finished := r.OK + r.Failed + r.Cancelled
 	share := func(n, of int64) string {
 		if of == 0 {
 			return ""
 		}
 		return fmtPercent(float64(n) / float64(of))
 	}
+	// Every share is of the scheduled requests, so that they add up.
 	t := newTable("lrr")
-	t.row("requests", "", "")
+	t.row("requests", "", "of scheduled")
 	t.row("  scheduled", strconv.FormatInt(r.Scheduled, 10), "")
-	t.row("  sent", strconv.FormatInt(r.Sent, 10), "")
-	t.row("  ok", strconv.FormatInt(r.OK, 10), share(r.OK, finished))
-	t.row("  failed", strconv.FormatInt(r.Failed, 10), share(r.Failed, finished))
-	t.row("  cancelled", strconv.FormatInt(r.Cancelled, 10), share(r.Cancelled, finished))
+	t.row("  sent", strconv.FormatInt(r.Sent, 10), share(r.Sent, r.Scheduled))
+	t.row("  ok", strconv.FormatInt(r.OK, 10), share(r.OK, r.Scheduled))
+	t.row("  failed", strconv.FormatInt(r.Failed, 10), share(r.Failed, r.Scheduled))
+	t.row("  cancelled", strconv.FormatInt(r.Cancelled, 10), share(r.Cancelled, r.Scheduled))
 	t.row("  dropped", strconv.FormatInt(r.Dropped, 10), share(r.Dropped, r.Scheduled))
 	lost := strconv.FormatInt(r.Lost, 10)
 	if r.Lost != 0 {
@@ -119,6 +119,11 @@ func writeRequests(b *strings.Builder, d *Document) {
 		}
 	}
 	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
+	for _, cl := range llm.ErrorClasses {
+		if e, ok := r.TopErrors[string(cl)]; ok {
+			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
+		}
+	}
 }
 
 func writeThroughput(b *strings.Builder, d *Document) {
@@ -134,6 +139,12 @@ func writeThroughput(b *strings.Builder, d *Document) {
 	}
 	b.WriteByte('\n')
 	t.write(b)
+	in, out := d.Metrics.InputTokens, d.Metrics.OutputTokens
+	fmt.Fprintf(b, "totals: %d requests (%d ok), %.0f input tokens, %.0f output tokens in %s\n",
+		d.Requests.Scheduled, d.Requests.OK, math.Round(in.Mean*float64(in.Count)), math.Round(out.Mean*float64(out.Count)), fmtSeconds(d.DurationS))
+	if d.ClientSaturated {
+		fmt.Fprintf(b, "client saturated: %s; the load generator fell behind its schedule and these figures understate the load asked for\n", d.ClientSaturatedReason)
+	}
 }
 
 // sloText describes the goodput objectives: "ttft ≤ 200ms, tpot ≤ 70ms".
@@ -207,10 +218,12 @@ func writeThresholds(b *strings.Builder, d *Document) {
 	switch d.Verdict {
 	case VerdictPass:
 		if n == 0 {
-			b.WriteString("verdict: PASS (no thresholds)\n")
+			b.WriteString("verdict: PASS (no thresholds)\n") // a report of an earlier version
 		} else {
 			fmt.Fprintf(b, "verdict: PASS (%s held)\n", plural(n, "threshold"))
 		}
+	case VerdictNone:
+		b.WriteString("verdict: no thresholds — no verdict\n")
 	case VerdictFail:
 		fmt.Fprintf(b, "verdict: FAIL (%d of %s failed)\n", failed, plural(n, "threshold"))
 	case VerdictAborted:

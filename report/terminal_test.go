@@ -83,7 +83,7 @@ func TestWriteTextContent(t *testing.T) {
 	if err := WriteText(&b, d); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(b.String(), "\nverdict: PASS (no thresholds)\n") {
+	if !strings.HasSuffix(b.String(), "\nverdict: no thresholds — no verdict\n") {
 		t.Errorf("run without thresholds ends %q", b.String()[max(0, b.Len()-60):])
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 // Verdicts, as the JSON report's `verdict` field writes them.
 const (
-	// VerdictPass means every threshold held (or none was given) and the
-	// run was not aborted: exit code 0.
+	// VerdictPass means every threshold held and the run was not
+	// aborted: exit code 0.
 	VerdictPass = "pass"
 	// VerdictFail means at least one threshold failed: exit code 99, as k6.
 	VerdictFail = "fail"
@@ -25,6 +25,10 @@ const (
 	// steady state). It wins over the thresholds' outcomes, which describe
 	// a truncated run.
 	VerdictAborted = "aborted"
+	// VerdictNone means no threshold was given: the run was measured but
+	// not judged ("no thresholds — no verdict"), exit code 0. Reports of
+	// earlier versions wrote VerdictPass for such a run.
+	VerdictNone = "none"
 )
 
 // Abort causes, as run.json's abort.cause writes them.
@@ -140,6 +144,8 @@ func Verdict(outs assertions.Outcomes, aborted bool) string {
 		return VerdictAborted
 	case !outs.OK():
 		return VerdictFail
+	case len(outs) == 0:
+		return VerdictNone
 	}
 	return VerdictPass
 }

@@ -25,7 +25,7 @@ func TestVerdict(t *testing.T) {
 		aborted bool
 		want    string
 	}{
-		{"no thresholds", nil, false, VerdictPass},
+		{"no thresholds", nil, false, VerdictNone},
 		{"all held", pass, false, VerdictPass},
 		{"one failed", fail, false, VerdictFail},
 		{"aborted wins over pass", pass, true, VerdictAborted},

@@ -288,7 +288,8 @@ func (c ArrivalConfig) Validate() error {
 		for i, m := range ms {
 			names[i] = m.flag()
 		}
-		bad("%s are all set; choose one load shape", strings.Join(names, ", "))
+		last := len(names) - 1
+		bad("%s and %s conflict: each sets a load shape; choose one", strings.Join(names[:last], ", "), names[last])
 	}
 	mode := c.Mode()
 	rateMode := mode == ModeRate || mode == ModeRamp || mode == ModeStages

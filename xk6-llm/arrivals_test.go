@@ -305,7 +305,7 @@ func TestArrivalConfigValidate(t *testing.T) {
 		{"trace", ArrivalConfig{TraceFile: "x.jsonl"}, nil},
 		{"stages", ArrivalConfig{Stages: []Stage{{time.Second, 1}}}, nil},
 		{"nothing", ArrivalConfig{Duration: time.Second}, []string{"no load shape"}},
-		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"--rate, --concurrency are all set"}},
+		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"--rate and --concurrency conflict"}},
 		{"no end", ArrivalConfig{Rate: 5}, []string{"no end: set --duration or --requests"}},
 		{"inf needs requests", ArrivalConfig{Rate: math.Inf(1), Duration: time.Second}, []string{"--rate inf"}},
 		{"burstiness on poisson", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 3}, []string{"--burstiness 3 applies to --arrival gamma only"}},

@@ -251,6 +251,9 @@ func parseDist(s string) (Dist, error) {
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			if !hasKind {
+				return Dist{}, fmt.Errorf("%s %q is not a number (want N, uniform:LO:HI for a range, normal:MEAN:SD or lognormal:MEDIAN:SIGMA)", names[i], p)
+			}
 			return Dist{}, fmt.Errorf("%s %q is not a number", names[i], p)
 		}
 		vals[i] = v

@@ -61,6 +61,7 @@ func TestParseDistErrors(t *testing.T) {
 		{"normal:100:10,max=5,max=6", []string{"max given twice"}},
 		{"normal:100:10,min=50,max=20", []string{"max 20 is below min 50"}},
 		{"fixed:NaN", []string{`value "NaN" is not a number`}},
+		{"128-256", []string{`value "128-256" is not a number`, "uniform:LO:HI"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

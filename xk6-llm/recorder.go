@@ -57,6 +57,10 @@ type RecorderOptions struct {
 	// Metrics is the run's metric table; AddSample accepts samples of the
 	// custom metrics registered in it. Nil: no custom metrics.
 	Metrics *metrics.Registry
+	// IgnoreEOS says the requests asked for exactly max_tokens (vLLM's
+	// ignore_eos): finish_reason length is then what was asked for, and
+	// not counted as truncation.
+	IgnoreEOS bool
 }
 
 // Recorder turns Results into HDR histograms and counters per tag tuple and
@@ -74,15 +78,17 @@ type RecorderOptions struct {
 // and RequestEnded when that request gives up its in-flight slot; they feed
 // the in-flight gauge and the "sent" count that makes lost requests visible.
 type Recorder struct {
-	mu     sync.Mutex
-	slo    SLO
-	reqs   *RequestWriter
-	tuples []*TupleStats
-	index  map[Tags]*TupleStats
-	last   *TupleStats
-	series *Series
-	reg    *metrics.Registry
-	gseq   uint64 // gauge samples added, orders Sink.Last across tuples
+	mu        sync.Mutex
+	slo       SLO
+	ignoreEOS bool
+	errMsgs   map[ErrorClass]map[string]int64 // failed results' texts by class, bounded
+	reqs      *RequestWriter
+	tuples    []*TupleStats
+	index     map[Tags]*TupleStats
+	last      *TupleStats
+	series    *Series
+	reg       *metrics.Registry
+	gseq      uint64 // gauge samples added, orders Sink.Last across tuples
 
 	sent        int64
 	inflight    int64
@@ -94,11 +100,12 @@ type Recorder struct {
 // NewRecorder returns an empty Recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
 	return &Recorder{
-		slo:    opts.SLO,
-		reqs:   opts.SaveRequests,
-		index:  make(map[Tags]*TupleStats),
-		series: newSeries(true),
-		reg:    opts.Metrics,
+		slo:       opts.SLO,
+		ignoreEOS: opts.IgnoreEOS,
+		reqs:      opts.SaveRequests,
+		index:     make(map[Tags]*TupleStats),
+		series:    newSeries(true),
+		reg:       opts.Metrics,
 	}
 }
 
@@ -183,9 +190,12 @@ func (r *Recorder) Record(res *Result) {
 	r.series.end = max(r.series.end, r.now)
 
 	t := r.tuple(res.Tags)
-	t.Counts.addResult(res, good)
+	t.Counts.addResult(res, good, r.ignoreEOS)
+	if res.Outcome == OutcomeFailed && res.Err != "" {
+		r.countErrMsg(res.Class, res.Err)
+	}
 	row := r.series.row(sec)
-	row.c.addResult(res, good)
+	row.c.addResult(res, good, r.ignoreEOS)
 	sh := r.series.beginHists(sec)
 	defer r.series.endHists(sec, sh)
 
@@ -347,5 +357,44 @@ func (r *Recorder) Finish(end time.Duration) *Summary {
 	}
 	sum := NewSummary(end, r.sent, r.slo, conc, tuples, series)
 	sum.Metrics = r.reg
+	sum.TopErrors = r.topErrors()
 	return sum
+}
+
+// maxErrMsgs bounds the distinct error texts kept per class: past it, only
+// the texts already seen are counted.
+const maxErrMsgs = 64
+
+// countErrMsg counts one failed result's error text. Called with r.mu held.
+func (r *Recorder) countErrMsg(cl ErrorClass, msg string) {
+	if r.errMsgs == nil {
+		r.errMsgs = make(map[ErrorClass]map[string]int64)
+	}
+	m := r.errMsgs[cl]
+	if m == nil {
+		m = make(map[string]int64)
+		r.errMsgs[cl] = m
+	}
+	if _, ok := m[msg]; ok || len(m) < maxErrMsgs {
+		m[msg]++
+	}
+}
+
+// topErrors is the most frequent error text of each class (the first in
+// byte order among equals). Called with r.mu held.
+func (r *Recorder) topErrors() map[ErrorClass]TopError {
+	if len(r.errMsgs) == 0 {
+		return nil
+	}
+	out := make(map[ErrorClass]TopError, len(r.errMsgs))
+	for cl, m := range r.errMsgs {
+		var top TopError
+		for msg, n := range m {
+			if n > top.Count || (n == top.Count && msg < top.Message) {
+				top = TopError{Message: msg, Count: n}
+			}
+		}
+		out[cl] = top
+	}
+	return out
 }

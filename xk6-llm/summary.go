@@ -76,7 +76,7 @@ type Counts struct {
 
 	byClass [numClassSlots]int64 // failed and cancelled results by ErrorClass
 
-	Truncated      int64 // finish_reason == "length"
+	Truncated      int64 // finish_reason == "length", unless ignore_eos asked for it
 	Rejected       int64 // HTTP 400, 413 or 422
 	Throttled      int64 // HTTP 429
 	EmptyOutput    int64 // ok with no content characters
@@ -130,8 +130,10 @@ func (c *Counts) ErrorsByClass() map[string]int64 {
 	return m
 }
 
-// addResult counts one result. good says whether it met every SLO.
-func (c *Counts) addResult(res *Result, good bool) {
+// addResult counts one result. good says whether it met every SLO;
+// lengthAsked that the run asked for max_tokens (ignore_eos), so that
+// finish_reason length is no truncation.
+func (c *Counts) addResult(res *Result, good, lengthAsked bool) {
 	switch res.Outcome {
 	case OutcomeOK:
 		c.OK++
@@ -158,7 +160,7 @@ func (c *Counts) addResult(res *Result, good bool) {
 	case 429:
 		c.Throttled++
 	}
-	if res.FinishReason == "length" {
+	if res.FinishReason == "length" && !lengthAsked {
 		c.Truncated++
 	}
 	if res.UsageReported {
@@ -435,6 +437,15 @@ type Summary struct {
 	// Metrics is the run's metric table, with its custom metrics; nil when
 	// the run had none.
 	Metrics *metrics.Registry
+	// TopErrors holds, per error class, the most frequent error text of the
+	// failed results (nil when none failed with a text).
+	TopErrors map[ErrorClass]TopError
+}
+
+// TopError is an error text and how many failed results carried it.
+type TopError struct {
+	Message string
+	Count   int64
 }
 
 // Custom merges the samples of custom metric name over the tuples f

@@ -83,6 +83,7 @@ type loadFlags struct {
 	HTTP2       bool
 	Timeout     time.Duration
 	IdleTimeout time.Duration
+	NoPreflight bool
 
 	// Run and output.
 	Grace        time.Duration
@@ -121,6 +122,7 @@ type loadConfig struct {
 	HTTP2       bool
 	Timeout     time.Duration
 	IdleTimeout time.Duration
+	NoPreflight bool
 
 	Grace time.Duration
 	// Outputs are the reports to write (--out, --junit, --html), each a
@@ -183,6 +185,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.BoolVar(&f.HTTP2, "http2", false, "speak HTTP/2 (h2c to http targets) instead of HTTP/1.1")
 	fs.DurationVar(&f.Timeout, "timeout", 0, "bound on a whole request, send to end of stream (0: none)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")
+	fs.BoolVar(&f.NoPreflight, "no-preflight", false, "skip the pre-flight check (GET /models lists --model, else one max_tokens 1 request) that stops a run the server refuses (wrong model, path or key) before it starts")
 
 	fs.DurationVar(&f.Grace, "grace", f.Grace, "time in-flight requests get to finish after the schedule ends, before they are cancelled")
 	addOutFlag(fs, &f.Out)
@@ -204,7 +207,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
-		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout,
+		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
 		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput,
 	}
@@ -273,6 +276,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		Dataset: f.Dataset, DatasetFormat: llm.DatasetFormat(f.DatasetFormat),
 		PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare,
 	}
+	workloadFlagErr := false // a workload flag did not parse: no "no workload" on top
 	dist := func(flag, s string, dst *llm.Dist) {
 		if s == "" {
 			return
@@ -280,6 +284,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		d, err := llm.ParseDist(s)
 		if err != nil {
 			bad("%s: %w", flag, err)
+			workloadFlagErr = true
 			return
 		}
 		*dst = d
@@ -291,6 +296,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		d, err := llm.ParseDurationDist(s)
 		if err != nil {
 			bad("%s: %w", flag, err)
+			workloadFlagErr = true
 			return
 		}
 		*dst = d
@@ -346,7 +352,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		errs = append(errs, err)
 	}
 	if err := c.Workload.Validate(); err != nil {
-		errs = append(errs, workloadErrors(err, f.Preset == "" && f.PromptTokens == "" && f.Dataset == "", f.PromptTokens != "")...)
+		errs = append(errs, workloadErrors(err, f.Preset == "" && f.PromptTokens == "" && f.Dataset == "" && !workloadFlagErr, f.PromptTokens != "" || workloadFlagErr)...)
 	}
 	if f.RampUp < 0 {
 		bad("--ramp-up %v must not be negative", f.RampUp)
@@ -537,10 +543,16 @@ without /metrics gets one warning and the run goes on (--no-scrape turns it
 off). Problems of these live outputs are printed as warnings and do not
 change the exit code.
 
-Exit codes: 0 the run passed; 99 a --threshold failed; 98 the run was
-aborted, by a stop condition or by Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT:
-requests in flight are cancelled, the reports are still written and name the
-cause); 2 bad flags or configuration; 1 anything else.`,
+Before the load, a pre-flight check reads each target's /models (else sends
+one max_tokens 1 request): a target that refuses for good (a model it does
+not serve, a base URL without /v1, a refused key) stops the run with the
+server's message and exit 2; --no-preflight skips it.
+
+Exit codes: 0 the run passed (or had no thresholds: no verdict); 99 a
+--threshold failed; 98 the run was aborted, by a stop condition or by Ctrl-C
+(SIGINT, SIGTERM, SIGHUP, SIGQUIT: requests in flight are cancelled, the
+reports are still written and name the cause); 2 bad flags or configuration,
+or a failed pre-flight check; 1 anything else.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
   llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --prompt-tokens 1024 --output-tokens 256 --ignore-eos
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml

@@ -73,8 +73,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
 			RequestTimeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout,
 		},
-		Recorder: ropts,
-		Observe:  &oopts,
+		Recorder:    ropts,
+		Observe:     &oopts,
+		NoPreflight: cfg.NoPreflight,
+		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
 			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
 			if u := obs.MetricsURL(); u != "" {
@@ -110,6 +112,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			return usageError(fmt.Errorf("--header: %w", se.Err))
 		case loadrun.StageEngine:
 			return usageError(se.Err)
+		case loadrun.StagePreflight:
+			if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
+				return usageError(se.Err)
+			}
 		}
 		return se.Err
 	}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,7 +89,7 @@ func TestLoadFlagErrors(t *testing.T) {
 		{"nothing given", []string{"load"},
 			[]string{"--target is required", "--model is required", "no load shape", "--rate", "--concurrency", "no workload: choose --workload"}},
 		{"two load shapes", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--concurrency", "2", "--duration", "1s", "--workload", "chat"},
-			[]string{"--rate, --concurrency are all set"}},
+			[]string{"--rate and --concurrency conflict"}},
 		{"no end", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--workload", "chat"},
 			[]string{"set --duration or --requests"}},
 		{"bad values everywhere", []string{"load", "--target", "localhost:8000", "--model", "m", "--rate", "5", "--duration", "1s",
@@ -109,6 +111,8 @@ func TestLoadFlagErrors(t *testing.T) {
 			[]string{"no workload: choose --workload", "--cancel-rate needs --cancel-after-tokens or --cancel-after"}},
 		{"shared prefixes twice", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--duration", "1s", "--workload", "chat",
 			"--shared-prefixes", "2:100", "--prefix-count", "3"}, []string{"--shared-prefixes and --prefix-count"}},
+		{"a range as LO-HI", []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--duration", "1s",
+			"--output-tokens", "128-256"}, []string{"--output-tokens", "uniform:LO:HI"}},
 		{"unparsable number", []string{"load", "--rate", "fast"}, []string{"--rate"}},
 		{"unknown flag", []string{"load", "--rps", "5"}, []string{"--rps"}},
 		{"positional argument", []string{"load", "extra"}, []string{"extra"}},
@@ -123,6 +127,9 @@ func TestLoadFlagErrors(t *testing.T) {
 				if !strings.Contains(errs, w) {
 					t.Errorf("stderr does not mention %q:\n%s", w, errs)
 				}
+			}
+			if tt.name == "a range as LO-HI" && strings.Contains(errs, "no workload") {
+				t.Errorf("a flag that did not parse is followed by a \"no workload\" line:\n%s", errs)
 			}
 			if strings.Contains(errs, "NoColonHere") {
 				t.Errorf("stderr repeats a malformed header's value, which may be a credential:\n%s", errs)
@@ -212,7 +219,7 @@ func TestLoadWritesReport(t *testing.T) {
 	if r.Scheduled != 40 || r.OK != 40 || r.Lost != 0 || r.Sent != 40 {
 		t.Errorf("requests = %+v, want 40 scheduled, sent and ok at 40/s for 1 s, none lost", r)
 	}
-	if d.Seed != 3 || d.Name != "smoke" || d.Verdict != report.VerdictPass || d.DurationS < 1 {
+	if d.Seed != 3 || d.Name != "smoke" || d.Verdict != report.VerdictNone || d.DurationS < 1 {
 		t.Errorf("seed %d, name %q, verdict %q, duration %v s", d.Seed, d.Name, d.Verdict, d.DurationS)
 	}
 	if got := strings.Count(string(savedLines), "\n"); got != 40 {
@@ -221,7 +228,7 @@ func TestLoadWritesReport(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s+[\d.]+s\s+[\d.]+ req/s\s+\d+ in flight\s+ttft p99\(10s\)`).MatchString(stdout) {
 		t.Errorf("stdout has no progress line:\n%s", stdout)
 	}
-	for _, want := range []string{"latency", "ttft", "send_lag", "client_queue", "scheduled", "throughput", "verdict: PASS"} {
+	for _, want := range []string{"latency", "ttft", "send_lag", "client_queue", "scheduled", "throughput", "verdict: no thresholds — no verdict"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary does not show %q:\n%s", want, stdout)
 		}
@@ -489,5 +496,40 @@ func TestIsTerminal(t *testing.T) {
 		if isTerminal(w) {
 			t.Errorf("isTerminal(%s) = true, want false", name)
 		}
+	}
+}
+
+// TestLoadPreflight: a model the server does not serve stops the load
+// before it starts, with the server's message and exit 2; --no-preflight
+// runs it anyway (every request then fails, and with no threshold the
+// run has no verdict and exits 0).
+func TestLoadPreflight(t *testing.T) {
+	var chats atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"served-model","object":"model"}]}`)
+		case "/v1/chat/completions":
+			chats.Add(1)
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"object":"error","message":"The model `+"`llmchaos-sim`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	code, stdout, stderr := run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5")...)
+	if code != ExitUsage || !strings.Contains(stderr, "The model `llmchaos-sim` does not exist.") || !strings.Contains(stderr, "it serves served-model") {
+		t.Fatalf("exit %d, want %d with the server's message; stderr:\n%s\nstdout:\n%s", code, ExitUsage, stderr, stdout)
+	}
+	if chats.Load() != 1 {
+		t.Errorf("%d requests sent, want the check's one", chats.Load())
+	}
+	code, stdout, stderr = run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5", "--no-preflight")...)
+	if code != ExitOK {
+		t.Fatalf("--no-preflight: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitOK, stderr, stdout)
+	}
+	if chats.Load() != 6 {
+		t.Errorf("--no-preflight: %d requests sent in all, want 1 + 5", chats.Load())
 	}
 }

@@ -35,7 +35,7 @@ func TestReportCommandHTML(t *testing.T) {
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("report.html (%d bytes) differs from WriteHTML of the saved run (%d bytes)", len(got), want.Len())
 	}
-	for _, s := range []string{"<!DOCTYPE html>", `id="plot-ttft"`, `class="banner pass"`, "nightly"} {
+	for _, s := range []string{"<!DOCTYPE html>", `id="plot-ttft"`, `class="banner unknown"`, "NO VERDICT", "nightly"} {
 		if !bytes.Contains(got, []byte(s)) {
 			t.Errorf("report.html lacks %q", s)
 		}

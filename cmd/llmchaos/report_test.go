@@ -86,7 +86,7 @@ func TestReportCommand(t *testing.T) {
 
 	t.Run("text", func(t *testing.T) {
 		code, out, errs := run(t, "report", path)
-		if code != ExitOK || !strings.Contains(out, `llmchaos run "nightly"`) || !strings.HasSuffix(out, "verdict: PASS (no thresholds)\n") {
+		if code != ExitOK || !strings.Contains(out, `llmchaos run "nightly"`) || !strings.HasSuffix(out, "verdict: no thresholds — no verdict\n") {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
 		}
 		var want bytes.Buffer
@@ -188,7 +188,7 @@ func TestEndRun(t *testing.T) {
 		{"pass", []string{"ttft: p(99)<10s", "error_rate: rate<5%"}, false, ExitOK, "pass"},
 		{"fail", []string{"ttft: p(99)<10s", "error_rate: rate<1%"}, false, ExitThresholds, "fail"},
 		{"aborted", []string{"ttft: p(99)<10s"}, true, ExitAborted, "aborted"},
-		{"no thresholds", nil, false, ExitOK, "pass"},
+		{"no thresholds", nil, false, ExitOK, "none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +210,11 @@ func TestEndRun(t *testing.T) {
 			if back.Verdict != tt.verdict || len(back.Thresholds) != len(tt.thresholds) {
 				t.Errorf("saved verdict %q with %d thresholds, want %q with %d", back.Verdict, len(back.Thresholds), tt.verdict, len(tt.thresholds))
 			}
-			if !strings.Contains(out.String(), "verdict: "+strings.ToUpper(tt.verdict)) {
+			line := "verdict: " + strings.ToUpper(tt.verdict)
+			if tt.verdict == report.VerdictNone {
+				line = "verdict: no thresholds — no verdict"
+			}
+			if !strings.Contains(out.String(), line) {
 				t.Errorf("summary lacks the verdict:\n%s", out.String())
 			}
 			if x := readFile(t, v.JUnit); !bytes.Contains(x, []byte("<testsuites")) {

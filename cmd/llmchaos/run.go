@@ -13,20 +13,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
 )
 
 // runConfig is `llmchaos run`'s configuration.
 type runConfig struct {
-	File     string
-	Out      string // run directory ("" → the experiment's out, else runs/NAME-TIMESTAMP)
-	JUnit    string
-	HTML     string
-	DryRun   bool
-	Seed     *uint64
-	Progress time.Duration
-	Observe  observeConfig // live metrics, remote write, tracing, server monitor
-	NoGuard  bool          // no dead-man's switch (see experiments' guard)
+	File        string
+	Out         string // run directory ("" → the experiment's out, else runs/NAME-TIMESTAMP)
+	JUnit       string
+	HTML        string
+	DryRun      bool
+	Seed        *uint64
+	Progress    time.Duration
+	Observe     observeConfig // live metrics, remote write, tracing, server monitor
+	NoGuard     bool          // no dead-man's switch (see experiments' guard)
+	NoPreflight bool          // skip the load's pre-flight check
 }
 
 func newRunCmd() *cobra.Command {
@@ -68,7 +70,9 @@ after the load; 98 aborted (a stop condition, or Ctrl-C, SIGTERM, SIGHUP,
 SIGQUIT; the reports name the cause); 97 a fault could
 not be reverted (it may still be applied: run llmchaos recover); 96 the steady
 state did not hold before the faults, so none was injected; 2 the experiment
-file is invalid; 1 llmchaos itself failed.`,
+file is invalid, or an endpoint failed the pre-flight check (a model it does
+not serve, a wrong path, a refused key; --no-preflight skips it); 1 llmchaos
+itself failed.`,
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
@@ -100,6 +104,7 @@ file is invalid; 1 llmchaos itself failed.`,
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
+	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	obsFlags.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
@@ -120,7 +125,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	if progress == 0 {
 		progress = -1
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard,
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
 			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval, MetricsLinger: c.Observe.MetricsLinger,
@@ -193,6 +198,9 @@ func runError(err error) error {
 	}
 	var ps experiments.Problems
 	if errors.As(err, &ps) {
+		return usageError(err)
+	}
+	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
 		return usageError(err)
 	}
 	return withCode(ExitInternal, err)

@@ -46,6 +46,10 @@ type Config struct {
 	Observe *observe.Options
 	// Tagger, when set, is the engine's Tagger.
 	Tagger func(at time.Duration, tags *llm.Tags)
+	// NoPreflight skips the pre-flight check (see Preflight) that Run
+	// makes before anything else; Warn, when set, receives its warnings.
+	NoPreflight bool
+	Warn        func(string)
 	// Alongside, when set, is called once everything is built, just before
 	// the first request is scheduled: it starts what runs with the load
 	// (live checks, progress lines, a fault timeline) and returns the
@@ -61,13 +65,16 @@ type Stage string
 // The stages of Run that can fail before the load starts.
 const (
 	StageWorkload  Stage = "workload"
+	StagePreflight Stage = "preflight"
 	StageClient    Stage = "client"
 	StageObservers Stage = "observability"
 	StageEngine    Stage = "engine"
 )
 
 // StageError is an error of Run before the load started: a configuration
-// the workload, the client, the observers or the engine refused.
+// the workload, the client, the observers or the engine refused, or a
+// target that failed the pre-flight check (Err is then a
+// *PreflightError, or the context's error).
 type StageError struct {
 	Stage Stage
 	Err   error
@@ -118,6 +125,19 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	if err != nil {
 		return nil, &StageError{StageWorkload, err}
 	}
+	if !cfg.NoPreflight {
+		warns, err := Preflight(ctx, PreflightConfig{
+			Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != llm.APICompletions, Client: cfg.Client,
+		})
+		for _, w := range warns {
+			if cfg.Warn != nil {
+				cfg.Warn(w)
+			}
+		}
+		if err != nil {
+			return nil, &StageError{StagePreflight, err}
+		}
+	}
 	clock := llm.NewRunClock()
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
@@ -126,7 +146,9 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		return nil, &StageError{StageClient, err}
 	}
 	defer client.Close()
-	rec := llm.NewRecorder(cfg.Recorder)
+	ropts := cfg.Recorder
+	ropts.IgnoreEOS = ropts.IgnoreEOS || cfg.Workload.IgnoreEOS
+	rec := llm.NewRecorder(ropts)
 	l := &Load{Clock: clock, Recorder: rec}
 
 	var (

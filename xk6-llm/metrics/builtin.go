@@ -54,7 +54,7 @@ func Builtin() []Metric {
 		{Name: "error_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
 			JSONKey: "error_rate", Description: "failed / finished requests"},
 		{Name: "truncation_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
-			JSONKey: "truncation_rate", Description: "share finished with finish_reason length"},
+			JSONKey: "truncation_rate", Description: "share finished with finish_reason length (not counted when ignore_eos asked for max_tokens)"},
 		{Name: "rejection_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
 			JSONKey: "rejection_rate", Description: "share rejected with HTTP 400, 413 or 422"},
 		{Name: "throttle_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
