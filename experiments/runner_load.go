@@ -349,8 +349,8 @@ func (r *run) progressLine(now time.Duration) string {
 	if cur.fault != "" {
 		phase += "(" + cur.fault + ")"
 	}
-	return fmt.Sprintf("%9s  %-20s %6.1f req/s  %4d in flight  ttft p99 %6s  %d errors",
-		fmtClock(now), phase, l.RequestsPerS, l.InFlight, ttft, l.Errors)
+	return fmt.Sprintf("%9s  %-20s %12s  %4d in flight  ttft p99 %6s  %d errors",
+		fmtClock(now), phase, l.RequestRate(), l.InFlight, ttft, l.Errors)
 }
 
 // describeFailures names failed thresholds and their observed values.

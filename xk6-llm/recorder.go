@@ -296,6 +296,12 @@ type Live struct {
 	Errors           int64         // failed requests so far
 	ErrorsPerS       float64       // failed requests in the last complete second
 	OutputTokensPerS float64       // output tokens of ok requests in the last complete second
+	// RecentOK is the number of ok requests that ended over RecentSpan:
+	// the last LiveWindow of complete seconds, or every complete second so
+	// far while the run is younger (RecentSpan 0 in its first second).
+	// RequestRate reads a low rate from it.
+	RecentOK   int64
+	RecentSpan time.Duration
 }
 
 // LiveWindow is the window of Live.TTFTP99.
@@ -315,6 +321,14 @@ func (r *Recorder) Snapshot(now time.Duration) Live {
 		l.ErrorsPerS = float64(row.c.Failed)
 		l.OutputTokensPerS = float64(row.c.OutputTokens)
 	}
+	last := secondOf(now) - 1
+	first := max(last-int(LiveWindow/time.Second)+1, 0)
+	for sec := first; sec <= last; sec++ {
+		if row := r.series.peek(sec); row != nil {
+			l.RecentOK += row.c.OK
+		}
+	}
+	l.RecentSpan = time.Duration(max(last-first+1, 0)) * time.Second
 	w := r.series.Window(now-LiveWindow, now)
 	l.TTFTP99, _ = w.Percentile(MetricTTFT, 99)
 	return l
