@@ -22,6 +22,8 @@ func TestLiveRequestRate(t *testing.T) {
 		{"young run: since the start", Live{RequestsPerS: 0, RecentOK: 1, RecentSpan: 4 * time.Second}, "15.0 req/min"},
 		{"none in the window", Live{RecentSpan: 10 * time.Second}, "0 in 10s"},
 		{"none since the start", Live{RecentSpan: 3 * time.Second}, "0 in 3s"},
+		{"none in the first second", Live{RecentSpan: 400 * time.Millisecond}, "0 in 0.4s"},
+		{"the first second: since the start", Live{RecentOK: 12, RecentSpan: 300 * time.Millisecond}, "40.0 req/s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,8 +35,8 @@ func TestLiveRequestRate(t *testing.T) {
 }
 
 // TestRecorderSnapshotRecentWindow checks the window RequestRate reads: the
-// last 10 complete seconds once the run is longer, every complete second
-// before.
+// current second so far and the 9 before it once the run is longer, the
+// whole run before.
 func TestRecorderSnapshotRecentWindow(t *testing.T) {
 	r := NewRecorder(RecorderOptions{})
 	// One ok request every 5 s, ending at 1.05 s, 6.05 s, 11.05 s, 16.05 s.
@@ -50,11 +52,12 @@ func TestRecorderSnapshotRecentWindow(t *testing.T) {
 		wantSpan time.Duration
 		wantRate string
 	}{
-		{500 * time.Millisecond, 0, 0, "-"},
-		{1500 * time.Millisecond, 0, time.Second, "0 in 1s"}, // [0, 1 s): the request ends in the current second
-		{2500 * time.Millisecond, 1, 2 * time.Second, "30.0 req/min"},
-		{9500 * time.Millisecond, 2, 9 * time.Second, "13.3 req/min"},
-		{17 * time.Second, 2, 10 * time.Second, "12.0 req/min"}, // [7 s, 17 s): 11.05 s and 16.05 s, no longer 1.05 s and 6.05 s
+		{50 * time.Millisecond, 0, 50 * time.Millisecond, "-"},
+		{500 * time.Millisecond, 0, 500 * time.Millisecond, "0 in 0.5s"},
+		{1500 * time.Millisecond, 1, 1500 * time.Millisecond, "40.0 req/min"}, // the current second counts as far as it went
+		{2500 * time.Millisecond, 1, 2500 * time.Millisecond, "24.0 req/min"},
+		{9500 * time.Millisecond, 2, 9500 * time.Millisecond, "12.6 req/min"},
+		{17500 * time.Millisecond, 2, 9500 * time.Millisecond, "12.6 req/min"}, // [8 s, 17.5 s): 11.05 s and 16.05 s, no longer 1.05 s and 6.05 s
 	}
 	for _, tt := range tests {
 		l := r.Snapshot(tt.now)
