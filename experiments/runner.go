@@ -100,6 +100,11 @@ type Options struct {
 	// Observe is the run's observability (live metrics, remote write,
 	// tracing, server monitor); the zero value observes nothing.
 	Observe ObserveOptions
+	// SaveRequests, when set, receives one JSON line per request of the
+	// load (--save-requests), tagged with the phase and fault of the
+	// moment it was sent. The caller owns it: it calls Flush once Run has
+	// returned and closes the file under it.
+	SaveRequests *llm.RequestWriter
 
 	// hooks lets tests reach inside a run.
 	hooks *testHooks

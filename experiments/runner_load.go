@@ -39,7 +39,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: llm.DefaultGrace,
-		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo}, Observe: r.observeOptions(),
+		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.observeOptions(),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight, Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
 			return r.alongside(ctx, l, live)
@@ -355,8 +355,8 @@ func (r *run) progressLine(now time.Duration) string {
 	if cur.fault != "" {
 		phase += "(" + cur.fault + ")"
 	}
-	return fmt.Sprintf("%9s  %-20s %6.1f req/s  %4d in flight  ttft p99 %6s  %d errors",
-		fmtClock(now), phase, l.RequestsPerS, l.InFlight, ttft, l.Errors)
+	return fmt.Sprintf("%9s  %-20s %12s  %4d in flight  ttft p99 %6s  %d errors",
+		fmtClock(now), phase, l.RequestRate(), l.InFlight, ttft, l.Errors)
 }
 
 // describeFailures names failed thresholds and their observed values.

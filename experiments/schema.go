@@ -5,6 +5,7 @@ package experiments
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -185,10 +186,26 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 	for k, v := range oneOfKeys(t) {
 		out[k] = v
 	}
+	if a, ok := reflect.Zero(t).Interface().(keyAliaser); ok {
+		// A key and its other name: not both.
+		aliases := a.keyAliases()
+		var both []any
+		for _, alias := range slices.Sorted(maps.Keys(aliases)) {
+			both = append(both, map[string]any{"required": []any{aliases[alias], alias}})
+		}
+		out["not"] = map[string]any{"anyOf": both}
+	}
 	if t == faultType {
 		g.faultParams(out)
 	}
 	return out
+}
+
+// keyAliaser is implemented by struct types with keys that are other
+// names of keys (keyAliases maps each such key to the key it names); a
+// file may write one of the two.
+type keyAliaser interface {
+	keyAliases() map[string]string
 }
 
 // withDescription adds a description to s; a $ref, which may not have

@@ -84,6 +84,10 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		}, `$.target: 2 alternatives of oneOf match, want 1`},
 		{"missing kind", func(d map[string]any) { delete(d, "kind") }, `$: missing key "kind"`},
 		{"wrong enum", func(d map[string]any) { d["workload"].(map[string]any)["arrival"] = "burst" }, `$.workload.arrival: "burst" is not one of`},
+		{"a key and its other name", func(d map[string]any) {
+			d["workload"].(map[string]any)["input_tokens"] = 64
+			d["workload"].(map[string]any)["prompt_tokens"] = 64
+		}, `$.workload: matches the schema under not`},
 		{"threshold entry of the wrong type", func(d map[string]any) {
 			d["thresholds"].(map[string]any)["ttft"] = []any{5.0}
 		}, `$.thresholds.ttft[0]: no alternative matches`},
@@ -119,7 +123,7 @@ func docOf(t *testing.T, s *Spec) map[string]any {
 // miniSchema checks a document against the part of JSON Schema draft-07
 // that GenerateSchema writes: type, properties, required,
 // additionalProperties, items, enum, const, pattern, minimum, $ref, allOf,
-// anyOf, oneOf and if/then. It returns every violation found.
+// anyOf, oneOf, not and if/then. It returns every violation found.
 type miniSchema struct{ root map[string]any }
 
 func (m *miniSchema) check(v any, s map[string]any, at string) []string {
@@ -201,6 +205,9 @@ func (m *miniSchema) check(v any, s map[string]any, at string) []string {
 		if !slices.ContainsFunc(alts, func(a any) bool { return len(m.check(v, a.(map[string]any), at)) == 0 }) {
 			bad("no alternative matches")
 		}
+	}
+	if not, ok := s["not"].(map[string]any); ok && len(m.check(v, not, at)) == 0 {
+		bad("matches the schema under not")
 	}
 	if alts := asList(s["oneOf"]); len(alts) > 0 {
 		n := 0

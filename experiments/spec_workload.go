@@ -34,6 +34,7 @@ type Workload struct {
 	OnSaturation string       `yaml:"on_saturation,omitempty" json:"on_saturation,omitempty" doc:"Open loop at max_in_flight: wait (queue the arrival) or drop (record it dropped). Default wait."`
 
 	InputTokens  Dist   `yaml:"input_tokens,omitempty" json:"input_tokens,omitzero" doc:"Length of each synthetic user turn in tokens: 512, uniform:100:300, normal:512:128,max=1024 or lognormal:1020:0.8,max=6144."`
+	PromptTokens Dist   `yaml:"prompt_tokens,omitempty" json:"prompt_tokens,omitzero" doc:"Another name of input_tokens (as load's --prompt-tokens is of --input-tokens); set one of the two."`
 	OutputTokens Dist   `yaml:"output_tokens,omitempty" json:"output_tokens,omitzero" doc:"Output length, sent as max_tokens; same syntax as input_tokens."`
 	MinTokens    int    `yaml:"min_tokens,omitempty" json:"min_tokens,omitempty" doc:"Sent as min_tokens, capped at max_tokens."`
 	IgnoreEOS    bool   `yaml:"ignore_eos,omitempty" json:"ignore_eos,omitempty" doc:"Ask the server to generate exactly max_tokens (vLLM's ignore_eos); needs output_tokens."`
@@ -63,6 +64,23 @@ func (Workload) keyHints() map[string]string {
 		"users":        `write concurrency (closed loop of N users)`,
 		"vus":          `write concurrency (closed loop of N users)`,
 	}
+}
+
+// keyAliases maps each key that is another name of a key to that key:
+// the file may write either, not both. The metric is input_tokens, so that
+// is the key's name; prompt_tokens is the name people bring from
+// OpenAI's usage and from load's --prompt-tokens.
+func (Workload) keyAliases() map[string]string {
+	return map[string]string{"prompt_tokens": "input_tokens"}
+}
+
+// inputTokens is input_tokens, or prompt_tokens, its other name, when only
+// that is set.
+func (w Workload) inputTokens() Dist {
+	if w.InputTokens == (Dist{}) {
+		return w.PromptTokens
+	}
+	return w.InputTokens
 }
 
 // Ramp is a rate that moves linearly from From to To requests per second
@@ -119,7 +137,7 @@ func (w Workload) user() (llm.WorkloadConfig, llm.ArrivalConfig) {
 	wc := llm.WorkloadConfig{
 		Name:              w.Class,
 		API:               llm.APIKind(w.API),
-		InputTokens:       llm.Dist(w.InputTokens),
+		InputTokens:       llm.Dist(w.inputTokens()),
 		OutputTokens:      llm.Dist(w.OutputTokens),
 		MinTokens:         w.MinTokens,
 		IgnoreEOS:         w.IgnoreEOS,

@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -402,17 +403,33 @@ func (v *validator) workload() {
 		}
 	}
 	set := setKeys(w)
+	aliases := w.keyAliases()
+	for _, alias := range slices.Sorted(maps.Keys(aliases)) {
+		if key := aliases[alias]; set[alias] && set[key] {
+			v.iss.add("workload."+alias, "%s and %s are both set: %s is another name of %s; keep one", key, alias, alias, key)
+		}
+	}
+	// written is the key as the file writes it: the alias when only that
+	// is set.
+	written := func(key string) string {
+		for alias, k := range aliases {
+			if k == key && !set[key] && set[alias] {
+				return alias
+			}
+		}
+		return key
+	}
 	for _, err := range errs {
 		for _, m := range problemMessages(err) {
 			path := "workload"
 			for _, f := range flagRE.FindAllStringSubmatch(m, -1) {
-				key := strings.ReplaceAll(f[1], "-", "_")
+				key := written(strings.ReplaceAll(f[1], "-", "_"))
 				if set[key] {
 					path = "workload." + key
 					break
 				}
 			}
-			m = flagRE.ReplaceAllStringFunc(m, func(f string) string { return strings.ReplaceAll(f[2:], "-", "_") })
+			m = flagRE.ReplaceAllStringFunc(m, func(f string) string { return written(strings.ReplaceAll(f[2:], "-", "_")) })
 			if w.Preset != "" && path == "workload" {
 				m += fmt.Sprintf(" (with preset %s)", w.Preset)
 			}

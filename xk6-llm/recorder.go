@@ -306,6 +306,12 @@ type Live struct {
 	Errors           int64         // failed requests so far
 	ErrorsPerS       float64       // failed requests in the last complete second
 	OutputTokensPerS float64       // output tokens of ok requests in the last complete second
+	// RecentOK is the number of ok requests that ended over the last
+	// RecentSpan: the current second so far and the 9 complete seconds
+	// before it, or everything since the start while the run is younger.
+	// RequestRate reads a low rate from it.
+	RecentOK   int64
+	RecentSpan time.Duration
 }
 
 // LiveWindow is the window of Live.TTFTP99.
@@ -325,6 +331,14 @@ func (r *Recorder) Snapshot(now time.Duration) Live {
 		l.ErrorsPerS = float64(row.c.Failed)
 		l.OutputTokensPerS = float64(row.c.OutputTokens)
 	}
+	cur := secondOf(now)
+	first := max(cur-int(LiveWindow/time.Second)+1, 0)
+	for sec := first; sec <= cur; sec++ {
+		if row := r.series.peek(sec); row != nil {
+			l.RecentOK += row.c.OK
+		}
+	}
+	l.RecentSpan = max(now-time.Duration(first)*time.Second, 0)
 	w := r.series.Window(now-LiveWindow, now)
 	l.TTFTP99, _ = w.Percentile(MetricTTFT, 99)
 	return l

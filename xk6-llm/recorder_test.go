@@ -401,8 +401,9 @@ func TestRecorderSnapshot(t *testing.T) {
 	// The last complete second, [3 s, 4 s), holds the requests that ended in
 	// it: i = 30…38 ok (sent at 3.0…3.8 s, 50 ms each) and the failed i = 39.
 	// The ttft p99 of [0, 4.5 s) is the largest ok ttft, i = 38: 48 µs.
+	// The run so far, [0, 4.5 s), holds the 36 ok requests.
 	want := Live{Elapsed: 4500 * time.Millisecond, RequestsPerS: 9, InFlight: 1, TTFTP99: 48 * time.Microsecond,
-		Errors: 4, ErrorsPerS: 1, OutputTokensPerS: 45}
+		Errors: 4, ErrorsPerS: 1, OutputTokensPerS: 45, RecentOK: 36, RecentSpan: 4500 * time.Millisecond}
 	if l != want {
 		t.Errorf("snapshot = %+v\nwant       %+v", l, want)
 	}

@@ -59,7 +59,8 @@ type loadFlags struct {
 	Preset           string
 	API              string
 	Class            string
-	PromptTokens     string
+	InputTokens      string
+	PromptTokens     string // --prompt-tokens, another name of --input-tokens
 	OutputTokens     string
 	MaxTokens        int
 	MinTokens        int
@@ -163,8 +164,9 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringVar(&f.Preset, "workload", "", "preset traffic class: chat, batch, completion or agent (flags given on top override it)")
 	fs.StringVar(&f.API, "api", "", "chat (/chat/completions) or completions (/completions) (default chat)")
 	fs.StringVar(&f.Class, "class", "", "request class tag of every result (default: the preset's name, or custom)")
-	fs.StringVar(&f.PromptTokens, "prompt-tokens", "", "prompt length in tokens: N, uniform:LO:HI, normal:MEAN:SD, lognormal:MEDIAN:SIGMA (with ,min=,max=)")
-	fs.StringVar(&f.OutputTokens, "output-tokens", "", "max_tokens of each request, a length distribution as --prompt-tokens")
+	fs.StringVar(&f.InputTokens, "input-tokens", "", "prompt length in tokens: N, uniform:LO:HI, normal:MEAN:SD, lognormal:MEDIAN:SIGMA (with ,min=,max=)")
+	fs.StringVar(&f.PromptTokens, "prompt-tokens", "", "another name of --input-tokens")
+	fs.StringVar(&f.OutputTokens, "output-tokens", "", "max_tokens of each request, a length distribution as --input-tokens")
 	fs.IntVar(&f.MaxTokens, "max-tokens", 0, "max_tokens of every request (same as --output-tokens N)")
 	fs.IntVar(&f.MinTokens, "min-tokens", 0, "min_tokens of every request (capped at its max_tokens)")
 	fs.BoolVar(&f.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM's ignore_eos)")
@@ -198,7 +200,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 
 // renamedFlags maps the flag names the workload's own validation uses to
 // this command's.
-var renamedFlags = strings.NewReplacer("--input-tokens", "--prompt-tokens", "--cancel-share", "--cancel-rate")
+var renamedFlags = strings.NewReplacer("--cancel-share", "--cancel-rate")
 
 // config checks the flags and combines them with the preset and the
 // defaults. Every problem is reported at once; each names its flag.
@@ -301,7 +303,16 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		}
 		*dst = d
 	}
-	dist("--prompt-tokens", f.PromptTokens, &uw.InputTokens)
+	// --prompt-tokens is another name of --input-tokens (the metric's and
+	// the experiment file's name); messages name the flag given.
+	promptFlag, prompt := "--input-tokens", f.InputTokens
+	switch {
+	case f.InputTokens != "" && f.PromptTokens != "":
+		bad("--input-tokens and --prompt-tokens are both set: --prompt-tokens is another name of --input-tokens; give one")
+	case f.PromptTokens != "":
+		promptFlag, prompt = "--prompt-tokens", f.PromptTokens
+	}
+	dist(promptFlag, prompt, &uw.InputTokens)
 	dist("--output-tokens", f.OutputTokens, &uw.OutputTokens)
 	dist("--turns", f.Turns, &uw.Turns)
 	dist("--cancel-after-tokens", f.CancelAfterToks, &uw.CancelAfterTokens)
@@ -352,7 +363,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		errs = append(errs, err)
 	}
 	if err := c.Workload.Validate(); err != nil {
-		errs = append(errs, workloadErrors(err, f.Preset == "" && f.PromptTokens == "" && f.Dataset == "" && !workloadFlagErr, f.PromptTokens != "" || workloadFlagErr)...)
+		errs = append(errs, workloadErrors(err, f.Preset == "" && prompt == "" && f.Dataset == "" && !workloadFlagErr, prompt != "" || workloadFlagErr, promptFlag)...)
 	}
 	if f.RampUp < 0 {
 		bad("--ramp-up %v must not be negative", f.RampUp)
@@ -450,9 +461,10 @@ func (c loadConfig) toStdout() bool { return countStdout(c.Outputs) > 0 }
 // workloadErrors turns the workload's validation errors into the
 // command's: flag names as this command spells them, and a missing prompt
 // length, when nothing at all says what to send, as the choice to make
-// (and not at all when --prompt-tokens was given but did not parse: that
-// error is reported already).
-func workloadErrors(err error, nothingGiven, promptGiven bool) []error {
+// (and not at all when --input-tokens was given but did not parse: that
+// error is reported already). promptFlag is the name the prompt length was
+// given by (--input-tokens or --prompt-tokens).
+func workloadErrors(err error, nothingGiven, promptGiven bool, promptFlag string) []error {
 	list := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		list = j.Unwrap()
@@ -463,13 +475,13 @@ func workloadErrors(err error, nothingGiven, promptGiven bool) []error {
 		if strings.Contains(msg, "--input-tokens is required") {
 			switch {
 			case nothingGiven:
-				out = append(out, errors.New("no workload: choose --workload chat|batch|completion|agent, or give --prompt-tokens or --dataset"))
+				out = append(out, errors.New("no workload: choose --workload chat|batch|completion|agent, or give --input-tokens or --dataset"))
 				continue
 			case promptGiven:
 				continue
 			}
 		}
-		out = append(out, errors.New(renamedFlags.Replace(msg)))
+		out = append(out, errors.New(strings.ReplaceAll(renamedFlags.Replace(msg), "--input-tokens", promptFlag)))
 	}
 	return out
 }
@@ -523,7 +535,8 @@ schedule, prompts and request ids exactly (a closed loop's timing follows
 the server's answers).
 
 Workload: a preset (--workload chat|batch|completion|agent) or your own
-lengths (--prompt-tokens, --output-tokens) or a --dataset, with shared
+lengths (--input-tokens, or its other name --prompt-tokens; --output-tokens)
+or a --dataset, with shared
 prefixes, multi-turn sessions (--turns) and client cancellation
 (--cancel-rate); flags given on top of a preset override it.
 
@@ -554,7 +567,7 @@ Exit codes: 0 the run passed (or had no thresholds: no verdict); 99 a
 reports are still written and name the cause); 2 bad flags or configuration,
 or a failed pre-flight check; 1 anything else.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
-  llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --prompt-tokens 1024 --output-tokens 256 --ignore-eos
+  llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --input-tokens 1024 --output-tokens 256 --ignore-eos
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html`,
 		Args: usageArgs(cobra.NoArgs),

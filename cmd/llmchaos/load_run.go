@@ -243,8 +243,8 @@ func liveLine(l llm.Live) string {
 	if l.TTFTP99 > 0 {
 		ttft = fmt.Sprintf("%.1fms", float64(l.TTFTP99)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("%7.1fs  %7.1f req/s  %5d in flight  ttft p99(10s) %8s  %d errors  %8.0f tok/s",
-		l.Elapsed.Seconds(), l.RequestsPerS, l.InFlight, ttft, l.Errors, l.OutputTokensPerS)
+	return fmt.Sprintf("%7.1fs  %13s  %5d in flight  ttft p99(10s) %8s  %d errors  %8.0f tok/s",
+		l.Elapsed.Seconds(), l.RequestRate(), l.InFlight, ttft, l.Errors, l.OutputTokensPerS)
 }
 
 // record is the run's configuration as the JSON report keeps it: the

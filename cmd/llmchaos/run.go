@@ -15,6 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // runConfig is `llmchaos run`'s configuration.
@@ -29,6 +30,9 @@ type runConfig struct {
 	Observe     observeConfig // live metrics, remote write, tracing, server monitor
 	NoGuard     bool          // no dead-man's switch (see experiments' guard)
 	NoPreflight bool          // skip the load's pre-flight check
+
+	// SaveRequests is the file of one JSON line per request ("": none).
+	SaveRequests string
 }
 
 func newRunCmd() *cobra.Command {
@@ -54,8 +58,9 @@ SIGTERM, SIGHUP or SIGQUIT, on a stop condition and on a panic. After a crash (k
 llmchaos recover --run-dir DIR reverts what is left.
 
 The run directory holds run.json, the journal and the helpers' logs; --junit
-and --html write those reports too. --dry-run prints the resolved plan and
-starts nothing.
+and --html write those reports too, and --save-requests FILE one JSON line per
+request, tagged with its phase and fault. --dry-run prints the resolved plan
+and starts nothing.
 
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
@@ -101,6 +106,7 @@ itself failed.`,
 	fs.StringVar(&c.Out, "out", "", "run directory for run.json, the fault journal and the helpers' logs (default: the experiment's out, else runs/NAME-TIMESTAMP)")
 	fs.StringVar(&c.JUnit, "junit", "", "also write a JUnit XML report here")
 	fs.StringVar(&c.HTML, "html", "", "also write the HTML report here")
+	fs.StringVar(&c.SaveRequests, "save-requests", "", "write one JSON line per request, with its phase and fault, to this file (as llmchaos load does)")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
@@ -137,7 +143,24 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	if opts.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}
+	var saveFile *os.File
+	if c.SaveRequests != "" {
+		if saveFile, err = os.Create(c.SaveRequests); err != nil {
+			return usageError(fmt.Errorf("--save-requests: %w", err))
+		}
+		defer saveFile.Close()
+		opts.SaveRequests = llm.NewRequestWriter(saveFile)
+	}
 	out, runErr := experiments.Run(ctx, spec, opts)
+	if opts.SaveRequests != nil {
+		err := opts.SaveRequests.Flush()
+		if cerr := saveFile.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("--save-requests: %w", cerr)
+		}
+		if err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
 	if out == nil || out.Doc == nil {
 		return runError(runErr)
 	}
