@@ -56,9 +56,13 @@
 // (baseline, fault, recovery, after) and its endpoint, injects and reverts
 // each fault on timers at absolute offsets of the run clock, checks stop
 // conditions every second over the live window, and afterwards computes
-// recovery_time per fault from the recorded 1-second series and evaluates
-// the thresholds (recovery_time and oom_recovery_time included) into the
-// report's verdict.
+// recovery_time per fault from the recorded 1-second series (from the
+// injection of an InstantaneousFault, from the revert of a sustained one,
+// which also gets time_to_recover; the criteria are the steady-state
+// thresholds and recovery.latency_band of the baseline, and windows
+// without traffic are skipped) and evaluates the thresholds
+// (recovery_time, time_to_recover and oom_recovery_time included) into
+// the report's verdict.
 //
 // Revert is the runner's job, not the fault's: a fault is recorded in the
 // write-ahead journal (faults.Journal) before it is injected, and its Undo

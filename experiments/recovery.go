@@ -1,11 +1,14 @@
 package experiments
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -13,16 +16,46 @@ import (
 // the experiment's steady state has no threshold probe.
 const DefaultRecoveryThreshold = "error_rate: rate<0.01"
 
+// InstantaneousFault reports whether a fault of type typ acts in one
+// instant and leaves nothing to undo (replica.kill, replica.stop,
+// replica.restart): its recovery_time runs from the injection, without
+// waiting for its (empty) revert, so that the duration the experiment gave
+// it does not count. Every other type is sustained: it acts until its
+// revert, and its recovery is searched from there. This predicate stands
+// until fault types describe themselves (the fault descriptor).
+func InstantaneousFault(typ string) bool {
+	switch typ {
+	case replica.TypeKill, replica.TypeStop, replica.TypeRestart:
+		return true
+	}
+	return false
+}
+
+// Recovery criteria named in a report's held_last, besides the
+// steady-state thresholds (named by their metric and tags, "error_rate").
+const (
+	CriterionTTFTP99 = "ttft p99"
+	CriterionE2EP99  = "e2e p99"
+)
+
+// latencyBandSlack is the least a latency bound of the band lies above the
+// baseline: the band of a target answering in a millisecond or two would
+// otherwise count scheduling jitter as unhealthy.
+const latencyBandSlack = 50 * time.Millisecond
+
 // windowFunc returns the aggregate of the recorded seconds that overlap
 // [from, to): Recorder.Window while the run goes on, Summary.Window after.
 type windowFunc func(from, to time.Duration) *llm.WindowStats
 
 // recoveryJudge decides from a run's 1-second series when the service is
-// healthy again (DESIGN §3 recovery_time): the window of Window seconds
-// ending at a whole second is healthy when it holds at least one finished
-// request and every steady-state threshold holds over it; the service has
-// recovered at T when the windows ending at T, T+1s, ..., T+Hold are all
-// healthy.
+// healthy again (DESIGN §3 recovery_time). The window of Window seconds
+// ending at a whole second is healthy when every steady-state threshold
+// holds over it and, once the baseline is known (withBaseline), its TTFT
+// and E2E p99 are within the latency band of the baseline's; a window in
+// which no request finished is quiet: it is no evidence either way and is
+// skipped. The service has recovered at T when the window ending at T is
+// healthy and healthy windows go on, with no unhealthy one between, to one
+// ending at T+Hold or later.
 type recoveryJudge struct {
 	ths    []assertions.Threshold
 	window time.Duration
@@ -32,20 +65,83 @@ type recoveryJudge struct {
 	// are answered.
 	within assertions.Tags
 	slo    llm.SLO
+	// band is recovery.latency_band: a window's TTFT and E2E p99 must be at
+	// most band times the baseline's (0: no latency criteria).
+	band float64
+	// latency are the latency criteria, from withBaseline.
+	latency []latencyCriterion
 }
 
-// healthy reports whether the window ending at e holds.
-func (j recoveryJudge) healthy(w windowFunc, e time.Duration) bool {
+// latencyCriterion is one latency bound of the band: th over a window
+// must hold, unless the window has no data for it.
+type latencyCriterion struct {
+	name string
+	th   assertions.Threshold
+}
+
+// withBaseline returns j with its latency criteria set from the baseline
+// window base (the load before the first fault): TTFT and E2E p99 at most
+// band times the baseline's p99, and never tighter than latencyBandSlack
+// above it. A metric the baseline has no data for gets no criterion.
+func (j recoveryJudge) withBaseline(base *llm.WindowStats) recoveryJudge {
+	j.latency = nil
+	if j.band <= 0 || base == nil {
+		return j
+	}
+	src := assertions.WindowSource{Window: base, Within: j.within, SLO: j.slo}
+	for _, c := range []struct{ metric, name string }{{"ttft", CriterionTTFTP99}, {"e2e", CriterionE2EP99}} {
+		d := src.Distribution(c.metric, j.within)
+		if d == nil || d.Count() == 0 {
+			continue
+		}
+		p99 := d.Quantile(99)
+		bound := max(p99*j.band, p99+msOf(latencyBandSlack))
+		ths, err := assertions.Parse(fmt.Sprintf("%s: p(99)<=%.3fms", c.metric, bound))
+		if err != nil || len(ths) != 1 {
+			continue // cannot happen: the expression is well formed
+		}
+		j.latency = append(j.latency, latencyCriterion{name: c.name, th: ths[0]})
+	}
+	return j
+}
+
+// windowVerdict is what the judge made of one window: quiet (no finished
+// request), or the criteria that did not hold (none: healthy).
+type windowVerdict struct {
+	quiet  bool
+	failed []string
+}
+
+// judgeWindow judges the window ending at e.
+func (j recoveryJudge) judgeWindow(w windowFunc, e time.Duration) windowVerdict {
 	ws := w(e-j.window, e)
 	if ws == nil || ws.Counts.Finished() == 0 {
-		return false // no traffic is no evidence of health
+		return windowVerdict{quiet: true}
 	}
-	return assertions.Evaluate(assertions.WindowSource{Window: ws, Within: j.within, SLO: j.slo}, j.ths).OK()
+	src := assertions.WindowSource{Window: ws, Within: j.within, SLO: j.slo}
+	var v windowVerdict
+	for _, o := range assertions.Evaluate(src, j.ths) {
+		if !o.OK {
+			v.failed = appendOnce(v.failed, o.Metric+o.Tags.String())
+		}
+	}
+	for _, c := range j.latency {
+		if o := assertions.Evaluate(src, []assertions.Threshold{c.th})[0]; !o.OK && !o.NoData {
+			v.failed = appendOnce(v.failed, c.name)
+		}
+	}
+	return v
 }
 
-// recoveredAt returns the first whole second T at or after from such that
-// the windows ending at T, T+1s, ..., T+hold are all healthy, with T+hold
-// at or before end; ok is false when there is none.
+func appendOnce(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// recoveredAt returns the moment of recovery of a search that starts at
+// from and judges windows ending up to end; ok is false when there is none.
 func (j recoveryJudge) recoveredAt(w windowFunc, from, end time.Duration) (time.Duration, bool) {
 	sc := newRecoveryScan(from)
 	return j.advance(w, &sc, end)
@@ -55,30 +151,82 @@ func (j recoveryJudge) recoveredAt(w windowFunc, from, end time.Duration) (time.
 // run does: each window is judged once, however often the live check
 // looks.
 type recoveryScan struct {
-	from time.Duration // the revert: windows end at whole seconds from here
+	from time.Duration // windows end at whole seconds after this
 	next time.Duration // the end of the next window to judge
-	run  int           // healthy windows in a row before next
+	// inRun says that the windows since start were healthy or quiet, the
+	// one ending at start healthy.
+	inRun bool
+	start time.Duration
+	// judged says that some window had traffic; last is the end of the
+	// last window judged (quiet or not).
+	judged bool
+	last   time.Duration
+	// lastFail is, per criterion, the end of the last window it failed.
+	lastFail map[string]time.Duration
+	order    []string // the criteria of lastFail, as first seen
 }
 
+// newRecoveryScan starts a search at from: the first window judged is the
+// one ending at the first whole second after from, so that it holds some
+// of the time after from.
 func newRecoveryScan(from time.Duration) recoveryScan {
-	return recoveryScan{from: from, next: ceilSecond(from)}
+	return recoveryScan{from: from, next: from.Truncate(time.Second) + time.Second}
 }
 
 // advance judges the windows of sc up to those ending at end and returns
 // the moment of recovery once there is one.
 func (j recoveryJudge) advance(w windowFunc, sc *recoveryScan, end time.Duration) (time.Duration, bool) {
-	need := int(j.hold/time.Second) + 1
+	hold := j.hold.Truncate(time.Second)
 	for ; sc.next <= end; sc.next += time.Second {
-		if !j.healthy(w, sc.next) {
-			sc.run = 0
+		e := sc.next
+		v := j.judgeWindow(w, e)
+		sc.last = e
+		if v.quiet {
+			continue // no evidence: neither breaks nor makes a run
+		}
+		sc.judged = true
+		if len(v.failed) > 0 {
+			sc.inRun = false
+			if sc.lastFail == nil {
+				sc.lastFail = map[string]time.Duration{}
+			}
+			for _, c := range v.failed {
+				if _, ok := sc.lastFail[c]; !ok {
+					sc.order = append(sc.order, c)
+				}
+				sc.lastFail[c] = e
+			}
 			continue
 		}
-		sc.run++
-		if sc.run >= need {
-			return sc.next - time.Duration(need-1)*time.Second, true
+		if !sc.inRun {
+			sc.inRun, sc.start = true, e
+		}
+		if e-sc.start >= hold {
+			sc.next += time.Second
+			return sc.start, true
 		}
 	}
 	return 0, false
+}
+
+// heldLast names the criterion that was the last to hold: the one that
+// failed in the latest window before the recovery; "" when none failed.
+func (sc *recoveryScan) heldLast() string {
+	best, at := "", time.Duration(-1)
+	for _, c := range sc.order {
+		if t := sc.lastFail[c]; t > at {
+			best, at = c, t
+		}
+	}
+	return best
+}
+
+// insufficient reports, for a search that found no recovery, whether only
+// a lack of traffic kept it from judging: no window had traffic, or the
+// healthy run going on would have lasted the hold had its quiet windows
+// counted.
+func (j recoveryJudge) insufficient(sc *recoveryScan) bool {
+	return !sc.judged || (sc.inRun && sc.last-sc.start >= j.hold.Truncate(time.Second))
 }
 
 // ceilSecond rounds d up to a whole second.
@@ -93,9 +241,23 @@ func ceilSecond(d time.Duration) time.Duration {
 type faultRecovery struct {
 	fault     string
 	recovered bool
+	// instantaneous says the fault is InstantaneousFault: its recovery is
+	// searched from its injection, and it has no time_to_recover.
+	instantaneous bool
 	// time is from the fault's injection to recovery; meaningful when
 	// recovered.
 	time time.Duration
+	// sinceRevert is time_to_recover, from a sustained fault's revert to
+	// recovery (0 when it recovered by the revert's first window);
+	// meaningful when recovered and not instantaneous.
+	sinceRevert time.Duration
+	// heldLast names the recovery criterion that held last, when
+	// recovered: "error_rate", "ttft p99", "e2e p99"; "" when every one
+	// held from the first window.
+	heldLast string
+	// insufficient says that recovery could not be judged for lack of
+	// traffic (then recovered is false).
+	insufficient bool
 	// oom is the time from a replica's out-of-memory exit to its serving
 	// again, during or after this fault; ok false when none was seen.
 	oom   time.Duration
@@ -104,8 +266,10 @@ type faultRecovery struct {
 
 // experimentSource is the assertions.Source of an experiment's run: the
 // recorded run's SummarySource, plus the metrics the runner computes:
-// recovery_time and oom_recovery_time per fault, in milliseconds. A fault
-// that never recovered counts as +Inf, so that any bound on it fails.
+// recovery_time, time_to_recover (sustained faults) and oom_recovery_time
+// per fault, in milliseconds. A fault that never recovered counts as +Inf,
+// so that any bound on it fails; one whose recovery could not be judged
+// for lack of traffic has no value.
 type experimentSource struct {
 	*assertions.SummarySource
 	recovery []faultRecovery
@@ -116,7 +280,7 @@ var _ assertions.Source = experimentSource{}
 // Distribution implements assertions.Source.
 func (s experimentSource) Distribution(metric string, sel assertions.Tags) assertions.Distribution {
 	switch metric {
-	case "recovery_time", "oom_recovery_time":
+	case "recovery_time", "oom_recovery_time", "time_to_recover":
 	default:
 		return s.SummarySource.Distribution(metric, sel)
 	}
@@ -132,6 +296,10 @@ func (s experimentSource) Distribution(metric string, sel assertions.Tags) asser
 		case metric == "oom_recovery_time" && r.oomOK:
 			vs = append(vs, msOf(r.oom))
 		case metric == "oom_recovery_time":
+		case metric == "time_to_recover" && r.instantaneous:
+		case r.insufficient:
+		case r.recovered && metric == "time_to_recover":
+			vs = append(vs, msOf(r.sinceRevert))
 		case r.recovered:
 			vs = append(vs, msOf(r.time))
 		default:
@@ -175,4 +343,61 @@ func (v valuesDist) Max() float64 { return v[len(v)-1] }
 func (v valuesDist) Quantile(q float64) float64 {
 	rank := int(math.Ceil(q / 100 * float64(len(v))))
 	return v[min(max(rank, 1), len(v))-1]
+}
+
+// recoverySearchFrom returns where the search for a fault's recovery
+// starts: its injection for an InstantaneousFault, its revert for a
+// sustained one; ok is false when the fault was not injected, or a
+// sustained one not reverted.
+func recoverySearchFrom(rec report.FaultRecord) (time.Duration, bool) {
+	switch {
+	case rec.InjectedAtS == nil:
+		return 0, false
+	case InstantaneousFault(rec.Type):
+		return durationOf(*rec.InjectedAtS), true
+	case rec.RevertedAtS == nil:
+		return 0, false
+	}
+	return durationOf(*rec.RevertedAtS), true
+}
+
+// baselineWindow is the aggregate of the load before the first fault's
+// injection, which the latency band is relative to; nil when no fault was
+// injected or none was injected after the load began.
+func baselineWindow(w windowFunc, recs []report.FaultRecord) *llm.WindowStats {
+	first := time.Duration(-1)
+	for _, rec := range recs {
+		if rec.InjectedAtS != nil && (first < 0 || durationOf(*rec.InjectedAtS) < first) {
+			first = durationOf(*rec.InjectedAtS)
+		}
+	}
+	if first <= 0 {
+		return nil
+	}
+	return w(0, first)
+}
+
+// liveRecoveryScan starts the live search for the recovery of fault, whose
+// recovery phase began at phaseAt (its revert): from its injection for an
+// InstantaneousFault, with the latency band of the baseline recorded so
+// far.
+func (r *run) liveRecoveryScan(fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
+	r.mu.Lock()
+	recs := slices.Clone(r.faultRecs)
+	r.mu.Unlock()
+	from := phaseAt
+	for _, rec := range recs {
+		if rec.Name == fault && rec.InjectedAtS != nil && InstantaneousFault(rec.Type) {
+			from = durationOf(*rec.InjectedAtS)
+		}
+	}
+	return r.p.judge.withBaseline(baselineWindow(r.rec.Window, recs)), newRecoveryScan(from)
+}
+
+// heldLastNote is ", X held last" for an event's detail; "" for none.
+func heldLastNote(c string) string {
+	if c == "" {
+		return ""
+	}
+	return ", " + c + " held last"
 }

@@ -307,7 +307,9 @@ func (r *run) liveLoop(done <-chan struct{}, live *assertions.Live) {
 	var (
 		lastProgress time.Duration
 		scan         recoveryScan // the search for the current recovery phase's end
+		judge        recoveryJudge
 		scanFault    string
+		scanAt       time.Duration
 	)
 	for {
 		select {
@@ -328,12 +330,13 @@ func (r *run) liveLoop(done <-chan struct{}, live *assertions.Live) {
 			}
 		}
 		if cur := r.tl.current(); cur.phase == PhaseRecovery {
-			if scanFault != cur.fault || scan.from != cur.at {
-				scanFault, scan = cur.fault, newRecoveryScan(cur.at)
+			if scanFault != cur.fault || scanAt != cur.at {
+				scanFault, scanAt = cur.fault, cur.at
+				judge, scan = r.liveRecoveryScan(cur.fault, cur.at)
 			}
-			if t, ok := p.judge.advance(r.rec.Window, &scan, now); ok && r.tl.recovered(now, cur.fault) {
+			if t, ok := judge.advance(r.rec.Window, &scan, now); ok && r.tl.recovered(now, cur.fault) {
 				r.event(report.EventSourceRunner, "recovered", cur.fault,
-					fmt.Sprintf("healthy from %s: every %v window held for %v", fmtClock(t), p.judge.window, p.judge.hold))
+					fmt.Sprintf("healthy from %s: every %v window held for %v%s", fmtClock(t), judge.window, judge.hold, heldLastNote(scan.heldLast())))
 			}
 		}
 		if every := r.opts.Progress; every > 0 && now-lastProgress >= every-every/10 {

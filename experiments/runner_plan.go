@@ -107,7 +107,7 @@ func newPlan(spec *Spec, file string, seed *uint64) (*plan, error) {
 		recoveryThs, _ = assertions.Parse(DefaultRecoveryThreshold)
 	}
 	p.judge = recoveryJudge{
-		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(),
+		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand,
 		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
 	}
 	types := FaultTypes()
@@ -335,8 +335,8 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	if d := p.ac.Duration; d > 0 {
 		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), llm.DefaultGrace)
 	}
-	fmt.Fprintf(&b, "  recovery: every %v window must hold %s for %v after a fault's revert\n",
-		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.Hold)
+	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
+		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
 
 	if len(p.stops) > 0 {
 		fmt.Fprintf(&b, "\nstop conditions (checked every second over the last %v; the first to fail aborts and reverts):\n", assertions.DefaultLiveWindow)

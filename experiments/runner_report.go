@@ -81,9 +81,13 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	r.mu.Unlock()
 
 	for _, fr := range recs {
-		rr := report.RecoveryRecord{Fault: fr.fault, Recovered: fr.recovered}
+		rr := report.RecoveryRecord{Fault: fr.fault, Recovered: fr.recovered, Instantaneous: fr.instantaneous,
+			HeldLast: fr.heldLast, InsufficientTraffic: fr.insufficient}
 		if fr.recovered {
 			rr.RecoveryTimeS = report.Seconds(fr.time)
+			if !fr.instantaneous {
+				rr.TimeToRecoverS = report.Seconds(fr.sinceRevert)
+			}
 		}
 		if fr.oomOK {
 			rr.OOMRecoveryTimeS = report.Seconds(fr.oom)
@@ -110,12 +114,13 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	return out, nil
 }
 
-// recoveries computes recovery_time (and oom_recovery_time) of every fault
-// from the recorded series: from its injection to the first moment at or
-// after its revert from which the service held its steady state for the
-// hold time. A fault never injected or never reverted did not recover.
+// recoveries computes recovery_time, time_to_recover (and
+// oom_recovery_time) of every fault from the recorded series: from its
+// injection to the first moment, at or after its revert (its injection for
+// an InstantaneousFault), from which the service met the recovery criteria
+// for the hold time. A fault never injected, or a sustained one never
+// reverted, did not recover.
 func (r *run) recoveries(sum *llm.Summary) []faultRecovery {
-	p := r.p
 	r.mu.Lock()
 	recs := slices.Clone(r.faultRecs)
 	evs := slices.Clone(r.replicaEvs)
@@ -124,15 +129,21 @@ func (r *run) recoveries(sum *llm.Summary) []faultRecovery {
 	if c := r.clock.Load(); c != nil {
 		start = c.Start()
 	}
+	judge := r.p.judge.withBaseline(baselineWindow(sum.Window, recs))
 	out := make([]faultRecovery, len(recs))
 	for i, rec := range recs {
-		fr := faultRecovery{fault: rec.Name}
-		if rec.InjectedAtS != nil && rec.RevertedAtS != nil {
-			inj, rev := durationOf(*rec.InjectedAtS), durationOf(*rec.RevertedAtS)
+		fr := faultRecovery{fault: rec.Name, instantaneous: InstantaneousFault(rec.Type)}
+		from, ok := recoverySearchFrom(rec)
+		if ok {
+			inj := durationOf(*rec.InjectedAtS)
 			// The last, partial second of the run counts as a window end:
 			// what it holds is all the run has.
-			if t, ok := p.judge.recoveredAt(sum.Window, rev, ceilSecond(sum.Duration)); ok {
-				fr.recovered, fr.time = true, max(t-inj, 0)
+			sc := newRecoveryScan(from)
+			if t, ok := judge.advance(sum.Window, &sc, ceilSecond(sum.Duration)); ok {
+				fr.recovered, fr.time, fr.heldLast = true, max(t-inj, 0), sc.heldLast()
+				fr.sinceRevert = max(t-from, 0)
+			} else {
+				fr.insufficient = judge.insufficient(&sc)
 			}
 			next := sum.Duration
 			for _, o := range recs {

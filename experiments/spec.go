@@ -213,9 +213,12 @@ type FaultTarget struct {
 }
 
 // Recovery sets how recovery_time{fault:NAME} is measured (DESIGN §3): from
-// the fault's start to the first moment from which every rolling Window
-// holds the steady-state thresholds for Hold.
+// the fault's injection to the first moment, at or after its revert (its
+// injection for an InstantaneousFault), from which every rolling Window
+// with traffic holds the steady-state thresholds and has its TTFT and E2E
+// p99 within LatencyBand times the baseline's, for Hold.
 type Recovery struct {
-	Window Duration `yaml:"window,omitempty" json:"window,omitempty" doc:"Rolling window the steady-state thresholds are evaluated over. Default 5s."`
-	Hold   Duration `yaml:"hold,omitempty" json:"hold,omitempty" doc:"How long every window must hold before the service counts as recovered. Default 10s."`
+	Window      Duration `yaml:"window,omitempty" json:"window,omitempty" doc:"Rolling window the recovery criteria are evaluated over. Default 5s."`
+	Hold        Duration `yaml:"hold,omitempty" json:"hold,omitempty" doc:"How long every window must hold before the service counts as recovered. Default 10s."`
+	LatencyBand float64  `yaml:"latency_band,omitempty" json:"latency_band,omitempty" doc:"A window counts as recovered only if its TTFT and E2E p99 are at most this many times the baseline's (the load before the first fault), never tighter than 50ms above it. 1 or more; default 1.5."`
 }

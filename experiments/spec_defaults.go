@@ -26,6 +26,10 @@ const (
 	DefaultSimRestartDelay        = 2 * time.Second
 )
 
+// DefaultRecoveryLatencyBand is recovery.latency_band when left out: a
+// recovered window's TTFT and E2E p99 are at most 1.5 times the baseline's.
+const DefaultRecoveryLatencyBand = 1.5
+
 // WithDefaults returns a copy of s with the documented defaults filled in
 // where s leaves a key unset: seed 1; recovery window 5s and hold 10s; HTTP
 // probes GET, expecting 200 within 5s; proxies on 127.0.0.1:0 in http mode;
@@ -48,6 +52,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if out.Recovery.Hold == 0 {
 		out.Recovery.Hold = Duration(DefaultRecoveryHold)
+	}
+	if out.Recovery.LatencyBand == 0 {
+		out.Recovery.LatencyBand = DefaultRecoveryLatencyBand
 	}
 	for i := range out.SteadyState {
 		if h := out.SteadyState[i].HTTP; h != nil {

@@ -59,6 +59,7 @@ func zeroRules() []zeroRule {
 		{"stop_conditions[].interval", replacedBy(Duration(DefaultPromQLInterval), "want more than 0")},
 		{"recovery.window", replacedBy(Duration(DefaultRecoveryWindow), "want more than 0")},
 		{"recovery.hold", replacedBy(Duration(DefaultRecoveryHold), "want more than 0")},
+		{"recovery.latency_band", replacedBy(DefaultRecoveryLatencyBand, "want 1 or more")},
 		{"faults[].params.probability", func() string {
 			return "0: a fault that never acts tests nothing: want more than 0 and at most 1, or leave the key out to act on every request"
 		}},

@@ -82,11 +82,27 @@ type FaultRecord struct {
 type RecoveryRecord struct {
 	// Fault names the fault.
 	Fault string `json:"fault"`
-	// RecoveryTimeS is the time from the fault's start to recovery; nil
-	// when the service did not recover before the run ended.
+	// RecoveryTimeS is the time from the fault's injection to recovery;
+	// nil when the service did not recover before the run ended, or its
+	// recovery could not be judged (InsufficientTraffic).
 	RecoveryTimeS *float64 `json:"recovery_time_s"`
 	// Recovered reports whether it recovered.
 	Recovered bool `json:"recovered"`
+	// Instantaneous says the fault acts in one instant (a kill, a stop, a
+	// restart): its recovery is measured from its injection, without
+	// waiting for its revert, and it has no TimeToRecoverS.
+	Instantaneous bool `json:"instantaneous,omitempty"`
+	// TimeToRecoverS is, for a sustained fault that recovered, the time
+	// from its revert to recovery (time_to_recover).
+	TimeToRecoverS *float64 `json:"time_to_recover_s,omitempty"`
+	// HeldLast names the recovery criterion that was the last to hold
+	// ("error_rate", "ttft p99", "e2e p99", or another steady-state
+	// threshold's metric and tags); empty when not recovered or when every
+	// criterion held from the first window.
+	HeldLast string `json:"held_last,omitempty"`
+	// InsufficientTraffic says that recovery could not be judged: too few
+	// requests finished after the fault to tell healthy from not.
+	InsufficientTraffic bool `json:"insufficient_traffic,omitempty"`
 	// OOMRecoveryTimeS is, for a fault that killed a replica with an
 	// out-of-memory error, the time from the crash until the replica
 	// served again; nil when not measured.

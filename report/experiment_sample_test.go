@@ -200,8 +200,10 @@ func fillSampleExperiment(d *Document) {
 			InjectedAtS: Seconds(40003 * time.Millisecond), RevertedAtS: Seconds(48010 * time.Millisecond), RevertOK: true},
 	}
 	d.Recovery = []RecoveryRecord{
-		{Fault: "slow-net", RecoveryTimeS: Seconds(18488 * time.Millisecond), Recovered: true},
-		{Fault: "gpu-oom", RecoveryTimeS: Seconds(12397 * time.Millisecond), Recovered: true, OOMRecoveryTimeS: Seconds(9 * time.Second)},
+		{Fault: "slow-net", RecoveryTimeS: Seconds(18488 * time.Millisecond), Recovered: true,
+			TimeToRecoverS: Seconds(3484 * time.Millisecond), HeldLast: "ttft p99"},
+		{Fault: "gpu-oom", RecoveryTimeS: Seconds(12397 * time.Millisecond), Recovered: true, OOMRecoveryTimeS: Seconds(9 * time.Second),
+			TimeToRecoverS: Seconds(4387 * time.Millisecond), HeldLast: "error_rate"},
 	}
 	d.Events = []EventRecord{
 		{AtS: 0, Source: EventSourceSteadyState, Kind: "checked", Detail: "2 of 2 probes held"},

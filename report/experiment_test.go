@@ -54,7 +54,7 @@ func TestExperimentFieldsRoundTrip(t *testing.T) {
 	for _, want := range []string{
 		`"experiment": {`, `"spec": "apiVersion: llmchaos/v1\n`, `"phases": [`, `"name": "recovery"`,
 		`"planned_at_s": 15`, `"injected_at_s": 15.012`, `"reverted_at_s": 30.004`, `"revert_ok": true`,
-		`"recovery_time_s": 18.488`, `"oom_recovery_time_s": 9`, `"at_s": 40.5`, `"source": "replica"`,
+		`"recovery_time_s": 18.488`, `"oom_recovery_time_s": 9`, `"time_to_recover_s": 3.484`, `"held_last": "ttft p99"`, `"at_s": 40.5`, `"source": "replica"`,
 		`"steady_state": {`, `"before": [`, `"probe": "error_rate: rate<0.01"`,
 		`"server": [`, `"name": "vllm:kv_cache_usage_perc"`, `"gpu": [`, `"points": [`,
 	} {
@@ -201,6 +201,17 @@ func TestTimelineEdges(t *testing.T) {
 			want: []string{"recovery recovered time", "kill no -", "steady state before: 1 of 1 held after: 0 of 1 held",
 				"✗ after http GET /health → 200: status 503"},
 			not: []string{"after OOM"},
+		},
+		{
+			name: "instantaneous fault, and one that could not be judged",
+			edit: func(d *Document) {
+				d.Recovery = []RecoveryRecord{
+					{Fault: "kill", Recovered: true, Instantaneous: true, RecoveryTimeS: Seconds(7200 * time.Millisecond), HeldLast: "e2e p99"},
+					{Fault: "slow", InsufficientTraffic: true},
+				}
+			},
+			want: []string{"recovery recovered time from revert held last", "kill yes 7.20s (instant) e2e p99",
+				"slow insufficient traffic - - -"},
 		},
 		{
 			name: "aborted before the after probes",

@@ -290,7 +290,10 @@ func orDash(s string) string {
 	return s
 }
 
-// writeRecovery writes recovery_time per fault.
+// writeRecovery writes recovery_time per fault: whether it recovered
+// ("insufficient traffic" when that could not be judged), the time from
+// its injection, for a sustained fault the time from its revert
+// (time_to_recover), the criterion that held last, and the OOM recovery.
 func writeRecovery(b *strings.Builder, d *Document) {
 	if len(d.Recovery) == 0 {
 		return
@@ -299,14 +302,23 @@ func writeRecovery(b *strings.Builder, d *Document) {
 	for _, r := range d.Recovery {
 		oom = oom || r.OOMRecoveryTimeS != nil
 	}
-	t := newTable("llrr")
+	t := newTable("llrrl")
+	head := []string{"recovery", "recovered", "time", "from revert", "held last"}
 	if oom {
-		t.row("recovery", "recovered", "time", "after OOM")
-	} else {
-		t.row("recovery", "recovered", "time")
+		t = newTable("llrrlr")
+		head = append(head, "after OOM")
 	}
+	t.row(head...)
 	for _, r := range d.Recovery {
-		cells := []string{"  " + r.Fault, yesNo(r.Recovered), optSeconds(r.RecoveryTimeS)}
+		recovered := yesNo(r.Recovered)
+		if r.InsufficientTraffic {
+			recovered = "insufficient traffic"
+		}
+		fromRevert := optSeconds(r.TimeToRecoverS)
+		if r.Instantaneous {
+			fromRevert = "(instant)"
+		}
+		cells := []string{"  " + r.Fault, recovered, optSeconds(r.RecoveryTimeS), fromRevert, orDash(r.HeldLast)}
 		if oom {
 			cells = append(cells, optSeconds(r.OOMRecoveryTimeS))
 		}

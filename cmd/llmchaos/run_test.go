@@ -55,22 +55,26 @@ func needBinary(t *testing.T) string {
 	return bin
 }
 
-// shortQuickstart is the quickstart made short for CI: 12 s of load on 2
-// replicas, a latency fault at 3 s and stream stalls at 7 s.
+// shortQuickstart is the quickstart made short for CI: 18 s of load on 2
+// replicas, a latency fault at 3 s and stream stalls at 11 s, each followed
+// by more than recovery.window + hold before the next fault or the end (the
+// stragglers of one fault would otherwise spoil the other's latency band);
+// the band is wide because the e2e p99 of a 2 s window of a loaded CI
+// machine's simulator swings well past 1.5 times the baseline's.
 const shortQuickstart = `apiVersion: llmchaos/v1
 kind: Experiment
 metadata: {name: quickstart-short, description: "the quickstart, short"}
 target:
   sim: {replicas: 2, startup_time: 500ms}
-workload: {preset: chat, rate: 20, arrival: poisson, duration: 12s}
+workload: {preset: chat, rate: 20, arrival: poisson, duration: 18s}
 steady_state:
   - http: {url: "{{target}}/health", expect_status: 200}
   - threshold: "error_rate: rate<0.01"
 faults:
   - {name: slow-net, type: network.latency, at: 3s, duration: 3s, params: {latency: 200ms, jitter: 50ms}}
-  - {name: stalls, type: stream.stall, at: 7s, duration: 2s, params: {probability: 0.2, after_tokens: 5, stall: 1s}}
+  - {name: stalls, type: stream.stall, at: 11s, duration: 2s, params: {probability: 0.2, after_tokens: 5, stall: 1s}}
 stop_conditions: ["error_rate: rate<0.5"]
-recovery: {window: 2s, hold: 2s}
+recovery: {window: 2s, hold: 2s, latency_band: 3}
 thresholds:
   "ttft{phase:baseline}": ["p(99)<1s"]
   "ttft{phase:fault,fault:slow-net}": ["p(50)>150ms"]
@@ -149,7 +153,7 @@ func TestRunShortQuickstartEndToEnd(t *testing.T) {
 		t.Errorf("steady state = %+v, want the probes of 2 endpoints and the threshold, before and after", ss)
 	}
 	if doc.Requests.Lost != 0 || doc.Requests.Sent < 200 {
-		t.Errorf("requests %+v, want about 240 sent and none lost", doc.Requests)
+		t.Errorf("requests %+v, want about 360 sent and none lost", doc.Requests)
 	}
 	for _, p := range []string{junit, html} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {

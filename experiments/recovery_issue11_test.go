@@ -1,0 +1,274 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/report"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// second describes what the requests ending in one second of a synthetic
+// run were: how many, whether half of them failed, and their TTFT and
+// E2E.
+type second struct {
+	n       int
+	failing bool
+	ttft    time.Duration
+}
+
+// syntheticSeconds records a run with one second of results per element
+// of secs; E2E is TTFT + 20 ms.
+func syntheticSeconds(secs []second) *llm.Summary {
+	rec := llm.NewRecorder(llm.RecorderOptions{})
+	for s, sec := range secs {
+		for i := range sec.n {
+			end := time.Duration(s)*time.Second + time.Duration(i)*(900*time.Millisecond/time.Duration(sec.n)) + 50*time.Millisecond
+			sent := end - sec.ttft - 20*time.Millisecond
+			res := &llm.Result{Scheduled: sent, Sent: sent, FirstToken: sent + sec.ttft, End: end, Outcome: llm.OutcomeOK, Tags: llm.Tags{Class: "chat"}}
+			if sec.failing && i%2 == 0 {
+				res.Outcome, res.Class, res.HTTPStatus, res.FirstToken = llm.OutcomeFailed, llm.ClassHTTP5xx, 503, 0
+			}
+			rec.RequestStarted(res.Sent)
+			rec.RequestEnded(res.End)
+			rec.Record(res)
+		}
+	}
+	return rec.Finish(time.Duration(len(secs)) * time.Second)
+}
+
+// seconds builds secs seconds from f.
+func seconds(secs int, f func(s int) second) []second {
+	out := make([]second, secs)
+	for s := range out {
+		out[s] = f(s)
+	}
+	return out
+}
+
+func testJudge(t *testing.T, window, hold time.Duration, band float64) recoveryJudge {
+	t.Helper()
+	ths, err := assertions.Parse(DefaultRecoveryThreshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recoveryJudge{ths: ths, window: window, hold: hold, band: band, within: assertions.Tags{Class: "chat"}}
+}
+
+// recoveriesOf runs the runner's post-run recovery computation on a
+// synthetic run with the given fault records.
+func recoveriesOf(judge recoveryJudge, sum *llm.Summary, recs ...report.FaultRecord) []faultRecovery {
+	r := &run{p: &plan{judge: judge}, faultRecs: recs}
+	return r.recoveries(sum)
+}
+
+func faultRec(name, typ string, injected, reverted float64) report.FaultRecord {
+	return report.FaultRecord{Name: name, Type: typ, InjectedAtS: &injected, RevertedAtS: &reverted, RevertOK: true}
+}
+
+// A kill hurts for two seconds; the experiment gave it a duration of 10 s
+// (its revert does nothing). Its recovery_time runs from the injection to
+// the service's recovery, whatever the duration; a sustained fault with
+// the same effect is searched from its revert, and also reports
+// time_to_recover from there.
+func TestRecoveryInstantaneousFromInjection(t *testing.T) {
+	judge := testJudge(t, 2*time.Second, 3*time.Second, 0)
+	sum := syntheticSeconds(seconds(40, func(s int) second {
+		return second{n: 10, failing: s == 10 || s == 11, ttft: 10 * time.Millisecond}
+	}))
+	// Windows [e-2s, e): the failures of seconds 10 and 11 spoil those
+	// ending at 11, 12 and 13; windows ending at 14..17 hold: T = 14s.
+	for _, tc := range []struct {
+		typ             string
+		wantTime        time.Duration
+		wantInstant     bool
+		wantSinceRevert time.Duration
+	}{
+		{replica.TypeKill, 4 * time.Second, true, 0},
+		{replica.TypeStop, 4 * time.Second, true, 0},
+		{replica.TypeRestart, 4 * time.Second, true, 0},
+		// Sustained: the first window after the revert at 20s ends at
+		// 21s: T = 21s, 11s from the injection, 1s from the revert.
+		{"network.latency", 11 * time.Second, false, time.Second},
+		{replica.TypePause, 11 * time.Second, false, time.Second},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			got := recoveriesOf(judge, sum, faultRec("f", tc.typ, 10, 20))[0]
+			if !got.recovered || got.time != tc.wantTime || got.instantaneous != tc.wantInstant {
+				t.Fatalf("recovery = %+v; want recovered in %v, instantaneous %v", got, tc.wantTime, tc.wantInstant)
+			}
+			if !tc.wantInstant && got.sinceRevert != tc.wantSinceRevert {
+				t.Errorf("time_to_recover = %v, want %v", got.sinceRevert, tc.wantSinceRevert)
+			}
+			src := experimentSource{SummarySource: assertions.NewSummarySource(sum), recovery: []faultRecovery{got}}
+			ths, err := assertions.Parse("time_to_recover{fault:f}: max<5s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := assertions.Evaluate(src, ths)[0]
+			if tc.wantInstant != o.NoData || (!o.NoData && o.Value != msOf(tc.wantSinceRevert)) {
+				t.Errorf("time_to_recover threshold: value %v no data %v; want no data for an instantaneous fault, %v otherwise", o.Value, o.NoData, tc.wantSinceRevert)
+			}
+		})
+	}
+}
+
+// After the fault the error rate is back at once, but TTFT stays three
+// times the baseline's until second 25: that is not recovered, and the
+// criterion that held last is the TTFT p99.
+func TestRecoveryLatencyBand(t *testing.T) {
+	sum := syntheticSeconds(seconds(40, func(s int) second {
+		sec := second{n: 10, ttft: 100 * time.Millisecond}
+		switch {
+		case s == 10 || s == 11:
+			sec.failing = true
+			sec.ttft = 300 * time.Millisecond
+		case s >= 10 && s < 25:
+			sec.ttft = 300 * time.Millisecond
+		}
+		return sec
+	}))
+	rec := faultRec("slow", "network.latency", 10, 12)
+	for _, tc := range []struct {
+		name     string
+		band     float64
+		wantTime time.Duration
+		wantLast string
+	}{
+		// Windows [e-2s, e) hold from the one ending at 27s (seconds 25
+		// and 26): T = 27s, 17s after the injection.
+		{"band 1.5", 1.5, 17 * time.Second, CriterionTTFTP99},
+		// A band of 4 lets 3x through: errors alone decide, the windows
+		// hold from the one ending at 13s (seconds 11 and 12 hold a
+		// failure: 14s).
+		{"band 4", 4, 4 * time.Second, "error_rate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recoveriesOf(testJudge(t, 2*time.Second, 3*time.Second, tc.band), sum, rec)[0]
+			if !got.recovered || got.time != tc.wantTime || got.heldLast != tc.wantLast {
+				t.Errorf("recovery = %+v; want recovered in %v, %q held last", got, tc.wantTime, tc.wantLast)
+			}
+		})
+	}
+}
+
+// A low rate: one request every other second, windows of 1 s. The quiet
+// windows between are no evidence either way: recovery is found; and a
+// fault after which no request finished at all cannot be judged.
+func TestRecoveryInsufficientTraffic(t *testing.T) {
+	judge := testJudge(t, time.Second, 4*time.Second, 1.5)
+	sparse := syntheticSeconds(seconds(30, func(s int) second {
+		if s%2 == 1 {
+			return second{}
+		}
+		return second{n: 1, failing: s == 10, ttft: 50 * time.Millisecond}
+	}))
+	got := recoveriesOf(judge, sparse, faultRec("f", "network.latency", 10, 10.5))[0]
+	// The failing request ends in second 10 (window ending at 11);
+	// second 12's request makes the window ending at 13 healthy, and the
+	// one ending at 17 completes the hold: T = 13s, 3s after injection.
+	if !got.recovered || got.time != 3*time.Second || got.insufficient {
+		t.Errorf("sparse: recovery = %+v; want recovered in 3s", got)
+	}
+
+	silent := syntheticSeconds(seconds(30, func(s int) second {
+		if s >= 10 {
+			return second{}
+		}
+		return second{n: 10, ttft: 50 * time.Millisecond}
+	}))
+	got = recoveriesOf(judge, silent, faultRec("f", "network.latency", 10, 12))[0]
+	if got.recovered || !got.insufficient {
+		t.Fatalf("silent: recovery = %+v; want insufficient traffic", got)
+	}
+	src := experimentSource{SummarySource: assertions.NewSummarySource(silent), recovery: []faultRecovery{got}}
+	ths, err := assertions.Parse("recovery_time{fault:f}: max<20s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := assertions.Evaluate(src, ths)[0]; !o.NoData {
+		t.Errorf("recovery_time of an unjudged recovery = %v, want no data", o.Value)
+	}
+
+	// A healthy run going on, cut short only by quiet windows at the end
+	// of the run, is insufficient traffic too, not "never".
+	tail := syntheticSeconds(seconds(30, func(s int) second {
+		if s >= 16 {
+			return second{}
+		}
+		return second{n: 10, failing: s == 12, ttft: 50 * time.Millisecond}
+	}))
+	got = recoveriesOf(judge, tail, faultRec("f", "network.latency", 12, 13))[0]
+	if got.recovered || !got.insufficient {
+		t.Errorf("quiet tail: recovery = %+v; want insufficient traffic", got)
+	}
+}
+
+// Through the runner: a kill whose effect (failures) lasts 300 ms, given a
+// duration of 2.5 s, reports a recovery_time shorter than that duration
+// (it counted the duration before), no time_to_recover, and says it is
+// instantaneous.
+func TestRunInstantaneousRecovery(t *testing.T) {
+	skipShort(t)
+	srv := newSSEServer(t)
+	kill := newFakeFault(t, "kill", func(on bool) {
+		if on {
+			srv.failing.Store(true)
+			time.AfterFunc(300*time.Millisecond, func() { srv.failing.Store(false) })
+		}
+	})
+	spec := testSpec(srv.URL, 6*time.Second, Fault{Name: "kill", Type: replica.TypeKill, At: Duration(time.Second),
+		Duration: Duration(2500 * time.Millisecond), Params: map[string]any{"target": map[string]any{"pid_file": "/nonexistent/pid"}}})
+	spec.Thresholds = Thresholds{"recovery_time{fault:kill}": {{Threshold: "max<2500ms"}}}
+	var out bytes.Buffer
+	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"kill": kill})})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	d := o.Doc
+	if len(d.Recovery) != 1 {
+		t.Fatalf("recovery = %+v, want one record", d.Recovery)
+	}
+	rc := d.Recovery[0]
+	if !rc.Recovered || rc.RecoveryTimeS == nil || !rc.Instantaneous || rc.TimeToRecoverS != nil {
+		t.Fatalf("recovery = %+v, want recovered, instantaneous, no time_to_recover\n%s", rc, out.String())
+	}
+	if rt := *rc.RecoveryTimeS; rt >= 2.5 {
+		t.Errorf("recovery_time = %vs, want under the fault's 2.5s duration", rt)
+	}
+	if d.Verdict != report.VerdictPass {
+		t.Errorf("verdict = %s, want pass; thresholds %+v", d.Verdict, d.Thresholds)
+	}
+}
+
+// recovery.latency_band is checked: 1 or more, and an explicit 0 is not
+// replaced by the default.
+func TestValidateLatencyBand(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"default", baseDoc, nil},
+		{"two", baseDoc + "recovery: {latency_band: 2}\n", nil},
+		{"below one", baseDoc + "recovery: {latency_band: 0.5}\n",
+			[]string{`t.yaml:11:26: recovery.latency_band: 0.5: want 1 or more (the p99 a recovered window may have, in times the baseline's)`}},
+		{"zero", baseDoc + "recovery: {latency_band: 0}\n",
+			[]string{`t.yaml:11:26: recovery.latency_band: 0 would be replaced by the default (1.5): want 1 or more, or leave the key out for the default`}},
+		{"infinite", baseDoc + "recovery: {latency_band: .inf}\n",
+			[]string{`t.yaml:11:26: recovery.latency_band: +Inf: want 1 or more (the p99 a recovered window may have, in times the baseline's)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := problemLines(t, tc.src)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(tc.want, "\n      "))
+			}
+		})
+	}
+}
