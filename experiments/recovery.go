@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -17,18 +17,15 @@ import (
 const DefaultRecoveryThreshold = "error_rate: rate<0.01"
 
 // InstantaneousFault reports whether a fault of type typ acts in one
-// instant and leaves nothing to undo (replica.kill, replica.stop,
-// replica.restart): its recovery_time runs from the injection, without
-// waiting for its (empty) revert, so that the duration the experiment gave
-// it does not count. Every other type is sustained: it acts until its
-// revert, and its recovery is searched from there. This predicate stands
-// until fault types describe themselves (the fault descriptor).
+// instant (replica.kill, replica.stop, replica.restart: its family's
+// descriptor says faults.Instantaneous): its recovery_time runs from the
+// injection, without waiting for its revert (which only waits for the owner
+// to bring the target back), so that the duration the experiment gave it
+// does not count. Every other type is sustained: it acts until its revert,
+// and its recovery is also measured from there (time_to_recover).
 func InstantaneousFault(typ string) bool {
-	switch typ {
-	case replica.TypeKill, replica.TypeStop, replica.TypeRestart:
-		return true
-	}
-	return false
+	t, ok := FaultTypes()[typ]
+	return ok && t.Lifetime == faults.Instantaneous
 }
 
 // Recovery criteria named in a report's held_last, besides the
