@@ -121,7 +121,7 @@ func TestValidateRules(t *testing.T) {
 			s.Workload.Stages = []Stage{{Duration: Duration(20 * time.Second), Target: 5}, {Duration: Duration(10 * time.Second), Target: 5}}
 		}, []string{"faults[1].at: the fault would start at 30s, when the load (30s) is over: start it earlier or lengthen the workload's duration"}},
 		{"workload with two load shapes", func(s *Spec) { s.Workload.Concurrency = 4 },
-			[]string{"workload.rate: rate, concurrency are all set; choose one load shape"}},
+			[]string{"workload.rate: rate and concurrency conflict: each sets a load shape; choose one"}},
 		{"missing workload", func(s *Spec) { s.Workload = Workload{} },
 			[]string{"workload: missing: set a preset and/or a load shape, e.g. {preset: chat, rate: 10, duration: 60s}",
 				"warning: workload: the load does not end at a set time (no duration), so fault times cannot be checked against it"}},

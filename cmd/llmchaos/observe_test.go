@@ -563,10 +563,37 @@ func TestLoadRemoteWrite(t *testing.T) {
 		`llmchaos_threshold_ok{job=llmchaos,metric=ttft}`:  1,
 		`llmchaos_threshold_ok{job=llmchaos,metric=e2e}`:   0,
 	} {
-		if got, ok := recv.last[key]; !ok || got != want {
+		if got, ok := sumSeries(recv.last, key); !ok || got != want {
 			t.Errorf("last push: %s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}
+}
+
+// sumSeries adds up the series of last whose name is key's and whose labels
+// include every label key names (`name{a=b,c=d}`), so that a check of a
+// total holds whatever other labels (run, endpoint, phase) split it.
+func sumSeries(last map[string]float64, key string) (float64, bool) {
+	name, want, _ := strings.Cut(strings.TrimSuffix(key, "}"), "{")
+	var sum float64
+	found := false
+	for k, v := range last {
+		n, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
+		if n != name {
+			continue
+		}
+		have := strings.Split(labels, ",")
+		all := true
+		for _, l := range strings.Split(want, ",") {
+			if l != "" && !slices.Contains(have, l) {
+				all = false
+				break
+			}
+		}
+		if all {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
 }
 
 // TestLoadLiveThresholdGauge: an abortOnFail threshold (runners and config
