@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -280,5 +281,29 @@ func pushRun(t *testing.T, prom *promtest.Server, run string) {
 	stamp = now.Add(-10 * time.Second)
 	if err := w.Push(t.Context()); err != nil {
 		t.Fatalf("Push: %v\n%s", err, prom.Log())
+	}
+}
+
+// TestReadmeListsLiveSeriesAndLabels: the README's live metrics section
+// names every series the exporter registers and every label it sets.
+func TestReadmeListsLiveSeriesAndLabels(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Live metrics and Grafana\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Live metrics and Grafana" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !strings.Contains(section, "`--metrics-linger ") {
+		t.Error("the README's live metrics section does not document --metrics-linger")
+	}
+	names := append(telemetry.MetricNames(), telemetry.LabelRun, telemetry.LabelExperiment, telemetry.LabelEndpoint,
+		telemetry.LabelPhase, telemetry.LabelClass, telemetry.LabelOutcome, telemetry.LabelErrorClass)
+	for _, n := range names {
+		if !strings.Contains(section, "`"+n+"`") {
+			t.Errorf("the README's live metrics section does not name `%s`", n)
+		}
 	}
 }
