@@ -155,6 +155,9 @@ type dashboard struct {
 			Name       string `json:"name"`
 			Type       string `json:"type"`
 			Definition string `json:"definition"`
+			Multi      bool   `json:"multi"`
+			IncludeAll bool   `json:"includeAll"`
+			AllValue   string `json:"allValue"`
 		} `json:"list"`
 	} `json:"templating"`
 }
@@ -168,8 +171,9 @@ type panel struct {
 	} `json:"datasource"`
 	GridPos struct{ X, Y, W, H int } `json:"gridPos"`
 	Targets []struct {
-		Expr  string `json:"expr"`
-		RefID string `json:"refId"`
+		Expr         string `json:"expr"`
+		RefID        string `json:"refId"`
+		LegendFormat string `json:"legendFormat"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"` // a collapsed row's
 }
@@ -258,7 +262,7 @@ func TestDashboardQueriesUseExportedNames(t *testing.T) {
 			t.Errorf("%s: no metric in %q", q.where, q.expr)
 		}
 		for _, n := range names {
-			if strings.HasPrefix(q.where, "variable") && n == "instance" {
+			if strings.HasPrefix(q.where, "variable") && (n == "instance" || n == telemetry.LabelRun || n == telemetry.LabelEndpoint) {
 				continue // label_values' label argument
 			}
 			used[n] = true
@@ -272,6 +276,7 @@ func TestDashboardQueriesUseExportedNames(t *testing.T) {
 		"llmchaos_ttft_seconds_bucket", "llmchaos_itl_seconds_bucket", "llmchaos_e2e_seconds_bucket",
 		"llmchaos_tpot_seconds_bucket", telemetry.NameRequests, telemetry.NameInFlight, telemetry.NameOutputTokens,
 		telemetry.NameFaultActive, telemetry.NameThresholdOK,
+		telemetry.NameScheduled, telemetry.NameSendLag + "_bucket", telemetry.NameSendLag + "_count", telemetry.NameLost,
 		"vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_preemptions_total",
 	} {
 		if !used[n] {
@@ -282,28 +287,35 @@ func TestDashboardQueriesUseExportedNames(t *testing.T) {
 
 // TestDashboardQueriesRunOnPrometheus evaluates every dashboard query on a
 // real Prometheus, with Grafana's variables filled in, so that a query
-// Prometheus cannot parse fails here and not in front of a user.
+// Prometheus cannot parse fails here and not in front of a user. Two runs'
+// series are pushed first: every query of llmchaos_* series returns data
+// for one run's $run, and none for a run that does not exist, so that no
+// panel mixes runs.
 func TestDashboardQueriesRunOnPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Prometheus server")
 	}
 	prom := promtest.Start(t, "")
-	fill := strings.NewReplacer("$__rate_interval", "1m", "${instance}", ".*", "$instance", ".*")
-	d := loadDashboard(t)
-	var exprs []string
-	for _, p := range allPanels(d.Panels) {
-		for _, tg := range p.Targets {
-			exprs = append(exprs, tg.Expr)
-		}
+	pushRun(t, prom, "r1")
+	pushRun(t, prom, "r2")
+	fill := func(run string) *strings.Replacer {
+		return strings.NewReplacer("$__rate_interval", "2m", "${instance}", ".*", "$instance", ".*",
+			"${run}", run, "$run", run, "${endpoint}", ".*", "$endpoint", ".*")
 	}
-	for _, a := range d.Annotations.List {
-		if a.Expr != "" {
-			exprs = append(exprs, a.Expr)
+	for where, e := range dashboardQueries(loadDashboard(t)) {
+		ours := len(selectors(e)) > 0
+		v, err := prom.Query(fill("r1").Replace(e))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", where, err)
+		case ours && len(v) == 0:
+			t.Errorf("%s: no data for run r1: %s", where, e)
 		}
-	}
-	for _, e := range exprs {
-		if _, err := prom.Query(fill.Replace(e)); err != nil {
-			t.Errorf("%s: %v", e, err)
+		if !ours {
+			continue
+		}
+		if v, err := prom.Query(fill("nosuch").Replace(e)); err != nil || len(v) != 0 {
+			t.Errorf("%s: for a run that does not exist got %v (%v), want nothing: %s", where, v, err, e)
 		}
 	}
 }
