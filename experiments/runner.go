@@ -95,7 +95,8 @@ type Options struct {
 	// NoPreflight skips the load's pre-flight check of the endpoints
 	// (loadrun.Preflight): by default a model the endpoints do not serve,
 	// a wrong path or a refused key ends the run before any fault with a
-	// *loadrun.PreflightError.
+	// *loadrun.PreflightError. The experiment's workload.preflight: false
+	// skips it too.
 	NoPreflight bool
 	// Observe is the run's observability (live metrics, remote write,
 	// tracing, server monitor); the zero value observes nothing.

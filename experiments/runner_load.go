@@ -40,7 +40,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: llm.DefaultGrace,
 		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.observeOptions(),
-		Tagger: r.tag, NoPreflight: r.opts.NoPreflight, Warn: func(w string) { r.out.println("warning: " + w) },
+		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
 			return r.alongside(ctx, l, live)
 		},

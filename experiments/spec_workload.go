@@ -51,7 +51,13 @@ type Workload struct {
 	CancelShare       float64      `yaml:"cancel_share,omitempty" json:"cancel_share,omitempty" doc:"Share of requests the client cancels on purpose, in [0, 1]. Default 1 when a cancel_after is given."`
 	CancelAfterTokens Dist         `yaml:"cancel_after_tokens,omitempty" json:"cancel_after_tokens,omitzero" doc:"Cancel after this many content chunks."`
 	CancelAfter       DurationDist `yaml:"cancel_after,omitempty" json:"cancel_after,omitzero" doc:"Cancel this long after send."`
+
+	Preflight *bool `yaml:"preflight,omitempty" json:"preflight,omitempty" doc:"Check each endpoint before the load and the faults (its /models lists the model, else one max_tokens 1 request succeeds) and stop the run, exit 2, when it refuses for good. Default true; false skips it, as llmchaos run --no-preflight."`
 }
+
+// PreflightOff reports whether the file turns the pre-flight check off
+// (preflight: false); left out, the check runs.
+func (w Workload) PreflightOff() bool { return w.Preflight != nil && !*w.Preflight }
 
 // keyHints answers keys people reach for that the workload spells another
 // way.

@@ -190,8 +190,8 @@ type namedStats struct {
 
 // writeCustomRows adds the run's custom metrics to a terminal
 // distribution table: trends with their stats, the others with their one
-// figure (rate, sum or value) in the mean column.
-func writeCustomRows(t *table, d *Document) {
+// figure (rate, sum or value) in the first column after count.
+func writeCustomRows(t *table, d *Document, stats []TrendStat) {
 	if len(d.CustomMetrics) == 0 {
 		return
 	}
@@ -204,9 +204,19 @@ func writeCustomRows(t *table, d *Document) {
 			if c.Unit == metrics.UnitMillis {
 				f = fmtMs
 			}
-			t.row(statsCells(name, *c.Stats, f)...)
+			t.row(trendCells(name, *c.Stats, stats, customQuantile(d, c.Name), f)...)
 		default:
-			t.row(name, strconv.FormatInt(c.Count, 10), customFigure(c), "", "", "", "")
+			cells, figure := []string{name}, customFigure(c)
+			for _, ts := range stats {
+				switch {
+				case ts.kind == kindCount:
+					cells = append(cells, strconv.FormatInt(c.Count, 10))
+				default:
+					cells = append(cells, figure)
+					figure = ""
+				}
+			}
+			t.row(cells...)
 		}
 	}
 }

@@ -77,6 +77,9 @@ type Output struct {
 	// Flag names the option that asked for it ("--junit"), for errors;
 	// "" for none.
 	Flag string
+	// Text holds the rendering options of the text format (quiet,
+	// verbose, colour, trend stats); the other formats ignore it.
+	Text TextOptions
 }
 
 // WriteOutput writes d in o's format to o's path, atomically, or to stdout
@@ -84,7 +87,11 @@ type Output struct {
 func WriteOutput(stdout io.Writer, o Output, d *Document) error {
 	f, err := LookupFormat(o.Format)
 	if err == nil {
-		err = WriteTo(stdout, o.Path, func(w io.Writer) error { return f.Write(w, d) })
+		write := f.Write
+		if f.Name == FormatText {
+			write = o.Text.Writer()
+		}
+		err = WriteTo(stdout, o.Path, func(w io.Writer) error { return write(w, d) })
 	}
 	if err != nil && o.Flag != "" {
 		return fmt.Errorf("%s: %w", o.Flag, err)

@@ -12,32 +12,85 @@ import (
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
-// WriteText writes the terminal summary of d: the run's header, an aligned
-// table of the latency and token distributions (count, mean, p50, p90, p99,
-// max, with units), the request outcomes and errors by class, throughput,
-// quality rates and concurrency; for an experiment, a timeline of its
-// phases and faults, the faults with planned and actual times, recovery
-// times and the steady-state probes; then each threshold with ✓ or ✗, its
-// expression and the observed value, and the verdict line. It reads only
-// d's fields, so a saved report renders exactly as the live run did.
-func WriteText(w io.Writer, d *Document) error {
+// WriteText writes the terminal summary of d with the default options
+// (TextOptions' zero value): the run's header, an aligned table of the
+// latency and token distributions (count, mean, p50, p90, p99, max, with
+// units), the request outcomes and errors by class, throughput, quality
+// rates and concurrency; for an experiment, a timeline of its phases and
+// faults, the faults with planned and actual times, recovery times and the
+// steady-state probes; then each threshold with ✓ or ✗, its expression and
+// the observed value, and the verdict line. It reads only d's fields, so a
+// saved report renders exactly as the live run did.
+func WriteText(w io.Writer, d *Document) error { return WriteTextWith(w, d, TextOptions{}) }
+
+// WriteTextWith writes the terminal summary of d as o asks: the verdict
+// line alone (Quiet), the default summary with the breakdowns and the
+// event log (Verbose), colours, and the distribution table's columns.
+func WriteTextWith(w io.Writer, d *Document, o TextOptions) error {
 	var b strings.Builder
-	writeHeader(&b, d)
-	writeDistributions(&b, d)
-	writeRequests(&b, d)
-	writeThroughput(&b, d)
-	writeQuality(&b, d)
-	writeExperiment(&b, d)
-	writeThresholds(&b, d)
+	if o.Quiet {
+		b.WriteString(verdictLine(d, failedThresholds(d), o.Color))
+	} else {
+		writeHeader(&b, d)
+		writeDistributions(&b, d, o.TrendStats)
+		writeRequests(&b, d)
+		if o.Verbose {
+			writeBreakdowns(&b, d)
+		}
+		writeThroughput(&b, d)
+		writeQuality(&b, d)
+		writeExperiment(&b, d)
+		if o.Verbose {
+			writeEvents(&b, d)
+		}
+		writeThresholds(&b, d, o.Color)
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write text report: %w", err)
 	}
 	return nil
 }
 
-// WriteTextFile writes the terminal summary to path atomically.
-func WriteTextFile(path string, d *Document) error {
-	return WriteFileWith(path, func(w io.Writer) error { return WriteText(w, d) })
+// TextOptions say how WriteTextWith renders the terminal summary. The
+// zero value is the default summary, without colour.
+type TextOptions struct {
+	// Quiet writes the verdict line alone.
+	Quiet bool
+	// Verbose adds to the default summary the requests and latency per
+	// endpoint and per phase, and the run's event log (each fault's
+	// injection and revert, replica events, recovery, aborts).
+	Verbose bool
+	// Color marks the verdict with ANSI colours (PASS green, FAIL red,
+	// ABORTED yellow), the thresholds that held green and those that
+	// failed red. The caller decides
+	// (a terminal, no NO_COLOR, no --no-color); files never want it.
+	Color bool
+	// TrendStats are the columns of the distribution table (k6's
+	// --summary-trend-stats; see ParseTrendStats); nil:
+	// DefaultTrendStats.
+	TrendStats []TrendStat
+}
+
+// Writer returns a writer of the text format with these options, in the
+// shape of Format.Write.
+func (o TextOptions) Writer() func(io.Writer, *Document) error {
+	return func(w io.Writer, d *Document) error { return WriteTextWith(w, d, o) }
+}
+
+// ANSI colours of the terminal summary.
+const (
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiReset  = "\x1b[0m"
+)
+
+// paint wraps s in colour c when on is set.
+func paint(s, c string, on bool) string {
+	if !on || c == "" || s == "" {
+		return s
+	}
+	return c + s + ansiReset
 }
 
 func writeHeader(b *strings.Builder, d *Document) {
@@ -58,31 +111,31 @@ func writeHeader(b *strings.Builder, d *Document) {
 	}
 }
 
-func writeDistributions(b *strings.Builder, d *Document) {
-	t := newTable("lrrrrrr")
-	t.row("latency", "count", "mean", "p50", "p90", "p99", "max")
+func writeDistributions(b *strings.Builder, d *Document, stats []TrendStat) {
+	if stats == nil {
+		stats = DefaultTrendStats()
+	}
+	t := newTable("l" + strings.Repeat("r", len(stats)))
+	head := []string{"latency"}
+	for _, s := range stats {
+		head = append(head, s.Name)
+	}
+	t.row(head...)
 	rows := tableTrends(d)
 	for _, x := range rows {
 		if x.time {
-			t.row(statsCells("  "+x.name, x.s, fmtMs)...)
+			t.row(trendCells("  "+x.name, x.s, stats, builtinQuantile(d, x.name), fmtMs)...)
 		}
 	}
 	t.row("tokens")
 	for _, x := range rows {
 		if !x.time {
-			t.row(statsCells("  "+x.name, x.s, fmtTokens)...)
+			t.row(trendCells("  "+x.name, x.s, stats, builtinQuantile(d, x.name), fmtTokens)...)
 		}
 	}
-	writeCustomRows(t, d)
+	writeCustomRows(t, d, stats)
 	b.WriteByte('\n')
 	t.write(b)
-}
-
-func statsCells(name string, s Stats, f func(float64) string) []string {
-	if s.Count == 0 {
-		return []string{name, "0", "-", "-", "-", "-", "-"}
-	}
-	return []string{name, strconv.FormatInt(s.Count, 10), f(s.Mean), f(s.P50), f(s.P90), f(s.P99), f(s.Max)}
 }
 
 func writeRequests(b *strings.Builder, d *Document) {
@@ -197,46 +250,62 @@ func writeUsageNote(b *strings.Builder, d *Document) {
 	}
 }
 
-func writeThresholds(b *strings.Builder, d *Document) {
+func writeThresholds(b *strings.Builder, d *Document, color bool) {
 	b.WriteByte('\n')
-	failed := 0
 	if len(d.Thresholds) > 0 {
 		t := newTable("lll")
 		t.row("thresholds", "", "")
 		for _, th := range d.Thresholds {
-			mark := "✓"
+			mark, c := "✓", ansiGreen
 			if !th.OK {
-				mark = "✗"
-				failed++
+				mark, c = "✗", ansiRed
 			}
 			t.row("  "+mark+" "+th.Key(), th.Expr, th.Observed())
+			if color {
+				t.color(c)
+			}
 		}
 		t.write(b)
 		b.WriteByte('\n')
 	}
+	b.WriteString(verdictLine(d, failedThresholds(d), color))
+}
+
+// failedThresholds counts d's thresholds that did not hold.
+func failedThresholds(d *Document) int {
+	n := 0
+	for _, th := range d.Thresholds {
+		if !th.OK {
+			n++
+		}
+	}
+	return n
+}
+
+// verdictLine is the summary's last line, "verdict: PASS (3 thresholds
+// held)", with its verdict word coloured when color is set.
+func verdictLine(d *Document, failed int, color bool) string {
 	n := len(d.Thresholds)
 	switch d.Verdict {
 	case VerdictPass:
 		if n == 0 {
-			b.WriteString("verdict: PASS (no thresholds)\n") // a report of an earlier version
-		} else {
-			fmt.Fprintf(b, "verdict: PASS (%s held)\n", plural(n, "threshold"))
+			return "verdict: " + paint("PASS", ansiGreen, color) + " (no thresholds)\n" // a report of an earlier version
 		}
+		return fmt.Sprintf("verdict: %s (%s held)\n", paint("PASS", ansiGreen, color), plural(n, "threshold"))
 	case VerdictNone:
-		b.WriteString("verdict: no thresholds — no verdict\n")
+		return "verdict: no thresholds — no verdict\n"
 	case VerdictFail:
-		fmt.Fprintf(b, "verdict: FAIL (%d of %s failed)\n", failed, plural(n, "threshold"))
+		return fmt.Sprintf("verdict: %s (%d of %s failed)\n", paint("FAIL", ansiRed, color), failed, plural(n, "threshold"))
 	case VerdictAborted:
-		b.WriteString("verdict: ABORTED by " + d.Abort.String())
+		line := "verdict: " + paint("ABORTED", ansiYellow, color) + " by " + d.Abort.String()
 		if failed > 0 {
-			fmt.Fprintf(b, " (%d of %s failed)", failed, plural(n, "threshold"))
+			line += fmt.Sprintf(" (%d of %s failed)", failed, plural(n, "threshold"))
 		}
-		b.WriteByte('\n')
+		return line + "\n"
 	case "":
-		b.WriteString("verdict: none recorded\n")
-	default:
-		fmt.Fprintf(b, "verdict: %s\n", strings.ToUpper(d.Verdict))
+		return "verdict: none recorded\n"
 	}
+	return fmt.Sprintf("verdict: %s\n", strings.ToUpper(d.Verdict))
 }
 
 func plural(n int, word string) string {
@@ -249,13 +318,23 @@ func plural(n int, word string) string {
 // table aligns cells in columns, two spaces apart; align holds 'l' or 'r'
 // per column. Widths count runes, so ✓ and µ take one column.
 type table struct {
-	align string
-	rows  [][]string
+	align  string
+	rows   [][]string
+	colors map[int]string // ANSI colour of a whole row, by row index
 }
 
 func newTable(align string) *table { return &table{align: align} }
 
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+// color paints the last row added in ANSI colour c, after alignment, so
+// that the escape codes take no columns.
+func (t *table) color(c string) {
+	if t.colors == nil {
+		t.colors = map[int]string{}
+	}
+	t.colors[len(t.rows)-1] = c
+}
 
 func (t *table) write(b *strings.Builder) {
 	widths := make([]int, len(t.align))
@@ -269,7 +348,7 @@ func (t *table) write(b *strings.Builder) {
 			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
-	for _, r := range t.rows {
+	for ri, r := range t.rows {
 		var line strings.Builder
 		for i, c := range r {
 			pad := widths[i] - utf8.RuneCountInString(c)
@@ -286,7 +365,7 @@ func (t *table) write(b *strings.Builder) {
 				}
 			}
 		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteString(paint(strings.TrimRight(line.String(), " "), t.colors[ri], true))
 		b.WriteByte('\n')
 	}
 }

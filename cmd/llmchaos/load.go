@@ -92,6 +92,7 @@ type loadFlags struct {
 	HTML         string
 	SaveRequests string
 	Progress     time.Duration
+	Summary      summaryFlags
 	Verdict      verdictFlags
 	Observe      observeFlags
 }
@@ -132,6 +133,11 @@ type loadConfig struct {
 	SaveRequests string
 	Progress     time.Duration
 	Observe      observeConfig
+	// Summary is how the terminal summary is rendered (--quiet,
+	// --verbose, --summary-trend-stats); its colour is decided when it is
+	// written, from NoColor and the terminal.
+	Summary report.TextOptions
+	NoColor bool
 
 	Thresholds []assertions.Threshold
 	SLO        llm.SLO
@@ -194,6 +200,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringVar(&f.HTML, "html", "", "write the self-contained HTML report (latency, throughput and server plots, tables, verdicts) to this file")
 	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file")
 	fs.DurationVar(&f.Progress, "progress", f.Progress, "interval of the progress lines when stdout is not a terminal (0: no live output)")
+	f.Summary.add(fs, "print only the verdict line, and warnings and errors on stderr: no start line, no live progress, no summary table")
 	f.Verdict.add(fs)
 	f.Observe.add(fs)
 }
@@ -399,6 +406,14 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	outs, outErrs := parseOuts(f.Out)
 	errs = append(errs, outErrs...)
 	c.Outputs = loadOutputs(outs, f.Verdict.JUnit, f.HTML)
+	text, err := f.Summary.options()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Summary, c.NoColor = text, f.Summary.NoColor
+	for i := range c.Outputs {
+		c.Outputs[i].Text = fileText(text)
+	}
 	obs, obsErrs := f.Observe.config(fs, outs.RemoteWrite)
 	errs = append(errs, obsErrs...)
 	c.Observe = obs

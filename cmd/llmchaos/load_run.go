@@ -50,7 +50,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		ropts.SaveRequests = llm.NewRequestWriter(saveFile)
 	}
 
-	fmt.Fprintln(human, describeLoad(cfg))
+	quiet := cfg.Summary.Quiet
+	if !quiet {
+		fmt.Fprintln(human, describeLoad(cfg))
+	}
 	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
 	if cfg.Name != "" {
 		attrs["llmchaos.run"] = cfg.Name
@@ -79,13 +82,17 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
 			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
-			if u := obs.MetricsURL(); u != "" {
+			if u := obs.MetricsURL(); u != "" && !quiet {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
 			}
 			done := make(chan struct{})
+			every := cfg.Progress
+			if quiet {
+				every = 0 // the live thresholds are still checked
+			}
 			g.Go(func() error {
 				liveLoop(done, liveOptions{
-					out: human, tty: isTerminal(human), every: cfg.Progress, rec: l.Recorder, clock: l.Clock,
+					out: human, tty: isTerminal(human), every: every, rec: l.Recorder, clock: l.Clock,
 					live: live, slo: cfg.SLO,
 					checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
 					abort: func(failed assertions.Outcomes) {
@@ -148,7 +155,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		return errors.Join(append(errs, err)...)
 	}
 	doc.Abort = abort
-	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs)
+	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil

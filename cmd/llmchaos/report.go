@@ -94,15 +94,16 @@ func endRun(stdout io.Writer, doc *report.Document, ths []assertions.Threshold, 
 	if junitPath != "" {
 		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: junitPath})
 	}
-	return endRunOutputs(stdout, stdout, doc, ths, aborted, outs)
+	return endRunOutputs(stdout, stdout, doc, ths, aborted, outs, report.TextOptions{})
 }
 
 // endRunOutputs is endRun for any outputs (report.Formats' rows; a path of
-// "-" is stdout): it writes each, then the terminal summary to summary.
-func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output) error {
+// "-" is stdout): it writes each, then the terminal summary to summary, as
+// text says.
+func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output, text report.TextOptions) error {
 	doc.Evaluate(ths, aborted)
 	err := report.WriteOutputs(stdout, outs, doc)
-	if err = errors.Join(err, report.WriteText(summary, doc)); err != nil {
+	if err = errors.Join(err, report.WriteTextWith(summary, doc, text)); err != nil {
 		return err
 	}
 	return verdictError(doc)
@@ -162,13 +163,22 @@ type reportOptions struct {
 	Format     string
 	Output     string
 	Thresholds []string
+	Summary    summaryFlags
+	// text is the text format's rendering options, from Summary (check).
+	text report.TextOptions
 }
 
 func (o *reportOptions) check() error {
+	var errs []error
 	if _, err := report.LookupFormat(o.Format); err != nil {
-		return fmt.Errorf("--format %q: want %s", o.Format, report.FormatNames())
+		errs = append(errs, fmt.Errorf("--format %q: want %s", o.Format, report.FormatNames()))
 	}
-	return nil
+	text, err := o.Summary.options()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.text = text
+	return errors.Join(errs...)
 }
 
 func newReportCmd() *cobra.Command {
@@ -206,6 +216,7 @@ aborted; 2 bad flags, thresholds or report file; 1 anything else.`,
 	fs.StringVar(&o.Format, "format", o.Format, "output format: "+report.FormatNames())
 	fs.StringVarP(&o.Output, "output", "o", "", "write to this file (atomically) instead of stdout")
 	addThresholdFlag(fs, &o.Thresholds)
+	o.Summary.add(fs, "--format text: write only the verdict line")
 	return cmd
 }
 
@@ -222,7 +233,11 @@ func runReport(_ context.Context, o reportOptions, stdout io.Writer) error {
 	if len(o.Thresholds) > 0 {
 		d.Evaluate(ths, d.Aborted())
 	}
-	if err := writeReport(stdout, o.Output, o.Format, d); err != nil {
+	text := o.text
+	if o.Output == "" || o.Output == report.Stdout {
+		text = withColor(text, stdout, o.Summary.NoColor)
+	}
+	if err := report.WriteOutput(stdout, report.Output{Format: o.Format, Path: o.Output, Text: text}, d); err != nil {
 		return err
 	}
 	if len(o.Thresholds) > 0 {

@@ -33,6 +33,11 @@ type runConfig struct {
 
 	// SaveRequests is the file of one JSON line per request ("": none).
 	SaveRequests string
+
+	// Summary is how the terminal summary is rendered (--quiet,
+	// --verbose, --summary-trend-stats); NoColor is --no-color.
+	Summary report.TextOptions
+	NoColor bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -41,6 +46,7 @@ func newRunCmd() *cobra.Command {
 		seed        uint64
 		obsFlags    = defaultObserveFlags()
 		remoteWrite string
+		sumFlags    summaryFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -94,6 +100,11 @@ itself failed.`,
 					errs = append(errs, fmt.Errorf("--remote-write %s: want the receiver's URL, e.g. http://127.0.0.1:9090/api/v1/write", redactURL(remoteWrite)))
 				}
 			}
+			text, err := sumFlags.options()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			c.Summary, c.NoColor = text, sumFlags.NoColor
 			obs, obsErrs := obsFlags.config(cmd.Flags(), remoteWrite)
 			if errs = append(errs, obsErrs...); len(errs) > 0 {
 				return usageError(errors.Join(errs...))
@@ -112,6 +123,7 @@ itself failed.`,
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
+	sumFlags.add(fs, "print only the verdict line on stdout; of the run's progress, only warnings and failures, on stderr")
 	obsFlags.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
 	return cmd
@@ -131,7 +143,11 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	if progress == 0 {
 		progress = -1
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: stdout, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight,
+	var progressOut io.Writer = stdout
+	if c.Summary.Quiet {
+		progressOut = &alarmWriter{w: stderr}
+	}
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
 			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval, MetricsLinger: c.Observe.MetricsLinger,
@@ -174,9 +190,13 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML})
 	}
 	errs = append(errs, report.WriteOutputs(stdout, outs, doc))
-	fmt.Fprintln(stdout)
-	errs = append(errs, report.WriteText(stdout, doc))
-	fmt.Fprintf(stdout, "run directory: %s (run.json, journal.jsonl, helper logs)\n", out.RunDir)
+	if !c.Summary.Quiet {
+		fmt.Fprintln(stdout)
+	}
+	errs = append(errs, report.WriteTextWith(stdout, doc, withColor(c.Summary, stdout, c.NoColor)))
+	if !c.Summary.Quiet {
+		fmt.Fprintf(stdout, "run directory: %s (run.json, journal.jsonl, helper logs)\n", out.RunDir)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(runError(runErr), err)
 	}
