@@ -562,7 +562,7 @@ config has secrets removed), --junit the thresholds as JUnit XML, --html a
 self-contained HTML report.
 
 Observability: --metrics-listen serves the live llmchaos_* Prometheus series
-(latency histograms, requests by outcome and class, in flight, thresholds)
+(latency histograms, requests by outcome and error class, in flight, thresholds)
 while the run lasts; --out prometheus-rw=URL pushes them by remote write;
 --otlp-endpoint exports one span per request. The server-side monitor
 scrapes each target's /metrics every --scrape-interval (vLLM's KV cache,
