@@ -97,3 +97,39 @@ func TestRunWatchesProcessTargets(t *testing.T) {
 		t.Errorf("replica events =\n%v\nwant\n%v\n(all events: %v)", got, want, o.Doc.Events)
 	}
 }
+
+// --dry-run lists the processes each replica fault's target matches now,
+// by pid and command line, says that min_available counts only those, and
+// writes the params as YAML would, not as Go maps.
+func TestDryRunListsReplicaTargets(t *testing.T) {
+	pidFile := processLoop(t)
+	pid := readPID(pidFile)
+	name := fmt.Sprintf("srv-%d", os.Getpid())
+	sel := map[string]any{"mode": "one", "min_available": 1}
+	spec := testSpec("http://127.0.0.1:1", 10*time.Second,
+		Fault{Name: "by-file", Type: "replica.kill", At: Duration(time.Second), Duration: Duration(time.Second),
+			Params: map[string]any{"target": map[string]any{"pid_file": pidFile}, "select": sel}},
+		Fault{Name: "by-name", Type: "replica.stop", At: Duration(3 * time.Second), Duration: Duration(time.Second),
+			Params: map[string]any{"target": map[string]any{"cmdline": "^" + name + "$"}}},
+	)
+	var out strings.Builder
+	if err := DryRun(&out, spec, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	proc := fmt.Sprintf("pid-%d (running, %s 600)", pid, filepath.Join(filepath.Dir(pidFile), name))
+	for _, want := range []string{
+		fmt.Sprintf("inject by-file (replica.kill {select: {min_available: 1, mode: one}, target: {pid_file: %s}}) on the replicas listed under \"replica targets\"", pidFile),
+		"  by-file (replica.kill): pid file " + pidFile + "\n    " + proc + "\n    1 match, 1 up\n",
+		"acts on one of the processes up, picked with the fault's seed; refused (exit 95) if that would leave fewer than 1 up (min_available)",
+		"min_available 1 counts only the processes this target matches, not the service's 1 endpoint(s)",
+		"  by-name (replica.stop): processes matching \"^" + name + "$\" (the executable's name; match: cmdline for the whole command line)\n    " + proc + "\n    1 match, 1 up\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "map[") {
+		t.Errorf("dry run writes Go maps:\n%s", got)
+	}
+}

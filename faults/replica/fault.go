@@ -27,6 +27,10 @@ type Params struct {
 // params), so a runner can watch the replicas a fault acts on.
 func (p *Params) Targets() *TargetParams { return &p.Target }
 
+// Selection returns the selection part of p (promoted to every action's
+// params), so that a dry run can say what the fault would pick.
+func (p *Params) Selection() faults.Selection { return p.Select.WithDefaults() }
+
 // WithDefaults returns p with its defaults filled in.
 func (p Params) WithDefaults() Params {
 	p.Target = p.Target.WithDefaults()

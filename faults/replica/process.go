@@ -95,6 +95,24 @@ func (d *Process) Targets(ctx context.Context) ([]Target, error) {
 	return ts, nil
 }
 
+// preview is Targets with every live process's command line in its
+// detail (a command-line target has it already), for a dry run.
+func (d *Process) preview(ctx context.Context) ([]Target, error) {
+	ts, err := d.Targets(ctx)
+	if err != nil || d.t.Cmdline != "" {
+		return ts, err
+	}
+	for i, t := range ts {
+		if t.StartTime == 0 {
+			continue
+		}
+		if cl := readCmdline(t.PID); cl != "" {
+			ts[i].Detail += ", " + cl
+		}
+	}
+	return ts, nil
+}
+
 // stateTargets reads the supervisor's state file: one target per replica,
 // up while it is serving and its process runs (a frozen process is not up,
 // though the supervisor still says serving).

@@ -339,6 +339,9 @@ func Preview(ctx context.Context, t TargetParams) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p, ok := d.(*Process); ok {
+		return p.preview(ctx)
+	}
 	return d.Targets(ctx)
 }
 
