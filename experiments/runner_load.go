@@ -116,15 +116,19 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 			})
 		}
 	}
-	for _, tp := range r.dockerTargets() {
+	for _, tp := range r.watchedTargets() {
+		what, emit := "Docker events", r.dockerEvent
+		if tp.Driver == replica.DriverProcess {
+			what, emit = "process events ("+tp.String()+")", r.replicaEvent
+		}
 		w, err := replica.OpenWatcher(tp)
 		if err != nil {
-			r.out.printf("no Docker events: %v", err)
+			r.out.printf("no %s: %v", what, err)
 			continue
 		}
 		wg.Go(func() {
-			defer r.guard("watching Docker")
-			r.monitorEnded(faultCtx, "Docker events", w.Watch(faultCtx, func() {}, r.dockerEvent))
+			defer r.guard("watching " + what)
+			r.monitorEnded(faultCtx, what, w.Watch(faultCtx, func() {}, emit))
 		})
 	}
 	return func(stats llm.RunStats, err error) {
@@ -381,9 +385,12 @@ func (r *run) monitorEnded(ctx context.Context, what string, err error) {
 	}
 }
 
-// dockerTargets are the distinct Docker targets of the run's replica
-// faults: their containers' events (die, start, health) go into the run.
-func (r *run) dockerTargets() []replica.TargetParams {
+// watchedTargets are the distinct targets of the run's replica faults
+// that the run watches besides the simulator it started: containers (their
+// engine events: die, start, health) and processes of a pid file, a
+// command-line pattern or another supervisor's state file (exit, start of
+// the replacement, healthy again).
+func (r *run) watchedTargets() []replica.TargetParams {
 	var out []replica.TargetParams
 	seen := map[string]bool{}
 	for _, pf := range r.p.faults {
@@ -396,10 +403,17 @@ func (r *run) dockerTargets() []replica.TargetParams {
 			continue
 		}
 		t := tp.Targets().WithDefaults()
-		if t.Driver != replica.DriverDocker {
-			continue
+		var key string
+		switch {
+		case t.Driver == replica.DriverDocker:
+			key = fmt.Sprint(t.Labels, t.Containers)
+		case t.Driver != replica.DriverProcess || t.Validate() != nil:
+			continue // the simulator's own replicas (no target), or invalid
+		case r.sim != nil && t.StateFile == r.sim.env.StateFile:
+			continue // watched as the simulator's
+		default:
+			key = t.String()
 		}
-		key := fmt.Sprint(t.Labels, t.Containers)
 		if !seen[key] {
 			seen[key] = true
 			out = append(out, t)
@@ -414,7 +428,8 @@ func (r *run) dockerEvent(e replica.Event) {
 	r.recordReplicaEvent(e, report.EventSourceDocker)
 }
 
-// replicaEvent records what a replica of the simulator did.
+// replicaEvent records what a replica of the simulator, or a process of a
+// replica fault's target, did.
 func (r *run) replicaEvent(e replica.Event) {
 	r.recordReplicaEvent(e, report.EventSourceReplica)
 }

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/replica"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -322,10 +326,16 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		text string
 	}
 	var evs []ev
+	var replicaFaults []*plannedFault
 	for _, pf := range p.faults {
 		f := pf.spec
+		where := pf.describeTarget(n)
+		if pf.replicaParams() != nil {
+			replicaFaults = append(replicaFaults, pf)
+			where = "on the replicas listed under \"replica targets\""
+		}
 		evs = append(evs,
-			ev{f.At.D(), fmt.Sprintf("inject %s (%s %s) %s", f.Name, f.Type, paramsText(f.Params), pf.describeTarget(n))},
+			ev{f.At.D(), fmt.Sprintf("inject %s (%s %s) %s", f.Name, f.Type, paramsText(f.Params), where)},
 			ev{f.At.D() + f.Duration.D(), fmt.Sprintf("revert %s (after %v)", f.Name, f.Duration)})
 	}
 	slices.SortStableFunc(evs, func(a, b ev) int { return cmp.Compare(a.at, b.at) })
@@ -337,6 +347,13 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	}
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
+
+	if len(replicaFaults) > 0 {
+		b.WriteString("\nreplica targets (what each replica fault matches now; it picks among those up when it is injected):\n")
+		for _, pf := range replicaFaults {
+			p.writeReplicaTargets(&b, pf, n)
+		}
+	}
 
 	if len(p.stops) > 0 {
 		fmt.Fprintf(&b, "\nstop conditions (checked every second over the last %v; the first to fail aborts and reverts):\n", assertions.DefaultLiveWindow)
@@ -361,21 +378,137 @@ func describeArrival(a llm.ArrivalConfig) string { return a.Describe() }
 // fmtOffset writes a run-clock offset as "+15s".
 func fmtOffset(d time.Duration) string { return "+" + d.String() }
 
-// paramsText writes a fault's params on one line, keys sorted.
-func paramsText(m map[string]any) string {
-	if len(m) == 0 {
-		return "{}"
+// paramsText writes a fault's params on one line, as YAML's flow style
+// would: keys sorted, nested maps in braces, lists in brackets.
+func paramsText(m map[string]any) string { return flowText(m) }
+
+// flowText writes v (decoded YAML or JSON: maps, lists, scalars) in YAML's
+// flow style, keys sorted.
+func flowText(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + flowText(v[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case map[string]string:
+		m := make(map[string]any, len(v))
+		for k, s := range v {
+			m[k] = s
+		}
+		return flowText(m)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = flowText(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case []string:
+		return "[" + strings.Join(v, ", ") + "]"
+	case string:
+		if v == "" || strings.ContainsAny(v, ",:{}[]#&*!|>'\"%@`") || strings.TrimSpace(v) != v {
+			return strconv.Quote(v)
+		}
+		return v
+	case nil:
+		return "null"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	return fmt.Sprint(v)
+}
+
+// previewTimeout bounds how long a dry run looks for a fault's replicas.
+const previewTimeout = 5 * time.Second
+
+// replicaParams returns the target and selection of a replica fault's
+// params, nil for other faults.
+func (pf *plannedFault) replicaParams() interface {
+	Targets() *replica.TargetParams
+	Selection() faults.Selection
+} {
+	params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+	if err != nil {
+		return nil
 	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %v", k, m[k])
+	rp, ok := params.(interface {
+		Targets() *replica.TargetParams
+		Selection() faults.Selection
+	})
+	if !ok {
+		return nil
 	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	return rp
+}
+
+// writeReplicaTargets writes what a replica fault's target matches now
+// (replica.Preview), with each process's pid and command line or each
+// container, and what its selection picks among them. min_available
+// counts only these, not the service's endpoints: the dry run says so.
+func (p *plan) writeReplicaTargets(b *strings.Builder, pf *plannedFault, endpoints int) {
+	rp := pf.replicaParams()
+	sel := rp.Selection()
+	t := rp.Targets().WithDefaults()
+	fmt.Fprintf(b, "  %s (%s): ", pf.spec.Name, pf.spec.Type)
+	if t.Validate() != nil && p.spec.Target.Sim != nil {
+		fmt.Fprintf(b, "the simulator's %d replica(s), from its supervisor's state file once the run starts it\n", p.spec.Target.Sim.Replicas)
+		fmt.Fprintf(b, "    %s\n", selectionText(sel, "replicas"))
+		return
+	}
+	what := "processes"
+	if t.Driver == replica.DriverDocker {
+		what = "containers"
+	}
+	b.WriteString(t.String())
+	if t.Cmdline != "" && t.Match == replica.MatchExe {
+		b.WriteString(" (the executable's name; match: cmdline for the whole command line)")
+	}
+	b.WriteString("\n")
+	ctx, cancel := context.WithTimeout(context.Background(), previewTimeout)
+	defer cancel()
+	ts, err := replica.Preview(ctx, t)
+	switch {
+	case err != nil:
+		fmt.Fprintf(b, "    cannot list them now: %v\n", err)
+	case len(ts) == 0:
+		fmt.Fprintf(b, "    no %s match now: the fault would fail unless they run when it is injected\n", what)
+	default:
+		up := 0
+		for _, tg := range ts {
+			if tg.Up {
+				up++
+			}
+			fmt.Fprintf(b, "    %s\n", tg)
+		}
+		fmt.Fprintf(b, "    %d match, %d up\n", len(ts), up)
+	}
+	fmt.Fprintf(b, "    %s\n", selectionText(sel, what))
+	if sel.MinAvailable > 0 && p.spec.Target.Sim == nil {
+		fmt.Fprintf(b, "    min_available %d counts only the %s this target matches, not the service's %d endpoint(s)\n", sel.MinAvailable, what, endpoints)
+	}
+}
+
+// selectionText says what a selection picks among the matching targets.
+func selectionText(s faults.Selection, what string) string {
+	var pick string
+	switch s.Mode {
+	case faults.SelectAll:
+		pick = "acts on all the " + what + " up"
+	case faults.SelectCount:
+		pick = fmt.Sprintf("acts on %d of the %s up, picked with the fault's seed", s.Value, what)
+	case faults.SelectPercent:
+		pick = fmt.Sprintf("acts on %d%% of the %s up (at least one), picked with the fault's seed", s.Value, what)
+	default:
+		pick = "acts on one of the " + what + " up, picked with the fault's seed"
+	}
+	if s.MinAvailable > 0 {
+		pick += fmt.Sprintf("; refused (exit 95) if that would leave fewer than %d up (min_available)", s.MinAvailable)
+	}
+	return pick
 }
 
 // thresholdList writes thresholds separated by commas.

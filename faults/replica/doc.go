@@ -47,6 +47,9 @@
 //
 // A Watcher reports Events ({at, replica, kind, detail}: exit, start,
 // restart, healthy, ...) for the `events` of run.json: the process driver by
-// reading the supervisor's state file every WatchInterval, the docker driver
-// from the engine's event stream (die, start, health_status, ...).
+// reading the supervisor's state file, or the processes of a pid file or a
+// pattern, every WatchInterval (a process that takes the place of one that
+// exited is the same replica: by port, parent or order; its first answer to
+// GET /health is reported as healthy), the docker driver from the engine's
+// event stream (die, start, health_status, ...).
 package replica

@@ -17,7 +17,7 @@ import (
 //	params: {target: {driver: process, state_file: state.json}, select: {mode: one, min_available: 1}}
 type Params struct {
 	// Target says which replicas match.
-	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match (required unless the experiment's target is sim)" required:"false"`
+	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match: a state file, pid file, process name pattern or containers (required unless the experiment's target is sim; see the README's Process targets)" required:"false"`
 	// Select says how many of those that are up the fault acts on (default
 	// one, picked at random with the run's seeded source).
 	Select faults.Selection `json:"select,omitzero" yaml:"select,omitempty" doc:"how many of the matching replicas the fault acts on"`
@@ -26,6 +26,10 @@ type Params struct {
 // Targets returns the target part of p (promoted to every action's
 // params), so a runner can watch the replicas a fault acts on.
 func (p *Params) Targets() *TargetParams { return &p.Target }
+
+// Selection returns the selection part of p (promoted to every action's
+// params), so that a dry run can say what the fault would pick.
+func (p *Params) Selection() faults.Selection { return p.Select.WithDefaults() }
 
 // WithDefaults returns p with its defaults filled in.
 func (p Params) WithDefaults() Params {

@@ -89,7 +89,7 @@ func (k *Kill) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, e
 // killType describes replica.kill for Types.
 func killType() faults.Type {
 	return replicaType(TypeKill, "send a signal (SIGKILL) to some replicas, as a crash", faults.Instantaneous,
-		"target: {state_file: state.json}\nselect: {mode: one, min_available: 1}\nsignal: SIGKILL",
+		"target: {driver: process, pid_file: /run/llama-server.pid}\nselect: {mode: one, min_available: 1}\nsignal: SIGKILL",
 		func(p *KillParams) *TargetParams { return &p.Target },
 		func(p KillParams) error { return p.WithDefaults().Validate() },
 		func(name string, p KillParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {

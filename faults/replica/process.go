@@ -95,6 +95,24 @@ func (d *Process) Targets(ctx context.Context) ([]Target, error) {
 	return ts, nil
 }
 
+// preview is Targets with every live process's command line in its
+// detail (a command-line target has it already), for a dry run.
+func (d *Process) preview(ctx context.Context) ([]Target, error) {
+	ts, err := d.Targets(ctx)
+	if err != nil || d.t.Cmdline != "" {
+		return ts, err
+	}
+	for i, t := range ts {
+		if t.StartTime == 0 {
+			continue
+		}
+		if cl := readCmdline(t.PID); cl != "" {
+			ts[i].Detail += ", " + cl
+		}
+	}
+	return ts, nil
+}
+
 // stateTargets reads the supervisor's state file: one target per replica,
 // up while it is serving and its process runs (a frozen process is not up,
 // though the supervisor still says serving).
@@ -463,8 +481,9 @@ func revertSignalCont(_ context.Context, data json.RawMessage) error {
 
 // Watch reports replica events until ctx ends. With a state file it reads
 // the file every WatchInterval and derives exit, restart and healthy
-// events; with a pid file or a command line it reports start and exit of
-// the processes it finds.
+// events; with a pid file or a command line it looks at the processes as
+// often and reports their exits and starts, a replacement as the same
+// replica, and its first healthy answer (see watchProcs).
 func (d *Process) Watch(ctx context.Context, ready func(), emit func(Event)) error {
 	if d.t.StateFile != "" {
 		return d.watchState(ctx, ready, emit)
@@ -493,69 +512,6 @@ func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)
 			continue // the file is replaced atomically; a failed read is transient
 		}
 		for _, e := range stateEvents(prev, cur, time.Now()) {
-			emit(e)
-		}
-		prev = cur
-	}
-}
-
-func (d *Process) watchProcs(ctx context.Context, ready func(), emit func(Event)) error {
-	type key struct {
-		pid   int
-		start uint64
-	}
-	snapshot := func() (map[key]Target, error) {
-		ts, err := d.Targets(ctx)
-		if err != nil {
-			return nil, err
-		}
-		m := map[key]Target{}
-		for _, t := range ts {
-			if t.StartTime != 0 {
-				m[key{t.PID, t.StartTime}] = t
-			}
-		}
-		return m, nil
-	}
-	prev, err := snapshot()
-	if err != nil {
-		return fmt.Errorf("watch replicas: %w", err)
-	}
-	if ready != nil {
-		ready()
-	}
-	tick := time.NewTicker(WatchInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		cur, err := snapshot()
-		if err != nil {
-			continue
-		}
-		now := time.Now()
-		var evs []Event
-		for k, t := range prev {
-			if _, ok := cur[k]; !ok {
-				evs = append(evs, Event{At: now, Replica: t.ID, Kind: EventExit, Detail: fmt.Sprintf("pid %d", k.pid)})
-			}
-		}
-		for k, t := range cur {
-			if _, ok := prev[k]; !ok {
-				evs = append(evs, Event{At: now, Replica: t.ID, Kind: EventStart, Detail: fmt.Sprintf("pid %d", k.pid)})
-			}
-		}
-		// Exits first, then starts, each by replica: a stable order.
-		slices.SortStableFunc(evs, func(a, b Event) int {
-			if a.Kind != b.Kind {
-				return strings.Compare(string(a.Kind), string(b.Kind)) // "exit" sorts before "start"
-			}
-			return strings.Compare(a.Replica, b.Replica)
-		})
-		for _, e := range evs {
 			emit(e)
 		}
 		prev = cur

@@ -23,6 +23,8 @@ func NewProcess(TargetParams) (*Process, error) { return nil, errNoLinux }
 // Targets is only available on Linux.
 func (*Process) Targets(context.Context) ([]Target, error) { return nil, errNoLinux }
 
+func (*Process) preview(context.Context) ([]Target, error) { return nil, errNoLinux }
+
 // Apply is only available on Linux.
 func (*Process) Apply(context.Context, faults.RevertLog, Target, Action) (faults.Undo, error) {
 	return nil, errNoLinux

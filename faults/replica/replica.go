@@ -176,7 +176,7 @@ type TargetParams struct {
 	// while it is serving.
 	StateFile string `json:"state_file,omitempty" yaml:"state_file,omitempty" doc:"simulator supervisor state file (sim --state-file): every replica in it"`
 	// PIDFile holds the pid of the target (one per line for several).
-	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty" doc:"file holding the target pid (one per line for several)"`
+	PIDFile string `json:"pid_file,omitempty" yaml:"pid_file,omitempty" doc:"file holding the target pid (one per line for several), rewritten by the supervisor on each restart"`
 	// Cmdline is a regular expression (RE2) matched against every
 	// process's executable name (the base name of argv[0], or its comm),
 	// or, with Match cmdline, against its whole command line (arguments
@@ -338,6 +338,9 @@ func Preview(ctx context.Context, t TargetParams) ([]Target, error) {
 	d, err := Open(t)
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := d.(*Process); ok {
+		return p.preview(ctx)
 	}
 	return d.Targets(ctx)
 }

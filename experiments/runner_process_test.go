@@ -1,0 +1,135 @@
+//go:build linux
+
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// processLoop runs a copy of sleep, under a name no other process has,
+// in a bash restart loop that writes its pid to a pid file, and returns the
+// pid file once it names a running process.
+func processLoop(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary: ", err)
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, fmt.Sprintf("srv-%d", os.Getpid()))
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "server.pid")
+	script := `while :; do "$1" 600 & echo $! > "$2.tmp" && mv "$2.tmp" "$2"; wait $!; sleep 0.2; done`
+	cmd := exec.Command("bash", "-c", script, "loop", bin, pidFile)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skip("no bash: ", err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	testutil.WaitFor(t, 10*time.Second, "the pid file", func() bool { return readPID(pidFile) > 0 })
+	return pidFile
+}
+
+// readPID returns the pid in a pid file, 0 while there is none.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// A replica.kill of a process under a restart loop: the run's events show
+// the killed pid's exit and its replacement's start, as the same replica,
+// and nothing else of the process.
+func TestRunWatchesProcessTargets(t *testing.T) {
+	skipShort(t)
+	srv := newSSEServer(t)
+	pidFile := processLoop(t)
+	old := readPID(pidFile)
+	spec := testSpec(srv.URL, 2500*time.Millisecond, Fault{
+		Name: "kill", Type: "replica.kill", At: Duration(500 * time.Millisecond), Duration: Duration(1500 * time.Millisecond),
+		Params: map[string]any{"target": map[string]any{"pid_file": pidFile}},
+	})
+	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	now := readPID(pidFile)
+	if now == old || now == 0 {
+		t.Fatalf("pid file holds %d after the run, want a new pid (was %d)", now, old)
+	}
+	id := "pid-" + strconv.Itoa(old)
+	var got []report.EventRecord
+	for _, e := range o.Doc.Events {
+		if e.Source == report.EventSourceReplica {
+			got = append(got, report.EventRecord{Source: e.Source, Kind: e.Kind, Target: e.Target, Detail: e.Detail})
+		}
+	}
+	want := []report.EventRecord{
+		{Source: report.EventSourceReplica, Kind: "exit", Target: id, Detail: fmt.Sprintf("pid %d", old)},
+		{Source: report.EventSourceReplica, Kind: "start", Target: id, Detail: fmt.Sprintf("pid %d, replaces pid %d", now, old)},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("replica events =\n%v\nwant\n%v\n(all events: %v)", got, want, o.Doc.Events)
+	}
+}
+
+// --dry-run lists the processes each replica fault's target matches now,
+// by pid and command line, says that min_available counts only those, and
+// writes the params as YAML would, not as Go maps.
+func TestDryRunListsReplicaTargets(t *testing.T) {
+	pidFile := processLoop(t)
+	pid := readPID(pidFile)
+	name := fmt.Sprintf("srv-%d", os.Getpid())
+	sel := map[string]any{"mode": "one", "min_available": 1}
+	spec := testSpec("http://127.0.0.1:1", 10*time.Second,
+		Fault{Name: "by-file", Type: "replica.kill", At: Duration(time.Second), Duration: Duration(time.Second),
+			Params: map[string]any{"target": map[string]any{"pid_file": pidFile}, "select": sel}},
+		Fault{Name: "by-name", Type: "replica.stop", At: Duration(3 * time.Second), Duration: Duration(time.Second),
+			Params: map[string]any{"target": map[string]any{"cmdline": "^" + name + "$"}}},
+	)
+	var out strings.Builder
+	if err := DryRun(&out, spec, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	proc := fmt.Sprintf("pid-%d (running, %s 600)", pid, filepath.Join(filepath.Dir(pidFile), name))
+	for _, want := range []string{
+		fmt.Sprintf("inject by-file (replica.kill {select: {min_available: 1, mode: one}, target: {pid_file: %s}}) on the replicas listed under \"replica targets\"", pidFile),
+		"  by-file (replica.kill): pid file " + pidFile + "\n    " + proc + "\n    1 match, 1 up\n",
+		"acts on one of the processes up, picked with the fault's seed; refused (exit 95) if that would leave fewer than 1 up (min_available)",
+		"min_available 1 counts only the processes this target matches, not the service's 1 endpoint(s)",
+		"  by-name (replica.stop): processes matching \"^" + name + "$\" (the executable's name; match: cmdline for the whole command line)\n    " + proc + "\n    1 match, 1 up\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "map[") {
+		t.Errorf("dry run writes Go maps:\n%s", got)
+	}
+}
