@@ -187,10 +187,10 @@ type Client struct {
 	clock   *RunClock
 	tr      *http.Transport
 	fresh   *http.Transport // tr without keep-alive: the retry of a request a reused connection lost
-	header  http.Header // static headers for every request
-	host    string      // Host override from the custom headers
-	secrets []string    // strings scrubbed from error texts
-	idTag   string      // seed-derived part of generated request ids
+	header  http.Header     // static headers for every request
+	host    string          // Host override from the custom headers
+	secrets []string        // strings scrubbed from error texts
+	idTag   string          // seed-derived part of generated request ids
 	opts    ClientOptions
 	streams sync.Pool // *streamState
 
