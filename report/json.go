@@ -94,6 +94,10 @@ type Requests struct {
 	Dropped       int64            `json:"dropped"`
 	Lost          int64            `json:"lost"`
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	// Reconnects counts requests sent again on a fresh connection after
+	// the server closed a reused keep-alive one (not errors; per endpoint
+	// in the by_tags counts).
+	Reconnects int64 `json:"reconnects"`
 }
 
 // Stats summarises one metric's distribution (ms for latencies, tokens for
@@ -119,6 +123,7 @@ type Metrics struct {
 	E2EMs         Stats `json:"e2e_ms"`
 	SendLagMs     Stats `json:"send_lag_ms"`
 	ClientQueueMs Stats `json:"client_queue_ms"`
+	ConnectMs     Stats `json:"connect_ms"`
 	InputTokens   Stats `json:"input_tokens"`
 	OutputTokens  Stats `json:"output_tokens"`
 }
@@ -168,6 +173,7 @@ type Counts struct {
 	Good           int64            `json:"good,omitempty"`
 	InputTokens    int64            `json:"input_tokens,omitempty"`
 	OutputTokens   int64            `json:"output_tokens,omitempty"`
+	Reconnects     int64            `json:"reconnects,omitempty"`
 }
 
 // SecondRow is one second of the time series: the requests that ended in
@@ -260,7 +266,7 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		Requests: Requests{
 			Scheduled: req.Scheduled, Sent: req.Sent, OK: req.OK, Failed: req.Failed,
 			Cancelled: req.Cancelled, Dropped: req.Dropped, Lost: req.Lost,
-			ErrorsByClass: req.ErrorsByClass,
+			ErrorsByClass: req.ErrorsByClass, Reconnects: req.Reconnects,
 		},
 		Throughput: Throughput{
 			RequestsPerS:     tp.RequestsPerS,
@@ -326,7 +332,7 @@ func toCounts(c llm.Counts) Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Reconnects: c.Reconnects,
 	}
 	if m := c.ErrorsByClass(); len(m) > 0 {
 		out.ErrorsByClass = m
@@ -340,7 +346,7 @@ func fromCounts(c Counts) llm.Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Reconnects: c.Reconnects,
 	}
 	for k, n := range c.ErrorsByClass {
 		out.AddClass(llm.ErrorClass(k), n)

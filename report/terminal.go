@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,8 +109,12 @@ func writeRequests(b *strings.Builder, d *Document) {
 		lost += "  (must be 0)"
 	}
 	t.row("  lost", lost, "")
+	if r.Reconnects != 0 {
+		t.row("  reconnects", strconv.FormatInt(r.Reconnects, 10), "(not errors)")
+	}
 	b.WriteByte('\n')
 	t.write(b)
+	writeReconnects(b, d)
 	if len(r.ErrorsByClass) == 0 {
 		return
 	}
@@ -119,6 +125,28 @@ func writeRequests(b *strings.Builder, d *Document) {
 		}
 	}
 	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
+}
+
+// writeReconnects lists the reconnects per endpoint when there were any:
+// requests sent again on a fresh connection after the endpoint closed a
+// reused keep-alive connection under them.
+func writeReconnects(b *strings.Builder, d *Document) {
+	if d.Requests.Reconnects == 0 {
+		return
+	}
+	by := map[string]int64{}
+	for _, ts := range d.Histograms.ByTags {
+		if n := ts.Counts.Reconnects; n != 0 {
+			by[ts.Tags["endpoint"]] += n
+		}
+	}
+	var parts []string
+	for _, ep := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %d", ep, by[ep]))
+	}
+	if len(parts) > 0 {
+		b.WriteString("  reconnects by endpoint: " + strings.Join(parts, ", ") + "\n")
+	}
 }
 
 func writeThroughput(b *strings.Builder, d *Document) {
