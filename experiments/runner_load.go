@@ -41,6 +41,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		pool = p.ac.MaxInFlight
 	}
 	copts := llm.ClientOptions{Concurrency: pool, Seed: p.seed}
+	p.spec.Workload.clientTimeouts(&copts)
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
 	} else {
@@ -65,7 +66,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	}
 	eng, err := llm.NewEngine(llm.EngineConfig{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: workload,
-		Client: client, Recorder: rec, Seed: p.seed, Grace: llm.DefaultGrace,
+		Client: client, Recorder: rec, Seed: p.seed, Grace: p.spec.Workload.grace(),
 		Tagger: r.tag, Observe: r.observeResult(),
 	})
 	if err != nil {

@@ -333,7 +333,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
 	}
 	if d := p.ac.Duration; d > 0 {
-		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), llm.DefaultGrace)
+		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), p.spec.Workload.grace())
 	}
 	fmt.Fprintf(&b, "  recovery: every %v window must hold %s for %v after a fault's revert\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.Hold)
