@@ -63,7 +63,7 @@ import (
 //
 // Beyond the syntax, an expression must fit its metric's Kind:
 //
-//   - durations (ttft, itl, tpot, e2e, send_lag, client_queue, recovery_time,
+//   - durations (ttft, itl, tpot, e2e, send_lag, client_queue, connect, recovery_time,
 //     oom_recovery_time) take avg min max med p(N), and count (+: the number
 //     of samples); a plain bound is in milliseconds as in k6, or give ms, s
 //     or us (µs). count takes a plain number. "m" is refused: milli to some,

@@ -28,6 +28,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		return llm.RunStats{}, err
 	}
 	copts := llm.ClientOptions{}
+	p.spec.Workload.clientTimeouts(&copts)
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
 	} else {
@@ -38,7 +39,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 		targets[i] = e.load
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
-		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: llm.DefaultGrace,
+		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.grace(),
 		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.observeOptions(),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {

@@ -343,7 +343,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
 	}
 	if d := p.ac.Duration; d > 0 {
-		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), llm.DefaultGrace)
+		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), p.spec.Workload.grace())
 	}
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)

@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -52,7 +53,24 @@ type Workload struct {
 	CancelAfterTokens Dist         `yaml:"cancel_after_tokens,omitempty" json:"cancel_after_tokens,omitzero" doc:"Cancel after this many content chunks."`
 	CancelAfter       DurationDist `yaml:"cancel_after,omitempty" json:"cancel_after,omitzero" doc:"Cancel this long after send."`
 
-	Preflight *bool `yaml:"preflight,omitempty" json:"preflight,omitempty" doc:"Check each endpoint before the load and the faults (its /models lists the model, else one max_tokens 1 request succeeds) and stop the run, exit 2, when it refuses for good. Default true; false skips it, as llmchaos run --no-preflight."`
+	Preflight   *bool    `yaml:"preflight,omitempty" json:"preflight,omitempty" doc:"Check each endpoint before the load and the faults (its /models lists the model, else one max_tokens 1 request succeeds) and stop the run, exit 2, when it refuses for good. Default true; false skips it, as llmchaos run --no-preflight."`
+	Timeout     Duration `yaml:"timeout,omitempty" json:"timeout,omitempty" doc:"Bound on a whole request, send to end of stream (0: none). A request cut by it failed (class timeout): only the cancels asked for above are not errors."`
+	TTFTTimeout Duration `yaml:"ttft_timeout,omitempty" json:"ttft_timeout,omitempty" doc:"Bound on the time from send to the first content chunk (0: none). A request cut by it failed (class timeout)."`
+	IdleTimeout Duration `yaml:"idle_timeout,omitempty" json:"idle_timeout,omitempty" doc:"Bound on the server's silence: to the first byte and between reads (0: none). A request cut by it failed (class timeout)."`
+	Grace       Duration `yaml:"grace,omitempty" json:"grace,omitempty" doc:"Time requests in flight get to finish after the load's schedule ends. Those still unfinished then failed (class timeout), counted in error_rate. Default (unset or 0s): 30s."`
+}
+
+// grace is the workload's grace, or the engine's default when unset.
+func (w Workload) grace() time.Duration {
+	if w.Grace == 0 {
+		return llm.DefaultGrace
+	}
+	return w.Grace.D()
+}
+
+// clientTimeouts sets the request, TTFT and idle timeouts of o.
+func (w Workload) clientTimeouts(o *llm.ClientOptions) {
+	o.RequestTimeout, o.TTFTTimeout, o.IdleTimeout = w.Timeout.D(), w.TTFTTimeout.D(), w.IdleTimeout.D()
 }
 
 // PreflightOff reports whether the file turns the pre-flight check off

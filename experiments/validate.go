@@ -390,6 +390,17 @@ func (v *validator) workload() {
 			v.iss.add(index("workload.stages", i)+".duration", "%v is negative", st.Duration)
 		}
 	}
+	for _, d := range []struct {
+		key string
+		d   Duration
+	}{{"timeout", w.Timeout}, {"ttft_timeout", w.TTFTTimeout}, {"idle_timeout", w.IdleTimeout}, {"grace", w.Grace}} {
+		if d.d < 0 {
+			v.iss.add("workload."+d.key, "%v is negative: want a duration such as 30s", d.d)
+		}
+	}
+	if w.TTFTTimeout > 0 && w.Timeout > 0 && w.TTFTTimeout > w.Timeout {
+		v.iss.add("workload.ttft_timeout", "%v is longer than timeout %v, which bounds the whole request: it would never fire", w.TTFTTimeout, w.Timeout)
+	}
 	wc, ac, _ := w.Configs()
 	var errs []error
 	// With an unknown preset, the problems would be those of the workload

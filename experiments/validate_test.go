@@ -73,6 +73,18 @@ func TestValidateRules(t *testing.T) {
 		}, []string{"target.sim.ttft: applies to latency: constant only (the profile model computes its own); add latency: constant"}},
 		{"sim bad gpu memory", func(s *Spec) { s.Target = Target{Sim: &SimTarget{GPUMemory: "lots"}}; s.Faults[0].Target = nil },
 			[]string{`target.sim.gpu_memory: size "lots": want a number with an optional unit such as 141GiB, 80GB or 512MiB`}},
+		{"negative timeouts and grace", func(s *Spec) {
+			s.Workload.Timeout, s.Workload.TTFTTimeout = Duration(-time.Second), Duration(-time.Second)
+			s.Workload.IdleTimeout, s.Workload.Grace = Duration(-time.Second), Duration(-time.Second)
+		}, []string{
+			"workload.grace: -1s is negative: want a duration such as 30s",
+			"workload.idle_timeout: -1s is negative: want a duration such as 30s",
+			"workload.timeout: -1s is negative: want a duration such as 30s",
+			"workload.ttft_timeout: -1s is negative: want a duration such as 30s",
+		}},
+		{"ttft timeout beyond the request timeout", func(s *Spec) {
+			s.Workload.Timeout, s.Workload.TTFTTimeout = Duration(time.Second), Duration(2*time.Second)
+		}, []string{"workload.ttft_timeout: 2s is longer than timeout 1s, which bounds the whole request: it would never fire"}},
 		{"endpoint out of range", func(s *Spec) { s.Faults[0].Target.Endpoints = []int{2} },
 			[]string{"faults[0].target.endpoints[0]: 2: the target has 2 endpoint(s), numbered from 0"}},
 		{"count above the selection", func(s *Spec) { s.Faults[0].Target.Count = 2 },

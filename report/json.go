@@ -107,6 +107,10 @@ type Requests struct {
 	// (cut to MaxErrorMessage characters) and how many failed requests
 	// carried it; absent when none failed with a message.
 	TopErrors map[string]TopError `json:"top_errors,omitempty"`
+	// Reconnects counts requests sent again on a fresh connection after
+	// the server closed a reused keep-alive one (not errors; per endpoint
+	// in the by_tags counts).
+	Reconnects int64 `json:"reconnects"`
 }
 
 // TopError is the most frequent error message of a class.
@@ -142,6 +146,7 @@ type Metrics struct {
 	E2EMs         Stats `json:"e2e_ms"`
 	SendLagMs     Stats `json:"send_lag_ms"`
 	ClientQueueMs Stats `json:"client_queue_ms"`
+	ConnectMs     Stats `json:"connect_ms"`
 	InputTokens   Stats `json:"input_tokens"`
 	OutputTokens  Stats `json:"output_tokens"`
 }
@@ -192,6 +197,7 @@ type Counts struct {
 	Good           int64            `json:"good,omitempty"`
 	InputTokens    int64            `json:"input_tokens,omitempty"`
 	OutputTokens   int64            `json:"output_tokens,omitempty"`
+	Reconnects     int64            `json:"reconnects,omitempty"`
 }
 
 // SecondRow is one second of the time series: the requests that ended in
@@ -284,8 +290,8 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		Requests: Requests{
 			Scheduled: req.Scheduled, Sent: req.Sent, OK: req.OK, Failed: req.Failed,
 			Cancelled: req.Cancelled, Dropped: req.Dropped, Lost: req.Lost,
-			ErrorsByClass: req.ErrorsByClass,
-			TopErrors:     topErrors(sum.TopErrors),
+			ErrorsByClass: req.ErrorsByClass, Reconnects: req.Reconnects,
+			TopErrors: topErrors(sum.TopErrors),
 		},
 		Throughput: Throughput{
 			RequestsPerS:     tp.RequestsPerS,
@@ -353,7 +359,7 @@ func toCounts(c llm.Counts) Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers, Reconnects: c.Reconnects,
 	}
 	if m := c.ErrorsByClass(); len(m) > 0 {
 		out.ErrorsByClass = m
@@ -367,7 +373,7 @@ func fromCounts(c Counts) llm.Counts {
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers, Reconnects: c.Reconnects,
 	}
 	for k, n := range c.ErrorsByClass {
 		out.AddClass(llm.ErrorClass(k), n)

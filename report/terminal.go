@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,8 +162,12 @@ func writeRequests(b *strings.Builder, d *Document) {
 		lost += "  (must be 0)"
 	}
 	t.row("  lost", lost, "")
+	if r.Reconnects != 0 {
+		t.row("  reconnects", strconv.FormatInt(r.Reconnects, 10), "(not errors)")
+	}
 	b.WriteByte('\n')
 	t.write(b)
+	writeReconnects(b, d)
 	if len(r.ErrorsByClass) == 0 {
 		return
 	}
@@ -176,6 +182,28 @@ func writeRequests(b *strings.Builder, d *Document) {
 		if e, ok := r.TopErrors[string(cl)]; ok {
 			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
 		}
+	}
+}
+
+// writeReconnects lists the reconnects per endpoint when there were any:
+// requests sent again on a fresh connection after the endpoint closed a
+// reused keep-alive connection under them.
+func writeReconnects(b *strings.Builder, d *Document) {
+	if d.Requests.Reconnects == 0 {
+		return
+	}
+	by := map[string]int64{}
+	for _, ts := range d.Histograms.ByTags {
+		if n := ts.Counts.Reconnects; n != 0 {
+			by[ts.Tags["endpoint"]] += n
+		}
+	}
+	var parts []string
+	for _, ep := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %d", ep, by[ep]))
+	}
+	if len(parts) > 0 {
+		b.WriteString("  reconnects by endpoint: " + strings.Join(parts, ", ") + "\n")
 	}
 }
 

@@ -51,7 +51,14 @@ var (
 	errPlannedCancel  = errors.New("cancelled by the request's cancellation plan")
 	errRequestTimeout = errors.New("request timeout")
 	errIdleTimeout    = errors.New("idle timeout: no bytes from the server")
+	errTTFTTimeout    = errors.New("ttft timeout: no first token")
 )
+
+// ErrRunEnded is the cancellation cause the engine gives the requests still
+// in flight when the run ends (its grace has run out). Such a request did
+// not finish in the time the run gave it: the client records it as a
+// timeout failure, never as cancelled.
+var ErrRunEnded = errors.New("unfinished when the run ended (grace expired)")
 
 // ClientOptions configures a Client. The zero value is usable: each field
 // documents its default, applied by NewClient.
@@ -93,6 +100,10 @@ type ClientOptions struct {
 	// IdleTimeout bounds the silence from the server: the time from send to
 	// the first byte and between reads of the body. Default 0: none.
 	IdleTimeout time.Duration
+
+	// TTFTTimeout bounds the time from send to the first content chunk
+	// (for a non-streamed answer: to the whole body). Default 0: none.
+	TTFTTimeout time.Duration
 
 	// ConnectTimeout bounds dialing and the TLS handshake. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -137,7 +148,7 @@ func (o ClientOptions) validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"request timeout", o.RequestTimeout}, {"idle timeout", o.IdleTimeout}, {"connect timeout", o.ConnectTimeout}} {
+	}{{"request timeout", o.RequestTimeout}, {"idle timeout", o.IdleTimeout}, {"ttft timeout", o.TTFTTimeout}, {"connect timeout", o.ConnectTimeout}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.d))
 		}
@@ -175,10 +186,11 @@ func validHeaderName(s string) bool {
 type Client struct {
 	clock   *RunClock
 	tr      *http.Transport
-	header  http.Header // static headers for every request
-	host    string      // Host override from the custom headers
-	secrets []string    // strings scrubbed from error texts
-	idTag   string      // seed-derived part of generated request ids
+	fresh   *http.Transport // tr without keep-alive: the retry of a request a reused connection lost
+	header  http.Header     // static headers for every request
+	host    string          // Host override from the custom headers
+	secrets []string        // strings scrubbed from error texts
+	idTag   string          // seed-derived part of generated request ids
 	opts    ClientOptions
 	streams sync.Pool // *streamState
 
@@ -242,11 +254,16 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		ReadBufferSize:  clientReadBuffer,
 		Protocols:       &protos,
 	}
+	c.fresh = c.tr.Clone()
+	c.fresh.DisableKeepAlives = true
 	return c, nil
 }
 
 // Close releases the client's idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.tr.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
 
 // Clock returns the run clock the client stamps Results with.
 func (c *Client) Clock() *RunClock { return c.clock }
@@ -260,26 +277,37 @@ func (c *Client) Clock() *RunClock { return c.clock }
 // generated from the client's seed and Seq, and an empty Tags.Endpoint is
 // set to baseURL (with any password redacted).
 //
-// Sent is the actual send: the moment the request starts to go out. For a
-// pooled keep-alive connection that is when the transport hands it over,
-// right before the request bytes are written; for a new connection it is
-// when dialing starts, so connection set-up, which a real user would wait
-// for too, is part of TTFT and E2E. Time spent waiting for the pool is never
-// in TTFT: the pool is sized to the concurrency, so there is none. Client-side
-// waits before Do (the engine's in-flight cap) are the engine's client_queue.
+// Sent is the moment the client starts the request: right before it asks
+// the transport for a connection. Everything after it is the service as a
+// user sees it and is part of TTFT and E2E: connection set-up (DNS, TCP,
+// TLS), which is also reported on its own as Result.Connect (0 when a
+// pooled connection was used), and any wait for a connection. send_lag
+// (Sent − Scheduled) is the client's own delay only. Client-side waits
+// before Do (the engine's in-flight cap) are the engine's client_queue.
+//
+// Keep-alive races: a server may close a keep-alive connection (some close
+// after every streamed answer while advertising keep-alive) just as the
+// client reuses it. A request that fails on a reused connection before a
+// single response byte arrived is sent once more on a fresh connection;
+// Result.Reconnects counts it, and it is not an error unless the retry
+// fails. Sent stays the first attempt's, so TTFT and E2E include the lost
+// attempt, as the user's wait does. A server's "Connection: close" is
+// honoured: that connection is never reused.
 //
 // Failures are classified (Result.Class): no connection (dial, refused,
 // DNS, TLS) is connect; a connection reset or closed mid-response is reset
-// (so a stream cut without [DONE] is reset); the request or idle timeout or
-// a ctx deadline is timeout; HTTP 429, other 4xx and 5xx are http_429,
+// (so a stream cut without [DONE] is reset); the request, TTFT or idle
+// timeout, a ctx deadline, or the run's end (ctx cancelled with cause
+// ErrRunEnded) is timeout; HTTP 429, other 4xx and 5xx are http_429,
 // http_4xx and http_5xx with the server's error message in Err; a malformed
 // data line, an over-long line, or a body that ends cleanly with neither
 // [DONE] nor a finish_reason is protocol.
 //
-// A cancel is never an error: the request's own plan (CancelAfterTokens,
-// CancelAfter since Do started, within microseconds of Sent) or a
-// cancellation of ctx by the caller ends as OutcomeCancelled. A ctx deadline
-// is a timeout.
+// Only a cancel that was asked for is not an error: the request's own plan
+// (CancelAfterTokens, CancelAfter since Do started, within microseconds of
+// Sent) or a plain cancellation of ctx by the caller (Ctrl-C) ends as
+// OutcomeCancelled. A request cut short because the run ended or a timeout
+// fired did not get its answer: it is a timeout failure, in error_rate.
 func (c *Client) Do(ctx context.Context, baseURL string, req *Request, res *Result) {
 	c.do(ctx, baseURL, req, res, false)
 }
@@ -290,12 +318,13 @@ func (c *Client) DoContent(ctx context.Context, baseURL string, req *Request, re
 	return c.do(ctx, baseURL, req, res, true)
 }
 
-// reqTrace records the connection events of one request. The transport may
+// reqTrace records the connection events of one attempt. The transport may
 // call its hooks from its own goroutines, hence the atomics.
 type reqTrace struct {
 	clock     *RunClock
 	dialStart atomic.Int64 // first DNS or connect start, ns on the run clock
 	gotConn   atomic.Int64
+	firstByte atomic.Bool
 	reused    atomic.Bool
 }
 
@@ -307,25 +336,30 @@ func (t *reqTrace) hooks() *httptrace.ClientTrace {
 			t.reused.Store(info.Reused)
 			t.gotConn.Store(int64(t.clock.Now()))
 		},
+		GotFirstResponseByte: func() { t.firstByte.Store(true) },
 	}
 }
 
-// sent returns the actual send time (see Do), or start when no connection
-// was obtained.
-func (t *reqTrace) sent(start time.Duration) time.Duration {
-	g := time.Duration(t.gotConn.Load())
-	if g == 0 {
-		return start
+// connect returns the time this attempt spent setting up its connection
+// (DNS, TCP, TLS): 0 when it used a pooled one or got none.
+func (t *reqTrace) connect() time.Duration {
+	g, d := time.Duration(t.gotConn.Load()), time.Duration(t.dialStart.Load())
+	if g == 0 || d == 0 || t.reused.Load() || d > g {
+		return 0
 	}
-	if !t.reused.Load() {
-		if d := time.Duration(t.dialStart.Load()); d != 0 && d <= g {
-			return d
-		}
-	}
-	return g
+	return max(g-d, 1)
 }
 
 func (t *reqTrace) connected() bool { return t.gotConn.Load() != 0 }
+
+// lostReused reports whether an attempt that failed with err may be sent
+// again on a fresh connection: the server closed the reused keep-alive
+// connection under it before a single response byte came back, and
+// neither the caller nor a timeout cut it.
+func (t *reqTrace) lostReused(parent, rctx context.Context, err error) bool {
+	return t.reused.Load() && !t.firstByte.Load() && rctx.Err() == nil &&
+		classifyErr(parent, rctx, err, true) == ClassReset
+}
 
 func (c *Client) do(ctx context.Context, baseURL string, req *Request, res *Result, keep bool) string {
 	resetClientFields(res)
@@ -382,10 +416,21 @@ func (c *Client) do(ctx context.Context, baseURL string, req *Request, res *Resu
 		w := startIdleWatch(c.clock, c.opts.IdleTimeout, &st.rd.last, cancel)
 		defer w.stop()
 	}
+	if c.opts.TTFTTimeout > 0 {
+		t := time.AfterFunc(c.opts.TTFTTimeout, func() {
+			if !st.firstToken.Load() {
+				cancel(errTTFTTimeout)
+			}
+		})
+		defer t.Stop()
+	}
 
-	start := c.clock.Now()
+	res.Sent = c.clock.Now()
 	resp, err := c.tr.RoundTrip(hreq)
-	res.Sent = trace.sent(start)
+	if err != nil && trace.lostReused(ctx, rctx, err) {
+		resp, err = c.retryFresh(rctx, hreq, body, res, &trace)
+	}
+	res.Connect = trace.connect()
 	if err != nil {
 		res.End = c.clock.Now()
 		c.failErr(ctx, rctx, res, err, trace.connected())
@@ -403,6 +448,22 @@ func (c *Client) do(ctx context.Context, baseURL string, req *Request, res *Resu
 	return c.readJSON(ctx, rctx, res, resp.Body, st, keep)
 }
 
+// retryFresh sends hreq once more, on a new connection that is closed
+// after it, after the reused connection it went out on was lost (see
+// reqTrace.lostReused). *trace becomes the retry's trace.
+func (c *Client) retryFresh(rctx context.Context, hreq *http.Request, body []byte, res *Result, trace **reqTrace) (*http.Response, error) {
+	res.Reconnects++
+	t := &reqTrace{clock: c.clock}
+	*trace = t
+	retry := hreq.Clone(httptrace.WithClientTrace(rctx, t.hooks()))
+	retry.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := c.fresh.RoundTrip(retry)
+	if err != nil {
+		err = fmt.Errorf("retry on a fresh connection after the server closed a reused one: %w", err)
+	}
+	return resp, err
+}
+
 // redactURL hides a password in a URL's userinfo, which must not reach
 // Results or reports.
 func redactURL(s string) string {
@@ -418,7 +479,7 @@ func redactURL(s string) string {
 
 // resetClientFields clears what Do fills, so a Result can be reused.
 func resetClientFields(res *Result) {
-	res.Sent, res.FirstToken, res.End = 0, 0, 0
+	res.Sent, res.FirstToken, res.End, res.Connect, res.Reconnects = 0, 0, 0, 0, 0
 	res.ITLMicros = res.ITLMicros[:0]
 	res.Outcome, res.Class, res.HTTPStatus, res.Err = 0, ClassNone, 0, ""
 	res.InputTokens, res.OutputTokens, res.ContentChunks, res.UsageReported = 0, 0, 0, false
@@ -592,8 +653,8 @@ func (c *Client) failErr(parent, rctx context.Context, res *Result, err error, c
 }
 
 // classifyErr maps an error to its class: the request's cancellation plan
-// or the caller's cancel → cancelled; a deadline, the request or idle
-// timeout → timeout; anything before a connection was obtained (dial,
+// or the caller's cancel → cancelled; a deadline, the request, TTFT or idle
+// timeout, the run's end (ErrRunEnded) → timeout; anything before a connection was obtained (dial,
 // refused, DNS, TLS handshake) → connect; after it (reset, EOF or a close
 // mid-response) → reset.
 func classifyErr(parent, rctx context.Context, err error, connected bool) ErrorClass {
@@ -601,7 +662,8 @@ func classifyErr(parent, rctx context.Context, err error, connected bool) ErrorC
 	switch {
 	case errors.Is(cause, errPlannedCancel):
 		return ClassCancelled
-	case errors.Is(cause, errRequestTimeout), errors.Is(cause, errIdleTimeout):
+	case errors.Is(cause, errRequestTimeout), errors.Is(cause, errIdleTimeout), errors.Is(cause, errTTFTTimeout),
+		errors.Is(cause, ErrRunEnded):
 		return ClassTimeout
 	case errors.Is(parent.Err(), context.Canceled):
 		return ClassCancelled

@@ -28,6 +28,10 @@ type streamState struct {
 	parser  chunkParser
 	ngram   ngramCounter
 	content []byte
+
+	// firstToken is set when the first content chunk arrived (the TTFT
+	// timeout's timer reads it).
+	firstToken atomic.Bool
 }
 
 // timedReader stamps the run clock when a read returns data: every event
@@ -58,6 +62,7 @@ func (c *Client) getStream() *streamState {
 	}
 	st.rd.r, st.rd.clock, st.rd.at = nil, c.clock, 0
 	st.rd.last.Store(0)
+	st.firstToken.Store(false)
 	st.ngram.reset()
 	if cap(st.content) > 1<<20 {
 		st.content = nil
@@ -138,6 +143,7 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 			res.ContentChunks++
 			if res.FirstToken == 0 {
 				res.FirstToken = at
+				st.firstToken.Store(true)
 			} else {
 				res.ITLMicros = append(res.ITLMicros, gapMicros(at-last))
 			}
@@ -276,6 +282,7 @@ func (c *Client) readJSON(parent, rctx context.Context, res *Result, body io.Rea
 	}
 	if out != "" || carries {
 		res.FirstToken = res.End
+		st.firstToken.Store(true)
 		res.ContentChunks = 1
 	}
 	res.OutputChars = utf8.RuneCountInString(out)

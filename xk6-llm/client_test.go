@@ -827,17 +827,19 @@ func TestClientOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestReqTraceSent(t *testing.T) {
+func TestReqTraceConnect(t *testing.T) {
 	tests := []struct {
-		name        string
-		dial, got   time.Duration
-		reused      bool
-		start, want time.Duration
+		name      string
+		dial, got time.Duration
+		reused    bool
+		want      time.Duration
 	}{
-		{"no connection", 0, 0, false, 5, 5},
-		{"reused connection", 0, 9, true, 5, 9},
-		{"new connection: dial start", 6, 9, false, 5, 6},
-		{"new connection dialed by another request", 0, 9, false, 5, 9},
+		{"no connection", 0, 0, false, 0},
+		{"dial that never connected", 6, 0, false, 0},
+		{"reused connection", 0, 9, true, 0},
+		{"reused connection while its own dial went on", 6, 9, true, 0},
+		{"new connection: dial start to conn", 6, 9, false, 3},
+		{"new connection dialed by another request", 0, 9, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -845,8 +847,8 @@ func TestReqTraceSent(t *testing.T) {
 			tr.dialStart.Store(int64(tt.dial))
 			tr.gotConn.Store(int64(tt.got))
 			tr.reused.Store(tt.reused)
-			if got := tr.sent(tt.start); got != tt.want {
-				t.Errorf("sent = %v, want %v", got, tt.want)
+			if got := tr.connect(); got != tt.want {
+				t.Errorf("connect = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -232,8 +232,13 @@ func TestE2EAccounting(t *testing.T) {
 					workload: shortChat(200), grace: 200 * time.Millisecond}
 			},
 			check: func(t *testing.T, r *engineRun, req Requests) {
-				if req.Cancelled != req.Scheduled || req.Scheduled == 0 {
-					t.Errorf("cancelled %d of %d: want every 2 s request cancelled when the grace ran out", req.Cancelled, req.Scheduled)
+				// Cut by the run's end, not asked to stop: the service
+				// did not answer in time, a timeout failure.
+				if req.Failed != req.Scheduled || req.Scheduled == 0 || req.Cancelled != 0 {
+					t.Errorf("failed %d, cancelled %d of %d: want every 2 s request failed when the grace ran out", req.Failed, req.Cancelled, req.Scheduled)
+				}
+				if n := req.ErrorsByClass[string(ClassTimeout)]; n != req.Scheduled {
+					t.Errorf("timeouts %d of %d (errors %v): want every unfinished request a timeout", n, req.Scheduled, req.ErrorsByClass)
 				}
 				if end := r.stats.End; end < 500*time.Millisecond || end > 900*time.Millisecond {
 					t.Errorf("run ended at %v, want at duration + grace = 500 ms", end)

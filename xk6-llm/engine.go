@@ -71,8 +71,9 @@ type EngineConfig struct {
 	// Seed is the run seed; see the SeedStream constants.
 	Seed uint64
 	// Grace is how long requests in flight at the schedule's end may run
-	// on before they are cancelled (then they end cancelled). 0: cancelled
-	// at once. The CLI's default is DefaultGrace.
+	// on before they are cancelled; they then end failed, class timeout
+	// (the service did not answer within the run, see ErrRunEnded). 0:
+	// cut at once. The CLI's default is DefaultGrace.
 	Grace time.Duration
 	// RampUp starts a closed loop's virtual users evenly over this time
 	// (user i at i·RampUp/Concurrency) instead of all at once, so that
@@ -142,9 +143,10 @@ type RunStats struct {
 //
 // End: when the schedule ends (duration reached, request count reached,
 // schedule exhausted), requests in flight get Grace to finish and are then
-// cancelled; arrivals still waiting for a slot then are dropped. When ctx
+// cut with cause ErrRunEnded, which the client records as timeout
+// failures; arrivals still waiting for a slot then are dropped. When ctx
 // ends (Ctrl-C, a stop condition), everything in flight is cancelled at
-// once. Either way every scheduled request ends as exactly one Result.
+// once (OutcomeCancelled: the run was stopped, not the service slow). Either way every scheduled request ends as exactly one Result.
 //
 // Repeatability: an open-loop run's schedule, sessions (drawn in schedule
 // order from the seed's workload stream), endpoints and request ids are the
@@ -230,8 +232,8 @@ func (e *Engine) Run(ctx context.Context) (RunStats, error) {
 	r := newRun(e)
 	// hard is the context of every request: cancelled when ctx ends or
 	// when Grace has run out after the schedule's end.
-	hard, cancelReqs := context.WithCancel(ctx)
-	defer cancelReqs()
+	hard, cancelReqs := context.WithCancelCause(ctx)
+	defer cancelReqs(nil)
 	r.cancelReqs = cancelReqs
 	var g errgroup.Group
 	if e.arr != nil {
@@ -264,8 +266,9 @@ type run struct {
 	client *Client
 	rec    *Recorder
 
-	// cancelReqs cancels the context of every request (Run's "hard").
-	cancelReqs context.CancelFunc
+	// cancelReqs cancels the context of every request (Run's "hard"),
+	// with ErrRunEnded when the grace ran out.
+	cancelReqs context.CancelCauseFunc
 
 	sem  chan struct{} // in-flight slots (open loop with --max-in-flight); nil: no cap
 	drop bool          // --on-saturation drop
@@ -346,7 +349,7 @@ func (r *run) control(ctx context.Context, workDone <-chan struct{}) {
 		r.endSchedule(max(r.clock.Now(), r.cfg.Arrival.Duration))
 	}
 	if ctx.Err() != nil {
-		r.cancelReqs()
+		r.cancelReqs(nil)
 		<-workDone
 		return
 	}
@@ -355,11 +358,11 @@ func (r *run) control(ctx context.Context, workDone <-chan struct{}) {
 	select {
 	case <-workDone:
 	case <-grace.C:
-		r.cancelReqs()
+		r.cancelReqs(ErrRunEnded)
 		<-workDone
 		return
 	case <-ctx.Done():
-		r.cancelReqs()
+		r.cancelReqs(nil)
 		<-workDone
 		return
 	}

@@ -23,6 +23,7 @@ const (
 	MetricE2E                        // send → end of stream, ok requests
 	MetricSendLag                    // actual − scheduled send, every sent request
 	MetricClientQueue                // wait for an in-flight slot, every sent request
+	MetricConnect                    // new connection set-up, requests that opened one
 	MetricInputTokens                // prompt tokens of ok requests
 	MetricOutputTokens               // output tokens of ok requests
 	// NumMetrics is the number of metrics: valid metrics are 0 … NumMetrics−1.
@@ -68,7 +69,7 @@ func ParseMetric(name string) (Metric, error) {
 // others are token counts. It agrees with the table's metrics.Metric.IsTime
 // (a test checks) and is a comparison because the recorder calls it per
 // value.
-func (m Metric) IsLatency() bool { return m <= MetricClientQueue }
+func (m Metric) IsLatency() bool { return m <= MetricConnect }
 
 // Histogram geometry. Latencies cover 1 µs … 1 h and token counts 1 … 10⁷,
 // both with 3 significant digits (values below 2048 are exact); values

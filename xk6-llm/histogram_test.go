@@ -7,7 +7,7 @@ import (
 )
 
 func TestMetricNames(t *testing.T) {
-	want := []string{"ttft", "itl", "tpot", "e2e", "send_lag", "client_queue", "input_tokens", "output_tokens"}
+	want := []string{"ttft", "itl", "tpot", "e2e", "send_lag", "client_queue", "connect", "input_tokens", "output_tokens"}
 	if int(NumMetrics) != len(want) {
 		t.Fatalf("NumMetrics = %d, want %d", NumMetrics, len(want))
 	}
@@ -20,7 +20,7 @@ func TestMetricNames(t *testing.T) {
 		if err != nil || back != m {
 			t.Errorf("ParseMetric(%q) = %v, %v; want %v", name, back, err, m)
 		}
-		if got, wantLat := m.IsLatency(), i < 6; got != wantLat {
+		if got, wantLat := m.IsLatency(), i < 7; got != wantLat {
 			t.Errorf("%s IsLatency = %v, want %v", name, got, wantLat)
 		}
 	}

@@ -203,6 +203,9 @@ func (r *Recorder) Record(res *Result) {
 	if sent {
 		t.record(MetricSendLag, micros(res.SendLag()))
 		t.record(MetricClientQueue, micros(res.ClientQueue()))
+		if res.Connect > 0 {
+			t.record(MetricConnect, micros(res.Connect))
+		}
 	}
 	if d, ok := res.TTFT(); ok && sent {
 		v := micros(d)

@@ -24,7 +24,8 @@ import (
 //	scheduled_us, dequeued_us, sent_us, first_token_us*, end_us,
 //	ttft_us* (when a first token arrived), e2e_us* (when sent),
 //	tpot_us* (when > 1 output token), send_lag_us and client_queue_us
-//	(except for dropped requests),
+//	(except for dropped requests), connect_us* (new connection set-up),
+//	reconnects* (sent again after a lost keep-alive connection),
 //	input_tokens, output_tokens, usage_reported, content_chunks,
 //	prompt_tokens_sent, finish_reason*, output_chars, ngrams_total,
 //	ngrams_repeated, itl_us (array of inter-token gaps).
@@ -154,6 +155,8 @@ func appendResultJSON(b []byte, res *Result) []byte {
 		o.us("send_lag_us", res.SendLag())
 		o.us("client_queue_us", res.ClientQueue())
 	}
+	o.intNZ("connect_us", micros(res.Connect))
+	o.intNZ("reconnects", int64(res.Reconnects))
 	o.int("input_tokens", int64(res.InputTokens))
 	o.int("output_tokens", int64(res.OutputTokens))
 	o.key("usage_reported")

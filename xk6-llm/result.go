@@ -12,8 +12,11 @@ const (
 	OutcomeOK Outcome = iota + 1
 	// OutcomeFailed is a request that errored; Result.Class says how.
 	OutcomeFailed
-	// OutcomeCancelled is a request the client cancelled on purpose
-	// (workload cancellation, run end, Ctrl-C); it is not an error.
+	// OutcomeCancelled is a request the client cancelled because it was
+	// asked to (the workload's cancellation plan, a scripted cancel,
+	// Ctrl-C); it is not an error. A request cut short by a timeout or by
+	// the run's end (its grace expired) is OutcomeFailed with ClassTimeout:
+	// the service did not answer in time.
 	OutcomeCancelled
 	// OutcomeDropped is a request the engine could not start in time
 	// (--on-saturation drop); it was never sent (k6's dropped_iterations).
@@ -44,7 +47,7 @@ const (
 	ClassNone      ErrorClass = ""
 	ClassConnect   ErrorClass = "connect"   // dial failed, refused, DNS
 	ClassReset     ErrorClass = "reset"     // connection reset or closed mid-response
-	ClassTimeout   ErrorClass = "timeout"   // request or idle timeout hit
+	ClassTimeout   ErrorClass = "timeout"   // request, TTFT or idle timeout hit, or unfinished at the run's end
 	ClassHTTP4xx   ErrorClass = "http_4xx"  // HTTP 400-499 except 429
 	ClassHTTP429   ErrorClass = "http_429"  // throttled
 	ClassHTTP5xx   ErrorClass = "http_5xx"  // HTTP 500-599
@@ -77,9 +80,18 @@ type Result struct {
 
 	Scheduled  time.Duration // when the schedule said to send
 	Dequeued   time.Duration // when an in-flight slot was obtained (== Scheduled when none waited)
-	Sent       time.Duration // actual send: just before the request is written
+	Sent       time.Duration // actual send: the client starts the request (before any connection set-up)
 	FirstToken time.Duration // first chunk carrying content, reasoning or a tool call
 	End        time.Duration // end of stream ([DONE] or body end), error, or cancel
+
+	// Connect is the time spent setting up a new connection (DNS, TCP,
+	// TLS) for the request, a part of its TTFT and E2E; 0 when it used a
+	// pooled keep-alive connection or none was set up.
+	Connect time.Duration
+	// Reconnects counts the times the request was sent again on a fresh
+	// connection because the server closed the reused keep-alive
+	// connection under it before answering (0 or 1). Not an error.
+	Reconnects int
 
 	// ITLMicros holds the gaps between consecutive content chunks, in
 	// microseconds. The recorder pools them into the itl histogram and the
@@ -106,7 +118,8 @@ type Result struct {
 // (client_queue): never part of TTFT.
 func (r *Result) ClientQueue() time.Duration { return r.Dequeued - r.Scheduled }
 
-// SendLag is actual send − scheduled send (coordinated omission made visible).
+// SendLag is actual send − scheduled send (coordinated omission made
+// visible): the client's own delay, never connection set-up.
 func (r *Result) SendLag() time.Duration {
 	if r.Sent == 0 && r.Outcome == OutcomeDropped {
 		return 0

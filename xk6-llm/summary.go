@@ -88,6 +88,9 @@ type Counts struct {
 	Good           int64 // ok requests that met every SLO given (0 when none given)
 	InputTokens    int64 // sum over ok requests (usage, else the client's estimate)
 	OutputTokens   int64 // sum over ok requests (usage, else content chunks)
+	// Reconnects counts requests sent again on a fresh connection after
+	// the server closed a reused keep-alive one under them (not errors).
+	Reconnects int64
 }
 
 // Add adds o to c.
@@ -111,6 +114,7 @@ func (c *Counts) Add(o Counts) {
 	c.Good += o.Good
 	c.InputTokens += o.InputTokens
 	c.OutputTokens += o.OutputTokens
+	c.Reconnects += o.Reconnects
 }
 
 // Class returns how many failed or cancelled results had class cl.
@@ -174,6 +178,7 @@ func (c *Counts) addResult(res *Result, good, lengthAsked bool) {
 	}
 	c.NgramsTotal += int64(res.NgramsTotal)
 	c.NgramsRepeated += int64(res.NgramsRepeated)
+	c.Reconnects += int64(res.Reconnects)
 	if res.Outcome == OutcomeOK {
 		if res.OutputChars == 0 {
 			c.EmptyOutput++
@@ -404,6 +409,10 @@ type Requests struct {
 	// schedule and never came back as a Result. Must be 0.
 	Lost          int64
 	ErrorsByClass map[string]int64
+	// Reconnects counts requests sent again on a fresh connection after
+	// the server closed a reused keep-alive one (per endpoint: Counts of
+	// the endpoint's tuples).
+	Reconnects int64
 }
 
 // Throughput is the run-level throughput: ok requests and their tokens per
@@ -495,6 +504,7 @@ func (s *Summary) Requests() Requests {
 		Dropped:       c.Dropped,
 		Lost:          s.Sent - c.Finished(),
 		ErrorsByClass: c.ErrorsByClass(),
+		Reconnects:    c.Reconnects,
 	}
 }
 

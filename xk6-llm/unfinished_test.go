@@ -1,0 +1,133 @@
+package llm_test
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
+)
+
+// stall answers nothing until the client gives up (an overloaded server
+// that queues every request); after a header when header is set. Reading
+// the body lets the server see the client go.
+func stall(header bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if header {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+		}
+		<-r.Context().Done()
+	}
+}
+
+// slowTokens streams a token every 10 ms, forever: healthy, but never done
+// before the client's own cancellation plan.
+func slowTokens(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	rc := http.NewResponseController(w)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		_, _ = w.Write([]byte(`data: {"choices":[{"index":0,"delta":{"content":"x"}}]}` + "\n\n"))
+		_ = rc.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// TestUnfinishedRequestsAreErrors: a request the tool cut because the run
+// ended or a timeout fired did not get its answer and counts in error_rate,
+// so the catalog's error_rate threshold fails on an overloaded server; a
+// cancel the workload asked for stays cancelled and is not an error.
+func TestUnfinishedRequestsAreErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine on real time")
+	}
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		client    llm.ClientOptions
+		grace     time.Duration
+		workload  llm.WorkloadConfig
+		wantClass llm.ErrorClass // every request ends failed with it; "" cancelled
+	}{
+		{"server never answers, grace expires", stall(false), llm.ClientOptions{}, 200 * time.Millisecond, llm.WorkloadConfig{}, llm.ClassTimeout},
+		{"server too slow for the request timeout", stall(false), llm.ClientOptions{RequestTimeout: 100 * time.Millisecond}, 5 * time.Second, llm.WorkloadConfig{}, llm.ClassTimeout},
+		{"no first token within the ttft timeout", stall(true), llm.ClientOptions{TTFTTimeout: 100 * time.Millisecond}, 5 * time.Second, llm.WorkloadConfig{}, llm.ClassTimeout},
+		{"the workload cancels on purpose", slowTokens, llm.ClientOptions{}, 5 * time.Second,
+			llm.WorkloadConfig{CancelShare: 1, CancelAfter: llm.FixedDuration(50 * time.Millisecond)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			sum := runEngine(t, srv.URL+"/v1", tt.client, tt.grace, tt.workload)
+			req := sum.Requests()
+			if req.Scheduled == 0 || req.Lost != 0 {
+				t.Fatalf("scheduled %d, lost %d: want requests, none lost", req.Scheduled, req.Lost)
+			}
+			ths, err := assertions.Parse("error_rate: rate<0.01")
+			if err != nil {
+				t.Fatal(err)
+			}
+			passed := assertions.Evaluate(assertions.NewSummarySource(sum), ths).OK()
+			if tt.wantClass == "" {
+				if req.Cancelled != req.Scheduled || req.Failed != 0 || !passed {
+					t.Errorf("cancelled %d, failed %d of %d, error_rate threshold passed %v: want every request cancelled on purpose, not an error",
+						req.Cancelled, req.Failed, req.Scheduled, passed)
+				}
+				return
+			}
+			if got := req.ErrorsByClass[string(tt.wantClass)]; got != req.Scheduled || req.Cancelled != 0 {
+				t.Errorf("%s %d, cancelled %d of %d (errors %v): want every request failed %s",
+					tt.wantClass, got, req.Cancelled, req.Scheduled, req.ErrorsByClass, tt.wantClass)
+			}
+			if c := sum.Counts(llm.TagFilter{}); passed {
+				t.Errorf("error_rate: rate<0.01 passed with error rate %.2f: want it to fail on a server that answered nothing", c.ErrorRate())
+			}
+		})
+	}
+}
+
+// runEngine runs 300 ms of 20 requests per second at url and returns the
+// summary.
+func runEngine(t *testing.T, url string, copts llm.ClientOptions, grace time.Duration, wc llm.WorkloadConfig) *llm.Summary {
+	t.Helper()
+	wc.InputTokens, wc.OutputTokens = llm.FixedDist(8), llm.FixedDist(1000)
+	w, err := llm.NewWorkload(wc.WithDefaults(), rand.New(rand.NewPCG(1, llm.SeedStreamWorkloadSetup)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copts.Clock = llm.NewRunClock()
+	copts.Getenv = func(string) string { return "" }
+	client, err := llm.NewClient(copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	rec := llm.NewRecorder(llm.RecorderOptions{})
+	eng, err := llm.NewEngine(llm.EngineConfig{
+		Targets: []string{url}, Model: "m", Workload: w, Client: client, Recorder: rec, Seed: 1, Grace: grace,
+		Arrival: llm.ArrivalConfig{Rate: 20, Arrival: llm.ArrivalConstant, Duration: 300 * time.Millisecond}.WithDefaults(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := eng.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Finish(stats.End)
+}
