@@ -83,6 +83,7 @@ type loadFlags struct {
 	Headers     []string
 	HTTP2       bool
 	Timeout     time.Duration
+	TTFTTimeout time.Duration
 	IdleTimeout time.Duration
 	NoPreflight bool
 
@@ -123,6 +124,7 @@ type loadConfig struct {
 	Headers     http.Header
 	HTTP2       bool
 	Timeout     time.Duration
+	TTFTTimeout time.Duration
 	IdleTimeout time.Duration
 	NoPreflight bool
 
@@ -192,6 +194,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringArrayVar(&f.Headers, "header", nil, "extra request header K:V (repeatable); values never appear in reports")
 	fs.BoolVar(&f.HTTP2, "http2", false, "speak HTTP/2 (h2c to http targets) instead of HTTP/1.1")
 	fs.DurationVar(&f.Timeout, "timeout", 0, "bound on a whole request, send to end of stream (0: none)")
+	fs.DurationVar(&f.TTFTTimeout, "ttft-timeout", 0, "bound on the time from send to the first content chunk (0: none); a request cut by it failed (class timeout)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")
 	fs.BoolVar(&f.NoPreflight, "no-preflight", false, "skip the pre-flight check (GET /models lists --model, else one max_tokens 1 request) that stops a run the server refuses (wrong model, path or key) before it starts")
 
@@ -216,7 +219,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
-		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
+		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, TTFTTimeout: f.TTFTTimeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
 		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput,
 	}
@@ -396,7 +399,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	for _, d := range []struct {
 		flag string
 		d    time.Duration
-	}{{"--timeout", f.Timeout}, {"--idle-timeout", f.IdleTimeout}, {"--grace", f.Grace}, {"--progress", f.Progress}} {
+	}{{"--timeout", f.Timeout}, {"--ttft-timeout", f.TTFTTimeout}, {"--idle-timeout", f.IdleTimeout}, {"--grace", f.Grace}, {"--progress", f.Progress}} {
 		if d.d < 0 {
 			bad("%s %v must not be negative", d.flag, d.d)
 		}

@@ -74,7 +74,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp,
 		Client: llm.ClientOptions{
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
-			RequestTimeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout,
+			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
 		},
 		Recorder:    ropts,
 		Observe:     &oopts,
@@ -277,6 +277,7 @@ func (c loadConfig) record() map[string]any {
 		"requests":      a.Requests,
 		"duration":      a.Duration.String(),
 		"timeout":       c.Timeout.String(),
+		"ttft_timeout":  c.TTFTTimeout.String(),
 		"idle_timeout":  c.IdleTimeout.String(),
 		"save_requests": c.SaveRequests != "",
 		"prompt_tokens": w.InputTokens.String(),
