@@ -436,19 +436,6 @@ func (v *htmlView) details(d *Document) {
 	if len(r.ErrorsByClass) > 0 {
 		v.Requests = append(v.Requests, kvRow{"by class", classSummary(r.ErrorsByClass), ""})
 	}
-	tp := d.Throughput
-	v.Throughput = []kvRow{
-		{"ok requests", fmtRate(tp.RequestsPerS), ""}, {"input tokens", fmtRate(tp.InputTokensPerS), ""},
-		{"output tokens", fmtRate(tp.OutputTokensPerS), ""}, {"total tokens", fmtRate(tp.TotalTokensPerS), ""},
-	}
-	if g := d.Quality.GoodputPerS; g != nil {
-		v.Throughput = append(v.Throughput, kvRow{"goodput", fmtRate(*g), sloText(d.SLO)})
-	}
-	q := d.Quality
-	v.Quality = []kvRow{
-		{"error rate", fmtPercent(q.ErrorRate), ""}, {"truncation rate", fmtPercent(q.TruncationRate), ""},
-		{"rejection rate", fmtPercent(q.RejectionRate), ""}, {"throttle rate", fmtPercent(q.ThrottleRate), ""},
-		{"repetition rate", fmtPercent(q.RepetitionRate), ""}, {"empty output rate", fmtPercent(q.EmptyOutputRate), ""},
-		{"usage mismatch rate", fmtPercent(q.UsageMismatchRate), ""},
-	}
+	v.Throughput = figureRows(d, metrics.Gauge)
+	v.Quality = figureRows(d, metrics.Rate)
 }

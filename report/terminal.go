@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // WriteText writes the terminal summary of d: the run's header, an aligned
@@ -127,15 +128,10 @@ func writeRequests(b *strings.Builder, d *Document) {
 }
 
 func writeThroughput(b *strings.Builder, d *Document) {
-	tp := d.Throughput
 	t := newTable("lrl")
 	t.row("throughput", "", "")
-	t.row("  ok requests", fmtRate(tp.RequestsPerS), "")
-	t.row("  input tokens", fmtRate(tp.InputTokensPerS), "")
-	t.row("  output tokens", fmtRate(tp.OutputTokensPerS), "")
-	t.row("  total tokens", fmtRate(tp.TotalTokensPerS), "")
-	if g := d.Quality.GoodputPerS; g != nil {
-		t.row("  goodput", fmtRate(*g), sloText(d.SLO))
+	for _, r := range figureRows(d, metrics.Gauge) {
+		t.row("  "+r.Key, r.Value, r.Note)
 	}
 	b.WriteByte('\n')
 	t.write(b)
@@ -165,16 +161,11 @@ func sloText(s *SLO) string {
 }
 
 func writeQuality(b *strings.Builder, d *Document) {
-	q := d.Quality
 	t := newTable("lr")
 	t.row("quality", "")
-	t.row("  error rate", fmtPercent(q.ErrorRate))
-	t.row("  truncation rate", fmtPercent(q.TruncationRate))
-	t.row("  rejection rate", fmtPercent(q.RejectionRate))
-	t.row("  throttle rate", fmtPercent(q.ThrottleRate))
-	t.row("  repetition rate", fmtPercent(q.RepetitionRate))
-	t.row("  empty output rate", fmtPercent(q.EmptyOutputRate))
-	t.row("  usage mismatch rate", fmtPercent(q.UsageMismatchRate))
+	for _, r := range figureRows(d, metrics.Rate) {
+		t.row("  "+r.Key, r.Value)
+	}
 	b.WriteByte('\n')
 	t.write(b)
 	writeUsageNote(b, d)

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+)
+
+// figure returns the run-wide figure of a built-in rate, gauge or counter
+// m in d: the field of d.Quality, d.Throughput or d.Requests whose JSON key
+// is m.JSONKey (the metric table is the link between a metric and its
+// place in run.json). ok is false when d carries no such figure, as
+// goodput without an SLO.
+func figure(d *Document, m metrics.Metric) (v float64, ok bool) {
+	if m.JSONKey == "" {
+		return 0, false
+	}
+	var sections []any
+	switch m.Kind {
+	case metrics.Rate, metrics.Gauge:
+		sections = []any{&d.Quality, &d.Throughput}
+	case metrics.Counter:
+		sections = []any{&d.Requests}
+	}
+	for _, s := range sections {
+		if v, ok := jsonNumber(s, m.JSONKey); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// jsonNumber returns the number in the field of the struct p points to
+// whose JSON key is key: a float64, an int64, or a non-nil *float64.
+func jsonNumber(p any, key string) (float64, bool) {
+	v := reflect.ValueOf(p).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != key {
+			continue
+		}
+		switch x := v.Field(i).Interface().(type) {
+		case float64:
+			return x, true
+		case int64:
+			return float64(x), true
+		case *float64:
+			if x != nil {
+				return *x, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// figureRows returns the rows of the reports' throughput (kind
+// metrics.Gauge) or quality (metrics.Rate) table: each built-in metric of
+// that kind the reports show by default and d carries, in table order,
+// labelled with its ReportLabel; goodput notes its SLO.
+func figureRows(d *Document, kind metrics.Kind) []kvRow {
+	var rows []kvRow
+	for _, m := range metrics.Builtin() {
+		if m.Kind != kind || !m.Default {
+			continue
+		}
+		v, ok := figure(d, m)
+		if !ok {
+			continue
+		}
+		r := kvRow{Key: m.ReportLabel(), Value: fmtUnit(v, m.Unit)}
+		if m.Name == "goodput" {
+			r.Note = sloText(d.SLO)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
