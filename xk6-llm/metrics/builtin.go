@@ -64,7 +64,7 @@ func Builtin() []Metric {
 			JSONKey: "repetition_rate", Description: "share of output n-grams that repeat"},
 		{Name: "empty_output_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "empty_output_rate", Description: "share of successful requests with no output"},
-		{Name: "usage_mismatch_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true,
+		{Name: "usage_mismatch_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "usage_mismatch_rate", Description: "chunks and usage differ by more than max(2, 5 %)"},
 		{Name: "requests", Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
 			JSONKey: "sent", PromName: "llmchaos_requests_total",
