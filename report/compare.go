@@ -300,13 +300,14 @@ func deltaRows(a, b *Document) []DeltaRow {
 			if m.Kind != metrics.Trend || m.IsTime() != time || m.Compare == metrics.CompareNone {
 				continue
 			}
-			x, y := statsField(&a.Metrics, m.JSONKey), statsField(&b.Metrics, m.JSONKey)
+			x, okx := a.Metrics[m.JSONKey]
+			y, oky := b.Metrics[m.JSONKey]
 			switch {
-			case x == nil || y == nil:
+			case !okx || !oky:
 			case m.Compare == metrics.CompareValue:
 				add(section, m.Name+" mean", m.Unit, x.Mean, y.Mean)
 			default:
-				stats(section, m.Name, m.Unit, *x, *y)
+				stats(section, m.Name, m.Unit, x, y)
 			}
 		}
 	}

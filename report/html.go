@@ -255,9 +255,9 @@ func (v *htmlView) cards(d *Document) {
 	v.Cards = []card{
 		{Label: "Requests sent", Value: strconv.FormatInt(r.Sent, 10), Sub: fmt.Sprintf("%d ok · %d failed", r.OK, r.Failed)},
 		{Label: "Error rate", Value: fmtPercent(d.Quality.ErrorRate), Sub: classSummary(r.ErrorsByClass)},
-		{Label: "TTFT p99", Value: p99(m.TTFTMs), Sub: p50(m.TTFTMs)},
-		{Label: "ITL p99", Value: p99(m.ITLMs), Sub: p50(m.ITLMs)},
-		{Label: "E2E p99", Value: p99(m.E2EMs), Sub: p50(m.E2EMs)},
+		{Label: "TTFT p99", Value: p99(m["ttft_ms"]), Sub: p50(m["ttft_ms"])},
+		{Label: "ITL p99", Value: p99(m["itl_ms"]), Sub: p50(m["itl_ms"])},
+		{Label: "E2E p99", Value: p99(m["e2e_ms"]), Sub: p50(m["e2e_ms"])},
 		{Label: "Throughput", Value: fmtRate(d.Throughput.RequestsPerS), Sub: fmtRate(d.Throughput.OutputTokensPerS) + " output tokens"},
 	}
 	if g := d.Quality.GoodputPerS; g != nil {

@@ -135,7 +135,7 @@ func writeThroughput(b *strings.Builder, d *Document) {
 	}
 	b.WriteByte('\n')
 	t.write(b)
-	in, out := d.Metrics.InputTokens, d.Metrics.OutputTokens
+	in, out := d.Metrics["input_tokens"], d.Metrics["output_tokens"]
 	fmt.Fprintf(b, "totals: %d requests (%d ok), %.0f input tokens, %.0f output tokens in %s\n",
 		d.Requests.Scheduled, d.Requests.OK, math.Round(in.Mean*float64(in.Count)), math.Round(out.Mean*float64(out.Count)), fmtSeconds(d.DurationS))
 	if d.ClientSaturated {
