@@ -1,9 +1,11 @@
 package report
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
+	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
@@ -34,25 +36,54 @@ func figure(d *Document, m metrics.Metric) (v float64, ok bool) {
 // jsonNumber returns the number in the field of the struct p points to
 // whose JSON key is key: a float64, an int64, or a non-nil *float64.
 func jsonNumber(p any, key string) (float64, bool) {
-	v := reflect.ValueOf(p).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != key {
-			continue
-		}
-		switch x := v.Field(i).Interface().(type) {
-		case float64:
-			return x, true
-		case int64:
-			return float64(x), true
-		case *float64:
-			if x != nil {
-				return *x, true
-			}
-		}
+	f := jsonField(reflect.ValueOf(p).Elem(), key)
+	if !f.IsValid() {
 		return 0, false
 	}
+	switch x := f.Interface().(type) {
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case *float64:
+		if x != nil {
+			return *x, true
+		}
+	}
 	return 0, false
+}
+
+// setRates sets every built-in rate of the metric table in q, the field
+// whose JSON key is the row's JSONKey, from the run's counters.
+func setRates(q *Quality, all llm.Counts) error {
+	v := reflect.ValueOf(q).Elem()
+	for _, m := range metrics.Builtin() {
+		if m.Kind != metrics.Rate || m.JSONKey == "" {
+			continue
+		}
+		r, err := all.Rate(m.Name)
+		if err != nil {
+			return fmt.Errorf("report %s: %w", m.Name, err)
+		}
+		f := jsonField(v, m.JSONKey)
+		if !f.IsValid() || f.Kind() != reflect.Float64 {
+			return fmt.Errorf("report %s: the quality section has no number %q", m.Name, m.JSONKey)
+		}
+		f.SetFloat(r)
+	}
+	return nil
+}
+
+// jsonField returns the field of struct v whose JSON key is key; the zero
+// Value when there is none.
+func jsonField(v reflect.Value, key string) reflect.Value {
+	t := v.Type()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
 }
 
 // figureRows returns the rows of the reports' throughput (kind

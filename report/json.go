@@ -337,17 +337,11 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 			OutputTokensPerS: tp.OutputTokensPerS,
 			TotalTokensPerS:  tp.TotalTokensPerS,
 		},
-		Quality: Quality{
-			ErrorRate:         all.ErrorRate(),
-			TruncationRate:    all.TruncationRate(),
-			RejectionRate:     all.RejectionRate(),
-			ThrottleRate:      all.ThrottleRate(),
-			RepetitionRate:    all.RepetitionRate(),
-			EmptyOutputRate:   all.EmptyOutputRate(),
-			UsageMismatchRate: all.UsageMismatchRate(),
-		},
 		Concurrency: Concurrency{Max: sum.Concurrency.Max, Mean: sum.Concurrency.Mean},
 		run:         sum,
+	}
+	if err := setRates(&d.Quality, all); err != nil {
+		return nil, err
 	}
 	if sum.SLO.Given() {
 		d.SLO = &SLO{TTFTMs: ms(sum.SLO.TTFT), TPOTMs: ms(sum.SLO.TPOT), E2EMs: ms(sum.SLO.E2E)}
