@@ -235,7 +235,7 @@ func TestLlamaServerStandIn(t *testing.T) {
 		t.Errorf("usage differs %d, mismatch %d (rate %v): want merged chunks noted, none a mismatch",
 			c.UsageDiffers, c.UsageMismatch, d.Quality.UsageMismatchRate)
 	}
-	if got := d.Metrics.OutputTokens; got.Min != 8 || got.Max != 8 {
+	if got := d.Metrics["output_tokens"]; got.Min != 8 || got.Max != 8 {
 		t.Errorf("output tokens %+v, want 8 each (usage, not chunks)", got)
 	}
 }
