@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -173,18 +174,18 @@ func (s *llamaServer) stream(c net.Conn) {
 // a usage mismatch.
 func TestLlamaServerStandIn(t *testing.T) {
 	srv := newLlamaServer(t)
-	spec, warns, err := Load(filepath.Join("catalog", "llamacpp.yaml"))
+	exp, warns, err := spec.Load(filepath.Join("catalog", "llamacpp.yaml"))
 	if err != nil || len(warns) > 0 {
 		t.Fatalf("catalog file: %v %v", err, warns)
 	}
-	spec.Target.LLM.URL = srv.URL() + "/v1"
-	spec.Target.LLM.Model = "stand-in.gguf"
-	spec.Workload.Rate, spec.Workload.Duration = 20, Duration(3*time.Second)
-	spec.Faults, spec.StopConditions = nil, nil
-	spec.Thresholds = nil
-	spec.Recovery = Recovery{Window: Duration(time.Second), Hold: Duration(time.Second)}
+	exp.Target.LLM.URL = srv.URL() + "/v1"
+	exp.Target.LLM.Model = "stand-in.gguf"
+	exp.Workload.Rate, exp.Workload.Duration = 20, spec.Duration(3*time.Second)
+	exp.Faults, exp.StopConditions = nil, nil
+	exp.Thresholds = nil
+	exp.Recovery = spec.Recovery{Window: spec.Duration(time.Second), Hold: spec.Duration(time.Second)}
 	var out bytes.Buffer
-	oc, err := Run(t.Context(), spec, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
+	oc, err := Run(t.Context(), exp, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
 		Observe: ObserveOptions{Scrape: true, ScrapeInterval: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

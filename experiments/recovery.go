@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
@@ -24,7 +25,7 @@ const DefaultRecoveryThreshold = "error_rate: rate<0.01"
 // does not count. Every other type is sustained: it acts until its revert,
 // and its recovery is also measured from there (time_to_recover).
 func InstantaneousFault(typ string) bool {
-	t, ok := FaultTypes()[typ]
+	t, ok := spec.FaultTypes()[typ]
 	return ok && t.Lifetime == faults.Instantaneous
 }
 

@@ -4,46 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 )
-
-// SimEnv is what a target.sim run gives the faults that act on its
-// replicas when their params leave the target out (FaultType.FromSim).
-type SimEnv = faults.SimEnv
-
-// placeholderSimEnv stands for the paths a run will have, when a spec is
-// only validated.
-func placeholderSimEnv() SimEnv {
-	return SimEnv{StateFile: "RUN_DIR/sim/state.json", VGPUDir: "RUN_DIR/sim/vgpu"}
-}
-
-// Reverters returns the reverter of every RevertSpec kind a fault or a
-// helper of a run may write in its journal: faults' own (helper processes)
-// and those of every fault type (proxy toxics, nftables tables, qdiscs,
-// frozen processes and containers, balloons). `llmchaos recover` replays
-// a killed run's journal with it.
-func Reverters() map[string]faults.Reverter {
-	m := faults.BuiltinReverters()
-	for _, t := range FaultTypeList() {
-		if t.Reverters != nil {
-			maps.Copy(m, t.Reverters())
-		}
-	}
-	return m
-}
 
 // buildFault builds fault f of type ft from its decoded params. A proxy
 // fault is one fault per proxy it acts through (each with its own seed),
 // injected together.
-func buildFault(ft FaultType, env faults.BuildEnv, f Fault, params any, proxies []*runProxy) (faults.Fault, error) {
+func buildFault(ft spec.FaultType, env faults.BuildEnv, f spec.Fault, params any, proxies []*runProxy) (faults.Fault, error) {
 	if ft.Build == nil {
 		return nil, fmt.Errorf("fault %q: type %s has no builder", f.Name, f.Type)
 	}
-	if ft.Target != TargetProxy {
+	if ft.Target != spec.TargetProxy {
 		return ft.Build(env, params)
 	}
 	if len(proxies) == 0 {
@@ -60,27 +34,6 @@ func buildFault(ft FaultType, env faults.BuildEnv, f Fault, params any, proxies 
 		all = append(all, t)
 	}
 	return all, nil
-}
-
-// decodeParams decodes a fault's params strictly into the params type of
-// its fault type, as Validate does, and fills in what a target.sim run
-// provides when sim is not nil.
-func decodeParams(i int, f Fault, ft FaultType, sim *SimEnv) (any, error) {
-	var iss issues
-	params := ft.NewParams()
-	dec := newDecoder(&iss)
-	dec.decode(index("faults", i)+".params", valueNode(f.Params), reflect.ValueOf(params).Elem())
-	if len(iss) > 0 {
-		msgs := make([]string, len(iss))
-		for j, is := range iss {
-			msgs[j] = is.path + ": " + is.msg
-		}
-		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
-	}
-	if ft.FromSim != nil && sim != nil {
-		ft.FromSim(params, *sim)
-	}
-	return params, nil
 }
 
 // netnsOf returns the network namespace the params of a kernel-level

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
@@ -177,7 +178,7 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic while %s: %v\n%s", e.Where, e.Value, e.Stack)
 }
 
-// Run runs an experiment: it validates spec, resolves the target
+// Run runs an experiment: it validates exp, resolves the target
 // (starting the simulator for target.sim), puts fault proxies in front of
 // the endpoints when proxy faults need them, checks the steady state,
 // starts the load, injects and reverts the faults on schedule on the run
@@ -196,11 +197,11 @@ func (e *PanicError) Error() string {
 //
 // The error is a Problems for an invalid spec, and otherwise non-nil when
 // the run could not be set up, a revert failed, or the runner panicked.
-func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
-	if spec == nil {
+func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
+	if exp == nil {
 		return nil, errNoSpec
 	}
-	p, err := newPlan(spec, opts.File, opts.Seed)
+	p, err := newPlan(exp, opts.File, opts.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +479,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := p.preflight(); err != nil {
 		return err
 	}
-	var simEnv *SimEnv
+	var simEnv *spec.SimEnv
 	var urls []string
 	switch {
 	case s.Target.Sim != nil:
@@ -564,7 +565,7 @@ func (r *run) startProxies(ctx context.Context) error {
 			}
 			mode = network.ModeTCP
 		}
-		px, err := r.starter.start(ctx, fmt.Sprintf("endpoint-%d", i), network.Config{Listen: DefaultProxyListen, Upstream: up, Mode: mode})
+		px, err := r.starter.start(ctx, fmt.Sprintf("endpoint-%d", i), network.Config{Listen: spec.DefaultProxyListen, Upstream: up, Mode: mode})
 		if err != nil {
 			return err
 		}
@@ -582,9 +583,9 @@ func (r *run) startProxies(ctx context.Context) error {
 }
 
 // build builds one fault with what the run resolved.
-func (r *run) build(pf *plannedFault, simEnv *SimEnv) (faults.Fault, string, error) {
+func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string, error) {
 	var proxies []*runProxy
-	if pf.ft.Target == TargetProxy {
+	if pf.ft.Target == spec.TargetProxy {
 		if t := pf.spec.Target; t != nil && t.Proxy != "" {
 			proxies = []*runProxy{r.declared[t.Proxy]}
 		} else {
@@ -607,7 +608,7 @@ func (r *run) build(pf *plannedFault, simEnv *SimEnv) (faults.Fault, string, err
 		f, err := h.build(pf)
 		return f, target, err
 	}
-	params, err := decodeParams(pf.index, pf.spec, pf.ft, simEnv)
+	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, simEnv)
 	if err != nil {
 		return nil, "", err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
@@ -387,7 +388,7 @@ func (r *run) dockerTargets() []replica.TargetParams {
 	var out []replica.TargetParams
 	seen := map[string]bool{}
 	for _, pf := range r.p.faults {
-		params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+		params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
 		if err != nil {
 			continue // build reports it when the fault is due
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -120,7 +121,7 @@ itself failed.`,
 // runExperiment loads, runs and reports one experiment, and maps how it
 // ended to the command's exit code.
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	spec, warns, err := experiments.Load(c.File)
+	exp, warns, err := spec.Load(c.File)
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
@@ -138,7 +139,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {
-		return experiments.DryRun(stdout, spec, opts)
+		return experiments.DryRun(stdout, exp, opts)
 	}
 	if opts.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
@@ -151,7 +152,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		defer saveFile.Close()
 		opts.SaveRequests = llm.NewRequestWriter(saveFile)
 	}
-	out, runErr := experiments.Run(ctx, spec, opts)
+	out, runErr := experiments.Run(ctx, exp, opts)
 	if opts.SaveRequests != nil {
 		err := opts.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -199,7 +200,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 // loadError prints every problem of an invalid experiment file to stderr,
 // one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
 func loadError(err error, stderr io.Writer) error {
-	var ps experiments.Problems
+	var ps spec.Problems
 	if !errors.As(err, &ps) {
 		return err
 	}
@@ -219,7 +220,7 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 		return withCode(ExitRevertFailed, err)
 	}
-	var ps experiments.Problems
+	var ps spec.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
@@ -791,7 +792,7 @@ func (v *validator) tags(path string, key bool, text string, t assertions.Tags) 
 	if t.Class != "" && v.class != "" && t.Class != v.class {
 		v.iss.addAt(path, key, at("class", t.Class), fmt.Sprintf("class:%s selects nothing: the workload's requests have class %s", t.Class, v.class))
 	}
-	if t.Fault != "" && (t.Phase == PhaseBaseline || t.Phase == PhaseAfter) {
+	if t.Fault != "" && (t.Phase == report.PhaseBaseline || t.Phase == report.PhaseAfter) {
 		v.iss.addAt(path, key, at("phase", t.Phase), fmt.Sprintf("phase:%s with fault:%s selects nothing: results of the %s phase carry no fault; use phase:fault or phase:recovery", t.Phase, t.Fault, t.Phase))
 	}
 	if t.Endpoint != "" {
@@ -809,7 +810,7 @@ func (v *validator) endpointTag(path string, key bool, off int, value string) {
 	case t.LLM != nil:
 		var urls []string
 		for _, u := range t.LLM.Endpoints() {
-			urls = append(urls, redact(u))
+			urls = append(urls, EndpointTag(u))
 		}
 		if len(urls) == 0 || slices.Contains(urls, value) {
 			return
@@ -822,6 +823,19 @@ func (v *validator) endpointTag(path string, key bool, off int, value string) {
 	case t.Sim != nil:
 		v.iss.addAt(path, key, off, fmt.Sprintf("endpoint:%s selects nothing: the simulator's replicas listen on free ports chosen at run time, so no endpoint tag can name one; drop the tag, or run the simulator yourself and target it with llm.urls", value))
 	}
+}
+
+// EndpointTag returns the endpoint tag results sent to base URL u carry:
+// u with its password redacted, as the engine's tags write it.
+func EndpointTag(u string) string {
+	if !strings.Contains(u, "@") {
+		return u
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "[unparsable URL]"
+	}
+	return p.Redacted()
 }
 
 func (v *validator) stopConditions() {

@@ -1,6 +1,9 @@
-package experiments
+package spec
 
 import (
+	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -87,4 +90,51 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// SimEnv is what a target.sim run gives the faults that act on its
+// replicas when their params leave the target out (FaultType.FromSim).
+type SimEnv = faults.SimEnv
+
+// placeholderSimEnv stands for the paths a run will have, when a spec is
+// only validated.
+func placeholderSimEnv() SimEnv {
+	return SimEnv{StateFile: "RUN_DIR/sim/state.json", VGPUDir: "RUN_DIR/sim/vgpu"}
+}
+
+// Reverters returns the reverter of every RevertSpec kind a fault or a
+// helper of a run may write in its journal: faults' own (helper processes)
+// and those of every fault type (proxy toxics, nftables tables, qdiscs,
+// frozen processes and containers, balloons). `llmchaos recover` replays
+// a killed run's journal with it.
+func Reverters() map[string]faults.Reverter {
+	m := faults.BuiltinReverters()
+	for _, t := range FaultTypeList() {
+		if t.Reverters != nil {
+			maps.Copy(m, t.Reverters())
+		}
+	}
+	return m
+}
+
+// DecodeParams decodes a fault's params strictly into the params type of
+// its fault type, as Validate does, and fills in what a target.sim run
+// provides when sim is not nil. i is the fault's index in the spec's
+// faults, for the key paths of its errors.
+func DecodeParams(i int, f Fault, ft FaultType, sim *SimEnv) (any, error) {
+	var iss issues
+	params := ft.NewParams()
+	dec := newDecoder(&iss)
+	dec.decode(index("faults", i)+".params", valueNode(f.Params), reflect.ValueOf(params).Elem())
+	if len(iss) > 0 {
+		msgs := make([]string, len(iss))
+		for j, is := range iss {
+			msgs[j] = is.path + ": " + is.msg
+		}
+		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
+	}
+	if ft.FromSim != nil && sim != nil {
+		ft.FromSim(params, *sim)
+	}
+	return params, nil
 }

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"fmt"
@@ -79,13 +79,14 @@ func (s Spec) WithDefaults() Spec {
 		}
 	}
 	if t := out.Target.Sim; t != nil {
-		*t = t.withDefaults(*out.Seed)
+		*t = t.WithDefaults(*out.Seed)
 	}
 	return out
 }
 
-// withDefaults fills the simulator's defaults; seed is the experiment's.
-func (t SimTarget) withDefaults(seed uint64) SimTarget {
+// WithDefaults returns t with the simulator's defaults filled in; seed
+// is the experiment's. Spec.WithDefaults calls it.
+func (t SimTarget) WithDefaults(seed uint64) SimTarget {
 	d := simconfig.Default()
 	if t.Replicas == 0 {
 		t.Replicas = DefaultSimReplicas

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 //go:generate go test -run ^TestSchemaUpToDate$ -update .
 
@@ -16,7 +16,7 @@ import (
 
 // SchemaPath is where the generated schema is committed, relative to the
 // repository root.
-const SchemaPath = "experiments/schema/experiment.schema.json"
+const SchemaPath = "experiments/spec/schema/experiment.schema.json"
 
 // SchemaID is the schema's $id: the name it is known by, also where it
 // lies in the repository.
@@ -24,12 +24,12 @@ const SchemaID = "https://github.com/llmchaos/llmchaos/raw/main/" + SchemaPath
 
 // schemaComment is the schema's $comment: JSON has no comments, and this
 // is where an editor user looks.
-const schemaComment = "Generated from the Go types of package experiments by GenerateSchema " +
-	"(go generate ./experiments); do not edit. " +
+const schemaComment = "Generated from the Go types of package experiments/spec by GenerateSchema " +
+	"(go generate ./experiments/spec); do not edit. " +
 	"Editors: yaml-language-server (VS Code's YAML extension, and others) uses it when an " +
 	"experiment file starts with the line `# yaml-language-server: $schema=PATH/experiment.schema.json` " +
 	"(PATH relative to the file), or for matching files through the setting " +
-	"\"yaml.schemas\": {\"experiments/schema/experiment.schema.json\": \"experiments/**/*.yaml\"}."
+	"\"yaml.schemas\": {\"experiments/spec/schema/experiment.schema.json\": \"experiments/**/*.yaml\"}."
 
 // durationPattern matches Go's duration syntax (time.ParseDuration).
 const durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`

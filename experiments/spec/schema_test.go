@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the committed generated files (
 const schemaFile = "schema/experiment.schema.json"
 
 // The committed schema is what GenerateSchema makes of the types now; with
-// -update (go generate ./experiments) it is rewritten.
+// -update (go generate ./experiments/spec) it is rewritten.
 func TestSchemaUpToDate(t *testing.T) {
 	got, err := GenerateSchema()
 	if err != nil {
@@ -37,10 +37,10 @@ func TestSchemaUpToDate(t *testing.T) {
 	}
 	want, err := os.ReadFile(schemaFile)
 	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./experiments -run TestSchemaUpToDate -update)", err)
+		t.Fatalf("%v (generate it with: go test ./experiments/spec -run TestSchemaUpToDate -update)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: regenerate it with go generate ./experiments (go test ./experiments -run TestSchemaUpToDate -update)", SchemaPath)
+		t.Fatalf("%s is stale: regenerate it with go generate ./experiments/spec (go test ./experiments/spec -run TestSchemaUpToDate -update)", SchemaPath)
 	}
 	again, _ := GenerateSchema()
 	if !bytes.Equal(got, again) {

@@ -1,10 +1,10 @@
-package experiments_test
+package spec_test
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 )
 
 func ExampleParse() {
@@ -20,8 +20,8 @@ thresholds:
   "recovery_time{fault:slw}": ["max<20s"]
   ttft: ["p(99)<500xs"]
 `
-	_, _, err := experiments.Parse("demo.yaml", []byte(src))
-	var ps experiments.Problems
+	_, _, err := spec.Parse("demo.yaml", []byte(src))
+	var ps spec.Problems
 	if errors.As(err, &ps) {
 		for _, p := range ps {
 			fmt.Println(p)
@@ -35,7 +35,7 @@ thresholds:
 }
 
 func ExampleSpec_WithDefaults() {
-	spec, _, err := experiments.Parse("demo.yaml", []byte(`apiVersion: llmchaos/v1
+	exp, _, err := spec.Parse("demo.yaml", []byte(`apiVersion: llmchaos/v1
 kind: Experiment
 metadata: {name: demo}
 target: {sim: {}}
@@ -46,7 +46,7 @@ steady_state: [{http: {url: "{{target}}/health"}}]
 		fmt.Println(err)
 		return
 	}
-	d := spec.WithDefaults()
+	d := exp.WithDefaults()
 	probe := d.SteadyState[0].HTTP
 	fmt.Println(d.Target.Sim.Replicas, d.Target.Sim.Model, *d.Seed, d.Recovery.Window, d.Recovery.Hold)
 	fmt.Println(probe.Method, probe.ExpectStatus, probe.Timeout)

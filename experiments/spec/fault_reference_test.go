@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 )
 
 // readmePath is the repository's README seen from this package's directory.
-const readmePath = "../README.md"
+const readmePath = "../../README.md"
 
 // The README's fault reference, between its markers, is what
 // FaultReference makes of the families' lists now; with -update it is
@@ -34,7 +34,7 @@ func TestREADMEFaultReferenceUpToDate(t *testing.T) {
 		return
 	}
 	if got := string(readme[i:j]); got != want {
-		t.Errorf("README.md's fault reference is stale: regenerate it with go test ./experiments -run TestREADMEFaultReferenceUpToDate -update")
+		t.Errorf("README.md's fault reference is stale: regenerate it with go test ./experiments/spec -run TestREADMEFaultReferenceUpToDate -update")
 	}
 }
 

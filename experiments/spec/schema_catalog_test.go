@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func yamlInstance(t *testing.T, src []byte) any {
 // that leave their target to target.sim included).
 func TestCatalogValidatesAgainstSchema(t *testing.T) {
 	s := compileSchema(t)
-	files, err := filepath.Glob("catalog/*.yaml")
+	files, err := filepath.Glob("../catalog/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("catalog: %v, %d files", err, len(files))
 	}
@@ -80,7 +80,7 @@ func TestCatalogValidatesAgainstSchema(t *testing.T) {
 // param of a fault type, a param of the wrong type.
 func TestSchemaRefusesBadParams(t *testing.T) {
 	s := compileSchema(t)
-	base, err := os.ReadFile("catalog/replica-kill.yaml")
+	base, err := os.ReadFile("../catalog/replica-kill.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
