@@ -30,5 +30,4 @@
 // fault and stays pending in the journal for `llmchaos recover`, which
 // replays it with spec.Reverters. DryRun prints the plan and starts
 // nothing.
-//
 package experiments
