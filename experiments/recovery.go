@@ -375,23 +375,6 @@ func baselineWindow(w windowFunc, recs []report.FaultRecord) *llm.WindowStats {
 	return w(0, first)
 }
 
-// liveRecoveryScan starts the live search for the recovery of fault, whose
-// recovery phase began at phaseAt (its revert): from its injection for an
-// InstantaneousFault, with the latency band of the baseline recorded so
-// far.
-func (r *run) liveRecoveryScan(fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
-	r.mu.Lock()
-	recs := slices.Clone(r.faultRecs)
-	r.mu.Unlock()
-	from := phaseAt
-	for _, rec := range recs {
-		if rec.Name == fault && rec.InjectedAtS != nil && InstantaneousFault(rec.Type) {
-			from = durationOf(*rec.InjectedAtS)
-		}
-	}
-	return r.p.judge.withBaseline(baselineWindow(r.rec.Window, recs)), newRecoveryScan(from)
-}
-
 // heldLastNote is ", X held last" for an event's detail; "" for none.
 func heldLastNote(c string) string {
 	if c == "" {

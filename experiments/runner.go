@@ -582,61 +582,6 @@ func (r *run) startProxies(ctx context.Context) error {
 	return nil
 }
 
-// build builds one fault with what the run resolved.
-func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string, error) {
-	var proxies []*runProxy
-	if pf.ft.Target == spec.TargetProxy {
-		if t := pf.spec.Target; t != nil && t.Proxy != "" {
-			proxies = []*runProxy{r.declared[t.Proxy]}
-		} else {
-			for _, i := range pf.pickEndpoints(len(r.endpoints)) {
-				if px := r.endpoints[i].proxy; px != nil {
-					proxies = append(proxies, px)
-				}
-			}
-		}
-	}
-	var target string
-	if len(proxies) > 0 {
-		parts := make([]string, len(proxies))
-		for i, px := range proxies {
-			parts[i] = px.describe()
-		}
-		target = strings.Join(parts, "; ")
-	}
-	if h := r.opts.hooks; h != nil && h.build != nil {
-		f, err := h.build(pf)
-		return f, target, err
-	}
-	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, simEnv)
-	if err != nil {
-		return nil, "", err
-	}
-	name := pf.spec.Name
-	env := faults.BuildEnv{
-		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
-		OnApplied: func(target string) {
-			r.event(report.EventSourceFault, "acted_on", name, target)
-		},
-		OnHelperExit: func(err error) {
-			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
-		},
-	}
-	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
-	if err != nil {
-		return nil, "", err
-	}
-	if target == "" {
-		if d, ok := f.(interface{ Target() string }); ok {
-			target = d.Target()
-		}
-	}
-	if target == "" {
-		target = "params " + paramsText(pf.spec.Params)
-	}
-	return f, target, nil
-}
-
 // redact removes a password from a URL, as the engine's tags do.
 func redact(s string) string {
 	if !strings.Contains(s, "@") {
@@ -708,14 +653,6 @@ func (r *run) teardown(ctx context.Context) error {
 		errs = append(errs, &RevertError{RunDir: r.dir, Errs: left})
 	}
 	return errors.Join(errs...)
-}
-
-// revertAll reverts every fault still injected, last injected first, and
-// records the outcomes.
-func (r *run) revertAll(ctx context.Context) {
-	for _, i := range r.ledger.indexes() {
-		r.revertFault(ctx, i)
-	}
 }
 
 // configRecord is the run's configuration as the report keeps it: the

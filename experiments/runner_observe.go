@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 )
@@ -117,5 +119,82 @@ func (r *run) closeObservers(ctx context.Context) {
 			warn = func(err error) { r.out.printf("warning: %v", err) }
 		}
 		warn(err)
+	}
+}
+
+// monitorEnded reports a run-long monitor (events, GPU samples) that
+// stopped with an error before the run's end: what it records is then
+// incomplete, which the run's output must say rather than hide.
+func (r *run) monitorEnded(ctx context.Context, what string, err error) {
+	if err != nil && ctx.Err() == nil {
+		r.out.printf("%s stopped early, run.json will miss the rest: %v", what, err)
+		r.event(report.EventSourceRunner, "monitor_failed", "", what+": "+err.Error())
+	}
+}
+
+// dockerTargets are the distinct Docker targets of the run's replica
+// faults: their containers' events (die, start, health) go into the run.
+func (r *run) dockerTargets() []replica.TargetParams {
+	var out []replica.TargetParams
+	seen := map[string]bool{}
+	for _, pf := range r.p.faults {
+		params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
+		if err != nil {
+			continue // build reports it when the fault is due
+		}
+		tp, ok := params.(interface{ Targets() *replica.TargetParams })
+		if !ok {
+			continue
+		}
+		t := tp.Targets().WithDefaults()
+		if t.Driver != replica.DriverDocker {
+			continue
+		}
+		key := fmt.Sprint(t.Labels, t.Containers)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// dockerEvent records what a container did, as replicaEvent does for the
+// simulator's replicas.
+func (r *run) dockerEvent(e replica.Event) {
+	r.recordReplicaEvent(e, report.EventSourceDocker)
+}
+
+// replicaEvent records what a replica of the simulator did.
+func (r *run) replicaEvent(e replica.Event) {
+	r.recordReplicaEvent(e, report.EventSourceReplica)
+}
+
+// recordReplicaEvent records e in the run's events under source and prints it.
+func (r *run) recordReplicaEvent(e replica.Event, source string) {
+	at := time.Duration(0)
+	if c := r.clock.Load(); c != nil {
+		at = max(e.At.Sub(c.Start()), 0)
+	}
+	r.mu.Lock()
+	r.replicaEvs = append(r.replicaEvs, e)
+	r.events = append(r.events, report.EventRecord{
+		AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
+	})
+	// A simulator replica's OOM shows as its exit status: say it.
+	oom := e.Kind != replica.EventOOM && oomExit(e)
+	if oom {
+		r.events = append(r.events, report.EventRecord{
+			AtS: at.Seconds(), Source: source, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
+		})
+	}
+	r.mu.Unlock()
+	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
+	if e.Detail != "" {
+		line += ": " + e.Detail
+	}
+	r.out.println(line)
+	if oom {
+		r.out.println(fmt.Sprintf("%9s  replica %s %s: out of GPU memory", fmtClock(at), e.Replica, replica.EventOOM))
 	}
 }
