@@ -64,7 +64,7 @@ func testJudge(t *testing.T, window, hold time.Duration, band float64) recoveryJ
 // recoveriesOf runs the runner's post-run recovery computation on a
 // synthetic run with the given fault records.
 func recoveriesOf(judge recoveryJudge, sum *llm.Summary, recs ...report.FaultRecord) []faultRecovery {
-	r := &run{p: &plan{judge: judge}, faultRecs: recs}
+	r := &run{p: &plan{judge: judge}, faults: &faultTimeline{recs: recs}}
 	return r.recoveries(sum)
 }
 

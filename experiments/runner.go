@@ -8,11 +8,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,15 +251,7 @@ func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 			r.event(report.EventSourceRunner, kind, "", detail)
 		})
 	}
-	r.faultRecs = make([]report.FaultRecord, len(p.faults))
-	for i, pf := range p.faults {
-		r.faultRecs[i] = report.FaultRecord{
-			Name: pf.spec.Name, Type: pf.spec.Type,
-			PlannedAtS: pf.spec.At.D().Seconds(), PlannedDurationS: pf.spec.Duration.D().Seconds(),
-			RevertOK: true,
-		}
-	}
-	r.ledger = &ledger{active: map[int]*injection{}}
+	r.faults = newFaultTimeline(p.faults)
 	out, err := r.execute(ctx)
 	if cerr := jr.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
@@ -291,7 +281,7 @@ type run struct {
 
 	clock  atomic.Pointer[llm.RunClock] // set when the load starts
 	rec    *llm.Recorder
-	ledger *ledger
+	faults *faultTimeline
 	// obs are the run's observers, started with the load (nil: none);
 	// closed once, by teardown.
 	obs       *observe.Observers
@@ -306,9 +296,6 @@ type run struct {
 	// tagURL maps the URL the engine sends to onto the endpoint's URL,
 	// which results are tagged with.
 	tagURL map[string]string
-	built  []faults.Fault
-	// targets describe where each fault acts, for the journal and report.
-	targets []string
 
 	cancel context.CancelCauseFunc
 
@@ -318,17 +305,12 @@ type run struct {
 	nvml *nvmlSampler
 
 	mu          sync.Mutex
-	faultRecs   []report.FaultRecord
 	events      []report.EventRecord
 	before      []report.ProbeRecord
 	after       []report.ProbeRecord
 	replicaEvs  []replica.Event
 	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
 	failure     []error       // panics and internal errors of the run's goroutines
-	revertErrs  []error
-
-	// refused are the faults whose selection was refused (Outcome.Refused).
-	refused []string
 }
 
 // errStopped is the cause of a run stopped by the runner itself.
@@ -513,16 +495,14 @@ func (r *run) setUp(ctx context.Context) error {
 	}
 	r.tagURL = map[string]string{}
 	for _, e := range r.endpoints {
-		r.tagURL[redact(e.load)] = redact(e.url)
+		r.tagURL[spec.EndpointTag(e.load)] = spec.EndpointTag(e.url)
 	}
 	for _, pf := range p.faults {
 		f, target, err := r.build(pf, simEnv)
 		if err != nil {
 			return err
 		}
-		r.built = append(r.built, f)
-		r.targets = append(r.targets, target)
-		r.faultRecs[pf.index].Target = target
+		r.faults.add(pf.index, f, target)
 	}
 	return nil
 }
@@ -582,18 +562,6 @@ func (r *run) startProxies(ctx context.Context) error {
 	return nil
 }
 
-// redact removes a password from a URL, as the engine's tags do.
-func redact(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "[unparsable URL]"
-	}
-	return u.Redacted()
-}
-
 // failedProbes names the probes that failed.
 func failedProbes(rs []report.ProbeRecord) string {
 	var parts []string
@@ -614,10 +582,11 @@ func (r *run) teardown(ctx context.Context) error {
 	r.revertAll(base)
 	r.closeObservers(base)
 	var errs []error
-	r.mu.Lock()
-	if len(r.revertErrs) > 0 {
-		errs = append(errs, &RevertError{RunDir: r.dir, Errs: slices.Clone(r.revertErrs)})
+	revertErrs := r.faults.revertErrors()
+	if len(revertErrs) > 0 {
+		errs = append(errs, &RevertError{RunDir: r.dir, Errs: revertErrs})
 	}
+	r.mu.Lock()
 	errs = append(errs, r.failure...)
 	r.mu.Unlock()
 	var helperErrs []error
@@ -645,7 +614,7 @@ func (r *run) teardown(ctx context.Context) error {
 	// panicked half-way, a revert that failed) is for `llmchaos recover`.
 	if pend, err := r.jr.Pending(); err != nil {
 		errs = append(errs, err)
-	} else if len(pend) > 0 && len(r.revertErrs) == 0 && len(helperErrs) == 0 {
+	} else if len(pend) > 0 && len(revertErrs) == 0 && len(helperErrs) == 0 {
 		var left []error
 		for _, pf := range pend {
 			left = append(left, fmt.Errorf("%s %q is still pending in the journal", pf.Type, pf.Name))
@@ -681,7 +650,7 @@ func (r *run) configRecord() map[string]any {
 	m["model"] = r.model
 	var eps []string
 	for _, e := range r.endpoints {
-		eps = append(eps, redact(e.url))
+		eps = append(eps, spec.EndpointTag(e.url))
 	}
 	m["endpoints"] = eps
 	return m

@@ -101,9 +101,7 @@ func describeFailures(outs assertions.Outcomes) string {
 // InstantaneousFault, with the latency band of the baseline recorded so
 // far.
 func (r *run) liveRecoveryScan(fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
-	r.mu.Lock()
-	recs := slices.Clone(r.faultRecs)
-	r.mu.Unlock()
+	recs := r.faults.records()
 	from := phaseAt
 	for _, rec := range recs {
 		if rec.Name == fault && rec.InjectedAtS != nil && InstantaneousFault(rec.Type) {
@@ -120,8 +118,8 @@ func (r *run) liveRecoveryScan(fault string, phaseAt time.Duration) (recoveryJud
 // for the hold time. A fault never injected, or a sustained one never
 // reverted, did not recover.
 func (r *run) recoveries(sum *llm.Summary) []faultRecovery {
+	recs := r.faults.records()
 	r.mu.Lock()
-	recs := slices.Clone(r.faultRecs)
 	evs := slices.Clone(r.replicaEvs)
 	r.mu.Unlock()
 	var start time.Time

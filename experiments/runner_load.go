@@ -74,7 +74,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 	for i, pf := range p.faults {
 		wg.Go(func() {
 			defer r.guard("running fault " + pf.spec.Name)
-			r.runFault(faultCtx, pf, r.built[i], r.targets[i], gate)
+			r.runFault(faultCtx, pf, r.faults.built[i], r.faults.targets[i], gate)
 		})
 	}
 	wg.Go(func() {

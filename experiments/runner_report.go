@@ -67,14 +67,14 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	recs := r.recoveries(sum)
 
 	r.mu.Lock()
-	doc.Faults = slices.Clone(r.faultRecs)
+	doc.Faults = r.faults.records()
 	doc.SteadyState = &report.SteadyState{Before: slices.Clone(r.before), After: slices.Clone(r.after)}
 	if doc.SteadyState.Before == nil {
 		doc.SteadyState.Before = []report.ProbeRecord{}
 	}
 	abort := r.abortRecord
 	aborted := abort != nil
-	out := &Outcome{Doc: doc, Aborted: aborted, Refused: slices.Clone(r.refused)}
+	out := &Outcome{Doc: doc, Aborted: aborted, Refused: r.faults.refusedNames()}
 	if aborted {
 		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
 	}

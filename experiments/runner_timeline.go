@@ -8,11 +8,101 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 )
+
+// faultTimeline is the run's faults on the run clock: the faults built
+// for the plan and where each acts (set by setUp before the load, read
+// only afterwards), the ledger of those injected, and the record of each
+// (injected, reverted, refused, failed), guarded by mu. The run's
+// goroutines inject and revert through runFault and revertFault.
+type faultTimeline struct {
+	built   []faults.Fault
+	targets []string // where each fault acts, for the journal and report
+	ledger  *ledger
+
+	mu         sync.Mutex
+	recs       []report.FaultRecord
+	revertErrs []error
+	refused    []string // faults whose selection was refused (Outcome.Refused)
+}
+
+// newFaultTimeline returns the timeline of planned faults pfs, none built
+// or injected yet.
+func newFaultTimeline(pfs []*plannedFault) *faultTimeline {
+	t := &faultTimeline{recs: make([]report.FaultRecord, len(pfs)), ledger: &ledger{active: map[int]*injection{}}}
+	for i, pf := range pfs {
+		t.recs[i] = report.FaultRecord{
+			Name: pf.spec.Name, Type: pf.spec.Type,
+			PlannedAtS: pf.spec.At.D().Seconds(), PlannedDurationS: pf.spec.Duration.D().Seconds(),
+			RevertOK: true,
+		}
+	}
+	return t
+}
+
+// add records fault i, built, and where it acts. Only setUp calls it,
+// before the load.
+func (t *faultTimeline) add(i int, f faults.Fault, target string) {
+	t.built = append(t.built, f)
+	t.targets = append(t.targets, target)
+	t.mu.Lock()
+	t.recs[i].Target = target
+	t.mu.Unlock()
+}
+
+// injectedAt records that fault i was injected at run-clock time at.
+func (t *faultTimeline) injectedAt(i int, at time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].InjectedAtS = report.Seconds(at)
+}
+
+// reverted records how the revert of inj at run-clock time at went.
+func (t *faultTimeline) reverted(inj *injection, at time.Duration, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := &t.recs[inj.index]
+	if err == nil {
+		rec.RevertedAtS = report.Seconds(at)
+		return
+	}
+	rec.RevertOK = false
+	rec.Error = "revert: " + err.Error()
+	t.revertErrs = append(t.revertErrs, fmt.Errorf("fault %q (%s): %w", inj.name, inj.typ, err))
+}
+
+// refuse records that fault name's selection was refused.
+func (t *faultTimeline) refuse(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refused = append(t.refused, name)
+}
+
+// records returns a copy of the faults' records.
+func (t *faultTimeline) records() []report.FaultRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.recs)
+}
+
+// revertErrors returns a copy of the reverts that failed.
+func (t *faultTimeline) revertErrors() []error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.revertErrs)
+}
+
+// refusedNames returns a copy of the faults whose selection was refused.
+func (t *faultTimeline) refusedNames() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.refused)
+}
 
 // injection is a fault that is injected and not yet reverted.
 type injection struct {
@@ -112,22 +202,18 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 			r.fail(jerr)
 		}
 		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
-			r.mu.Lock()
-			r.refused = append(r.refused, name)
-			r.mu.Unlock()
+			r.faults.refuse(name)
 		}
 		r.notInjected(pf.index, err.Error())
 		r.event(report.EventSourceFault, "inject_failed", name, err.Error())
 		return
 	}
-	r.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
+	r.faults.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
 	if jerr := entry.Injected(); jerr != nil {
 		r.fail(jerr)
 	}
 	r.faultActive(name, pf.spec.Type, true)
-	r.mu.Lock()
-	r.faultRecs[pf.index].InjectedAtS = report.Seconds(now)
-	r.mu.Unlock()
+	r.faults.injectedAt(pf.index, now)
 	r.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
 	r.sleepUntil(ctx, at+pf.spec.Duration.D())
 	r.revertFault(ctx, pf.index)
@@ -135,9 +221,9 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 
 // notInjected records why fault i was not injected.
 func (r *run) notInjected(i int, why string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec := &r.faultRecs[i]
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	rec := &r.faults.recs[i]
 	if rec.Error == "" {
 		rec.Error = "not injected: " + why
 	}
@@ -147,7 +233,7 @@ func (r *run) notInjected(i int, why string) {
 // context.WithoutCancel with the run's revert timeout, and records when
 // and how it went.
 func (r *run) revertFault(ctx context.Context, i int) {
-	inj := r.ledger.take(i)
+	inj := r.faults.ledger.take(i)
 	if inj == nil {
 		return
 	}
@@ -160,16 +246,7 @@ func (r *run) revertFault(ctx context.Context, i int) {
 		r.failure = append(r.failure, jerr)
 		r.mu.Unlock()
 	}
-	r.mu.Lock()
-	rec := &r.faultRecs[i]
-	if err == nil {
-		rec.RevertedAtS = report.Seconds(at)
-	} else {
-		rec.RevertOK = false
-		rec.Error = "revert: " + err.Error()
-		r.revertErrs = append(r.revertErrs, fmt.Errorf("fault %q (%s): %w", inj.name, inj.typ, err))
-	}
-	r.mu.Unlock()
+	r.faults.reverted(inj, at, err)
 	if err != nil {
 		r.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
 		return
@@ -239,7 +316,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 // revertAll reverts every fault still injected, last injected first, and
 // records the outcomes.
 func (r *run) revertAll(ctx context.Context) {
-	for _, i := range r.ledger.indexes() {
+	for _, i := range r.faults.ledger.indexes() {
 		r.revertFault(ctx, i)
 	}
 }
