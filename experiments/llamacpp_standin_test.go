@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
@@ -202,17 +203,17 @@ func (s *llamaServer) stream(c net.Conn, seq int64) {
 // run. The steady state and the stop condition stay as written.
 func runStandIn(t *testing.T, srv *llamaServer) (*Outcome, string) {
 	t.Helper()
-	spec, warns, err := Load(filepath.Join("catalog", "llamacpp.yaml"))
+	exp, warns, err := spec.Load(filepath.Join("catalog", "llamacpp.yaml"))
 	if err != nil || len(warns) > 0 {
 		t.Fatalf("catalog file: %v %v", err, warns)
 	}
-	spec.Target.LLM.URL = srv.URL() + "/v1"
-	spec.Target.LLM.Model = "stand-in.gguf"
-	spec.Workload.Rate, spec.Workload.Duration = 20, Duration(3*time.Second)
-	spec.Workload.Grace = Duration(time.Second)
-	spec.Faults = nil
-	ths := Thresholds{}
-	for k, es := range spec.Thresholds {
+	exp.Target.LLM.URL = srv.URL() + "/v1"
+	exp.Target.LLM.Model = "stand-in.gguf"
+	exp.Workload.Rate, exp.Workload.Duration = 20, spec.Duration(3*time.Second)
+	exp.Workload.Grace = spec.Duration(time.Second)
+	exp.Faults = nil
+	ths := spec.Thresholds{}
+	for k, es := range exp.Thresholds {
 		switch {
 		case strings.HasPrefix(k, "recovery_time"):
 		case strings.Contains(k, "fault:"):
@@ -224,13 +225,13 @@ func runStandIn(t *testing.T, srv *llamaServer) (*Outcome, string) {
 	}
 	for _, k := range []string{"error_rate", "ttft{phase:baseline}", "e2e", "requests_lost"} {
 		if len(ths[k]) == 0 {
-			t.Fatalf("the catalog's thresholds %v have no %s: this test checks the wrong ones", spec.Thresholds, k)
+			t.Fatalf("the catalog's thresholds %v have no %s: this test checks the wrong ones", exp.Thresholds, k)
 		}
 	}
-	spec.Thresholds = ths
-	spec.Recovery = Recovery{Window: Duration(time.Second), Hold: Duration(time.Second)}
+	exp.Thresholds = ths
+	exp.Recovery = spec.Recovery{Window: spec.Duration(time.Second), Hold: spec.Duration(time.Second)}
 	var out bytes.Buffer
-	oc, err := Run(t.Context(), spec, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
+	oc, err := Run(t.Context(), exp, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
 		Observe: ObserveOptions{Scrape: true, ScrapeInterval: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -148,14 +149,14 @@ itself failed.`,
 // runExperiment loads, runs and reports one experiment, and maps how it
 // ended to the command's exit code.
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	spec, warns, err := experiments.Load(c.File)
+	exp, warns, err := spec.Load(c.File)
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
 	}
-	if err := c.overrides(spec, warns, stderr); err != nil {
+	if err := c.overrides(exp, warns, stderr); err != nil {
 		return usageError(err)
 	}
 	progress := c.Progress
@@ -173,7 +174,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {
-		return experiments.DryRun(stdout, spec, opts)
+		return experiments.DryRun(stdout, exp, opts)
 	}
 	if opts.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
@@ -186,7 +187,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		defer saveFile.Close()
 		opts.SaveRequests = llm.NewRequestWriter(saveFile)
 	}
-	out, runErr := experiments.Run(ctx, spec, opts)
+	out, runErr := experiments.Run(ctx, exp, opts)
 	if opts.SaveRequests != nil {
 		err := opts.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -238,7 +239,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 // loadError prints every problem of an invalid experiment file to stderr,
 // one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
 func loadError(err error, stderr io.Writer) error {
-	var ps experiments.Problems
+	var ps spec.Problems
 	if !errors.As(err, &ps) {
 		return err
 	}
@@ -258,7 +259,7 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 		return withCode(ExitRevertFailed, err)
 	}
-	var ps experiments.Problems
+	var ps spec.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}
@@ -268,13 +269,13 @@ func runError(err error) error {
 	return withCode(ExitInternal, err)
 }
 
-// overrides applies --duration and --threshold to spec, then validates it
+// overrides applies --duration and --threshold to exp, then validates it
 // again: a problem the overrides brought in is an error (a warning is
 // printed, once). With --duration, a fault that would not fit in the new
 // load is an error that names every such fault and the shortest duration
 // that keeps them all, rather than a fault silently dropped: a smoke run
 // is meant to exercise the same faults.
-func (c runConfig) overrides(spec *experiments.Spec, warns experiments.Problems, stderr io.Writer) error {
+func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
 	if c.Duration == 0 && len(c.Thresholds) == 0 {
 		return nil
 	}
@@ -284,7 +285,7 @@ func (c runConfig) overrides(spec *experiments.Spec, warns experiments.Problems,
 	} else if c.Duration > 0 {
 		var late []string
 		var last time.Duration
-		for _, f := range spec.Faults {
+		for _, f := range exp.Faults {
 			end := f.At.D() + f.Duration.D()
 			if end > c.Duration {
 				late = append(late, fmt.Sprintf("%s (%v to %v)", f.Name, f.At.D(), end))
@@ -295,7 +296,7 @@ func (c runConfig) overrides(spec *experiments.Spec, warns experiments.Problems,
 			errs = append(errs, fmt.Errorf("--duration %v: the load would end before fault(s) %s end; give at least --duration %v (the last fault's end, plus recovery.hold to see its recovery)",
 				c.Duration, strings.Join(late, ", "), last))
 		}
-		spec.Workload.Duration = experiments.Duration(c.Duration)
+		exp.Workload.Duration = spec.Duration(c.Duration)
 	}
 	for _, arg := range c.Thresholds {
 		ths, err := assertions.Parse(arg)
@@ -303,11 +304,11 @@ func (c runConfig) overrides(spec *experiments.Spec, warns experiments.Problems,
 			errs = append(errs, fmt.Errorf("--threshold %q: %w", arg, err))
 			continue
 		}
-		if spec.Thresholds == nil {
-			spec.Thresholds = experiments.Thresholds{}
+		if exp.Thresholds == nil {
+			exp.Thresholds = spec.Thresholds{}
 		}
 		for _, th := range ths {
-			spec.Thresholds[th.Key()] = append(spec.Thresholds[th.Key()], experiments.ThresholdEntry{Threshold: th.Expr.String()})
+			exp.Thresholds[th.Key()] = append(exp.Thresholds[th.Key()], spec.ThresholdEntry{Threshold: th.Expr.String()})
 		}
 	}
 	if len(errs) > 0 {
@@ -318,9 +319,9 @@ func (c runConfig) overrides(spec *experiments.Spec, warns experiments.Problems,
 		seen[w.Path+"\x00"+w.Msg] = true
 	}
 	var bad []string
-	for _, p := range spec.Validate() {
+	for _, p := range exp.Validate() {
 		switch {
-		case p.Severity != experiments.SeverityWarning:
+		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())
 		case !seen[p.Path+"\x00"+p.Msg]:
 			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold: %s\n", p.Error())
