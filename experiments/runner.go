@@ -655,4 +655,3 @@ func (r *run) configRecord() map[string]any {
 	m["endpoints"] = eps
 	return m
 }
-
