@@ -63,9 +63,9 @@ func testJudge(t *testing.T, window, hold time.Duration, band float64) recoveryJ
 
 // recoveriesOf runs the runner's post-run recovery computation on a
 // synthetic run with the given fault records.
-func recoveriesOf(judge recoveryJudge, sum *llm.Summary, recs ...report.FaultRecord) []faultRecovery {
-	r := &run{p: &plan{judge: judge}, faults: &faultTimeline{recs: recs}}
-	return r.recoveries(sum)
+func recoveriesOf(rj recoveryJudge, sum *llm.Summary, recs ...report.FaultRecord) []faultRecovery {
+	j := &judge{p: &plan{judge: rj}, faults: &faultTimeline{recs: recs}, obs: &observers{}, clock: &runClock{}}
+	return j.recoveries(sum)
 }
 
 func faultRec(name, typ string, injected, reverted float64) report.FaultRecord {

@@ -11,16 +11,13 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/network"
-	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/telemetry/observe"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
@@ -239,7 +236,7 @@ func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 		return nil, fmt.Errorf("run directory %s: its journal shows %d fault(s) of an earlier run still applied (first: %s %q): run `llmchaos recover --run-dir %s` first, or use another directory",
 			dir, len(pend), pend[0].Type, pend[0].Name, dir)
 	}
-	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}}
+	r := newRun(p, opts, dir, jr)
 	var g *guardWatch
 	if opts.Helper != "" && !opts.NoGuard {
 		first, err := startGuard(opts.Helper, dir)
@@ -248,10 +245,9 @@ func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 			return nil, err
 		}
 		g = watchGuard(first, opts.Helper, dir, func(kind, detail string) {
-			r.event(report.EventSourceRunner, kind, "", detail)
+			r.obs.event(report.EventSourceRunner, kind, "", detail)
 		})
 	}
-	r.faults = newFaultTimeline(p.faults)
 	out, err := r.execute(ctx)
 	if cerr := jr.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
@@ -270,23 +266,34 @@ func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 	return out, err
 }
 
-// run is one execution of a plan.
+// run is one execution of a plan. It holds the plan and the run's parts
+// and coordinates them (runner.go: set up, execute, tear down):
+//   - faults, the fault timeline: the faults built, injected and reverted
+//     on the run clock, their ledger and records (runner_timeline.go);
+//   - obs, the observers: live observers, monitors, GPU samplers, replica
+//     and container events, the run's event log (runner_observe.go);
+//   - judge: the steady state before and after, the live stop conditions
+//     (the load's and promql), the recovery, why the run was stopped
+//     (runner_judge.go);
+//   - the load: the recorder, its clock, and the target it is sent to (the
+//     simulator, the proxies, the endpoints) (runner_load.go).
+//
+// Each part guards its own state. run's own fields are set by setUp and
+// when the load starts, before the run's goroutines, and only read after.
 type run struct {
 	p    *plan
 	opts Options
 	dir  string
 	jr   *faults.Journal
-	tl   *timeline
+	tl   *timeline // the phases, which the parts share
 	out  *lineWriter
 
-	clock  atomic.Pointer[llm.RunClock] // set when the load starts
-	rec    *llm.Recorder
 	faults *faultTimeline
-	// obs are the run's observers, started with the load (nil: none);
-	// closed once, by teardown.
-	obs       *observe.Observers
-	obsClosed bool
+	obs    *observers
+	judge  *judge
 
+	clock     *runClock // the load's clock, which the parts share
+	rec       *llm.Recorder
 	sim       *simProcess
 	starter   *proxyStarter
 	proxies   []*runProxy
@@ -296,110 +303,55 @@ type run struct {
 	// tagURL maps the URL the engine sends to onto the endpoint's URL,
 	// which results are tagged with.
 	tagURL map[string]string
-
-	cancel context.CancelCauseFunc
-
-	// gpuSamples samples the simulator's virtual GPUs (nil: none).
-	gpuSamples *vgpuSampler
-	// nvml samples real GPUs for runs against real servers (nil: none).
-	nvml *nvmlSampler
-
-	mu          sync.Mutex
-	events      []report.EventRecord
-	before      []report.ProbeRecord
-	after       []report.ProbeRecord
-	replicaEvs  []replica.Event
-	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
-	failure     []error       // panics and internal errors of the run's goroutines
 }
 
-// errStopped is the cause of a run stopped by the runner itself.
-var errStopped = errors.New("experiment stopped")
+// newRun returns the run of plan p in directory dir, its parts made and
+// nothing started.
+func newRun(p *plan, opts Options, dir string, jr *faults.Journal) *run {
+	r := &run{p: p, opts: opts, dir: dir, jr: jr, tl: newTimeline(), out: &lineWriter{w: opts.Out}, clock: &runClock{}}
+	r.faults = newFaultTimeline(p.faults)
+	r.obs = newObservers(r.out, opts.Observe, r.clock)
+	r.judge = newJudge(p, r.tl, r.faults, r.obs, r.clock, r.out)
+	return r
+}
 
 // now returns the run clock's time, 0 before the load starts.
-func (r *run) now() time.Duration {
-	if c := r.clock.Load(); c != nil {
+func (r *run) now() time.Duration { return r.clock.now() }
+
+// runClock is the load's clock, shared by the run's parts: nil until the
+// load starts, which sets it once.
+type runClock struct{ atomic.Pointer[llm.RunClock] }
+
+// now returns the run clock's time, 0 before the load starts.
+func (c *runClock) now() time.Duration {
+	if c := c.Load(); c != nil {
 		return c.Now()
 	}
 	return 0
 }
 
-// event records one event at the current run-clock time and prints it.
-func (r *run) event(source, kind, target, detail string) {
-	at := r.now()
-	r.mu.Lock()
-	r.events = append(r.events, report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail})
-	r.mu.Unlock()
-	line := fmt.Sprintf("%9s  %s", fmtClock(at), kind)
-	if target != "" {
-		line += " " + target
+// sleepUntil waits until run-clock time d; false when ctx ended first.
+// The load has started.
+func (c *runClock) sleepUntil(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(time.Until(c.Load().Time(d)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	if detail != "" {
-		line += ": " + detail
-	}
-	r.out.println(line)
 }
 
 // fmtClock writes a run-clock time as "+12.3s".
 func fmtClock(d time.Duration) string { return fmt.Sprintf("+%.1fs", d.Seconds()) }
-
-// stop stops the run early, for reason; the first reason wins.
-func (r *run) stop(reason, detail string) {
-	r.stopFor(&report.Abort{Cause: reason, Detail: detail})
-}
-
-// stopFor stops the run early, for a; the first abort wins.
-func (r *run) stopFor(a *report.Abort) {
-	r.mu.Lock()
-	first := r.abortRecord == nil
-	if first {
-		r.abortRecord = a
-	}
-	r.mu.Unlock()
-	if first {
-		r.event(report.EventSourceRunner, a.Cause, "", a.Reason())
-	}
-	if r.cancel != nil {
-		r.cancel(fmt.Errorf("%w: %s", errStopped, a.Cause))
-	}
-}
-
-// interrupted stops the run when ctx, the caller's context, has ended (a
-// signal, Ctrl-C), naming its cause, and reports whether it had.
-func (r *run) interrupted(ctx context.Context) bool {
-	if ctx.Err() == nil {
-		return false
-	}
-	r.stopFor(report.InterruptAbort(context.Cause(ctx)))
-	return true
-}
-
-// fail records an internal failure (a panic) and stops the run.
-func (r *run) fail(err error) {
-	r.mu.Lock()
-	r.failure = append(r.failure, err)
-	r.mu.Unlock()
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	r.stop(AbortError, msg)
-}
-
-// guard turns a panic of the calling goroutine into a failure of the run
-// (which stops it and reverts every fault). Call it deferred.
-func (r *run) guard(where string) {
-	if v := recover(); v != nil {
-		r.fail(&PanicError{Where: where, Value: v, Stack: debug.Stack()})
-	}
-}
 
 // execute sets the run up, runs it, tears it down, and builds its report.
 // Every path out of it reverts what it injected and stops what it started.
 func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.cancel = cancel
+	r.judge.cancel = cancel
 	defer func() {
 		// Whatever happened, nothing stays applied: a panic here is
 		// turned into an error after the reverts.
@@ -414,7 +366,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	if err := r.setUp(runCtx); err != nil {
 		// Interrupted while starting (the simulator, a proxy): an abort
 		// like any other, with its record.
-		if r.interrupted(ctx) {
+		if r.judge.interrupted(ctx) {
 			return r.finish(nil, llm.RunStats{})
 		}
 		return nil, err
@@ -424,23 +376,24 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	for _, e := range r.endpoints {
 		bases = append(bases, rootURL(e.url))
 	}
-	r.before = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
-	if r.interrupted(ctx) {
+	before := append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
+	r.judge.addBefore(before)
+	if r.judge.interrupted(ctx) {
 		return r.finish(nil, llm.RunStats{})
 	}
-	if !allOK(r.before) {
-		r.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(r.before))
+	if !allOK(before) {
+		r.judge.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(before))
 		return r.finish(nil, llm.RunStats{})
 	}
 	stats, err := r.load(runCtx)
-	r.interrupted(ctx)
+	r.judge.interrupted(ctx)
 	// Nothing the steady state is checked against may still be injected.
 	r.revertAll(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if runCtx.Err() == nil {
-		r.after = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
+		r.judge.addAfter(append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...))
 	}
 	return r.finish(r.rec, stats)
 }
@@ -580,15 +533,13 @@ func failedProbes(rs []report.ProbeRecord) string {
 func (r *run) teardown(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
 	r.revertAll(base)
-	r.closeObservers(base)
+	r.obs.closeObservers(base)
 	var errs []error
 	revertErrs := r.faults.revertErrors()
 	if len(revertErrs) > 0 {
 		errs = append(errs, &RevertError{RunDir: r.dir, Errs: revertErrs})
 	}
-	r.mu.Lock()
-	errs = append(errs, r.failure...)
-	r.mu.Unlock()
+	errs = append(errs, r.judge.failures()...)
 	var helperErrs []error
 	for i := len(r.proxies) - 1; i >= 0; i-- {
 		c, cancel := context.WithTimeout(base, r.opts.RevertTimeout)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
-	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
@@ -37,7 +36,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
-		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.observeOptions(),
+		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
 			return r.alongside(ctx, l, live)
@@ -61,86 +60,41 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.Live) func(llm.RunStats, error) {
 	p := r.p
 	r.rec = l.Recorder
-	r.setObservers(l.Observers)
+	r.obs.setObservers(l.Observers)
 	r.clock.Store(l.Clock)
-	r.event(report.EventSourceRunner, "load_started", "", describeArrival(p.ac))
+	r.obs.event(report.EventSourceRunner, "load_started", "", describeArrival(p.ac))
 
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	wg.Go(func() {
-		defer r.guard("checking the steady state before the faults")
-		r.checkBefore(faultCtx, gate)
+		defer r.judge.guard("checking the steady state before the faults")
+		r.judge.checkBefore(faultCtx, r.rec, gate)
 	})
 	for i, pf := range p.faults {
 		wg.Go(func() {
-			defer r.guard("running fault " + pf.spec.Name)
+			defer r.judge.guard("running fault " + pf.spec.Name)
 			r.runFault(faultCtx, pf, r.faults.built[i], r.faults.targets[i], gate)
 		})
 	}
 	wg.Go(func() {
-		defer r.guard("checking the promql stop conditions")
-		r.promQLStops(faultCtx)
+		defer r.judge.guard("checking the promql stop conditions")
+		r.judge.promQLStops(faultCtx)
 	})
 	done := make(chan struct{})
 	wg.Go(func() {
-		defer r.guard("checking the run live")
-		r.liveLoop(done, live)
+		defer r.judge.guard("checking the run live")
+		r.judge.liveLoop(done, live, r.rec, r.progress())
 	})
-	if r.sim != nil {
-		w, err := replica.NewProcess(replica.TargetParams{StateFile: r.sim.env.StateFile}.WithDefaults())
-		if err == nil {
-			wg.Go(func() {
-				defer r.guard("watching the replicas")
-				r.monitorEnded(faultCtx, "replica events", w.Watch(faultCtx, func() {}, r.replicaEvent))
-			})
-		}
-		if gs, err := openVGPUSampler(r.sim.env.VGPUDir, r.sim.n); err == nil {
-			r.gpuSamples = gs
-			wg.Go(func() {
-				defer r.guard("sampling GPU memory")
-				r.monitorEnded(faultCtx, "GPU memory samples", gs.run(faultCtx, r.now))
-			})
-		} else {
-			r.out.printf("no GPU memory samples: %v", err)
-		}
-	}
-	if r.sim == nil {
-		if ns := openNVMLSampler(r.now, func(msg string) { r.out.println(msg + "; no GPU samples") }); ns != nil {
-			r.nvml = ns
-			wg.Go(func() {
-				defer r.guard("sampling GPUs through NVML")
-				r.monitorEnded(faultCtx, "NVML GPU samples", ns.mon.Run(faultCtx))
-			})
-		}
-	}
-	for _, tp := range r.watchedTargets() {
-		what, emit := "Docker events", r.dockerEvent
-		if tp.Driver == replica.DriverProcess {
-			what, emit = "process events ("+tp.String()+")", r.replicaEvent
-		}
-		w, err := replica.OpenWatcher(tp)
-		if err != nil {
-			r.out.printf("no %s: %v", what, err)
-			continue
-		}
-		wg.Go(func() {
-			defer r.guard("watching " + what)
-			r.monitorEnded(faultCtx, what, w.Watch(faultCtx, func() {}, emit))
-		})
-	}
+	r.startMonitors(faultCtx, &wg)
 	return func(stats llm.RunStats, err error) {
 		if err == nil {
-			r.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
+			r.obs.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
 		}
 		stopFaults()
 		close(done)
 		wg.Wait()
-		if r.nvml != nil {
-			if err := r.nvml.mon.Close(); err != nil {
-				r.out.printf("NVML monitor: %v", err)
-			}
-		}
+		r.obs.stopMonitors()
 	}
 }
 
@@ -150,7 +104,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 // the engine's goroutines; a panic in it stops the run (reverting every
 // fault) instead of crashing the process.
 func (r *run) tag(at time.Duration, tags *llm.Tags) {
-	defer r.guard("tagging a result of the load")
+	defer r.judge.guard("tagging a result of the load")
 	tags.Phase, tags.Fault = r.tl.at(at)
 	if u, ok := r.tagURL[tags.Endpoint]; ok {
 		tags.Endpoint = u
@@ -160,15 +114,15 @@ func (r *run) tag(at time.Duration, tags *llm.Tags) {
 	}
 }
 
-// sleepUntil waits until run-clock time d; false when ctx ended first.
-func (r *run) sleepUntil(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(time.Until(r.clock.Load().Time(d)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+// progress returns the live loop's progress hook: it prints a line of
+// load figures every Progress of the run clock.
+func (r *run) progress() func(now time.Duration) {
+	var last time.Duration
+	return func(now time.Duration) {
+		if every := r.opts.Progress; every > 0 && now-last >= every-every/10 {
+			last = now
+			r.out.println(r.progressLine(now))
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -44,27 +46,95 @@ func (o ObserveOptions) enabled() bool {
 	return o.MetricsListen != "" || o.RemoteWriteURL != "" || o.OTLPEndpoint != "" || o.Scrape
 }
 
-// observeOptions are the run's observers for the load pipeline, which
-// starts them on the load's clock; nil when nothing is asked for. The
-// observers outlive the load's context (observe.Start keeps only its
-// values): closeObservers closes them.
-func (r *run) observeOptions() *observe.Options {
-	o := r.opts.Observe
+// observers is what watches the run: the live observers (metrics
+// endpoint, remote write, tracing, server monitor), the monitors of the
+// replicas, containers and processes, the GPU samplers, and the run's
+// event log. live, gpuSamples and nvml are set when the load starts,
+// before the run's goroutines, and only read afterwards; the replica
+// events and the event log, written from the run's goroutines, are
+// guarded by mu.
+type observers struct {
+	out   *lineWriter
+	opts  ObserveOptions
+	clock *runClock
+
+	// live are the run's live observers, started with the load (nil:
+	// none); closed once, by teardown.
+	live       *observe.Observers
+	liveClosed bool
+	// gpuSamples samples the simulator's virtual GPUs (nil: none).
+	gpuSamples *vgpuSampler
+	// nvml samples real GPUs for runs against real servers (nil: none).
+	nvml *nvmlSampler
+
+	mu         sync.Mutex
+	events     []report.EventRecord
+	replicaEvs []replica.Event
+}
+
+// newObservers returns the observers of a run, none started, printing on
+// out.
+func newObservers(out *lineWriter, opts ObserveOptions, clock *runClock) *observers {
+	return &observers{out: out, opts: opts, clock: clock}
+}
+
+// event records one event at the current run-clock time and prints it.
+func (o *observers) event(source, kind, target, detail string) {
+	at := o.clock.now()
+	o.mu.Lock()
+	o.events = append(o.events, report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail})
+	o.mu.Unlock()
+	line := fmt.Sprintf("%9s  %s", fmtClock(at), kind)
+	if target != "" {
+		line += " " + target
+	}
+	if detail != "" {
+		line += ": " + detail
+	}
+	o.out.println(line)
+}
+
+// eventLog returns a copy of the run's events, in the order recorded.
+func (o *observers) eventLog() []report.EventRecord {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.events)
+}
+
+// replicaEvents returns a copy of what the replicas did.
+func (o *observers) replicaEvents() []replica.Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.replicaEvs)
+}
+
+// gpuRecords returns the GPU samples: the simulator's virtual GPUs, then
+// the real ones.
+func (o *observers) gpuRecords() []report.SeriesRecord {
+	return append(o.gpuSamples.records(), o.nvml.records()...)
+}
+
+// observeOptions are the live observers of plan p's run against
+// endpoints for the load pipeline, which starts them on the load's clock;
+// nil when nothing is asked for. The observers outlive the load's context
+// (observe.Start keeps only its values): closeObservers closes them.
+func (ob *observers) observeOptions(p *plan, endpoints []*endpoint) *observe.Options {
+	o := ob.opts
 	if !o.enabled() {
 		return nil
 	}
 	opts := &observe.Options{
 		MetricsListen: o.MetricsListen, RemoteWriteURL: o.RemoteWriteURL, RemoteWriteInterval: o.RemoteWriteInterval,
 		OTLPEndpoint: o.OTLPEndpoint, ScrapeInterval: o.ScrapeInterval, Linger: o.MetricsLinger,
-		Experiment:      r.p.spec.Metadata.Name,
-		TraceAttributes: map[string]string{"llmchaos.experiment": r.p.spec.Metadata.Name, "llmchaos.seed": fmt.Sprint(r.p.seed)},
+		Experiment:      p.spec.Metadata.Name,
+		TraceAttributes: map[string]string{"llmchaos.experiment": p.spec.Metadata.Name, "llmchaos.seed": fmt.Sprint(p.seed)},
 		Warn:            o.Warn,
 	}
 	if opts.Warn == nil {
-		opts.Warn = func(err error) { r.out.printf("warning: %v", err) }
+		opts.Warn = func(err error) { ob.out.printf("warning: %v", err) }
 	}
 	if o.Scrape {
-		for _, e := range r.endpoints {
+		for _, e := range endpoints {
 			opts.ScrapeTargets = append(opts.ScrapeTargets, rootURL(e.url))
 		}
 	}
@@ -73,50 +143,50 @@ func (r *run) observeOptions() *observe.Options {
 
 // setObservers takes the observers the load pipeline started (nil: none)
 // and says where the live metrics are.
-func (r *run) setObservers(obs *observe.Observers) {
-	r.obs = obs
+func (o *observers) setObservers(obs *observe.Observers) {
+	o.live = obs
 	if obs == nil {
 		return
 	}
 	if u := obs.MetricsURL(); u != "" {
-		r.out.printf("live metrics at %s", u)
+		o.out.printf("live metrics at %s", u)
 	}
 }
 
 // faultActive publishes llmchaos_fault_active for a fault injected or
 // reverted.
-func (r *run) faultActive(name, typ string, active bool) {
-	if r.obs != nil {
-		r.obs.FaultActive(name, typ, active)
+func (o *observers) faultActive(name, typ string, active bool) {
+	if o.live != nil {
+		o.live.FaultActive(name, typ, active)
 	}
 }
 
 // observeDoc puts the server series into doc and publishes its
 // thresholds' verdicts, before the caller writes run.json and the HTML.
-func (r *run) observeDoc(doc *report.Document, end time.Duration) {
-	if r.obs == nil {
+func (o *observers) observeDoc(doc *report.Document, end time.Duration) {
+	if o.live == nil {
 		return
 	}
-	doc.Server = r.obs.ServerSeries(end)
-	r.obs.SetThresholds(doc.Thresholds)
-	r.obs.SetLost(doc.Requests.Lost)
+	doc.Server = o.live.ServerSeries(end)
+	o.live.SetThresholds(doc.Thresholds)
+	o.live.SetLost(doc.Requests.Lost)
 }
 
 // closeObservers closes the observers once (the last remote write push,
 // the spans flushed), under context.WithoutCancel with its own timeout so
 // that an aborted run still gets them. A problem is a warning: the run's
 // result does not depend on its live outputs.
-func (r *run) closeObservers(ctx context.Context) {
-	if r.obs == nil || r.obsClosed {
+func (o *observers) closeObservers(ctx context.Context) {
+	if o.live == nil || o.liveClosed {
 		return
 	}
-	r.obsClosed = true
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+r.opts.Observe.MetricsLinger)
+	o.liveClosed = true
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+o.opts.MetricsLinger)
 	defer cancel()
-	if err := r.obs.Close(c); err != nil {
-		warn := r.opts.Observe.Warn
+	if err := o.live.Close(c); err != nil {
+		warn := o.opts.Warn
 		if warn == nil {
-			warn = func(err error) { r.out.printf("warning: %v", err) }
+			warn = func(err error) { o.out.printf("warning: %v", err) }
 		}
 		warn(err)
 	}
@@ -125,10 +195,69 @@ func (r *run) closeObservers(ctx context.Context) {
 // monitorEnded reports a run-long monitor (events, GPU samples) that
 // stopped with an error before the run's end: what it records is then
 // incomplete, which the run's output must say rather than hide.
-func (r *run) monitorEnded(ctx context.Context, what string, err error) {
+func (o *observers) monitorEnded(ctx context.Context, what string, err error) {
 	if err != nil && ctx.Err() == nil {
-		r.out.printf("%s stopped early, run.json will miss the rest: %v", what, err)
-		r.event(report.EventSourceRunner, "monitor_failed", "", what+": "+err.Error())
+		o.out.printf("%s stopped early, run.json will miss the rest: %v", what, err)
+		o.event(report.EventSourceRunner, "monitor_failed", "", what+": "+err.Error())
+	}
+}
+
+// startMonitors starts, on wg, the monitors that watch the run until ctx
+// ends: the simulator's replicas and virtual GPUs, the real GPUs through
+// NVML for a run against real servers, and the containers and processes
+// of the replica faults' targets. A monitor that cannot start is said and
+// skipped.
+func (r *run) startMonitors(ctx context.Context, wg *sync.WaitGroup) {
+	if r.sim != nil {
+		w, err := replica.NewProcess(replica.TargetParams{StateFile: r.sim.env.StateFile}.WithDefaults())
+		if err == nil {
+			wg.Go(func() {
+				defer r.judge.guard("watching the replicas")
+				r.obs.monitorEnded(ctx, "replica events", w.Watch(ctx, func() {}, r.obs.replicaEvent))
+			})
+		}
+		if gs, err := openVGPUSampler(r.sim.env.VGPUDir, r.sim.n); err == nil {
+			r.obs.gpuSamples = gs
+			wg.Go(func() {
+				defer r.judge.guard("sampling GPU memory")
+				r.obs.monitorEnded(ctx, "GPU memory samples", gs.run(ctx, r.now))
+			})
+		} else {
+			r.out.printf("no GPU memory samples: %v", err)
+		}
+	}
+	if r.sim == nil {
+		if ns := openNVMLSampler(r.now, func(msg string) { r.out.println(msg + "; no GPU samples") }); ns != nil {
+			r.obs.nvml = ns
+			wg.Go(func() {
+				defer r.judge.guard("sampling GPUs through NVML")
+				r.obs.monitorEnded(ctx, "NVML GPU samples", ns.mon.Run(ctx))
+			})
+		}
+	}
+	for _, tp := range r.watchedTargets() {
+		what, emit := "Docker events", r.obs.dockerEvent
+		if tp.Driver == replica.DriverProcess {
+			what, emit = "process events ("+tp.String()+")", r.obs.replicaEvent
+		}
+		w, err := replica.OpenWatcher(tp)
+		if err != nil {
+			r.out.printf("no %s: %v", what, err)
+			continue
+		}
+		wg.Go(func() {
+			defer r.judge.guard("watching " + what)
+			r.obs.monitorEnded(ctx, what, w.Watch(ctx, func() {}, emit))
+		})
+	}
+}
+
+// stopMonitors releases what the monitors held, once they have returned.
+func (o *observers) stopMonitors() {
+	if o.nvml != nil {
+		if err := o.nvml.mon.Close(); err != nil {
+			o.out.printf("NVML monitor: %v", err)
+		}
 	}
 }
 
@@ -171,41 +300,41 @@ func (r *run) watchedTargets() []replica.TargetParams {
 
 // dockerEvent records what a container did, as replicaEvent does for the
 // simulator's replicas.
-func (r *run) dockerEvent(e replica.Event) {
-	r.recordReplicaEvent(e, report.EventSourceDocker)
+func (o *observers) dockerEvent(e replica.Event) {
+	o.recordReplicaEvent(e, report.EventSourceDocker)
 }
 
 // replicaEvent records what a replica of the simulator, or a process of a
 // replica fault's target, did.
-func (r *run) replicaEvent(e replica.Event) {
-	r.recordReplicaEvent(e, report.EventSourceReplica)
+func (o *observers) replicaEvent(e replica.Event) {
+	o.recordReplicaEvent(e, report.EventSourceReplica)
 }
 
 // recordReplicaEvent records e in the run's events under source and prints it.
-func (r *run) recordReplicaEvent(e replica.Event, source string) {
+func (o *observers) recordReplicaEvent(e replica.Event, source string) {
 	at := time.Duration(0)
-	if c := r.clock.Load(); c != nil {
+	if c := o.clock.Load(); c != nil {
 		at = max(e.At.Sub(c.Start()), 0)
 	}
-	r.mu.Lock()
-	r.replicaEvs = append(r.replicaEvs, e)
-	r.events = append(r.events, report.EventRecord{
+	o.mu.Lock()
+	o.replicaEvs = append(o.replicaEvs, e)
+	o.events = append(o.events, report.EventRecord{
 		AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
 	})
 	// A simulator replica's OOM shows as its exit status: say it.
 	oom := e.Kind != replica.EventOOM && oomExit(e)
 	if oom {
-		r.events = append(r.events, report.EventRecord{
+		o.events = append(o.events, report.EventRecord{
 			AtS: at.Seconds(), Source: source, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
 		})
 	}
-	r.mu.Unlock()
+	o.mu.Unlock()
 	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
 	if e.Detail != "" {
 		line += ": " + e.Detail
 	}
-	r.out.println(line)
+	o.out.println(line)
 	if oom {
-		r.out.println(fmt.Sprintf("%9s  replica %s %s: out of GPU memory", fmtClock(at), e.Replica, replica.EventOOM))
+		o.out.println(fmt.Sprintf("%9s  replica %s %s: out of GPU memory", fmtClock(at), e.Replica, replica.EventOOM))
 	}
 }

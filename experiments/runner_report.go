@@ -25,12 +25,11 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	}
 	sum := rec.Finish(stats.End)
 	end := sum.Duration
-	r.mu.Lock()
-	notSteady := r.abortRecord != nil && r.abortRecord.Cause == AbortNotSteady
-	r.mu.Unlock()
+	abort := r.judge.aborted()
+	notSteady := abort != nil && abort.Cause == AbortNotSteady
 	if loaded && end > 0 && len(p.steady.ths) > 0 && !notSteady {
 		w := p.spec.Recovery.Window.D()
-		r.after = append(r.after, p.steady.checkThresholds(sum.Window(end-w, end), p.judge.within, p.slo)...)
+		r.judge.addAfter(p.steady.checkThresholds(sum.Window(end-w, end), p.judge.within, p.slo))
 	}
 	started := time.Now()
 	if c := r.clock.Load(); c != nil {
@@ -64,21 +63,16 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 	if loaded {
 		doc.Phases = r.tl.records(end)
 	}
-	recs := r.recoveries(sum)
+	recs := r.judge.recoveries(sum)
 
-	r.mu.Lock()
 	doc.Faults = r.faults.records()
-	doc.SteadyState = &report.SteadyState{Before: slices.Clone(r.before), After: slices.Clone(r.after)}
-	if doc.SteadyState.Before == nil {
-		doc.SteadyState.Before = []report.ProbeRecord{}
-	}
-	abort := r.abortRecord
+	doc.SteadyState = r.judge.steadyState()
+	abort = r.judge.aborted()
 	aborted := abort != nil
 	out := &Outcome{Doc: doc, Aborted: aborted, Refused: r.faults.refusedNames()}
 	if aborted {
 		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
 	}
-	r.mu.Unlock()
 
 	for _, fr := range recs {
 		rr := report.RecoveryRecord{Fault: fr.fault, Recovered: fr.recovered, Instantaneous: fr.instantaneous,
@@ -100,16 +94,13 @@ func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
 		a := *abort
 		doc.SetAbort(&a)
 	}
-	r.observeDoc(doc, end)
+	r.obs.observeDoc(doc, end)
 	if !aborted && !allOK(doc.SteadyState.After) {
 		doc.Verdict = report.VerdictFail
-		r.event(report.EventSourceSteadyState, "not_steady_after", "", failedProbes(doc.SteadyState.After))
+		r.obs.event(report.EventSourceSteadyState, "not_steady_after", "", failedProbes(doc.SteadyState.After))
 	}
-	r.mu.Lock()
-	doc.Events = slices.Clone(r.events)
-	doc.GPU = append(doc.GPU, r.gpuSamples.records()...)
-	doc.GPU = append(doc.GPU, r.nvml.records()...)
-	r.mu.Unlock()
+	doc.Events = r.obs.eventLog()
+	doc.GPU = append(doc.GPU, r.obs.gpuRecords()...)
 	slices.SortStableFunc(doc.Events, func(a, b report.EventRecord) int { return cmp.Compare(a.AtS, b.AtS) })
 	return out, nil
 }

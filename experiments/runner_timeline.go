@@ -175,7 +175,7 @@ func (l *ledger) indexes() []int {
 func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, target string, gate <-chan struct{}) {
 	at := pf.spec.At.D()
 	name := pf.spec.Name
-	if !r.sleepUntil(ctx, at) {
+	if !r.clock.sleepUntil(ctx, at) {
 		r.notInjected(pf.index, "the run ended before its time")
 		return
 	}
@@ -189,7 +189,7 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 	entry, err := r.jr.BeginAt(name, pf.spec.Type, target, clock.Time(at))
 	if err != nil {
 		r.notInjected(pf.index, err.Error())
-		r.fail(fmt.Errorf("fault %q not injected: %w", name, err))
+		r.judge.fail(fmt.Errorf("fault %q not injected: %w", name, err))
 		return
 	}
 	prev := r.tl.injecting(clock.Now(), name)
@@ -199,23 +199,23 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		r.tl.injectFailed(now, name, prev)
 		err = fmt.Errorf("inject: %w", err)
 		if jerr := entry.Failed(err); jerr != nil {
-			r.fail(jerr)
+			r.judge.fail(jerr)
 		}
 		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
 			r.faults.refuse(name)
 		}
 		r.notInjected(pf.index, err.Error())
-		r.event(report.EventSourceFault, "inject_failed", name, err.Error())
+		r.obs.event(report.EventSourceFault, "inject_failed", name, err.Error())
 		return
 	}
 	r.faults.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
 	if jerr := entry.Injected(); jerr != nil {
-		r.fail(jerr)
+		r.judge.fail(jerr)
 	}
-	r.faultActive(name, pf.spec.Type, true)
+	r.obs.faultActive(name, pf.spec.Type, true)
 	r.faults.injectedAt(pf.index, now)
-	r.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
-	r.sleepUntil(ctx, at+pf.spec.Duration.D())
+	r.obs.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
+	r.clock.sleepUntil(ctx, at+pf.spec.Duration.D())
 	r.revertFault(ctx, pf.index)
 }
 
@@ -242,20 +242,18 @@ func (r *run) revertFault(ctx context.Context, i int) {
 	cancel()
 	at := r.now()
 	if jerr := inj.entry.Reverted(err); jerr != nil {
-		r.mu.Lock()
-		r.failure = append(r.failure, jerr)
-		r.mu.Unlock()
+		r.judge.addFailure(jerr)
 	}
 	r.faults.reverted(inj, at, err)
 	if err != nil {
-		r.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
+		r.obs.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
 		return
 	}
 	if r.clock.Load() != nil {
 		r.tl.reverted(at, inj.name)
 	}
-	r.faultActive(inj.name, inj.typ, false)
-	r.event(report.EventSourceFault, "reverted", inj.name, "")
+	r.obs.faultActive(inj.name, inj.typ, false)
+	r.obs.event(report.EventSourceFault, "reverted", inj.name, "")
 }
 
 // build builds one fault with what the run resolved.
@@ -292,10 +290,10 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 	env := faults.BuildEnv{
 		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
 		OnApplied: func(target string) {
-			r.event(report.EventSourceFault, "acted_on", name, target)
+			r.obs.event(report.EventSourceFault, "acted_on", name, target)
 		},
 		OnHelperExit: func(err error) {
-			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
+			r.obs.event(report.EventSourceFault, "balloon_exited", name, err.Error())
 		},
 	}
 	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
