@@ -7,142 +7,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
 )
-
-// clientBenchServerEnv makes the test binary run TestClientBenchServer as
-// the benchmark's SSE server.
-const clientBenchServerEnv = "LLMCHAOS_CLIENT_BENCH_SERVER"
-
-// clientBenchURLEnv points the benchmark at an already running bench
-// server (one started by hand with clientBenchServerEnv, for profiling the
-// client alone with perf or strace).
-const clientBenchURLEnv = "LLMCHAOS_BENCH_URL"
 
 // clientBenchTokensEnv overrides the tokens streamed per benchmark case.
 const clientBenchTokensEnv = "LLMCHAOS_BENCH_TOKENS"
 
-// clientBenchChunk is a vLLM-shaped token chunk (about 190 bytes on the wire).
-const clientBenchChunk = `{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`
-
-// TestClientBenchServer is not a test of its own: it is the fast SSE server
-// that BenchmarkClientCPUPerMillionTokens runs in a separate process (the
-// test binary re-executed with clientBenchServerEnv set), so that the
-// server's CPU is not charged to the client. It streams max_tokens chunks,
-// each its own flushed write, X-Bench-ITL apart, prints its address and
-// serves until its standard input closes (the benchmark ended or died).
-func TestClientBenchServer(t *testing.T) {
-	if os.Getenv(clientBenchServerEnv) != "1" {
-		t.Skip("helper process for BenchmarkClientCPUPerMillionTokens")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: clientBenchHandler()}
-	go func() { _ = srv.Serve(ln) }()
-	fmt.Printf("LISTEN %s\n", ln.Addr())
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	_ = srv.Close()
-}
-
-func clientBenchHandler() http.Handler {
-	role := []byte("data: " + roleChunk + "\n\n")
-	frame := []byte("data: " + clientBenchChunk + "\n\n")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			MaxTokens int `json:"max_tokens"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		itl, _ := time.ParseDuration(r.Header.Get("X-Bench-ITL"))
-		tail := []byte("data: " + finishChunk("length") + "\n\ndata: " + usageChunk(100, body.MaxTokens) + "\n\ndata: [DONE]\n\n")
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		f := w.(http.Flusher)
-		_, _ = w.Write(role)
-		f.Flush()
-		var tick <-chan time.Time
-		if itl > 0 {
-			t := time.NewTicker(itl)
-			defer t.Stop()
-			tick = t.C
-		}
-		for range body.MaxTokens {
-			if tick != nil {
-				select {
-				case <-tick:
-				case <-r.Context().Done():
-					return
-				}
-			}
-			if _, err := w.Write(frame); err != nil {
-				return
-			}
-			f.Flush()
-		}
-		_, _ = w.Write(tail)
-	})
-}
-
-// startClientBenchServer runs the SSE server process and returns its base URL.
-func startClientBenchServer(b *testing.B) string {
-	b.Helper()
-	if url := os.Getenv(clientBenchURLEnv); url != "" {
-		return url
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClientBenchServer$", "-test.count=1")
-	cmd.Env = append(os.Environ(), clientBenchServerEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	// Wait for the address line (the real signal that it listens); the
-	// process ending first (EOF) means it failed.
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return "http://" + addr + "/v1"
-		}
-	}
-	b.Fatalf("bench server exited before listening: %v", sc.Err())
-	return ""
-}
-
-// clientCPUTime returns this process's user and system CPU time so far.
-func clientCPUTime() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
+// TestClientBenchServer is not a test of its own: it is the SSE server
+// that BenchmarkClientCPUPerMillionTokens runs in a separate process (see
+// benchserver).
+func TestClientBenchServer(t *testing.T) { benchserver.Serve(t) }
 
 // clientBenchStreamer runs one streamed request and returns its token chunks.
 type clientBenchStreamer func(ctx context.Context, url string, req *Request) (chunks int, err error)
@@ -157,7 +40,7 @@ type clientBenchStreamer func(ctx context.Context, url string, req *Request) (ch
 // bufio.Scanner + encoding/json client on the same streams, for scale.
 // Target: <= 3 CPU-seconds per million tokens.
 func BenchmarkClientCPUPerMillionTokens(b *testing.B) {
-	url := startClientBenchServer(b)
+	url := benchserver.Start(b)
 	total := 400_000
 	if v, err := strconv.Atoi(os.Getenv(clientBenchTokensEnv)); err == nil && v > 0 {
 		total = v
@@ -220,7 +103,7 @@ func runClientBench(b *testing.B, url string, stream clientBenchStreamer, reads 
 		if reads != nil {
 			r0 = reads()
 		}
-		u0, s0 := clientCPUTime()
+		u0, s0 := benchserver.CPUTime()
 		t0 := time.Now()
 
 		var next, got atomic.Int64
@@ -242,7 +125,7 @@ func runClientBench(b *testing.B, url string, stream clientBenchStreamer, reads 
 		wg.Wait()
 
 		wall += time.Since(t0)
-		u1, s1 := clientCPUTime()
+		u1, s1 := benchserver.CPUTime()
 		cpuUser += u1 - u0
 		cpuSys += s1 - s0
 		runtime.ReadMemStats(&ms)

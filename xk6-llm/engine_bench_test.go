@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
 )
 
 // benchEngine builds an engine as `llmchaos load` does, against targets,
@@ -58,7 +60,7 @@ func BenchmarkEngineSendLag(b *testing.B) {
 		runSendLag(b, p.url, "llmchaos-sim")
 	})
 	b.Run("bench-server", func(b *testing.B) {
-		runSendLag(b, startClientBenchServer(b), "bench-model")
+		runSendLag(b, benchserver.Start(b), "bench-model")
 	})
 }
 
@@ -66,11 +68,11 @@ func runSendLag(b *testing.B, url, model string) {
 	const rate, span = 5000, 5 * time.Second
 	eng, rec, _ := benchEngine(b, []string{url}, model, ArrivalConfig{Rate: rate, Arrival: ArrivalConstant, Duration: span},
 		shortChat(2), 1024, nil)
-	u0, s0 := clientCPUTime()
+	u0, s0 := benchserver.CPUTime()
 	b.ResetTimer()
 	stats, err := eng.Run(context.Background())
 	b.StopTimer()
-	u1, s1 := clientCPUTime()
+	u1, s1 := benchserver.CPUTime()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -214,7 +216,7 @@ wait:
 //   - paced: 200 users, a token every 2 ms per stream (each token its own
 //     read, as with a real server), 400,000 tokens.
 func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
-	url := startClientBenchServer(b)
+	url := benchserver.Start(b)
 	for _, c := range []struct {
 		name                string
 		users, perReq, toks int
@@ -228,13 +230,13 @@ func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
 			eng, rec, _ := benchEngine(b, []string{url}, "bench-model", ArrivalConfig{Concurrency: c.users, Requests: c.toks / c.perReq},
 				WorkloadConfig{InputTokens: FixedDist(8), OutputTokens: FixedDist(c.perReq)}, c.users, header)
 			runtime.GC()
-			u0, s0 := clientCPUTime()
+			u0, s0 := benchserver.CPUTime()
 			t0 := time.Now()
 			b.ResetTimer()
 			stats, err := eng.Run(context.Background())
 			b.StopTimer()
 			wall := time.Since(t0)
-			u1, s1 := clientCPUTime()
+			u1, s1 := benchserver.CPUTime()
 			if err != nil {
 				b.Fatal(err)
 			}
