@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // llamaServer stands in for llama.cpp's llama-server where it differs from
@@ -220,14 +220,14 @@ func TestLlamaServerStandIn(t *testing.T) {
 	// in the client by a separate change; until then it is tolerated here,
 	// and only those classes are.
 	for class, n := range r.ErrorsByClass {
-		if class != string(llm.ClassReset) && class != string(llm.ClassConnect) {
+		if class != string(recording.ClassReset) && class != string(recording.ClassConnect) {
 			t.Errorf("%d requests failed as %s, want only the keep-alive race's reset/connect", n, class)
 		}
 	}
 	if r.Failed > 0 {
 		t.Logf("keep-alive race: %d of %d requests failed (%v); see issue 12, false errors on keep-alive", r.Failed, r.Scheduled, r.ErrorsByClass)
 	}
-	c := d.Summary().Counts(llm.TagFilter{})
+	c := d.Summary().Counts(recording.TagFilter{})
 	if c.UsageReported != r.OK {
 		t.Errorf("usage reported by %d of %d ok requests: usage in the finish chunk was missed", c.UsageReported, r.OK)
 	}

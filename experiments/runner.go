@@ -23,7 +23,8 @@ import (
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Runner defaults.
@@ -105,7 +106,7 @@ type Options struct {
 	// load (--save-requests), tagged with the phase and fault of the
 	// moment it was sent. The caller owns it: it calls Flush once Run has
 	// returned and closes the file under it.
-	SaveRequests *llm.RequestWriter
+	SaveRequests *recording.RequestWriter
 
 	// hooks lets tests reach inside a run.
 	hooks *testHooks
@@ -117,7 +118,7 @@ type testHooks struct {
 	build func(pf *plannedFault) (faults.Fault, error)
 	// onTag is called for every result as it is tagged, inside the load
 	// engine's goroutines.
-	onTag func(at time.Duration, tags *llm.Tags)
+	onTag func(at time.Duration, tags *recording.Tags)
 }
 
 // Outcome is how a run ended: its report and verdict.
@@ -289,8 +290,8 @@ type run struct {
 	tl   *timeline
 	out  *lineWriter
 
-	clock  atomic.Pointer[llm.RunClock] // set when the load starts
-	rec    *llm.Recorder
+	clock  atomic.Pointer[recording.RunClock] // set when the load starts
+	rec    *recording.Recorder
 	ledger *ledger
 	// obs are the run's observers, started with the load (nil: none);
 	// closed once, by teardown.
@@ -433,7 +434,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		// Interrupted while starting (the simulator, a proxy): an abort
 		// like any other, with its record.
 		if r.interrupted(ctx) {
-			return r.finish(nil, llm.RunStats{})
+			return r.finish(nil, engine.RunStats{})
 		}
 		return nil, err
 	}
@@ -444,11 +445,11 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	}
 	r.before = append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
 	if r.interrupted(ctx) {
-		return r.finish(nil, llm.RunStats{})
+		return r.finish(nil, engine.RunStats{})
 	}
 	if !allOK(r.before) {
 		r.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(r.before))
-		return r.finish(nil, llm.RunStats{})
+		return r.finish(nil, engine.RunStats{})
 	}
 	stats, err := r.load(runCtx)
 	r.interrupted(ctx)

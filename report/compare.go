@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Defaults of CompareOptions.
@@ -40,7 +40,7 @@ type CompareOptions struct {
 
 // comparedMetrics and comparedPercentiles are the latency percentiles that
 // get a bootstrap confidence interval.
-var comparedMetrics = []llm.Metric{llm.MetricTTFT, llm.MetricITL, llm.MetricTPOT, llm.MetricE2E}
+var comparedMetrics = []recording.Metric{recording.MetricTTFT, recording.MetricITL, recording.MetricTPOT, recording.MetricE2E}
 
 var comparedPercentiles = []float64{50, 90, 99}
 
@@ -187,7 +187,7 @@ func Compare(base, next *Document, opts CompareOptions) (*Comparison, error) {
 		Resamples: opts.Resamples, Confidence: opts.Confidence, MaxRegression: opts.MaxRegression,
 	}
 	c.Rows = deltaRows(base, next)
-	all := llm.TagFilter{}
+	all := recording.TagFilter{}
 	for _, m := range comparedMetrics {
 		bc := newHistCDF(base.run.Histogram(m, all))
 		nc := newHistCDF(next.run.Histogram(m, all))
@@ -210,7 +210,7 @@ func runInfo(d *Document) RunInfo {
 // its interval to be trusted.
 const tailMin = 10
 
-func comparePercentile(m llm.Metric, p float64, bc, nc histCDF, opts CompareOptions, rng *rand.Rand) PercentileDelta {
+func comparePercentile(m recording.Metric, p float64, bc, nc histCDF, opts CompareOptions, rng *rand.Rand) PercentileDelta {
 	pd := PercentileDelta{Metric: m.String(), P: p, BaseCount: bc.n, NewCount: nc.n}
 	if bc.n == 0 || nc.n == 0 {
 		pd.Note = "no data"

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/spf13/cobra"
 )
 
 // runConfig is `llmchaos run`'s configuration.
@@ -165,7 +164,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 			return usageError(fmt.Errorf("--save-requests: %w", err))
 		}
 		defer saveFile.Close()
-		opts.SaveRequests = llm.NewRequestWriter(saveFile)
+		opts.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	out, runErr := experiments.Run(ctx, spec, opts)
 	if opts.SaveRequests != nil {
