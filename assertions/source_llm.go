@@ -154,7 +154,8 @@ func (s *SummarySource) Counter(metric string, sel Tags) (int64, time.Duration) 
 	return 0, span
 }
 
-// Value returns goodput, requests_per_s or output_tokens_per_s over the
+// Value returns goodput or a per-second throughput (requests_per_s,
+// input_tokens_per_s, output_tokens_per_s, total_tokens_per_s) over the
 // time sel covers, or a custom gauge's last value.
 func (s *SummarySource) Value(metric string, sel Tags) (float64, bool) {
 	if cs := s.sum.Custom(metric, filter(sel)); cs != nil && cs.Kind == metrics.Gauge {
@@ -181,8 +182,12 @@ func perSecond(metric string, c recording.Counts, slo recording.SLO, span time.D
 		n = c.Good
 	case "requests_per_s":
 		n = c.OK
+	case "input_tokens_per_s":
+		n = c.InputTokens
 	case "output_tokens_per_s":
 		n = c.OutputTokens
+	case "total_tokens_per_s":
+		n = c.InputTokens + c.OutputTokens
 	default:
 		return 0, false
 	}
@@ -322,7 +327,8 @@ func (w WindowSource) Counter(metric string, sel Tags) (int64, time.Duration) {
 	return 0, span
 }
 
-// Value returns goodput, requests_per_s or output_tokens_per_s over the
+// Value returns goodput or a per-second throughput (requests_per_s,
+// input_tokens_per_s, output_tokens_per_s, total_tokens_per_s) over the
 // window's length.
 func (w WindowSource) Value(metric string, sel Tags) (float64, bool) {
 	if !w.covers(sel) {

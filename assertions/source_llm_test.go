@@ -114,6 +114,10 @@ func TestSummarySource(t *testing.T) {
 		{"goodput{class:chat}: value>3", 2.5, false, false},
 		{"requests_per_s: value==3.5", 3.5, true, false},
 		{"output_tokens_per_s: value<20", 17.5, true, false},
+		// 14 ok requests of 100 input tokens each: 1400 + 70 tokens in 4 s.
+		{"input_tokens_per_s: value==350", 350, true, false},
+		{"total_tokens_per_s: value>=367.5", 367.5, true, false},
+		{"usage_mismatch_rate: rate==0", 0, true, false},
 		{"goodput{phase:fault}: value>0", 0, false, true},
 	}
 	src := assertions.NewSummarySource(sum)

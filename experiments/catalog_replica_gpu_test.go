@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -23,7 +24,7 @@ func TestCatalogReplicaAndGPUExperiments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			spec, warns, err := Load(filepath.Join("catalog", tt.file))
+			exp, warns, err := spec.Load(filepath.Join("catalog", tt.file))
 			if err != nil {
 				t.Fatalf("invalid:\n%v", err)
 			}
@@ -31,16 +32,16 @@ func TestCatalogReplicaAndGPUExperiments(t *testing.T) {
 				t.Errorf("warnings:\n%v", warns)
 			}
 			var types []string
-			for _, f := range spec.Faults {
+			for _, f := range exp.Faults {
 				types = append(types, f.Type)
 			}
 			if !slices.Contains(types, tt.faultType) {
 				t.Errorf("fault types %v, want %s", types, tt.faultType)
 			}
-			if _, ok := spec.Thresholds[tt.threshold]; !ok {
+			if _, ok := exp.Thresholds[tt.threshold]; !ok {
 				t.Errorf("thresholds lack %s", tt.threshold)
 			}
-			if _, ok := spec.Thresholds["requests_lost"]; !ok {
+			if _, ok := exp.Thresholds["requests_lost"]; !ok {
 				t.Errorf("thresholds lack requests_lost")
 			}
 		})

@@ -5,63 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/promql"
 )
-
-// DefaultPromQLInterval is the time between two queries of a promql stop
-// condition that gives no interval.
-const DefaultPromQLInterval = 2 * time.Second
-
-// PromQLProbe is a query against a Prometheus (or compatible) server and
-// the comparison its result must satisfy, in a steady-state probe or a
-// stop condition:
-//
-//	steady_state:
-//	  - promql: {url: "http://127.0.0.1:9090", query: "max(vllm:kv_cache_usage_perc)", expect: "< 0.9"}
-//	stop_conditions:
-//	  - promql: {url: "http://127.0.0.1:9090", query: "sum(rate(llmchaos_requests_total{outcome=\"failed\"}[30s]))", expect: "< 5"}
-//	    interval: 2s
-//
-// A vector result holds when every element satisfies expect, so expect
-// always describes the safe state (package telemetry/promql has the
-// grammar). A query that cannot be decided (server unreachable, no data)
-// fails a steady-state probe but does not abort a run: the stop condition
-// is then not judged, and a warning says so once.
-type PromQLProbe struct {
-	URL    string `yaml:"url" json:"url" doc:"Prometheus server, e.g. http://127.0.0.1:9090 (or its /api/v1/query URL)."`
-	Query  string `yaml:"query" json:"query" doc:"PromQL, evaluated as an instant query."`
-	Expect string `yaml:"expect" json:"expect" doc:"What every sample of the result must satisfy, an operator (< <= > >= == !=) and a number, e.g. \"< 0.5\"; it describes the safe state."`
-}
-
-// spec is the probe in package promql's terms.
-func (p PromQLProbe) spec() promql.Spec {
-	return promql.Spec{URL: p.URL, Query: p.Query, Expect: p.Expect}
-}
-
-// label names the probe in reports and messages.
-func (p PromQLProbe) label() string { return fmt.Sprintf("promql %s %s", p.Query, p.Expect) }
-
-// promQL checks a promql block at path, field by field.
-func (v *validator) promQL(path string, p PromQLProbe) {
-	if p.URL == "" {
-		v.iss.add(path+".url", "missing: the Prometheus server, e.g. \"http://127.0.0.1:9090\"")
-	} else if _, err := promql.QueryURL(p.URL); err != nil {
-		v.iss.add(path+".url", "%s", strings.TrimPrefix(err.Error(), "promql: "))
-	}
-	if strings.TrimSpace(p.Query) == "" {
-		v.iss.add(path+".query", "missing: a PromQL query, e.g. \"max(vllm:kv_cache_usage_perc)\"")
-	}
-	if p.Expect == "" {
-		v.iss.add(path+".expect", "missing: a comparison such as \"< 0.5\"")
-	} else if _, err := promql.ParseExpect(p.Expect); err != nil {
-		v.iss.add(path+".expect", "%s", strings.TrimPrefix(err.Error(), "promql: "))
-	}
-}
 
 // namedPromQL is a steady-state promql probe ready to check.
 type namedPromQL struct {
@@ -70,13 +20,13 @@ type namedPromQL struct {
 }
 
 // newPromQLProbe builds a probe of the steady state.
-func newPromQLProbe(name string, p PromQLProbe) (namedPromQL, error) {
-	pr, err := promql.New(p.spec(), promql.Options{Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+func newPromQLProbe(name string, p spec.PromQLProbe) (namedPromQL, error) {
+	pr, err := promql.New(p.Spec(), promql.Options{Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
 	if err != nil {
 		return namedPromQL{}, err
 	}
 	if name == "" {
-		name = p.label()
+		name = p.Label()
 	}
 	return namedPromQL{label: name, probe: pr}, nil
 }
@@ -106,14 +56,14 @@ func (r *run) promQLStops(ctx context.Context) {
 		if c.PromQL == nil {
 			continue
 		}
-		pr, err := promql.New(c.PromQL.spec(), promql.Options{Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+		pr, err := promql.New(c.PromQL.Spec(), promql.Options{Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
 		if err != nil {
 			r.fail(fmt.Errorf("stop_conditions[%d]: %w", i, err))
 			return
 		}
 		every := c.Interval.D()
 		if every <= 0 {
-			every = DefaultPromQLInterval
+			every = spec.DefaultPromQLInterval
 		}
 		wg.Go(func() {
 			defer r.guard("checking a promql stop condition")
@@ -124,7 +74,7 @@ func (r *run) promQLStops(ctx context.Context) {
 }
 
 // promQLStop checks one promql stop condition every interval.
-func (r *run) promQLStop(ctx context.Context, i int, c StopCondition, pr *promql.Probe, every time.Duration) {
+func (r *run) promQLStop(ctx context.Context, i int, c spec.StopCondition, pr *promql.Probe, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	warned := false
@@ -148,7 +98,7 @@ func (r *run) promQLStop(ctx context.Context, i int, c StopCondition, pr *promql
 				if errors.Is(err, promql.ErrNoData) {
 					how = "not judged until the query returns data"
 				}
-				r.out.printf("warning: stop_conditions[%d] (%s): %v; %s", i, c.PromQL.label(), err, how)
+				r.out.printf("warning: stop_conditions[%d] (%s): %v; %s", i, c.PromQL.Label(), err, how)
 			}
 		case !res.OK:
 			r.stopFor(&report.Abort{Cause: AbortStopCondition, Name: fmt.Sprintf("stop_conditions[%d]", i), Detail: fmt.Sprintf("stop_conditions[%d]: %s", i, res)})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 )
@@ -30,21 +31,21 @@ stop_conditions:
 `
 
 func TestParsePromQL(t *testing.T) {
-	spec, ps, err := Parse("t.yaml", []byte(promqlFile))
+	exp, ps, err := spec.Parse("t.yaml", []byte(promqlFile))
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("Parse: %v %v", err, ps)
 	}
-	if got, want := *spec.SteadyState[0].PromQL, (PromQLProbe{URL: "http://127.0.0.1:9090", Query: "max(vllm:kv_cache_usage_perc)", Expect: "< 0.9"}); got != want {
+	if got, want := *exp.SteadyState[0].PromQL, (spec.PromQLProbe{URL: "http://127.0.0.1:9090", Query: "max(vllm:kv_cache_usage_perc)", Expect: "< 0.9"}); got != want {
 		t.Errorf("steady_state[0].promql: got %+v, want %+v", got, want)
 	}
-	c := spec.StopConditions[0]
+	c := exp.StopConditions[0]
 	if c.PromQL == nil || c.PromQL.Expect != "< 1" || c.Interval.D() != 500*time.Millisecond || c.DelayAbortEval.D() != 2*time.Second {
 		t.Errorf("stop_conditions[0]: got %+v, want the promql condition every 500ms after 2s", c)
 	}
 	if ths, err := c.Thresholds(); err != nil || len(ths) != 0 {
 		t.Errorf("promql stop condition's thresholds: got %v, %v; want none", ths, err)
 	}
-	if got := spec.StopConditions[1].Threshold; got != "error_rate: rate<0.5" {
+	if got := exp.StopConditions[1].Threshold; got != "error_rate: rate<0.5" {
 		t.Errorf("stop_conditions[1]: got %q, want the threshold", got)
 	}
 }
@@ -75,8 +76,8 @@ func TestValidatePromQL(t *testing.T) {
 			if !strings.Contains(promqlFile, tt.old) {
 				t.Fatalf("test file lacks %q", tt.old)
 			}
-			_, _, err := Parse("t.yaml", []byte(strings.Replace(promqlFile, tt.old, tt.new, 1)))
-			var ps Problems
+			_, _, err := spec.Parse("t.yaml", []byte(strings.Replace(promqlFile, tt.old, tt.new, 1)))
+			var ps spec.Problems
 			if !errors.As(err, &ps) {
 				t.Fatalf("Parse: got %v, want Problems", err)
 			}
@@ -97,20 +98,20 @@ func TestRunPromQLSteadyState(t *testing.T) {
 	srv := newSSEServer(t)
 	tests := []struct {
 		name      string
-		probe     PromQLProbe
+		probe     spec.PromQLProbe
 		notSteady bool
 	}{
-		{"holds", PromQLProbe{URL: prom.URL, Query: "vector(1)", Expect: "== 1"}, false},
-		{"fails", PromQLProbe{URL: prom.URL, Query: "vector(2)", Expect: "< 1"}, true},
-		{"no data", PromQLProbe{URL: prom.URL, Query: "llmchaos_no_such_series", Expect: "< 1"}, true},
+		{"holds", spec.PromQLProbe{URL: prom.URL, Query: "vector(1)", Expect: "== 1"}, false},
+		{"fails", spec.PromQLProbe{URL: prom.URL, Query: "vector(2)", Expect: "< 1"}, true},
+		{"no data", spec.PromQLProbe{URL: prom.URL, Query: "llmchaos_no_such_series", Expect: "< 1"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeFault(t, "errors", nil)
-			spec := testSpec(srv.URL, time.Second, httpErrorFault("errors", 300*time.Millisecond, 200*time.Millisecond))
-			spec.SteadyState = []Probe{{PromQL: &tt.probe}}
+			exp := testSpec(srv.URL, time.Second, httpErrorFault("errors", 300*time.Millisecond, 200*time.Millisecond))
+			exp.SteadyState = []spec.Probe{{PromQL: &tt.probe}}
 			var out bytes.Buffer
-			o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+			o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 			if err != nil {
 				t.Fatalf("Run: %v\n%s", err, out.String())
 			}
@@ -140,14 +141,14 @@ func TestRunPromQLStopCondition(t *testing.T) {
 	prom := promtest.Start(t, "")
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", nil)
-	spec := testSpec(srv.URL, 20*time.Second, httpErrorFault("errors", time.Second, 15*time.Second))
-	spec.StopConditions = []StopCondition{{
-		PromQL:   &PromQLProbe{URL: prom.URL, Query: `max(llmchaos_fault_active{fault="errors"})`, Expect: "< 1"},
-		Interval: Duration(200 * time.Millisecond),
+	exp := testSpec(srv.URL, 20*time.Second, httpErrorFault("errors", time.Second, 15*time.Second))
+	exp.StopConditions = []spec.StopCondition{{
+		PromQL:   &spec.PromQLProbe{URL: prom.URL, Query: `max(llmchaos_fault_active{fault="errors"})`, Expect: "< 1"},
+		Interval: spec.Duration(200 * time.Millisecond),
 	}}
 	var out bytes.Buffer
 	start := time.Now()
-	o, err := Run(context.Background(), spec, Options{
+	o, err := Run(context.Background(), exp, Options{
 		RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f}),
 		Observe: ObserveOptions{RemoteWriteURL: prom.WriteURL(), RemoteWriteInterval: 200 * time.Millisecond},
 	})
@@ -170,16 +171,16 @@ func TestRunPromQLStopCondition(t *testing.T) {
 func TestRunPromQLStopConditionUnreachableIsNotJudged(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
-	spec := testSpec(srv.URL, 1500*time.Millisecond)
+	exp := testSpec(srv.URL, 1500*time.Millisecond)
 	// A closed server: the condition cannot be decided, so it never aborts.
 	dead := newSSEServer(t)
 	dead.Close()
-	spec.StopConditions = []StopCondition{{
-		PromQL:   &PromQLProbe{URL: dead.URL, Query: "vector(5)", Expect: "< 1"},
-		Interval: Duration(200 * time.Millisecond),
+	exp.StopConditions = []spec.StopCondition{{
+		PromQL:   &spec.PromQLProbe{URL: dead.URL, Query: "vector(5)", Expect: "< 1"},
+		Interval: spec.Duration(200 * time.Millisecond),
 	}}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), Out: &out})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

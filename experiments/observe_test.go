@@ -80,7 +80,7 @@ func TestRunObservesLiveMetricsAndServer(t *testing.T) {
 	t.Cleanup(svc.Close)
 
 	f := newFakeFault(t, "errors", nil)
-	spec := testSpec(svc.URL, 3*time.Second, httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond))
+	exp := testSpec(svc.URL, 3*time.Second, httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond))
 	out := &urlCatcher{url: make(chan string, 1)}
 	opts := Options{
 		RunDir: t.TempDir(), Out: out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f}),
@@ -95,7 +95,7 @@ func TestRunObservesLiveMetricsAndServer(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := Run(ctx, spec, opts)
+		o, err := Run(ctx, exp, opts)
 		done <- result{o, err}
 	}()
 

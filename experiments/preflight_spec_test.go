@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +42,7 @@ func TestWorkloadPreflightDecodes(t *testing.T) {
 				w += ", preflight: " + tt.value
 			}
 			src := head + w + "}\n" + faultsYAML
-			spec, _, err := Parse("p.yaml", []byte(src))
+			exp, _, err := spec.Parse("p.yaml", []byte(src))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -51,7 +52,7 @@ func TestWorkloadPreflightDecodes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := spec.Workload.PreflightOff(); got != tt.off {
+			if got := exp.Workload.PreflightOff(); got != tt.off {
 				t.Errorf("PreflightOff() = %v, want %v", got, tt.off)
 			}
 		})
@@ -88,9 +89,9 @@ func TestRunWorkloadPreflightFalse(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			idle := newFakeFault(t, "idle", nil)
-			spec := testSpec(srv.URL, 600*time.Millisecond, httpErrorFault("idle", 200*time.Millisecond, 100*time.Millisecond))
-			spec.Workload.Preflight = tt.preflight
-			_, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"idle": idle})})
+			exp := testSpec(srv.URL, 600*time.Millisecond, httpErrorFault("idle", 200*time.Millisecond, 100*time.Millisecond))
+			exp.Workload.Preflight = tt.preflight
+			_, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"idle": idle})})
 			_, refused := errors.AsType[*loadrun.PreflightError](err)
 			if refused != tt.refused {
 				t.Fatalf("Run: err = %v, want a pre-flight refusal %v", err, tt.refused)

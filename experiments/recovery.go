@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -24,7 +25,7 @@ const DefaultRecoveryThreshold = "error_rate: rate<0.01"
 // does not count. Every other type is sustained: it acts until its revert,
 // and its recovery is also measured from there (time_to_recover).
 func InstantaneousFault(typ string) bool {
-	t, ok := FaultTypes()[typ]
+	t, ok := spec.FaultTypes()[typ]
 	return ok && t.Lifetime == faults.Instantaneous
 }
 
@@ -372,23 +373,6 @@ func baselineWindow(w windowFunc, recs []report.FaultRecord) *recording.WindowSt
 		return nil
 	}
 	return w(0, first)
-}
-
-// liveRecoveryScan starts the live search for the recovery of fault, whose
-// recovery phase began at phaseAt (its revert): from its injection for an
-// InstantaneousFault, with the latency band of the baseline recorded so
-// far.
-func (r *run) liveRecoveryScan(fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
-	r.mu.Lock()
-	recs := slices.Clone(r.faultRecs)
-	r.mu.Unlock()
-	from := phaseAt
-	for _, rec := range recs {
-		if rec.Name == fault && rec.InjectedAtS != nil && InstantaneousFault(rec.Type) {
-			from = durationOf(*rec.InjectedAtS)
-		}
-	}
-	return r.p.judge.withBaseline(baselineWindow(r.rec.Window, recs)), newRecoveryScan(from)
 }
 
 // heldLastNote is ", X held last" for an event's detail; "" for none.

@@ -8,16 +8,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
@@ -179,7 +178,7 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic while %s: %v\n%s", e.Where, e.Value, e.Stack)
 }
 
-// Run runs an experiment: it validates spec, resolves the target
+// Run runs an experiment: it validates exp, resolves the target
 // (starting the simulator for target.sim), puts fault proxies in front of
 // the endpoints when proxy faults need them, checks the steady state,
 // starts the load, injects and reverts the faults on schedule on the run
@@ -198,11 +197,11 @@ func (e *PanicError) Error() string {
 //
 // The error is a Problems for an invalid spec, and otherwise non-nil when
 // the run could not be set up, a revert failed, or the runner panicked.
-func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
-	if spec == nil {
+func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
+	if exp == nil {
 		return nil, errNoSpec
 	}
-	p, err := newPlan(spec, opts.File, opts.Seed)
+	p, err := newPlan(exp, opts.File, opts.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -254,15 +253,7 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Outcome, error) {
 			r.event(report.EventSourceRunner, kind, "", detail)
 		})
 	}
-	r.faultRecs = make([]report.FaultRecord, len(p.faults))
-	for i, pf := range p.faults {
-		r.faultRecs[i] = report.FaultRecord{
-			Name: pf.spec.Name, Type: pf.spec.Type,
-			PlannedAtS: pf.spec.At.D().Seconds(), PlannedDurationS: pf.spec.Duration.D().Seconds(),
-			RevertOK: true,
-		}
-	}
-	r.ledger = &ledger{active: map[int]*injection{}}
+	r.faults = newFaultTimeline(p.faults)
 	out, err := r.execute(ctx)
 	if cerr := jr.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
@@ -292,7 +283,7 @@ type run struct {
 
 	clock  atomic.Pointer[recording.RunClock] // set when the load starts
 	rec    *recording.Recorder
-	ledger *ledger
+	faults *faultTimeline
 	// obs are the run's observers, started with the load (nil: none);
 	// closed once, by teardown.
 	obs       *observe.Observers
@@ -307,9 +298,6 @@ type run struct {
 	// tagURL maps the URL the engine sends to onto the endpoint's URL,
 	// which results are tagged with.
 	tagURL map[string]string
-	built  []faults.Fault
-	// targets describe where each fault acts, for the journal and report.
-	targets []string
 
 	cancel context.CancelCauseFunc
 
@@ -319,17 +307,12 @@ type run struct {
 	nvml *nvmlSampler
 
 	mu          sync.Mutex
-	faultRecs   []report.FaultRecord
 	events      []report.EventRecord
 	before      []report.ProbeRecord
 	after       []report.ProbeRecord
 	replicaEvs  []replica.Event
 	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
 	failure     []error       // panics and internal errors of the run's goroutines
-	revertErrs  []error
-
-	// refused are the faults whose selection was refused (Outcome.Refused).
-	refused []string
 }
 
 // errStopped is the cause of a run stopped by the runner itself.
@@ -480,7 +463,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := p.preflight(); err != nil {
 		return err
 	}
-	var simEnv *SimEnv
+	var simEnv *spec.SimEnv
 	var urls []string
 	switch {
 	case s.Target.Sim != nil:
@@ -514,16 +497,14 @@ func (r *run) setUp(ctx context.Context) error {
 	}
 	r.tagURL = map[string]string{}
 	for _, e := range r.endpoints {
-		r.tagURL[redact(e.load)] = redact(e.url)
+		r.tagURL[spec.EndpointTag(e.load)] = spec.EndpointTag(e.url)
 	}
 	for _, pf := range p.faults {
 		f, target, err := r.build(pf, simEnv)
 		if err != nil {
 			return err
 		}
-		r.built = append(r.built, f)
-		r.targets = append(r.targets, target)
-		r.faultRecs[pf.index].Target = target
+		r.faults.add(pf.index, f, target)
 	}
 	return nil
 }
@@ -566,7 +547,7 @@ func (r *run) startProxies(ctx context.Context) error {
 			}
 			mode = network.ModeTCP
 		}
-		px, err := r.starter.start(ctx, fmt.Sprintf("endpoint-%d", i), network.Config{Listen: DefaultProxyListen, Upstream: up, Mode: mode})
+		px, err := r.starter.start(ctx, fmt.Sprintf("endpoint-%d", i), network.Config{Listen: spec.DefaultProxyListen, Upstream: up, Mode: mode})
 		if err != nil {
 			return err
 		}
@@ -581,73 +562,6 @@ func (r *run) startProxies(ctx context.Context) error {
 	}
 	r.out.printf("fault proxies in front of the endpoints: %s", strings.Join(addrs, ", "))
 	return nil
-}
-
-// build builds one fault with what the run resolved.
-func (r *run) build(pf *plannedFault, simEnv *SimEnv) (faults.Fault, string, error) {
-	var proxies []*runProxy
-	if pf.ft.Target == TargetProxy {
-		if t := pf.spec.Target; t != nil && t.Proxy != "" {
-			proxies = []*runProxy{r.declared[t.Proxy]}
-		} else {
-			for _, i := range pf.pickEndpoints(len(r.endpoints)) {
-				if px := r.endpoints[i].proxy; px != nil {
-					proxies = append(proxies, px)
-				}
-			}
-		}
-	}
-	var target string
-	if len(proxies) > 0 {
-		parts := make([]string, len(proxies))
-		for i, px := range proxies {
-			parts[i] = px.describe()
-		}
-		target = strings.Join(parts, "; ")
-	}
-	if h := r.opts.hooks; h != nil && h.build != nil {
-		f, err := h.build(pf)
-		return f, target, err
-	}
-	params, err := decodeParams(pf.index, pf.spec, pf.ft, simEnv)
-	if err != nil {
-		return nil, "", err
-	}
-	name := pf.spec.Name
-	env := faults.BuildEnv{
-		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
-		OnApplied: func(target string) {
-			r.event(report.EventSourceFault, "acted_on", name, target)
-		},
-		OnHelperExit: func(err error) {
-			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
-		},
-	}
-	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
-	if err != nil {
-		return nil, "", err
-	}
-	if target == "" {
-		if d, ok := f.(interface{ Target() string }); ok {
-			target = d.Target()
-		}
-	}
-	if target == "" {
-		target = "params " + paramsText(pf.spec.Params)
-	}
-	return f, target, nil
-}
-
-// redact removes a password from a URL, as the engine's tags do.
-func redact(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "[unparsable URL]"
-	}
-	return u.Redacted()
 }
 
 // failedProbes names the probes that failed.
@@ -670,10 +584,11 @@ func (r *run) teardown(ctx context.Context) error {
 	r.revertAll(base)
 	r.closeObservers(base)
 	var errs []error
-	r.mu.Lock()
-	if len(r.revertErrs) > 0 {
-		errs = append(errs, &RevertError{RunDir: r.dir, Errs: slices.Clone(r.revertErrs)})
+	revertErrs := r.faults.revertErrors()
+	if len(revertErrs) > 0 {
+		errs = append(errs, &RevertError{RunDir: r.dir, Errs: revertErrs})
 	}
+	r.mu.Lock()
 	errs = append(errs, r.failure...)
 	r.mu.Unlock()
 	var helperErrs []error
@@ -701,7 +616,7 @@ func (r *run) teardown(ctx context.Context) error {
 	// panicked half-way, a revert that failed) is for `llmchaos recover`.
 	if pend, err := r.jr.Pending(); err != nil {
 		errs = append(errs, err)
-	} else if len(pend) > 0 && len(r.revertErrs) == 0 && len(helperErrs) == 0 {
+	} else if len(pend) > 0 && len(revertErrs) == 0 && len(helperErrs) == 0 {
 		var left []error
 		for _, pf := range pend {
 			left = append(left, fmt.Errorf("%s %q is still pending in the journal", pf.Type, pf.Name))
@@ -709,14 +624,6 @@ func (r *run) teardown(ctx context.Context) error {
 		errs = append(errs, &RevertError{RunDir: r.dir, Errs: left})
 	}
 	return errors.Join(errs...)
-}
-
-// revertAll reverts every fault still injected, last injected first, and
-// records the outcomes.
-func (r *run) revertAll(ctx context.Context) {
-	for _, i := range r.ledger.indexes() {
-		r.revertFault(ctx, i)
-	}
 }
 
 // configRecord is the run's configuration as the report keeps it: the
@@ -745,7 +652,7 @@ func (r *run) configRecord() map[string]any {
 	m["model"] = r.model
 	var eps []string
 	for _, e := range r.endpoints {
-		eps = append(eps, redact(e.url))
+		eps = append(eps, spec.EndpointTag(e.url))
 	}
 	m["endpoints"] = eps
 	return m

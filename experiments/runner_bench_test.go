@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkRecoveredAt(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	j := recoveryJudge{ths: ths, window: DefaultRecoveryWindow, hold: DefaultRecoveryHold, within: assertions.Tags{Class: "chat"}}
+	j := recoveryJudge{ths: ths, window: spec.DefaultRecoveryWindow, hold: spec.DefaultRecoveryHold, within: assertions.Tags{Class: "chat"}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

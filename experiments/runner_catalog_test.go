@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"bytes"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func TestCatalogIsValid(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			spec, warns, err := Load(f)
+			exp, warns, err := spec.Load(f)
 			if err != nil {
 				t.Fatalf("invalid:\n%v", err)
 			}
@@ -32,7 +33,7 @@ func TestCatalogIsValid(t *testing.T) {
 			}
 			// And it resolves into a plan, as run and --dry-run need.
 			var out bytes.Buffer
-			if err := DryRun(&out, spec, Options{File: f}); err != nil {
+			if err := DryRun(&out, exp, Options{File: f}); err != nil {
 				t.Fatalf("DryRun: %v", err)
 			}
 		})
@@ -40,14 +41,14 @@ func TestCatalogIsValid(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
-	spec, _, err := Load(filepath.Join("catalog", "quickstart.yaml"))
+	exp, _, err := spec.Load(filepath.Join("catalog", "quickstart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "never")
 	var out bytes.Buffer
 	seed := uint64(42)
-	if err := DryRun(&out, spec, Options{RunDir: dir, Seed: &seed}); err != nil {
+	if err := DryRun(&out, exp, Options{RunDir: dir, Seed: &seed}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -76,14 +77,14 @@ func TestDryRun(t *testing.T) {
 }
 
 func TestPreflightNetns(t *testing.T) {
-	spec, _, err := Load(filepath.Join("catalog", "packet-loss.yaml"))
+	exp, _, err := spec.Load(filepath.Join("catalog", "packet-loss.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(netnsRunDir, "llmchaos-demo")); err == nil {
 		t.Skip("the namespace llmchaos-demo exists on this machine")
 	}
-	p, err := newPlan(spec, "", nil)
+	p, err := newPlan(exp, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

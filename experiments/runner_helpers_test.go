@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -151,22 +152,22 @@ func (f *fakeFault) isActive() bool {
 
 // testSpec returns a valid experiment against url: a small chat load at
 // 40 req/s for dur, with short recovery windows, and faults.
-func testSpec(url string, dur time.Duration, fs ...Fault) *Spec {
-	return &Spec{
-		APIVersion: APIVersion, Kind: KindExperiment,
-		Metadata: Metadata{Name: "runner-test"},
-		Target:   Target{LLM: &LLMTarget{URL: url + "/v1", Model: "stub-model"}},
-		Workload: Workload{
-			Rate: 40, Arrival: "constant", Duration: Duration(dur),
+func testSpec(url string, dur time.Duration, fs ...spec.Fault) *spec.Spec {
+	return &spec.Spec{
+		APIVersion: spec.APIVersion, Kind: spec.KindExperiment,
+		Metadata: spec.Metadata{Name: "runner-test"},
+		Target:   spec.Target{LLM: &spec.LLMTarget{URL: url + "/v1", Model: "stub-model"}},
+		Workload: spec.Workload{
+			Rate: 40, Arrival: "constant", Duration: spec.Duration(dur),
 			InputTokens: mustDist("16"), OutputTokens: mustDist("4"),
 		},
 		Faults:   fs,
-		Recovery: Recovery{Window: Duration(time.Second), Hold: Duration(time.Second)},
+		Recovery: spec.Recovery{Window: spec.Duration(time.Second), Hold: spec.Duration(time.Second)},
 	}
 }
 
-func mustDist(s string) Dist {
-	var d Dist
+func mustDist(s string) spec.Dist {
+	var d spec.Dist
 	if err := d.UnmarshalText([]byte(s)); err != nil {
 		panic(err)
 	}
@@ -187,6 +188,6 @@ func fakeBuilds(fs map[string]faults.Fault) *testHooks {
 
 // httpErrorFault is a spec fault the fakes stand in for: its type only
 // needs to validate.
-func httpErrorFault(name string, at, dur time.Duration) Fault {
-	return Fault{Name: name, Type: "http.error", At: Duration(at), Duration: Duration(dur), Params: map[string]any{"status": 500}}
+func httpErrorFault(name string, at, dur time.Duration) spec.Fault {
+	return spec.Fault{Name: name, Type: "http.error", At: spec.Duration(at), Duration: spec.Duration(dur), Params: map[string]any{"status": 500}}
 }

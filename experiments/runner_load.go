@@ -2,16 +2,13 @@ package experiments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
-	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -30,7 +27,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 		return engine.RunStats{}, err
 	}
 	copts := client.ClientOptions{}
-	p.spec.Workload.clientTimeouts(&copts)
+	p.spec.Workload.ClientTimeouts(&copts)
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
 	} else {
@@ -41,7 +38,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 		targets[i] = e.load
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
-		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.grace(),
+		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
 		Client: copts, Recorder: recording.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.observeOptions(),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
@@ -80,7 +77,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 	for i, pf := range p.faults {
 		wg.Go(func() {
 			defer r.guard("running fault " + pf.spec.Name)
-			r.runFault(faultCtx, pf, r.built[i], r.targets[i], gate)
+			r.runFault(faultCtx, pf, r.faults.built[i], r.faults.targets[i], gate)
 		})
 	}
 	wg.Go(func() {
@@ -177,182 +174,6 @@ func (r *run) sleepUntil(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// checkBefore checks the steady state's threshold probes over the window
-// before the first fault, at its time; it opens gate when they hold, and
-// stops the run (not steady) when they do not, so that no fault is
-// injected.
-func (r *run) checkBefore(ctx context.Context, gate chan struct{}) {
-	p := r.p
-	if len(p.steady.ths) == 0 {
-		close(gate)
-		return
-	}
-	at := p.beforeCheckAt()
-	if !r.sleepUntil(ctx, at) {
-		return
-	}
-	ws := r.rec.Window(at-p.spec.Recovery.Window.D(), at)
-	recs := p.steady.checkThresholds(ws, p.judge.within, p.slo)
-	r.mu.Lock()
-	r.before = append(r.before, recs...)
-	r.mu.Unlock()
-	if !allOK(recs) {
-		r.stop(AbortNotSteady, "steady state does not hold before the faults: "+failedProbes(recs))
-		return
-	}
-	close(gate)
-}
-
-// runFault injects one fault at its time, once the steady state was seen
-// to hold, and reverts it when its duration is over or ctx ends.
-func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, target string, gate <-chan struct{}) {
-	at := pf.spec.At.D()
-	name := pf.spec.Name
-	if !r.sleepUntil(ctx, at) {
-		r.notInjected(pf.index, "the run ended before its time")
-		return
-	}
-	select {
-	case <-gate:
-	case <-ctx.Done():
-		r.notInjected(pf.index, "the run ended before its time")
-		return
-	}
-	clock := r.clock.Load()
-	entry, err := r.jr.BeginAt(name, pf.spec.Type, target, clock.Time(at))
-	if err != nil {
-		r.notInjected(pf.index, err.Error())
-		r.fail(fmt.Errorf("fault %q not injected: %w", name, err))
-		return
-	}
-	prev := r.tl.injecting(clock.Now(), name)
-	undo, err := f.Inject(ctx, entry)
-	now := clock.Now()
-	if err != nil {
-		r.tl.injectFailed(now, name, prev)
-		err = fmt.Errorf("inject: %w", err)
-		if jerr := entry.Failed(err); jerr != nil {
-			r.fail(jerr)
-		}
-		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
-			r.mu.Lock()
-			r.refused = append(r.refused, name)
-			r.mu.Unlock()
-		}
-		r.notInjected(pf.index, err.Error())
-		r.event(report.EventSourceFault, "inject_failed", name, err.Error())
-		return
-	}
-	r.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
-	if jerr := entry.Injected(); jerr != nil {
-		r.fail(jerr)
-	}
-	r.faultActive(name, pf.spec.Type, true)
-	r.mu.Lock()
-	r.faultRecs[pf.index].InjectedAtS = report.Seconds(now)
-	r.mu.Unlock()
-	r.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
-	r.sleepUntil(ctx, at+pf.spec.Duration.D())
-	r.revertFault(ctx, pf.index)
-}
-
-// notInjected records why fault i was not injected.
-func (r *run) notInjected(i int, why string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec := &r.faultRecs[i]
-	if rec.Error == "" {
-		rec.Error = "not injected: " + why
-	}
-}
-
-// revertFault reverts fault i if it is injected, under
-// context.WithoutCancel with the run's revert timeout, and records when
-// and how it went.
-func (r *run) revertFault(ctx context.Context, i int) {
-	inj := r.ledger.take(i)
-	if inj == nil {
-		return
-	}
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.RevertTimeout)
-	err := inj.revert(c)
-	cancel()
-	at := r.now()
-	if jerr := inj.entry.Reverted(err); jerr != nil {
-		r.mu.Lock()
-		r.failure = append(r.failure, jerr)
-		r.mu.Unlock()
-	}
-	r.mu.Lock()
-	rec := &r.faultRecs[i]
-	if err == nil {
-		rec.RevertedAtS = report.Seconds(at)
-	} else {
-		rec.RevertOK = false
-		rec.Error = "revert: " + err.Error()
-		r.revertErrs = append(r.revertErrs, fmt.Errorf("fault %q (%s): %w", inj.name, inj.typ, err))
-	}
-	r.mu.Unlock()
-	if err != nil {
-		r.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
-		return
-	}
-	if r.clock.Load() != nil {
-		r.tl.reverted(at, inj.name)
-	}
-	r.faultActive(inj.name, inj.typ, false)
-	r.event(report.EventSourceFault, "reverted", inj.name, "")
-}
-
-// liveLoop checks the stop conditions and the recovery of the service
-// every second, and prints a line of load figures every Progress, until
-// done is closed.
-func (r *run) liveLoop(done <-chan struct{}, live *assertions.Live) {
-	p := r.p
-	tick := time.NewTicker(liveInterval)
-	defer tick.Stop()
-	var (
-		lastProgress time.Duration
-		scan         recoveryScan // the search for the current recovery phase's end
-		judge        recoveryJudge
-		scanFault    string
-		scanAt       time.Duration
-	)
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
-		now := r.now()
-		if live.Enabled() {
-			from := max(now-live.Window(), 0)
-			within := p.judge.within
-			if ph, f, ok := r.tl.within(from, now); ok {
-				within.Phase, within.Fault = ph, f
-			}
-			ws := r.rec.Window(from, now)
-			if failed := live.Check(now, assertions.WindowSource{Window: ws, Within: within, SLO: p.slo}); len(failed) > 0 {
-				r.stopFor(&report.Abort{Cause: AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)})
-			}
-		}
-		if cur := r.tl.current(); cur.phase == PhaseRecovery {
-			if scanFault != cur.fault || scanAt != cur.at {
-				scanFault, scanAt = cur.fault, cur.at
-				judge, scan = r.liveRecoveryScan(cur.fault, cur.at)
-			}
-			if t, ok := judge.advance(r.rec.Window, &scan, now); ok && r.tl.recovered(now, cur.fault) {
-				r.event(report.EventSourceRunner, "recovered", cur.fault,
-					fmt.Sprintf("healthy from %s: every %v window held for %v%s", fmtClock(t), judge.window, judge.hold, heldLastNote(scan.heldLast())))
-			}
-		}
-		if every := r.opts.Progress; every > 0 && now-lastProgress >= every-every/10 {
-			lastProgress = now
-			r.out.println(r.progressLine(now))
-		}
-	}
-}
-
 // progressLine is one line of load figures.
 func (r *run) progressLine(now time.Duration) string {
 	l := r.rec.Snapshot(now)
@@ -367,103 +188,6 @@ func (r *run) progressLine(now time.Duration) string {
 	}
 	return fmt.Sprintf("%9s  %-20s %12s  %4d in flight  ttft p99 %6s  %d errors",
 		fmtClock(now), phase, l.RequestRate(), l.InFlight, ttft, l.Errors)
-}
-
-// describeFailures names failed thresholds and their observed values.
-func describeFailures(outs assertions.Outcomes) string {
-	parts := make([]string, len(outs))
-	for i, o := range outs {
-		parts[i] = fmt.Sprintf("%s%s: %s observed %s over the live window", o.Metric, o.Tags.String(), o.Expr, o.Observed())
-	}
-	return strings.Join(parts, "; ")
-}
-
-// monitorEnded reports a run-long monitor (events, GPU samples) that
-// stopped with an error before the run's end: what it records is then
-// incomplete, which the run's output must say rather than hide.
-func (r *run) monitorEnded(ctx context.Context, what string, err error) {
-	if err != nil && ctx.Err() == nil {
-		r.out.printf("%s stopped early, run.json will miss the rest: %v", what, err)
-		r.event(report.EventSourceRunner, "monitor_failed", "", what+": "+err.Error())
-	}
-}
-
-// watchedTargets are the distinct targets of the run's replica faults
-// that the run watches besides the simulator it started: containers (their
-// engine events: die, start, health) and processes of a pid file, a
-// command-line pattern or another supervisor's state file (exit, start of
-// the replacement, healthy again).
-func (r *run) watchedTargets() []replica.TargetParams {
-	var out []replica.TargetParams
-	seen := map[string]bool{}
-	for _, pf := range r.p.faults {
-		params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
-		if err != nil {
-			continue // build reports it when the fault is due
-		}
-		tp, ok := params.(interface{ Targets() *replica.TargetParams })
-		if !ok {
-			continue
-		}
-		t := tp.Targets().WithDefaults()
-		var key string
-		switch {
-		case t.Driver == replica.DriverDocker:
-			key = fmt.Sprint(t.Labels, t.Containers)
-		case t.Driver != replica.DriverProcess || t.Validate() != nil:
-			continue // the simulator's own replicas (no target), or invalid
-		case r.sim != nil && t.StateFile == r.sim.env.StateFile:
-			continue // watched as the simulator's
-		default:
-			key = t.String()
-		}
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// dockerEvent records what a container did, as replicaEvent does for the
-// simulator's replicas.
-func (r *run) dockerEvent(e replica.Event) {
-	r.recordReplicaEvent(e, report.EventSourceDocker)
-}
-
-// replicaEvent records what a replica of the simulator, or a process of a
-// replica fault's target, did.
-func (r *run) replicaEvent(e replica.Event) {
-	r.recordReplicaEvent(e, report.EventSourceReplica)
-}
-
-// recordReplicaEvent records e in the run's events under source and prints it.
-func (r *run) recordReplicaEvent(e replica.Event, source string) {
-	at := time.Duration(0)
-	if c := r.clock.Load(); c != nil {
-		at = max(e.At.Sub(c.Start()), 0)
-	}
-	r.mu.Lock()
-	r.replicaEvs = append(r.replicaEvs, e)
-	r.events = append(r.events, report.EventRecord{
-		AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
-	})
-	// A simulator replica's OOM shows as its exit status: say it.
-	oom := e.Kind != replica.EventOOM && oomExit(e)
-	if oom {
-		r.events = append(r.events, report.EventRecord{
-			AtS: at.Seconds(), Source: source, Kind: string(replica.EventOOM), Target: e.Replica, Detail: "out of GPU memory: " + e.Detail,
-		})
-	}
-	r.mu.Unlock()
-	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
-	if e.Detail != "" {
-		line += ": " + e.Detail
-	}
-	r.out.println(line)
-	if oom {
-		r.out.println(fmt.Sprintf("%9s  replica %s %s: out of GPU memory", fmtClock(at), e.Replica, replica.EventOOM))
-	}
 }
 
 // lineWriter serialises the run's progress lines.

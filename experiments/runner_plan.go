@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -26,7 +27,7 @@ import (
 // with their types and seeds. Building it starts nothing, so a dry run
 // prints it.
 type plan struct {
-	spec Spec // defaults applied
+	spec spec.Spec // defaults applied
 	file string
 	seed uint64
 
@@ -51,20 +52,20 @@ type plan struct {
 // plannedFault is one fault of the timeline, ready to build.
 type plannedFault struct {
 	index int
-	spec  Fault
-	ft    FaultType
+	spec  spec.Fault
+	ft    spec.FaultType
 	// seed is the fault's own seed: its random draws (jitter, per-request
 	// choices, which replicas) do not depend on other faults.
 	seed uint64
 }
 
-// newPlan validates spec and resolves it. seed, when not nil, replaces the
+// newPlan validates exp and resolves it. seed, when not nil, replaces the
 // experiment's.
-func newPlan(spec *Spec, file string, seed *uint64) (*plan, error) {
-	if err := spec.Validate().Err(); err != nil {
+func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
+	if err := exp.Validate().Err(); err != nil {
 		return nil, err
 	}
-	p := &plan{spec: spec.WithDefaults(), file: file}
+	p := &plan{spec: exp.WithDefaults(), file: file}
 	if seed != nil {
 		p.spec.Seed = seed
 	}
@@ -115,15 +116,15 @@ func newPlan(spec *Spec, file string, seed *uint64) (*plan, error) {
 		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand,
 		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
 	}
-	types := FaultTypes()
+	types := spec.FaultTypes()
 	seeds := rand.New(rand.NewPCG(p.seed, 0x6661756c7473))
 	for i, f := range s.Faults {
 		ft := types[f.Type]
 		pf := &plannedFault{index: i, spec: f, ft: ft, seed: seeds.Uint64()}
-		if _, err := decodeParams(i, f, ft, nil); err != nil {
+		if _, err := spec.DecodeParams(i, f, ft, nil); err != nil {
 			return nil, err
 		}
-		if ft.Target == TargetProxy {
+		if ft.Target == spec.TargetProxy {
 			if f.Target == nil || f.Target.Proxy == "" {
 				p.autoProxies = true
 			}
@@ -143,7 +144,7 @@ const netnsRunDir = "/var/run/netns"
 func (p *plan) preflight() error {
 	var errs []error
 	for _, pf := range p.faults {
-		params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+		params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
 		if err != nil {
 			return err
 		}
@@ -220,7 +221,7 @@ func (pf *plannedFault) pickEndpoints(n int) []int {
 // describeTarget says where a fault of the plan acts, before the run
 // resolved its endpoints.
 func (pf *plannedFault) describeTarget(endpoints int) string {
-	if pf.ft.Target != TargetProxy {
+	if pf.ft.Target != spec.TargetProxy {
 		return "as its params say"
 	}
 	t := pf.spec.Target
@@ -246,13 +247,13 @@ func (p *plan) endpointCount() int {
 	return len(p.spec.Target.LLM.Endpoints())
 }
 
-// DryRun writes the plan of spec to w as Run would carry it out, with
+// DryRun writes the plan of exp to w as Run would carry it out, with
 // opts' seed: the target, the proxies, the load, the steady state, the
 // schedule of faults on the run clock, the stop conditions and the
 // thresholds. It starts nothing and changes nothing (no run directory
 // either). file is the experiment file's path, for relative paths.
-func DryRun(w io.Writer, spec *Spec, opts Options) error {
-	p, err := newPlan(spec, opts.File, opts.Seed)
+func DryRun(w io.Writer, exp *spec.Spec, opts Options) error {
+	p, err := newPlan(exp, opts.File, opts.Seed)
 	if err != nil {
 		return err
 	}
@@ -344,7 +345,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
 	}
 	if d := p.ac.Duration; d > 0 {
-		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), p.spec.Workload.grace())
+		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), p.spec.Workload.GraceOrDefault())
 	}
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
@@ -432,7 +433,7 @@ func (pf *plannedFault) replicaParams() interface {
 	Targets() *replica.TargetParams
 	Selection() faults.Selection
 } {
-	params, err := decodeParams(pf.index, pf.spec, pf.ft, nil)
+	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
 	if err != nil {
 		return nil
 	}

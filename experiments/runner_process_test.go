@@ -5,6 +5,7 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,11 +71,11 @@ func TestRunWatchesProcessTargets(t *testing.T) {
 	srv := newSSEServer(t)
 	pidFile := processLoop(t)
 	old := readPID(pidFile)
-	spec := testSpec(srv.URL, 2500*time.Millisecond, Fault{
-		Name: "kill", Type: "replica.kill", At: Duration(500 * time.Millisecond), Duration: Duration(1500 * time.Millisecond),
+	exp := testSpec(srv.URL, 2500*time.Millisecond, spec.Fault{
+		Name: "kill", Type: "replica.kill", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(1500 * time.Millisecond),
 		Params: map[string]any{"target": map[string]any{"pid_file": pidFile}},
 	})
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir()})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -106,14 +107,14 @@ func TestDryRunListsReplicaTargets(t *testing.T) {
 	pid := readPID(pidFile)
 	name := fmt.Sprintf("srv-%d", os.Getpid())
 	sel := map[string]any{"mode": "one", "min_available": 1}
-	spec := testSpec("http://127.0.0.1:1", 10*time.Second,
-		Fault{Name: "by-file", Type: "replica.kill", At: Duration(time.Second), Duration: Duration(time.Second),
+	exp := testSpec("http://127.0.0.1:1", 10*time.Second,
+		spec.Fault{Name: "by-file", Type: "replica.kill", At: spec.Duration(time.Second), Duration: spec.Duration(time.Second),
 			Params: map[string]any{"target": map[string]any{"pid_file": pidFile}, "select": sel}},
-		Fault{Name: "by-name", Type: "replica.stop", At: Duration(3 * time.Second), Duration: Duration(time.Second),
+		spec.Fault{Name: "by-name", Type: "replica.stop", At: spec.Duration(3 * time.Second), Duration: spec.Duration(time.Second),
 			Params: map[string]any{"target": map[string]any{"cmdline": "^" + name + "$"}}},
 	)
 	var out strings.Builder
-	if err := DryRun(&out, spec, Options{}); err != nil {
+	if err := DryRun(&out, exp, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

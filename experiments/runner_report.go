@@ -68,14 +68,14 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 	recs := r.recoveries(sum)
 
 	r.mu.Lock()
-	doc.Faults = slices.Clone(r.faultRecs)
+	doc.Faults = r.faults.records()
 	doc.SteadyState = &report.SteadyState{Before: slices.Clone(r.before), After: slices.Clone(r.after)}
 	if doc.SteadyState.Before == nil {
 		doc.SteadyState.Before = []report.ProbeRecord{}
 	}
 	abort := r.abortRecord
 	aborted := abort != nil
-	out := &Outcome{Doc: doc, Aborted: aborted, Refused: slices.Clone(r.refused)}
+	out := &Outcome{Doc: doc, Aborted: aborted, Refused: r.faults.refusedNames()}
 	if aborted {
 		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
 	}
@@ -113,50 +113,6 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 	r.mu.Unlock()
 	slices.SortStableFunc(doc.Events, func(a, b report.EventRecord) int { return cmp.Compare(a.AtS, b.AtS) })
 	return out, nil
-}
-
-// recoveries computes recovery_time, time_to_recover (and
-// oom_recovery_time) of every fault from the recorded series: from its
-// injection to the first moment, at or after its revert (its injection for
-// an InstantaneousFault), from which the service met the recovery criteria
-// for the hold time. A fault never injected, or a sustained one never
-// reverted, did not recover.
-func (r *run) recoveries(sum *recording.Summary) []faultRecovery {
-	r.mu.Lock()
-	recs := slices.Clone(r.faultRecs)
-	evs := slices.Clone(r.replicaEvs)
-	r.mu.Unlock()
-	var start time.Time
-	if c := r.clock.Load(); c != nil {
-		start = c.Start()
-	}
-	judge := r.p.judge.withBaseline(baselineWindow(sum.Window, recs))
-	out := make([]faultRecovery, len(recs))
-	for i, rec := range recs {
-		fr := faultRecovery{fault: rec.Name, instantaneous: InstantaneousFault(rec.Type)}
-		from, ok := recoverySearchFrom(rec)
-		if ok {
-			inj := durationOf(*rec.InjectedAtS)
-			// The last, partial second of the run counts as a window end:
-			// what it holds is all the run has.
-			sc := newRecoveryScan(from)
-			if t, ok := judge.advance(sum.Window, &sc, ceilSecond(sum.Duration)); ok {
-				fr.recovered, fr.time, fr.heldLast = true, max(t-inj, 0), sc.heldLast()
-				fr.sinceRevert = max(t-from, 0)
-			} else {
-				fr.insufficient = judge.insufficient(&sc)
-			}
-			next := sum.Duration
-			for _, o := range recs {
-				if o.InjectedAtS != nil && *o.InjectedAtS > *rec.InjectedAtS {
-					next = min(next, durationOf(*o.InjectedAtS))
-				}
-			}
-			fr.oom, fr.oomOK = oomRecovery(evs, start, inj, next)
-		}
-		out[i] = fr
-	}
-	return out
 }
 
 func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

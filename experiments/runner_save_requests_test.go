@@ -54,7 +54,7 @@ func TestRunSavesEveryRequestWithItsPhase(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	errs := newFakeFault(t, "errors", srv.failing.Store)
-	spec := testSpec(srv.URL, 2500*time.Millisecond, httpErrorFault("errors", 700*time.Millisecond, 600*time.Millisecond))
+	exp := testSpec(srv.URL, 2500*time.Millisecond, httpErrorFault("errors", 700*time.Millisecond, 600*time.Millisecond))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "requests.jsonl")
 	f, err := os.Create(path)
@@ -64,7 +64,7 @@ func TestRunSavesEveryRequestWithItsPhase(t *testing.T) {
 	defer f.Close()
 	w := recording.NewRequestWriter(f)
 	var out bytes.Buffer
-	o, err := Run(context.Background(), spec, Options{RunDir: dir, Out: &out, SaveRequests: w, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs})})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, SaveRequests: w, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

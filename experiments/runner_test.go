@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -45,10 +46,10 @@ func TestRunNormalEnd(t *testing.T) {
 	srv := newSSEServer(t)
 	errs := newFakeFault(t, "errors", srv.failing.Store)
 	idle := newFakeFault(t, "idle", nil)
-	spec := testSpec(srv.URL, 4*time.Second,
+	exp := testSpec(srv.URL, 4*time.Second,
 		httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond),
 		httpErrorFault("idle", 2*time.Second, 300*time.Millisecond))
-	spec.Thresholds = Thresholds{
+	exp.Thresholds = spec.Thresholds{
 		"error_rate{phase:fault,fault:errors}": {{Threshold: "rate>0.9"}},
 		"error_rate{phase:baseline}":           {{Threshold: "rate<0.05"}}, // one request in flight at the injection may fail
 		"recovery_time{fault:errors}":          {{Threshold: "max<3s"}},
@@ -56,7 +57,7 @@ func TestRunNormalEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, err := Run(context.Background(), spec, Options{RunDir: dir, Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -136,7 +137,7 @@ func TestRunRevertsOnCancel(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
-	spec := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 300*time.Millisecond, 8*time.Second))
+	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 300*time.Millisecond, 8*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hooks := fakeBuilds(map[string]faults.Fault{"errors": f})
@@ -148,7 +149,7 @@ func TestRunRevertsOnCancel(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	o, err := Run(ctx, spec, Options{RunDir: t.TempDir(), hooks: hooks})
+	o, err := Run(ctx, exp, Options{RunDir: t.TempDir(), hooks: hooks})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -170,7 +171,7 @@ func TestRunRevertsOnPanic(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
-	spec := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 300*time.Millisecond, 8*time.Second))
+	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 300*time.Millisecond, 8*time.Second))
 	hooks := fakeBuilds(map[string]faults.Fault{"errors": f})
 	// A panic inside the load, on one of the engine's goroutines.
 	hooks.onTag = func(_ time.Duration, tags *recording.Tags) {
@@ -178,7 +179,7 @@ func TestRunRevertsOnPanic(t *testing.T) {
 			panic("boom in the load")
 		}
 	}
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), hooks: hooks})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: hooks})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "boom in the load" {
 		t.Fatalf("Run error = %v, want a *PanicError with the panic's value", err)
@@ -195,10 +196,10 @@ func TestRunRevertsOnStopCondition(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
-	spec := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 500*time.Millisecond, 8*time.Second))
-	spec.StopConditions = []StopCondition{{Threshold: "error_rate: rate<0.3"}}
+	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 500*time.Millisecond, 8*time.Second))
+	exp.StopConditions = []spec.StopCondition{{Threshold: "error_rate: rate<0.3"}}
 	start := time.Now()
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -222,9 +223,9 @@ func TestRunNotSteadyBefore(t *testing.T) {
 		srv := newSSEServer(t)
 		srv.unhealthy.Store(true)
 		f := newFakeFault(t, "errors", nil)
-		spec := testSpec(srv.URL, 2*time.Second, httpErrorFault("errors", 500*time.Millisecond, time.Second))
-		spec.SteadyState = []Probe{{HTTP: &HTTPProbe{URL: TemplateTarget + "/health"}}}
-		o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+		exp := testSpec(srv.URL, 2*time.Second, httpErrorFault("errors", 500*time.Millisecond, time.Second))
+		exp.SteadyState = []spec.Probe{{HTTP: &spec.HTTPProbe{URL: spec.TemplateTarget + "/health"}}}
+		o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -242,9 +243,9 @@ func TestRunNotSteadyBefore(t *testing.T) {
 		srv := newSSEServer(t)
 		srv.failing.Store(true) // the service fails from the start
 		f := newFakeFault(t, "errors", nil)
-		spec := testSpec(srv.URL, 5*time.Second, httpErrorFault("errors", time.Second, time.Second))
-		spec.SteadyState = []Probe{{Threshold: "error_rate: rate<0.01"}}
-		o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+		exp := testSpec(srv.URL, 5*time.Second, httpErrorFault("errors", time.Second, time.Second))
+		exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.01"}}
+		o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -265,9 +266,9 @@ func TestRunInjectFailure(t *testing.T) {
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "broken", nil)
 	f.injectErr = errors.New("target refused")
-	spec := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("broken", 300*time.Millisecond, 500*time.Millisecond))
+	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("broken", 300*time.Millisecond, 500*time.Millisecond))
 	dir := t.TempDir()
-	o, err := Run(context.Background(), spec, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"broken": f})})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"broken": f})})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -294,9 +295,9 @@ func (failingUndo) Inject(_ context.Context, log faults.RevertLog) (faults.Undo,
 func TestRunRevertFailure(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
-	spec := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("stuck", 300*time.Millisecond, 500*time.Millisecond))
+	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("stuck", 300*time.Millisecond, 500*time.Millisecond))
 	dir := t.TempDir()
-	o, err := Run(context.Background(), spec, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"stuck": failingUndo{}})})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"stuck": failingUndo{}})})
 	var re *RevertError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), `"stuck"`) || !strings.Contains(err.Error(), "iptables is gone") || !strings.Contains(err.Error(), "llmchaos recover --run-dir") {
 		t.Fatalf("Run error = %v, want a *RevertError naming the fault, its error and how to recover", err)
@@ -322,8 +323,8 @@ func TestRunRefusesARunDirWithPendingFaults(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	spec := testSpec("http://127.0.0.1:1", time.Second)
-	_, err = Run(context.Background(), spec, Options{RunDir: dir})
+	exp := testSpec("http://127.0.0.1:1", time.Second)
+	_, err = Run(context.Background(), exp, Options{RunDir: dir})
 	if err == nil || !strings.Contains(err.Error(), `"left-over"`) || !strings.Contains(err.Error(), "llmchaos recover --run-dir") {
 		t.Errorf("Run = %v, want a refusal naming the pending fault and recover", err)
 	}
@@ -336,9 +337,9 @@ func TestRunRefusesARunDirWithPendingFaults(t *testing.T) {
 func TestRunRealProxyFault(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
-	spec := testSpec(srv.URL, 2500*time.Millisecond,
-		Fault{Name: "unavailable", Type: "http.error", At: Duration(500 * time.Millisecond), Duration: Duration(time.Second), Params: map[string]any{"status": 503}})
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir()})
+	exp := testSpec(srv.URL, 2500*time.Millisecond,
+		spec.Fault{Name: "unavailable", Type: "http.error", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(time.Second), Params: map[string]any{"status": 503}})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -377,12 +378,12 @@ workload: {rate: 20, duration: 1s, input_tokens: 16, output_tokens: 4}
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, _, err := Load(file)
+	exp, _, err := spec.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	o, err := Run(context.Background(), spec, Options{RunDir: t.TempDir(), File: file, Out: &progress})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}

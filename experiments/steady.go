@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -26,7 +27,7 @@ type steadyState struct {
 
 type namedHTTPProbe struct {
 	label string
-	probe HTTPProbe
+	probe spec.HTTPProbe
 }
 
 type namedThresholds struct {
@@ -35,7 +36,7 @@ type namedThresholds struct {
 }
 
 // newSteadyState parses the probes of a spec with its defaults applied.
-func newSteadyState(probes []Probe) (steadyState, error) {
+func newSteadyState(probes []spec.Probe) (steadyState, error) {
 	var s steadyState
 	for i, p := range probes {
 		switch {
@@ -81,7 +82,7 @@ func (s steadyState) probeHTTP(ctx context.Context, hc *http.Client, endpoints [
 	var out []report.ProbeRecord
 	for _, p := range s.http {
 		urls := []string{p.probe.URL}
-		if strings.Contains(p.probe.URL, TemplateTarget) {
+		if strings.Contains(p.probe.URL, spec.TemplateTarget) {
 			urls = urls[:0]
 			for _, e := range endpoints {
 				u, err := p.probe.ExpandURL(e)
@@ -101,7 +102,7 @@ func (s steadyState) probeHTTP(ctx context.Context, hc *http.Client, endpoints [
 }
 
 // httpProbe sends one probe request to url.
-func httpProbe(ctx context.Context, hc *http.Client, p HTTPProbe, url string) (bool, string) {
+func httpProbe(ctx context.Context, hc *http.Client, p spec.HTTPProbe, url string) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, p.Method, url, nil)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
@@ -40,7 +41,7 @@ const (
 // startHelper) and is recorded in the journal, so `llmchaos recover` ends
 // it after the runner was killed.
 type simProcess struct {
-	env   SimEnv
+	env   spec.SimEnv
 	ports []int // replica i's port, as the supervisor published it; set once all serve
 	n     int
 	model string
@@ -56,7 +57,7 @@ type simProcess struct {
 // applied), with its files in env. The replicas listen on ports the system
 // picks (base port 0): the supervisor binds them and publishes them in the
 // state file, so two runs never race for a port.
-func simArgs(t SimTarget, env SimEnv) ([]string, error) {
+func simArgs(t spec.SimTarget, env spec.SimEnv) ([]string, error) {
 	c, err := t.EngineConfig()
 	if err != nil {
 		return nil, err
@@ -90,12 +91,12 @@ func simArgs(t SimTarget, env SimEnv) ([]string, error) {
 // startSim starts the simulator supervisor of t (defaults applied) with
 // its files in dir/sim, records it in jr, and returns once every replica
 // serves.
-func startSim(ctx context.Context, t SimTarget, dir, helper string, jr *faults.Journal) (*simProcess, error) {
+func startSim(ctx context.Context, t spec.SimTarget, dir, helper string, jr *faults.Journal) (*simProcess, error) {
 	if helper == "" {
 		return nil, errors.New("target.sim: the simulator runs as `llmchaos sim`, and this runner was given no llmchaos executable to run it with")
 	}
 	simDir := filepath.Join(dir, "sim")
-	env := SimEnv{StateFile: filepath.Join(simDir, "state.json"), VGPUDir: filepath.Join(simDir, "vgpu")}
+	env := spec.SimEnv{StateFile: filepath.Join(simDir, "state.json"), VGPUDir: filepath.Join(simDir, "vgpu")}
 	if err := os.MkdirAll(env.VGPUDir, 0o755); err != nil {
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
@@ -30,8 +31,8 @@ func TestConcurrentSimTargetsNeverShareAPort(t *testing.T) {
 	}
 	bin := testutil.BinPath(binDir)
 	const runs = 2
-	target := SimTarget{Replicas: 3, StartupTime: Duration(100 * time.Millisecond)}.withDefaults(1)
-	args, err := simArgs(target, SimEnv{StateFile: "s.json", VGPUDir: "v"})
+	target := spec.SimTarget{Replicas: 3, StartupTime: spec.Duration(100 * time.Millisecond)}.WithDefaults(1)
+	args, err := simArgs(target, spec.SimEnv{StateFile: "s.json", VGPUDir: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -38,11 +39,24 @@ type CompareOptions struct {
 	Rand *rand.Rand
 }
 
-// comparedMetrics and comparedPercentiles are the latency percentiles that
-// get a bootstrap confidence interval.
-var comparedMetrics = []recording.Metric{recording.MetricTTFT, recording.MetricITL, recording.MetricTPOT, recording.MetricE2E}
-
+// comparedPercentiles are the percentiles of the metrics the table marks
+// metrics.CompareBootstrap that get a bootstrap confidence interval.
 var comparedPercentiles = []float64{50, 90, 99}
+
+// bootstrapMetrics returns the recorded metrics the table marks
+// metrics.CompareBootstrap, in table order.
+func bootstrapMetrics() []recording.Metric {
+	var out []recording.Metric
+	for _, row := range metrics.Builtin() {
+		if row.Compare != metrics.CompareBootstrap {
+			continue
+		}
+		if m, err := recording.ParseMetric(row.Name); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // Comparison is two runs side by side (Compare). Its JSON form is the
 // output of `llmchaos compare --format json`.
@@ -188,7 +202,7 @@ func Compare(base, next *Document, opts CompareOptions) (*Comparison, error) {
 	}
 	c.Rows = deltaRows(base, next)
 	all := recording.TagFilter{}
-	for _, m := range comparedMetrics {
+	for _, m := range bootstrapMetrics() {
 		bc := newHistCDF(base.run.Histogram(m, all))
 		nc := newHistCDF(next.run.Histogram(m, all))
 		for _, p := range comparedPercentiles {
@@ -260,7 +274,10 @@ func ptr(v float64) *float64 { return &v }
 
 func fmtP(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) }
 
-// deltaRows lists every scalar figure of both runs.
+// deltaRows lists every scalar figure of both runs: the metrics the table
+// marks for comparison (metrics.Metric.Compare), by section (latency,
+// tokens, throughput, quality, in table order), and the request
+// accounting.
 func deltaRows(a, b *Document) []DeltaRow {
 	var rows []DeltaRow
 	add := func(section, name, unit string, x, y float64) {
@@ -277,14 +294,39 @@ func deltaRows(a, b *Document) []DeltaRow {
 		add(section, name+" p99", unit, x.P99, y.P99)
 		add(section, name+" max", unit, x.Max, y.Max)
 	}
-	ma, mb := a.Metrics, b.Metrics
-	stats("latency", "ttft", "ms", ma.TTFTMs, mb.TTFTMs)
-	stats("latency", "itl", "ms", ma.ITLMs, mb.ITLMs)
-	stats("latency", "tpot", "ms", ma.TPOTMs, mb.TPOTMs)
-	stats("latency", "e2e", "ms", ma.E2EMs, mb.E2EMs)
-	stats("latency", "send_lag", "ms", ma.SendLagMs, mb.SendLagMs)
-	add("tokens", "input_tokens mean", "tokens", ma.InputTokens.Mean, mb.InputTokens.Mean)
-	add("tokens", "output_tokens mean", "tokens", ma.OutputTokens.Mean, mb.OutputTokens.Mean)
+	table := metrics.Builtin()
+	trends := func(section string, time bool) {
+		for _, m := range table {
+			if m.Kind != metrics.Trend || m.IsTime() != time || m.Compare == metrics.CompareNone {
+				continue
+			}
+			x, okx := a.Metrics[m.JSONKey]
+			y, oky := b.Metrics[m.JSONKey]
+			switch {
+			case !okx || !oky:
+			case m.Compare == metrics.CompareValue:
+				add(section, m.Name+" mean", m.Unit, x.Mean, y.Mean)
+			default:
+				stats(section, m.Name, m.Unit, x, y)
+			}
+		}
+	}
+	figures := func(section string, kind metrics.Kind) {
+		for _, m := range table {
+			if m.Kind != kind || m.Compare == metrics.CompareNone {
+				continue
+			}
+			x, okx := figure(a, m)
+			y, oky := figure(b, m)
+			if okx && oky {
+				add(section, m.Name, m.Unit, x, y)
+			}
+		}
+	}
+	trends("latency", true)
+	trends("tokens", false)
+	// The request accounting is the report's, not the table's: its
+	// counters (requests sent, requests lost) are among these.
 	ra, rb := a.Requests, b.Requests
 	for _, x := range []struct {
 		name string
@@ -296,21 +338,8 @@ func deltaRows(a, b *Document) []DeltaRow {
 	} {
 		add("requests", x.name, "requests", float64(x.a), float64(x.b))
 	}
-	ta, tb := a.Throughput, b.Throughput
-	add("throughput", "requests_per_s", "1/s", ta.RequestsPerS, tb.RequestsPerS)
-	add("throughput", "input_tokens_per_s", "1/s", ta.InputTokensPerS, tb.InputTokensPerS)
-	add("throughput", "output_tokens_per_s", "1/s", ta.OutputTokensPerS, tb.OutputTokensPerS)
-	add("throughput", "total_tokens_per_s", "1/s", ta.TotalTokensPerS, tb.TotalTokensPerS)
-	if a.Quality.GoodputPerS != nil && b.Quality.GoodputPerS != nil {
-		add("throughput", "goodput", "1/s", *a.Quality.GoodputPerS, *b.Quality.GoodputPerS)
-	}
-	qa, qb := a.Quality, b.Quality
-	add("quality", "error_rate", "ratio", qa.ErrorRate, qb.ErrorRate)
-	add("quality", "truncation_rate", "ratio", qa.TruncationRate, qb.TruncationRate)
-	add("quality", "rejection_rate", "ratio", qa.RejectionRate, qb.RejectionRate)
-	add("quality", "throttle_rate", "ratio", qa.ThrottleRate, qb.ThrottleRate)
-	add("quality", "repetition_rate", "ratio", qa.RepetitionRate, qb.RepetitionRate)
-	add("quality", "empty_output_rate", "ratio", qa.EmptyOutputRate, qb.EmptyOutputRate)
+	figures("throughput", metrics.Gauge)
+	figures("quality", metrics.Rate)
 	return rows
 }
 

@@ -119,8 +119,8 @@ func TestCompareDetectsRegression(t *testing.T) {
 	}
 	// Point estimates are the reports' own figures.
 	for _, p := range c.Percentiles {
-		if p.Metric == "ttft" && p.P == 99 && (p.Base != base.Metrics.TTFTMs.P99 || p.New != slow.Metrics.TTFTMs.P99) {
-			t.Errorf("ttft p99 %v → %v, want the reports' %v → %v", p.Base, p.New, base.Metrics.TTFTMs.P99, slow.Metrics.TTFTMs.P99)
+		if p.Metric == "ttft" && p.P == 99 && (p.Base != base.Metrics["ttft_ms"].P99 || p.New != slow.Metrics["ttft_ms"].P99) {
+			t.Errorf("ttft p99 %v → %v, want the reports' %v → %v", p.Base, p.New, base.Metrics["ttft_ms"].P99, slow.Metrics["ttft_ms"].P99)
 		}
 	}
 	var b bytes.Buffer

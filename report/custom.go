@@ -2,9 +2,7 @@ package report
 
 import (
 	"fmt"
-	"reflect"
 	"strconv"
-	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
@@ -149,22 +147,6 @@ func decodeCustom(reg *metrics.Registry, in map[string]CustomSink) (map[string]*
 	return out, nil
 }
 
-// statsField returns the field of ms whose JSON key is key (a metric
-// table's JSONKey), or nil: the Metrics struct keeps its fixed JSON shape
-// while Build and the writers loop over the metric table.
-func statsField(ms *Metrics, key string) *Stats {
-	v := reflect.ValueOf(ms).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
-			if s, ok := v.Field(i).Addr().Interface().(*Stats); ok {
-				return s
-			}
-		}
-	}
-	return nil
-}
-
 // tableTrends returns the built-in trends the report's "metrics" section
 // carries, with their stats in d, in table order; time reports whether
 // they are durations (ms) rather than token counts.
@@ -174,8 +156,8 @@ func tableTrends(d *Document) []namedStats {
 		if m.Kind != metrics.Trend || !m.Default {
 			continue
 		}
-		if s := statsField(&d.Metrics, m.JSONKey); s != nil {
-			out = append(out, namedStats{name: m.Name, time: m.IsTime(), s: *s})
+		if s, ok := d.Metrics[m.JSONKey]; ok {
+			out = append(out, namedStats{name: m.Name, time: m.IsTime(), s: s})
 		}
 	}
 	return out

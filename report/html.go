@@ -255,9 +255,9 @@ func (v *htmlView) cards(d *Document) {
 	v.Cards = []card{
 		{Label: "Requests sent", Value: strconv.FormatInt(r.Sent, 10), Sub: fmt.Sprintf("%d ok · %d failed", r.OK, r.Failed)},
 		{Label: "Error rate", Value: fmtPercent(d.Quality.ErrorRate), Sub: classSummary(r.ErrorsByClass)},
-		{Label: "TTFT p99", Value: p99(m.TTFTMs), Sub: p50(m.TTFTMs)},
-		{Label: "ITL p99", Value: p99(m.ITLMs), Sub: p50(m.ITLMs)},
-		{Label: "E2E p99", Value: p99(m.E2EMs), Sub: p50(m.E2EMs)},
+		{Label: "TTFT p99", Value: p99(m["ttft_ms"]), Sub: p50(m["ttft_ms"])},
+		{Label: "ITL p99", Value: p99(m["itl_ms"]), Sub: p50(m["itl_ms"])},
+		{Label: "E2E p99", Value: p99(m["e2e_ms"]), Sub: p50(m["e2e_ms"])},
 		{Label: "Throughput", Value: fmtRate(d.Throughput.RequestsPerS), Sub: fmtRate(d.Throughput.OutputTokensPerS) + " output tokens"},
 	}
 	if g := d.Quality.GoodputPerS; g != nil {
@@ -436,19 +436,6 @@ func (v *htmlView) details(d *Document) {
 	if len(r.ErrorsByClass) > 0 {
 		v.Requests = append(v.Requests, kvRow{"by class", classSummary(r.ErrorsByClass), ""})
 	}
-	tp := d.Throughput
-	v.Throughput = []kvRow{
-		{"ok requests", fmtRate(tp.RequestsPerS), ""}, {"input tokens", fmtRate(tp.InputTokensPerS), ""},
-		{"output tokens", fmtRate(tp.OutputTokensPerS), ""}, {"total tokens", fmtRate(tp.TotalTokensPerS), ""},
-	}
-	if g := d.Quality.GoodputPerS; g != nil {
-		v.Throughput = append(v.Throughput, kvRow{"goodput", fmtRate(*g), sloText(d.SLO)})
-	}
-	q := d.Quality
-	v.Quality = []kvRow{
-		{"error rate", fmtPercent(q.ErrorRate), ""}, {"truncation rate", fmtPercent(q.TruncationRate), ""},
-		{"rejection rate", fmtPercent(q.RejectionRate), ""}, {"throttle rate", fmtPercent(q.ThrottleRate), ""},
-		{"repetition rate", fmtPercent(q.RepetitionRate), ""}, {"empty output rate", fmtPercent(q.EmptyOutputRate), ""},
-		{"usage mismatch rate", fmtPercent(q.UsageMismatchRate), ""},
-	}
+	v.Throughput = figureRows(d, metrics.Gauge)
+	v.Quality = figureRows(d, metrics.Rate)
 }

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -138,17 +140,58 @@ type Stats struct {
 	Max    float64 `json:"max"`
 }
 
-// Metrics holds the run-level distributions (DESIGN §3 definitions).
-type Metrics struct {
-	TTFTMs        Stats `json:"ttft_ms"`
-	ITLMs         Stats `json:"itl_ms"`
-	TPOTMs        Stats `json:"tpot_ms"`
-	E2EMs         Stats `json:"e2e_ms"`
-	SendLagMs     Stats `json:"send_lag_ms"`
-	ClientQueueMs Stats `json:"client_queue_ms"`
-	ConnectMs     Stats `json:"connect_ms"`
-	InputTokens   Stats `json:"input_tokens"`
-	OutputTokens  Stats `json:"output_tokens"`
+// Metrics holds the run-level distributions (DESIGN §3 definitions), keyed
+// by their JSON key in the metric table (metrics.Metric.JSONKey: "ttft_ms",
+// "input_tokens", ...). It encodes as a JSON object with every built-in
+// trend the table gives a JSON key, in table order (zero Stats for one
+// without data), then any other keys in sorted order; so a recorded trend
+// added to the table appears here without a new field.
+type Metrics map[string]Stats
+
+// MarshalJSON encodes ms in the metric table's order (see Metrics).
+func (ms Metrics) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	done := make(map[string]bool, len(ms))
+	write := func(key string, s Stats) error {
+		if len(done) > 0 {
+			b.WriteByte(',')
+		}
+		done[key] = true
+		k, err := json.Marshal(key)
+		if err != nil {
+			return fmt.Errorf("metrics key %q: %w", key, err)
+		}
+		v, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("metrics %s: %w", key, err)
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+		return nil
+	}
+	for _, m := range metrics.Builtin() {
+		if m.Kind == metrics.Trend && m.JSONKey != "" && !done[m.JSONKey] {
+			if err := write(m.JSONKey, ms[m.JSONKey]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rest := make([]string, 0, len(ms))
+	for k := range ms {
+		if !done[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		if err := write(k, ms[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // Throughput is per second of run duration, over ok requests.
@@ -299,26 +342,21 @@ func Build(meta Meta, sum *recording.Summary) (*Document, error) {
 			OutputTokensPerS: tp.OutputTokensPerS,
 			TotalTokensPerS:  tp.TotalTokensPerS,
 		},
-		Quality: Quality{
-			ErrorRate:         all.ErrorRate(),
-			TruncationRate:    all.TruncationRate(),
-			RejectionRate:     all.RejectionRate(),
-			ThrottleRate:      all.ThrottleRate(),
-			RepetitionRate:    all.RepetitionRate(),
-			EmptyOutputRate:   all.EmptyOutputRate(),
-			UsageMismatchRate: all.UsageMismatchRate(),
-		},
 		Concurrency: Concurrency{Max: sum.Concurrency.Max, Mean: sum.Concurrency.Mean},
 		run:         sum,
+	}
+	if err := setRates(&d.Quality, all); err != nil {
+		return nil, err
 	}
 	if sum.SLO.Given() {
 		d.SLO = &SLO{TTFTMs: ms(sum.SLO.TTFT), TPOTMs: ms(sum.SLO.TPOT), E2EMs: ms(sum.SLO.E2E)}
 		g := tp.GoodputPerS
 		d.Quality.GoodputPerS = &g
 	}
+	d.Metrics = make(Metrics, recording.NumMetrics)
 	for m := range recording.NumMetrics {
-		if p := statsField(&d.Metrics, statsKey(m)); p != nil {
-			*p = toStats(m, sum.Distribution(m, recording.TagFilter{}))
+		if k := statsKey(m); k != "" {
+			d.Metrics[k] = toStats(m, sum.Distribution(m, recording.TagFilter{}))
 		}
 	}
 	if d.Timeseries, err = timeseriesRows(sum.Series); err != nil {
@@ -328,7 +366,7 @@ func Build(meta Meta, sum *recording.Summary) (*Document, error) {
 		return nil, err
 	}
 	d.CustomMetrics = customMetrics(sum)
-	d.ClientSaturatedReason = Saturation(d.Requests, d.Metrics.SendLagMs)
+	d.ClientSaturatedReason = Saturation(d.Requests, d.Metrics["send_lag_ms"])
 	d.ClientSaturated = d.ClientSaturatedReason != ""
 	return d, nil
 }

@@ -124,16 +124,16 @@ func TestBuildNumbers(t *testing.T) {
 		t.Errorf("slo = %+v", d.SLO)
 	}
 	// ttft of requests that got a first token: 22 values, 100+10i ms for i ∉ {7, 11}.
-	if m := d.Metrics.TTFTMs; m.Count != 22 || m.Min < 99.9 || m.Min > 100.1 || m.Max < 329.8 || m.Max > 330.4 {
+	if m := d.Metrics["ttft_ms"]; m.Count != 22 || m.Min < 99.9 || m.Min > 100.1 || m.Max < 329.8 || m.Max > 330.4 {
 		t.Errorf("ttft_ms = %+v, want 22 values from 100 to 330 ms", m)
 	}
-	if m := d.Metrics.ITLMs; m.Count != 66 {
+	if m := d.Metrics["itl_ms"]; m.Count != 66 {
 		t.Errorf("itl count = %d, want 66", m.Count)
 	}
-	if m := d.Metrics.OutputTokens; m.Count != 20 || m.P50 != 4 || m.Mean != 4 {
+	if m := d.Metrics["output_tokens"]; m.Count != 20 || m.P50 != 4 || m.Mean != 4 {
 		t.Errorf("output_tokens = %+v, want 20 × 4", m)
 	}
-	if m := d.Metrics.SendLagMs; m.Count != 24 || m.Max < 0.0229 || m.Max > 0.0231 {
+	if m := d.Metrics["send_lag_ms"]; m.Count != 24 || m.Max < 0.0229 || m.Max > 0.0231 {
 		t.Errorf("send_lag_ms = %+v, want 24 values up to 0.023 ms", m)
 	}
 	if d.Concurrency.Max < 1 || d.Concurrency.Mean <= 0 {

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -42,9 +44,24 @@ type MergedRun struct {
 //     peaks need not coincide within the second. The mean is exact.
 //   - started_at is the earliest start; name, seed, tool version and
 //     configuration are the first run's, and merged_from lists every run.
+//   - custom metrics: each run's are registered in the merged run's table
+//     (a name must have the same kind and unit in every run); per tag tuple
+//     a trend's histograms add up, a rate's passes and totals and a
+//     counter's sums add, and a gauge keeps the last value of the run that
+//     ended last (start + duration; the later argument on a tie) among
+//     those that recorded it: gauges of concurrent shards have no common
+//     clock finer than that.
 //   - the thresholds the runs recorded (each distinct expression once) are
 //     evaluated again on the merged run; the verdict is "aborted" when any
-//     run was aborted.
+//     run was aborted, and abort is the first aborted run's cause.
+//   - requests.top_errors keeps, per error class, of the runs' own most
+//     frequent messages the one with the largest count, counts of the same
+//     message adding over the runs (a run records only its top message per
+//     class, so this is exact when the shards agree on it); on a tie the
+//     earlier run's.
+//   - client_saturated is true when any run's client was saturated (its
+//     reason, prefixed "run N: ", is the first such run's) or the merged
+//     figures say so.
 //
 // Runs must share their goodput SLO (else their good counts do not add up)
 // and must come from Build, Read or Merge.
@@ -65,6 +82,10 @@ func Merge(docs ...*Document) (*Document, error) {
 		seenTh    = map[string]bool{}
 		merged    = make([]MergedRun, 0, len(docs))
 		maxSecond int
+		abort     *Abort
+		reg       *metrics.Registry
+		topErrs   = map[string]map[string]int64{} // class → message → count
+		saturated string
 	)
 	for i, d := range docs {
 		if d.run == nil {
@@ -81,6 +102,23 @@ func Merge(docs ...*Document) (*Document, error) {
 			started = d.StartedAt
 		}
 		aborted = aborted || d.Aborted()
+		if abort == nil && d.Aborted() && d.Abort != nil {
+			a := *d.Abort
+			abort = &a
+		}
+		if saturated == "" && d.ClientSaturated {
+			saturated = fmt.Sprintf("run %d: %s", i+1, d.ClientSaturatedReason)
+		}
+		for cl, e := range d.Requests.TopErrors {
+			if topErrs[cl] == nil {
+				topErrs[cl] = map[string]int64{}
+			}
+			topErrs[cl][e.Message] += e.Count
+		}
+		var err error
+		if reg, err = mergeRegistry(reg, sum.Metrics); err != nil {
+			return nil, fmt.Errorf("merge: run %d: %w", i+1, err)
+		}
 		area += sum.Concurrency.Mean * sum.Duration.Seconds()
 		maxSecond = max(maxSecond, sum.Series.Len())
 		for _, t := range sum.Tuples {
@@ -118,6 +156,7 @@ func Merge(docs ...*Document) (*Document, error) {
 			DurationS: d.DurationS, Seed: d.Seed, Verdict: d.Verdict,
 		})
 	}
+	mergeCustom(docs, tuples)
 	rows, peak, err := mergeSeries(docs, maxSecond, dur)
 	if err != nil {
 		return nil, err
@@ -134,14 +173,86 @@ func Merge(docs ...*Document) (*Document, error) {
 		conc.Mean = area / dur.Seconds()
 	}
 	sum := recording.NewSummary(dur, sent, slo, conc, order, series)
+	sum.Metrics = reg
 	first := docs[0]
 	out, err := Build(Meta{ToolVersion: first.ToolVersion, Name: first.Name, StartedAt: started, Seed: first.Seed, Config: first.Config}, sum)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	out.MergedFrom = merged
+	out.Requests.TopErrors = mergeTopErrors(docs, topErrs)
+	if saturated != "" && !out.ClientSaturated {
+		out.ClientSaturated, out.ClientSaturatedReason = true, saturated
+	}
 	out.Evaluate(ths, aborted)
+	if abort != nil {
+		out.SetAbort(abort)
+	}
 	return out, nil
+}
+
+// mergeRegistry adds the custom metrics of a run's table to the merged
+// table (nil until a run has custom metrics).
+func mergeRegistry(into, from *metrics.Registry) (*metrics.Registry, error) {
+	for _, m := range from.Custom() {
+		if into == nil {
+			into = metrics.NewRegistry()
+		}
+		if _, err := into.Register(m.Name, m.Kind, m.Unit); err != nil {
+			return nil, fmt.Errorf("custom metric: %w", err)
+		}
+	}
+	return into, nil
+}
+
+// mergeCustom adds the runs' custom metric samples into the merged tuples.
+// The runs are taken in order of their end (start + duration, stable), and
+// each run's gauge sequence numbers are shifted past the previous runs', so
+// that a gauge keeps the value of the run that ended last.
+func mergeCustom(docs []*Document, tuples map[recording.Tags]*recording.TupleStats) {
+	idx := make([]int, len(docs))
+	for i := range idx {
+		idx[i] = i
+	}
+	end := func(d *Document) time.Time { return d.StartedAt.Add(d.run.Duration) }
+	slices.SortStableFunc(idx, func(a, b int) int { return end(docs[a]).Compare(end(docs[b])) })
+	var base uint64
+	for _, i := range idx {
+		var top uint64
+		for _, t := range docs[i].run.Tuples {
+			m := tuples[t.Tags]
+			for name, s := range t.Custom {
+				if m.Custom == nil {
+					m.Custom = map[string]*metrics.Sink{}
+				}
+				if m.Custom[name] == nil {
+					m.Custom[name] = metrics.NewSink(s.Kind)
+				}
+				c := s.Clone()
+				c.Seq += base
+				top = max(top, c.Seq)
+				m.Custom[name].Merge(c)
+			}
+		}
+		base = top + 1
+	}
+}
+
+// mergeTopErrors picks, per class, the most frequent message of the runs
+// together; on a tie the one the earliest run reported.
+func mergeTopErrors(docs []*Document, counts map[string]map[string]int64) map[string]TopError {
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make(map[string]TopError, len(counts))
+	for _, d := range docs {
+		for cl, e := range d.Requests.TopErrors {
+			if n := counts[cl][e.Message]; n > out[cl].Count {
+				out[cl] = TopError{Message: e.Message, Count: n}
+			}
+		}
+	}
+	return out
 }
 
 // slo returns the run's goodput objectives.

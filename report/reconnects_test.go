@@ -39,7 +39,7 @@ func TestReconnectsAndConnectReported(t *testing.T) {
 	if d.Requests.Reconnects != 3 || d.Requests.Failed != 0 {
 		t.Errorf("requests.reconnects %d, failed %d, want 3 and 0", d.Requests.Reconnects, d.Requests.Failed)
 	}
-	if c := d.Metrics.ConnectMs; c.Count != 6 || c.Max < 1.9 || c.Max > 2.1 {
+	if c := d.Metrics["connect_ms"]; c.Count != 6 || c.Max < 1.9 || c.Max > 2.1 {
 		t.Errorf("connect_ms %+v, want 6 samples of 2 ms", c)
 	}
 	var buf bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -208,19 +209,14 @@ func writeReconnects(b *strings.Builder, d *Document) {
 }
 
 func writeThroughput(b *strings.Builder, d *Document) {
-	tp := d.Throughput
 	t := newTable("lrl")
 	t.row("throughput", "", "")
-	t.row("  ok requests", fmtRate(tp.RequestsPerS), "")
-	t.row("  input tokens", fmtRate(tp.InputTokensPerS), "")
-	t.row("  output tokens", fmtRate(tp.OutputTokensPerS), "")
-	t.row("  total tokens", fmtRate(tp.TotalTokensPerS), "")
-	if g := d.Quality.GoodputPerS; g != nil {
-		t.row("  goodput", fmtRate(*g), sloText(d.SLO))
+	for _, r := range figureRows(d, metrics.Gauge) {
+		t.row("  "+r.Key, r.Value, r.Note)
 	}
 	b.WriteByte('\n')
 	t.write(b)
-	in, out := d.Metrics.InputTokens, d.Metrics.OutputTokens
+	in, out := d.Metrics["input_tokens"], d.Metrics["output_tokens"]
 	fmt.Fprintf(b, "totals: %d requests (%d ok), %.0f input tokens, %.0f output tokens in %s\n",
 		d.Requests.Scheduled, d.Requests.OK, math.Round(in.Mean*float64(in.Count)), math.Round(out.Mean*float64(out.Count)), fmtSeconds(d.DurationS))
 	if d.ClientSaturated {
@@ -246,16 +242,11 @@ func sloText(s *SLO) string {
 }
 
 func writeQuality(b *strings.Builder, d *Document) {
-	q := d.Quality
 	t := newTable("lr")
 	t.row("quality", "")
-	t.row("  error rate", fmtPercent(q.ErrorRate))
-	t.row("  truncation rate", fmtPercent(q.TruncationRate))
-	t.row("  rejection rate", fmtPercent(q.RejectionRate))
-	t.row("  throttle rate", fmtPercent(q.ThrottleRate))
-	t.row("  repetition rate", fmtPercent(q.RepetitionRate))
-	t.row("  empty output rate", fmtPercent(q.EmptyOutputRate))
-	t.row("  usage mismatch rate", fmtPercent(q.UsageMismatchRate))
+	for _, r := range figureRows(d, metrics.Rate) {
+		t.row("  "+r.Key, r.Value)
+	}
 	b.WriteByte('\n')
 	t.write(b)
 	writeUsageNote(b, d)

@@ -148,7 +148,7 @@ func TestTrendStatsValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := d.Metrics.TTFTMs
+	s := d.Metrics["ttft_ms"]
 	p75 := float64(d.Summary().Histogram(recording.MetricTTFT, recording.TagFilter{}).ValueAtQuantile(75)) / 1000
 	want := []string{"  ttft", fmtMs(s.Mean), fmtMs(s.Min), fmtMs(s.P50), fmtMs(s.P95), fmtMs(p75), fmtMs(s.Max), strconv.FormatInt(s.Count, 10)}
 	got := trendCells("  ttft", s, stats, builtinQuantile(d, "ttft"), fmtMs)

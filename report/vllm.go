@@ -65,7 +65,7 @@ func vllmResult(d *Document) map[string]any {
 	for _, x := range []struct {
 		name string
 		s    Stats
-	}{{"ttft", d.Metrics.TTFTMs}, {"tpot", d.Metrics.TPOTMs}, {"itl", d.Metrics.ITLMs}, {"e2el", d.Metrics.E2EMs}} {
+	}{{"ttft", d.Metrics["ttft_ms"]}, {"tpot", d.Metrics["tpot_ms"]}, {"itl", d.Metrics["itl_ms"]}, {"e2el", d.Metrics["e2e_ms"]}} {
 		m["mean_"+x.name+"_ms"] = x.s.Mean
 		m["median_"+x.name+"_ms"] = x.s.P50
 		m["std_"+x.name+"_ms"] = x.s.StdDev

@@ -48,14 +48,14 @@ func TestWriteVLLM(t *testing.T) {
 				"total_token_throughput":  built.Throughput.TotalTokensPerS,
 				"request_goodput":         *built.Quality.GoodputPerS,
 				"max_concurrent_requests": float64(built.Concurrency.Max),
-				"mean_ttft_ms":            m.TTFTMs.Mean, "median_ttft_ms": m.TTFTMs.P50, "std_ttft_ms": m.TTFTMs.StdDev, "p99_ttft_ms": m.TTFTMs.P99,
-				"p90_ttft_ms": m.TTFTMs.P90, "p95_ttft_ms": m.TTFTMs.P95,
-				"mean_tpot_ms": m.TPOTMs.Mean, "median_tpot_ms": m.TPOTMs.P50, "std_tpot_ms": m.TPOTMs.StdDev, "p99_tpot_ms": m.TPOTMs.P99,
-				"p90_tpot_ms": m.TPOTMs.P90, "p95_tpot_ms": m.TPOTMs.P95,
-				"mean_itl_ms": m.ITLMs.Mean, "median_itl_ms": m.ITLMs.P50, "std_itl_ms": m.ITLMs.StdDev, "p99_itl_ms": m.ITLMs.P99,
-				"p90_itl_ms": m.ITLMs.P90, "p95_itl_ms": m.ITLMs.P95,
-				"mean_e2el_ms": m.E2EMs.Mean, "median_e2el_ms": m.E2EMs.P50, "std_e2el_ms": m.E2EMs.StdDev, "p99_e2el_ms": m.E2EMs.P99,
-				"p90_e2el_ms": m.E2EMs.P90, "p95_e2el_ms": m.E2EMs.P95,
+				"mean_ttft_ms":            m["ttft_ms"].Mean, "median_ttft_ms": m["ttft_ms"].P50, "std_ttft_ms": m["ttft_ms"].StdDev, "p99_ttft_ms": m["ttft_ms"].P99,
+				"p90_ttft_ms": m["ttft_ms"].P90, "p95_ttft_ms": m["ttft_ms"].P95,
+				"mean_tpot_ms": m["tpot_ms"].Mean, "median_tpot_ms": m["tpot_ms"].P50, "std_tpot_ms": m["tpot_ms"].StdDev, "p99_tpot_ms": m["tpot_ms"].P99,
+				"p90_tpot_ms": m["tpot_ms"].P90, "p95_tpot_ms": m["tpot_ms"].P95,
+				"mean_itl_ms": m["itl_ms"].Mean, "median_itl_ms": m["itl_ms"].P50, "std_itl_ms": m["itl_ms"].StdDev, "p99_itl_ms": m["itl_ms"].P99,
+				"p90_itl_ms": m["itl_ms"].P90, "p95_itl_ms": m["itl_ms"].P95,
+				"mean_e2el_ms": m["e2e_ms"].Mean, "median_e2el_ms": m["e2e_ms"].P50, "std_e2el_ms": m["e2e_ms"].StdDev, "p99_e2el_ms": m["e2e_ms"].P99,
+				"p90_e2el_ms": m["e2e_ms"].P90, "p95_e2el_ms": m["e2e_ms"].P95,
 			}
 			for k, w := range want {
 				g, ok := got[k]

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,6 +113,12 @@ With --max-regression, a percentile regresses when the whole interval lies
 above the limit (slower by more than it, with confidence); then the command
 exits 99.
 
+When the two runs' configurations differ (model, target, load shape and
+rate, token lengths, faults...), compare says so on stderr and lists the
+differing keys; it compares all the same. The seed, the run directory,
+names, thresholds and output settings are not compared: two samples of one
+configuration differ in them.
+
 Exit codes: 0 compared (no regression beyond --max-regression); 99 a latency
 percentile regressed beyond --max-regression with confidence; 2 bad flags or
 report files; 1 anything else.`,
@@ -122,7 +130,7 @@ report files; 1 anything else.`,
 			if err := o.check(); err != nil {
 				return usageError(err)
 			}
-			return runCompare(cmd.Context(), o, cmd.OutOrStdout())
+			return runCompare(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -136,7 +144,7 @@ report files; 1 anything else.`,
 }
 
 // runCompare compares two saved runs and exits 99 on a confident regression.
-func runCompare(_ context.Context, o compareOptions, stdout io.Writer) error {
+func runCompare(_ context.Context, o compareOptions, stdout, stderr io.Writer) error {
 	base, err := report.Read(o.Base)
 	if err != nil {
 		return usageError(err)
@@ -144,6 +152,16 @@ func runCompare(_ context.Context, o compareOptions, stdout io.Writer) error {
 	next, err := report.Read(o.New)
 	if err != nil {
 		return usageError(err)
+	}
+	if diff := configDiff(base.Config, next.Config); len(diff) > 0 {
+		const most = 12
+		more := ""
+		if len(diff) > most {
+			more = fmt.Sprintf("; and %d more", len(diff)-most)
+			diff = diff[:most]
+		}
+		fmt.Fprintf(stderr, "llmchaos compare: warning: the runs' configurations differ (%s%s): a difference may come from the configuration, not the service\n",
+			strings.Join(diff, "; "), more)
 	}
 	opts := report.CompareOptions{
 		Resamples: o.Resamples, Confidence: o.Confidence,
@@ -167,4 +185,71 @@ func runCompare(_ context.Context, o compareOptions, stdout io.Writer) error {
 		return withCode(ExitThresholds, fmt.Errorf("%d latency percentiles regressed beyond --max-regression", len(reg)))
 	}
 	return nil
+}
+
+// configIgnored holds the config keys (dotted paths) that compare does not
+// hold against each other: they differ between two samples of one
+// configuration (seed, run directory, ports of the runner's own
+// endpoints) or do not change what is measured (names, thresholds,
+// outputs, the key's variable name).
+var configIgnored = map[string]bool{
+	"seed": true, "run_dir": true, "out": true, "name": true, "metadata": true, "endpoints": true,
+	"thresholds": true, "stop_conditions": true, "save_requests": true, "server_monitor": true,
+	"scrape_interval": true, "api_key_env": true, "target.llm.api_key_env": true,
+}
+
+// configDiff lists the keys of two runs' recorded configurations whose
+// values differ, as "KEY: BASE vs NEW" (nested keys dotted, "unset" for a
+// key one run lacks), sorted; nil when they agree.
+func configDiff(base, next map[string]any) []string {
+	a, b := map[string]any{}, map[string]any{}
+	flattenConfig("", base, a)
+	flattenConfig("", next, b)
+	var out []string
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			b[k] = nil
+		}
+	}
+	for k, v := range b {
+		if !reflect.DeepEqual(a[k], v) {
+			out = append(out, fmt.Sprintf("%s: %s vs %s", k, configValue(a[k]), configValue(v)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// flattenConfig puts the leaves of m into out under dotted keys, leaving
+// out configIgnored; a list is one leaf.
+func flattenConfig(prefix string, m map[string]any, out map[string]any) {
+	for k, v := range m {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		if configIgnored[key] {
+			continue
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flattenConfig(key, sub, out)
+			continue
+		}
+		out[key] = v
+	}
+}
+
+// configValue writes a config value short, for the warning.
+func configValue(v any) string {
+	if v == nil {
+		return "unset"
+	}
+	s := fmt.Sprint(v)
+	if str, ok := v.(string); ok {
+		s = strconv.Quote(str)
+	}
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:39]) + "…"
+	}
+	return s
 }

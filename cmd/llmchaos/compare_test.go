@@ -79,3 +79,51 @@ func TestParseShare(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareConfigWarning: compare names, on stderr, each config key in
+// which the two runs differ (nested keys dotted), and still compares
+// (exit 0); runs that differ only in seed, name and outputs get no
+// warning.
+func TestCompareConfigWarning(t *testing.T) {
+	dir := t.TempDir()
+	withConfig := func(name string, seed uint64, cfg map[string]any) string {
+		path := savedRun(t, dir, name, seed, 1, 400)
+		d, err := report.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Config = cfg
+		if err := report.WriteFile(path, d); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := withConfig("base", 1, map[string]any{"model": "m1", "rate": 10, "seed": 1, "prompt_tokens": "512", "targets": []any{"http://a/v1"},
+		"workload": map[string]any{"duration": "60s"}, "save_requests": false, "name": "base"})
+	other := withConfig("other", 2, map[string]any{"model": "m2", "rate": 20, "seed": 2, "prompt_tokens": "512", "targets": []any{"http://b/v1"},
+		"workload": map[string]any{"duration": "30s"}, "save_requests": true, "name": "other", "ignore_eos": true})
+	same := withConfig("same", 3, map[string]any{"model": "m1", "rate": 10, "seed": 3, "prompt_tokens": "512", "targets": []any{"http://a/v1"},
+		"workload": map[string]any{"duration": "60s"}, "save_requests": true, "name": "same"})
+
+	code, out, errs := run(t, "compare", base, other)
+	if code != ExitOK || !strings.Contains(out, "base") {
+		t.Fatalf("exit %d, want 0 and a comparison; stderr %q", code, errs)
+	}
+	for _, want := range []string{"warning: the runs' configurations differ", `model: "m1" vs "m2"`, "rate: 10 vs 20",
+		"targets: [http://a/v1] vs [http://b/v1]", `workload.duration: "60s" vs "30s"`, "ignore_eos: unset vs true"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	for _, not := range []string{"seed", "save_requests", "name", "prompt_tokens"} {
+		if strings.Contains(errs, not) {
+			t.Errorf("stderr names %q, which is not a difference of configuration:\n%s", not, errs)
+		}
+	}
+	if strings.Contains(out, "warning") {
+		t.Errorf("the warning went to stdout:\n%s", out)
+	}
+	if code, _, errs := run(t, "compare", base, same); code != ExitOK || errs != "" {
+		t.Errorf("same configuration: exit %d, stderr %q; want 0 and no warning", code, errs)
+	}
+}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 )
 
 func newFaultsCmd() *cobra.Command {
@@ -23,9 +23,9 @@ fault reference and the JSON Schema are.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return experiments.WriteFaultTypes(cmd.OutOrStdout())
+				return spec.WriteFaultTypes(cmd.OutOrStdout())
 			}
-			if err := experiments.WriteFaultType(cmd.OutOrStdout(), args[0]); err != nil {
+			if err := spec.WriteFaultType(cmd.OutOrStdout(), args[0]); err != nil {
 				return usageError(err)
 			}
 			return nil
@@ -39,12 +39,12 @@ func newSchemaCmd() *cobra.Command {
 		Short: "Print the JSON Schema of experiment files",
 		Long: `schema prints the JSON Schema (draft-07) of experiment files, generated from
 the same definitions the validator uses; it is the file committed as
-` + experiments.SchemaPath + `. Editors with a YAML language server use it
+` + spec.SchemaPath + `. Editors with a YAML language server use it
 for completion and checks; llmchaos validate remains the full check.`,
 		Example: `  llmchaos schema > experiment.schema.json`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := experiments.GenerateSchema()
+			b, err := spec.GenerateSchema()
 			if err != nil {
 				return err
 			}

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 )
 
 // `llmchaos schema` prints the committed schema; `llmchaos faults` lists
 // the fault types and `llmchaos faults TYPE` details one; an unknown type
 // is a usage error.
 func TestFaultsAndSchemaCommands(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("..", "..", experiments.SchemaPath))
+	want, err := os.ReadFile(filepath.Join("..", "..", spec.SchemaPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,6 +130,11 @@ type loadConfig struct {
 	IdleTimeout time.Duration
 	NoPreflight bool
 
+	// APIKeyEnvGiven is true when --api-key-env was given: then an unset
+	// or empty variable is warned about (the default's is not: most local
+	// servers take no key).
+	APIKeyEnvGiven bool
+
 	Grace time.Duration
 	// Outputs are the reports to write (--out, --junit, --html), each a
 	// row of report.Formats; a path of "-" is standard output.
@@ -223,7 +228,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
 		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, TTFTTimeout: f.TTFTTimeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
 		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
-		Goodput: f.Verdict.Goodput,
+		Goodput: f.Verdict.Goodput, APIKeyEnvGiven: fs.Changed("api-key-env"),
 	}
 
 	for _, t := range f.Targets {

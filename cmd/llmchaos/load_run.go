@@ -61,6 +61,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		attrs["llmchaos.run"] = cfg.Name
 	}
 	const cmdName = "llmchaos load"
+	if v, ok := os.LookupEnv(cfg.APIKeyEnv); cfg.APIKeyEnvGiven && (!ok || v == "") {
+		// The experiment runner's words for target.llm.api_key_env.
+		fmt.Fprintf(stderr, "%s: warning: --api-key-env: the environment variable %s is not set (or empty): requests will be sent without an API key\n", cmdName, cfg.APIKeyEnv)
+	}
 	oopts := cfg.Observe.options(cfg.Targets)
 	oopts.TraceAttributes = attrs
 	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }

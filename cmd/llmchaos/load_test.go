@@ -414,7 +414,7 @@ func TestLoadClosedLoopPreset(t *testing.T) {
 	if got := d.Config["concurrency"]; fmt.Sprint(got) != "3" {
 		t.Errorf("config.concurrency = %v, want the user's 3 over the preset's 64", got)
 	}
-	if got, want := d.Metrics.OutputTokens.Max, 8.0; got != want {
+	if got, want := d.Metrics["output_tokens"].Max, 8.0; got != want {
 		t.Errorf("output tokens max %v, want the user's --max-tokens %v over the preset's 1024", got, want)
 	}
 	if got := d.Config["preset"]; got != "batch" {

@@ -119,11 +119,6 @@ func (o outputs) paths() []outPath {
 	return out
 }
 
-// stdout reports whether an output goes to standard output.
-func (o outputs) stdout() bool {
-	return o.JSON == report.Stdout || slices.ContainsFunc(o.Reports, func(r report.Output) bool { return r.Path == report.Stdout })
-}
-
 // outPath is a file an option writes.
 type outPath struct{ flag, path string }
 

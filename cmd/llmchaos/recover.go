@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -118,7 +118,7 @@ func runRecover(ctx context.Context, dir string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverTimeout)
 	defer cancel()
-	rep, err := faults.Recover(ctx, dir, experiments.Reverters())
+	rep, err := faults.Recover(ctx, dir, spec.Reverters())
 	if errors.Is(err, faults.ErrJournalBusy) {
 		return withCode(ExitInternal, fmt.Errorf("recover %s: %w: let it end, or stop it with Ctrl-C (it reverts by itself)", dir, err))
 	}

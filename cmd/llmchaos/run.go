@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
@@ -32,6 +34,11 @@ type runConfig struct {
 
 	// SaveRequests is the file of one JSON line per request ("": none).
 	SaveRequests string
+
+	// Thresholds are --threshold's, added to the experiment's; Duration,
+	// when not 0, replaces workload.duration (--duration). See overrides.
+	Thresholds []string
+	Duration   time.Duration
 
 	// Summary is how the terminal summary is rendered (--quiet,
 	// --verbose, --summary-trend-stats); NoColor is --no-color.
@@ -67,6 +74,13 @@ and --html write those reports too, and --save-requests FILE one JSON line per
 request, tagged with its phase and fault. --dry-run prints the resolved plan
 and starts nothing.
 
+For a quick smoke run, --duration replaces workload.duration (and changes
+nothing else: rate, fault times and recovery stay as written; a fault that
+would start or end after the new end is an error that names it), and
+--threshold 'METRIC{TAGS}: EXPR' (repeatable, as in llmchaos load) adds a
+threshold to the experiment's, which all still apply. The run's config in
+run.json holds the values used.
+
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
 injected), --remote-write URL pushes them by Prometheus remote write (v1; run's
@@ -85,6 +99,7 @@ not serve, a wrong path, a refused key; --no-preflight skips it); 1 llmchaos
 itself failed.`,
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
+  llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -117,6 +132,8 @@ itself failed.`,
 	fs.StringVar(&c.JUnit, "junit", "", "also write a JUnit XML report here")
 	fs.StringVar(&c.HTML, "html", "", "also write the HTML report here")
 	fs.StringVar(&c.SaveRequests, "save-requests", "", "write one JSON line per request, with its phase and fault, to this file (as llmchaos load does)")
+	fs.DurationVar(&c.Duration, "duration", 0, "replace the experiment's workload.duration, e.g. for a quick smoke run (nothing else is scaled: every fault must still end within it)")
+	fs.StringArrayVar(&c.Thresholds, "threshold", nil, "add a threshold to the experiment's, as METRIC{TAGS}: EXPR, e.g. 'ttft{phase:baseline}: p(99)<1s' (repeatable; the file's thresholds still apply)")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
@@ -131,12 +148,15 @@ itself failed.`,
 // runExperiment loads, runs and reports one experiment, and maps how it
 // ended to the command's exit code.
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	spec, warns, err := experiments.Load(c.File)
+	exp, warns, err := spec.Load(c.File)
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
+	}
+	if err := c.overrides(exp, warns, stderr); err != nil {
+		return usageError(err)
 	}
 	progress := c.Progress
 	if progress == 0 {
@@ -153,7 +173,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {
-		return experiments.DryRun(stdout, spec, opts)
+		return experiments.DryRun(stdout, exp, opts)
 	}
 	if opts.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
@@ -166,7 +186,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		defer saveFile.Close()
 		opts.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
-	out, runErr := experiments.Run(ctx, spec, opts)
+	out, runErr := experiments.Run(ctx, exp, opts)
 	if opts.SaveRequests != nil {
 		err := opts.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -218,7 +238,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 // loadError prints every problem of an invalid experiment file to stderr,
 // one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
 func loadError(err error, stderr io.Writer) error {
-	var ps experiments.Problems
+	var ps spec.Problems
 	if !errors.As(err, &ps) {
 		return err
 	}
@@ -238,7 +258,7 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 		return withCode(ExitRevertFailed, err)
 	}
-	var ps experiments.Problems
+	var ps spec.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}
@@ -246,4 +266,68 @@ func runError(err error) error {
 		return usageError(err)
 	}
 	return withCode(ExitInternal, err)
+}
+
+// overrides applies --duration and --threshold to exp, then validates it
+// again: a problem the overrides brought in is an error (a warning is
+// printed, once). With --duration, a fault that would not fit in the new
+// load is an error that names every such fault and the shortest duration
+// that keeps them all, rather than a fault silently dropped: a smoke run
+// is meant to exercise the same faults.
+func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
+	if c.Duration == 0 && len(c.Thresholds) == 0 {
+		return nil
+	}
+	var errs []error
+	if c.Duration < 0 {
+		errs = append(errs, fmt.Errorf("--duration %v must not be negative", c.Duration))
+	} else if c.Duration > 0 {
+		var late []string
+		var last time.Duration
+		for _, f := range exp.Faults {
+			end := f.At.D() + f.Duration.D()
+			if end > c.Duration {
+				late = append(late, fmt.Sprintf("%s (%v to %v)", f.Name, f.At.D(), end))
+			}
+			last = max(last, end)
+		}
+		if len(late) > 0 {
+			errs = append(errs, fmt.Errorf("--duration %v: the load would end before fault(s) %s end; give at least --duration %v (the last fault's end, plus recovery.hold to see its recovery)",
+				c.Duration, strings.Join(late, ", "), last))
+		}
+		exp.Workload.Duration = spec.Duration(c.Duration)
+	}
+	for _, arg := range c.Thresholds {
+		ths, err := assertions.Parse(arg)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--threshold %q: %w", arg, err))
+			continue
+		}
+		if exp.Thresholds == nil {
+			exp.Thresholds = spec.Thresholds{}
+		}
+		for _, th := range ths {
+			exp.Thresholds[th.Key()] = append(exp.Thresholds[th.Key()], spec.ThresholdEntry{Threshold: th.Expr.String()})
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	seen := map[string]bool{}
+	for _, w := range warns {
+		seen[w.Path+"\x00"+w.Msg] = true
+	}
+	var bad []string
+	for _, p := range exp.Validate() {
+		switch {
+		case p.Severity != spec.SeverityWarning:
+			bad = append(bad, p.Error())
+		case !seen[p.Path+"\x00"+p.Msg]:
+			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold: %s\n", p.Error())
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("with --duration/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }

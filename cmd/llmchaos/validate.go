@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/spec"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -40,8 +40,8 @@ cannot be read.`,
 func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 	bad := 0
 	for _, f := range files {
-		_, warns, err := experiments.Load(f)
-		var ps experiments.Problems
+		_, warns, err := spec.Load(f)
+		var ps spec.Problems
 		switch {
 		case err == nil:
 			for _, w := range warns {

@@ -13,7 +13,7 @@ import (
 // every problem with its position, and the exit code.
 func TestValidateCommand(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join("..", "..", "experiments", "testdata", "quickstart.yaml")
+	good := filepath.Join("..", "..", "experiments", "spec", "testdata", "quickstart.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
 	src := `apiVersion: llmchaos/v1
 kind: Experiment

@@ -90,6 +90,39 @@ type Metric struct {
 	PromHelp string
 	// Description is a one-line definition for usage texts and the README.
 	Description string
+	// Label names the metric in the rows of the terminal and HTML reports
+	// ("ok requests"); empty means the name with spaces for underscores
+	// (ReportLabel).
+	Label string
+	// Compare is how `llmchaos compare` sets two runs' figures of the
+	// metric side by side; CompareNone leaves it out.
+	Compare Compare
+}
+
+// Compare is how `llmchaos compare` shows a metric of both runs.
+type Compare uint8
+
+// Ways of comparing a metric.
+const (
+	// CompareNone leaves the metric out of the comparison.
+	CompareNone Compare = iota
+	// CompareValue compares one figure: a rate's share (its difference in
+	// percentage points), a gauge's value, a trend's mean.
+	CompareValue
+	// CompareStats compares a trend's mean, p50, p90, p99 and max.
+	CompareStats
+	// CompareBootstrap is CompareStats plus a bootstrap confidence
+	// interval of the change of p50, p90 and p99 (a duration only).
+	CompareBootstrap
+)
+
+// ReportLabel is the metric's name in report rows: Label, or the name
+// with spaces for underscores ("error rate").
+func (m Metric) ReportLabel() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return strings.ReplaceAll(m.Name, "_", " ")
 }
 
 // IsTime reports whether m is a duration (a trend in milliseconds).

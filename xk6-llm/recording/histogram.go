@@ -13,8 +13,11 @@ import (
 // names, used verbatim in thresholds, reports and Prometheus.
 type Metric uint8
 
-// Metrics with an HDR histogram per tag tuple. Latencies are recorded in
-// microseconds, token counts in tokens.
+// Metrics with an HDR histogram per tag tuple, in the order of their rows
+// in the metric table (the built-in trends with a JSON key), which names
+// them. Latencies are recorded in microseconds, token counts in tokens; the
+// latencies come first, before MetricInputTokens, so a new latency is a
+// constant above it (and a row above input_tokens in the table).
 const (
 	MetricTTFT         Metric = iota // send → first content chunk (any outcome that got one)
 	MetricITL                        // gaps between content chunks, pooled (any outcome)
@@ -67,8 +70,8 @@ func ParseMetric(name string) (Metric, error) {
 // IsLatency reports whether m is a duration recorded in microseconds; the
 // others are token counts. It agrees with the table's metrics.Metric.IsTime
 // (a test checks) and is a comparison because the recorder calls it per
-// value.
-func (m Metric) IsLatency() bool { return m <= MetricConnect }
+// value: the latencies are the metrics before MetricInputTokens.
+func (m Metric) IsLatency() bool { return m < MetricInputTokens }
 
 // Histogram geometry. Latencies cover 1 µs … 1 h and token counts 1 … 10⁷,
 // both with 3 significant digits (values below 2048 are exact); values

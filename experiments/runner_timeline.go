@@ -1,0 +1,404 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// faultTimeline is the run's faults on the run clock: the faults built
+// for the plan and where each acts (set by setUp before the load, read
+// only afterwards), the ledger of those injected, and the record of each
+// (injected, reverted, refused, failed), guarded by mu. The run's
+// goroutines inject and revert through runFault and revertFault.
+type faultTimeline struct {
+	built   []faults.Fault
+	targets []string // where each fault acts, for the journal and report
+	ledger  *ledger
+
+	mu         sync.Mutex
+	recs       []report.FaultRecord
+	revertErrs []error
+	refused    []string // faults whose selection was refused (Outcome.Refused)
+}
+
+// newFaultTimeline returns the timeline of planned faults pfs, none built
+// or injected yet.
+func newFaultTimeline(pfs []*plannedFault) *faultTimeline {
+	t := &faultTimeline{recs: make([]report.FaultRecord, len(pfs)), ledger: &ledger{active: map[int]*injection{}}}
+	for i, pf := range pfs {
+		t.recs[i] = report.FaultRecord{
+			Name: pf.spec.Name, Type: pf.spec.Type,
+			PlannedAtS: pf.spec.At.D().Seconds(), PlannedDurationS: pf.spec.Duration.D().Seconds(),
+			RevertOK: true,
+		}
+	}
+	return t
+}
+
+// add records fault i, built, and where it acts. Only setUp calls it,
+// before the load.
+func (t *faultTimeline) add(i int, f faults.Fault, target string) {
+	t.built = append(t.built, f)
+	t.targets = append(t.targets, target)
+	t.mu.Lock()
+	t.recs[i].Target = target
+	t.mu.Unlock()
+}
+
+// injectedAt records that fault i was injected at run-clock time at.
+func (t *faultTimeline) injectedAt(i int, at time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].InjectedAtS = report.Seconds(at)
+}
+
+// reverted records how the revert of inj at run-clock time at went.
+func (t *faultTimeline) reverted(inj *injection, at time.Duration, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := &t.recs[inj.index]
+	if err == nil {
+		rec.RevertedAtS = report.Seconds(at)
+		return
+	}
+	rec.RevertOK = false
+	rec.Error = "revert: " + err.Error()
+	t.revertErrs = append(t.revertErrs, fmt.Errorf("fault %q (%s): %w", inj.name, inj.typ, err))
+}
+
+// refuse records that fault name's selection was refused.
+func (t *faultTimeline) refuse(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refused = append(t.refused, name)
+}
+
+// records returns a copy of the faults' records.
+func (t *faultTimeline) records() []report.FaultRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.recs)
+}
+
+// revertErrors returns a copy of the reverts that failed.
+func (t *faultTimeline) revertErrors() []error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.revertErrs)
+}
+
+// refusedNames returns a copy of the faults whose selection was refused.
+func (t *faultTimeline) refusedNames() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.refused)
+}
+
+// injection is a fault that is injected and not yet reverted.
+type injection struct {
+	index int
+	name  string
+	typ   string
+	undo  faults.Undo
+	entry *faults.Entry
+	seq   int // order of injection
+}
+
+// revert runs the fault's Undo; a panic in it is an error, not a crash, so
+// that the other faults are still reverted.
+func (in *injection) revert(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("undo panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return in.undo(ctx)
+}
+
+// ledger holds the run's injected faults, so that whoever reverts first
+// (the fault's own goroutine at its time, or the runner when the run
+// ends, is stopped or panics) reverts each exactly once. It is safe for
+// concurrent use.
+type ledger struct {
+	mu     sync.Mutex
+	active map[int]*injection
+	seq    int
+}
+
+// add records an injected fault.
+func (l *ledger) add(in *injection) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	in.seq = l.seq
+	l.active[in.index] = in
+}
+
+// take removes fault i and returns it; nil when it is not injected (never
+// was, or already taken).
+func (l *ledger) take(i int) *injection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in := l.active[i]
+	delete(l.active, i)
+	return in
+}
+
+// indexes returns the faults injected, last injected first.
+func (l *ledger) indexes() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ins := make([]*injection, 0, len(l.active))
+	for _, in := range l.active {
+		ins = append(ins, in)
+	}
+	slices.SortFunc(ins, func(a, b *injection) int { return b.seq - a.seq })
+	out := make([]int, len(ins))
+	for i, in := range ins {
+		out[i] = in.index
+	}
+	return out
+}
+
+// runFault injects one fault at its time, once the steady state was seen
+// to hold, and reverts it when its duration is over or ctx ends.
+func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, target string, gate <-chan struct{}) {
+	at := pf.spec.At.D()
+	name := pf.spec.Name
+	if !r.sleepUntil(ctx, at) {
+		r.notInjected(pf.index, "the run ended before its time")
+		return
+	}
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		r.notInjected(pf.index, "the run ended before its time")
+		return
+	}
+	clock := r.clock.Load()
+	entry, err := r.jr.BeginAt(name, pf.spec.Type, target, clock.Time(at))
+	if err != nil {
+		r.notInjected(pf.index, err.Error())
+		r.fail(fmt.Errorf("fault %q not injected: %w", name, err))
+		return
+	}
+	prev := r.tl.injecting(clock.Now(), name)
+	undo, err := f.Inject(ctx, entry)
+	now := clock.Now()
+	if err != nil {
+		r.tl.injectFailed(now, name, prev)
+		err = fmt.Errorf("inject: %w", err)
+		if jerr := entry.Failed(err); jerr != nil {
+			r.fail(jerr)
+		}
+		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
+			r.faults.refuse(name)
+		}
+		r.notInjected(pf.index, err.Error())
+		r.event(report.EventSourceFault, "inject_failed", name, err.Error())
+		return
+	}
+	r.faults.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
+	if jerr := entry.Injected(); jerr != nil {
+		r.fail(jerr)
+	}
+	r.faultActive(name, pf.spec.Type, true)
+	r.faults.injectedAt(pf.index, now)
+	r.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
+	r.sleepUntil(ctx, at+pf.spec.Duration.D())
+	r.revertFault(ctx, pf.index)
+}
+
+// notInjected records why fault i was not injected.
+func (r *run) notInjected(i int, why string) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	rec := &r.faults.recs[i]
+	if rec.Error == "" {
+		rec.Error = "not injected: " + why
+	}
+}
+
+// revertFault reverts fault i if it is injected, under
+// context.WithoutCancel with the run's revert timeout, and records when
+// and how it went.
+func (r *run) revertFault(ctx context.Context, i int) {
+	inj := r.faults.ledger.take(i)
+	if inj == nil {
+		return
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.RevertTimeout)
+	err := inj.revert(c)
+	cancel()
+	at := r.now()
+	if jerr := inj.entry.Reverted(err); jerr != nil {
+		r.mu.Lock()
+		r.failure = append(r.failure, jerr)
+		r.mu.Unlock()
+	}
+	r.faults.reverted(inj, at, err)
+	if err != nil {
+		r.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
+		return
+	}
+	if r.clock.Load() != nil {
+		r.tl.reverted(at, inj.name)
+	}
+	r.faultActive(inj.name, inj.typ, false)
+	r.event(report.EventSourceFault, "reverted", inj.name, "")
+}
+
+// build builds one fault with what the run resolved.
+func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string, error) {
+	var proxies []*runProxy
+	if pf.ft.Target == spec.TargetProxy {
+		if t := pf.spec.Target; t != nil && t.Proxy != "" {
+			proxies = []*runProxy{r.declared[t.Proxy]}
+		} else {
+			for _, i := range pf.pickEndpoints(len(r.endpoints)) {
+				if px := r.endpoints[i].proxy; px != nil {
+					proxies = append(proxies, px)
+				}
+			}
+		}
+	}
+	var target string
+	if len(proxies) > 0 {
+		parts := make([]string, len(proxies))
+		for i, px := range proxies {
+			parts[i] = px.describe()
+		}
+		target = strings.Join(parts, "; ")
+	}
+	if h := r.opts.hooks; h != nil && h.build != nil {
+		f, err := h.build(pf)
+		return f, target, err
+	}
+	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, simEnv)
+	if err != nil {
+		return nil, "", err
+	}
+	name := pf.spec.Name
+	env := faults.BuildEnv{
+		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
+		OnApplied: func(target string) {
+			r.event(report.EventSourceFault, "acted_on", name, target)
+		},
+		OnHelperExit: func(err error) {
+			r.event(report.EventSourceFault, "balloon_exited", name, err.Error())
+		},
+	}
+	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
+	if err != nil {
+		return nil, "", err
+	}
+	if target == "" {
+		if d, ok := f.(interface{ Target() string }); ok {
+			target = d.Target()
+		}
+	}
+	if target == "" {
+		target = "params " + paramsText(pf.spec.Params)
+	}
+	return f, target, nil
+}
+
+// revertAll reverts every fault still injected, last injected first, and
+// records the outcomes.
+func (r *run) revertAll(ctx context.Context) {
+	for _, i := range r.faults.ledger.indexes() {
+		r.revertFault(ctx, i)
+	}
+}
+
+// buildFault builds fault f of type ft from its decoded params. A proxy
+// fault is one fault per proxy it acts through (each with its own seed),
+// injected together.
+func buildFault(ft spec.FaultType, env faults.BuildEnv, f spec.Fault, params any, proxies []*runProxy) (faults.Fault, error) {
+	if ft.Build == nil {
+		return nil, fmt.Errorf("fault %q: type %s has no builder", f.Name, f.Type)
+	}
+	if ft.Target != spec.TargetProxy {
+		return ft.Build(env, params)
+	}
+	if len(proxies) == 0 {
+		return nil, fmt.Errorf("fault %q (%s): no proxy to act through", f.Name, f.Type)
+	}
+	all := make(multiFault, 0, len(proxies))
+	seed := env.Seed
+	for i, px := range proxies {
+		env.Proxy, env.Seed = px.toxics, seed+uint64(i)
+		t, err := ft.Build(env, params)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, t)
+	}
+	return all, nil
+}
+
+// netnsOf returns the network namespace the params of a kernel-level
+// fault name, "" for other faults.
+func netnsOf(params any) string {
+	if p, ok := params.(interface{ Namespace() string }); ok {
+		return p.Namespace()
+	}
+	return ""
+}
+
+// multiFault injects several faults as one: all of them or none. Its
+// Undo reverts them in reverse order and joins their errors.
+type multiFault []faults.Fault
+
+var _ faults.Fault = multiFault(nil)
+
+// Inject implements faults.Fault: when one part fails, the parts already
+// injected are reverted before it returns.
+func (m multiFault) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	undos := make([]faults.Undo, 0, len(m))
+	for _, f := range m {
+		u, err := f.Inject(ctx, log)
+		if err != nil {
+			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRevertTimeout)
+			defer cancel()
+			return nil, errors.Join(err, joinUndos(undos)(undoCtx))
+		}
+		undos = append(undos, u)
+	}
+	return joinUndos(undos), nil
+}
+
+// Target describes where the parts act, for the run's record.
+func (m multiFault) Target() string {
+	parts := make([]string, 0, len(m))
+	for _, f := range m {
+		if d, ok := f.(interface{ Target() string }); ok {
+			parts = append(parts, d.Target())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// joinUndos returns an Undo that runs undos last first and joins their
+// errors. Each Undo is idempotent, so the joined one is too.
+func joinUndos(undos []faults.Undo) faults.Undo {
+	return func(ctx context.Context) error {
+		var errs []error
+		for i := len(undos) - 1; i >= 0; i-- {
+			if err := undos[i](ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+}

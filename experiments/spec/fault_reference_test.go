@@ -1,0 +1,72 @@
+package spec
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// readmePath is the repository's README seen from this package's directory.
+const readmePath = "../../README.md"
+
+// The README's fault reference, between its markers, is what
+// FaultReference makes of the families' lists now; with -update it is
+// rewritten.
+func TestREADMEFaultReferenceUpToDate(t *testing.T) {
+	const begin, end = "<!-- faults:begin -->\n", "<!-- faults:end -->"
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(readme, []byte(begin))
+	j := bytes.Index(readme, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("%s: no %q ... %q section", readmePath, strings.TrimSpace(begin), end)
+	}
+	i += len(begin)
+	want := FaultReference()
+	if *update {
+		out := append(append(append([]byte{}, readme[:i]...), want...), readme[j:]...)
+		if err := os.WriteFile(readmePath, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got := string(readme[i:j]); got != want {
+		t.Errorf("README.md's fault reference is stale: regenerate it with go test ./experiments/spec -run TestREADMEFaultReferenceUpToDate -update")
+	}
+}
+
+// `llmchaos faults TYPE` shows every param of the type, and a fault block
+// that names the type; an unknown type is an error with a suggestion.
+func TestWriteFaultType(t *testing.T) {
+	var b strings.Builder
+	if err := WriteFaultType(&b, "replica.kill"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"replica.kill (replica, instantaneous)", "select.mode", "target.state_file", "signal", "SIGKILL", "type: replica.kill"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	err := WriteFaultType(&b, "replica.kil")
+	if err == nil || !strings.Contains(err.Error(), "did you mean replica.kill?") {
+		t.Errorf("unknown type: err = %v, want a suggestion of replica.kill", err)
+	}
+}
+
+// `llmchaos faults` lists every fault type, one per line after the header.
+func TestWriteFaultTypes(t *testing.T) {
+	var b strings.Builder
+	if err := WriteFaultTypes(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if got, want := len(lines), len(FaultTypes())+1; got != want {
+		t.Errorf("%d lines, want %d:\n%s", got, want, b.String())
+	}
+	if !strings.HasPrefix(lines[1], "network.latency ") || !strings.Contains(lines[1], "sustained") {
+		t.Errorf("first type line %q, want network.latency, sustained", lines[1])
+	}
+}

@@ -1,0 +1,241 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Load reads the experiment file at path (YAML, or JSON, which is YAML
+// too), decodes it strictly and validates it. It returns the spec and its
+// warnings. When the file has errors, it returns a nil spec and a Problems
+// error holding every problem found, warnings included, each with the
+// file's name, line and column. A file that cannot be read gives a plain
+// error.
+//
+// The spec has no defaults filled in: call WithDefaults.
+func Load(path string) (*Spec, Problems, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("experiment: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse does what Load does with a file's contents; name is the file name
+// used in problems.
+func Parse(name string, data []byte) (*Spec, Problems, error) {
+	spec, ps := parse(name, data)
+	if err := ps.Err(); err != nil {
+		return nil, nil, err
+	}
+	return spec, ps, nil
+}
+
+// parse decodes and validates data and returns the spec (partly filled
+// when there are errors) and every problem, in file order.
+func parse(name string, data []byte) (*Spec, Problems) {
+	src := newSource(data)
+	file, err := parseYAML(data)
+	if err != nil {
+		return nil, Problems{syntaxProblem(name, err)}
+	}
+	var body ast.Node
+	for _, doc := range file.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if _, ok := doc.Body.(*ast.CommentGroupNode); ok {
+			continue
+		}
+		if body != nil {
+			p := tokPos(doc.Body.GetToken())
+			return nil, Problems{{File: name, Line: p.line, Col: p.col, Msg: "a second document: an experiment file holds one (remove the ---)"}}
+		}
+		body = doc.Body
+	}
+	if body == nil {
+		return nil, Problems{{File: name, Line: 1, Col: 1, Msg: "empty file: an experiment needs apiVersion, kind, metadata, target and workload"}}
+	}
+
+	var iss issues
+	tb := &treeBuilder{anchors: map[string]*node{}, sizes: map[*node]int{}}
+	root := tb.build(body, "", 0)
+	iss = append(iss, tb.iss...)
+	idx := newPosIndex(root)
+
+	spec := &Spec{}
+	dec := newDecoder(&iss)
+	for _, is := range tb.iss {
+		dec.broken[is.path] = true
+	}
+	if root.kind != kMap {
+		dec.bad("", "the file holds %s; an experiment is a mapping with keys apiVersion, kind, metadata, target, workload...", root.describe())
+	} else {
+		dec.decode("", root, reflect.ValueOf(spec).Elem())
+		// Semantic checks of what decoded; a problem on or around a value
+		// that did not decode would only repeat it.
+		for _, is := range spec.check(dec.zeros) {
+			if !dec.overlaps(is) {
+				iss = append(iss, is)
+			}
+		}
+	}
+	ps := make(Problems, 0, len(iss))
+	for _, is := range iss {
+		p := idx.locate(src, is)
+		p.File = name
+		ps = append(ps, p)
+	}
+	ps.sort()
+	return spec, ps
+}
+
+// overlaps reports whether a problem would be about a value that already
+// has a decoding problem: one at the same path or under it, or one at a
+// mapping above it that holds an unknown key (the key meant may be the
+// one found missing) or a bad value its message names. A problem of the
+// mapping that is about another key is kept, so that all problems show in
+// one pass.
+func (d *decoder) overlaps(is issue) bool {
+	for b := range d.broken {
+		if within(is.path, b) {
+			return true
+		}
+		if is.path != "" && within(b, is.path) && (d.unknown[b] || mentionsKey(is.msg, b[len(is.path):])) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsKey reports whether msg names, as a word, the last key of the
+// relative path rel (".params.latency" → latency); list indexes are not
+// keys.
+func mentionsKey(msg, rel string) bool {
+	segs := strings.FieldsFunc(rel, func(r rune) bool { return r == '.' || r == '[' || r == ']' || r == '"' })
+	for len(segs) > 0 && strings.Trim(segs[len(segs)-1], "0123456789") == "" {
+		segs = segs[:len(segs)-1]
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	k := segs[len(segs)-1]
+	for i := 0; ; {
+		j := strings.Index(msg[i:], k)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(k)
+		if (j == 0 || !isWordByte(msg[j-1])) && (end == len(msg) || !isWordByte(msg[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// parseYAML parses data, turning a panic of the parser (a bug there, on
+// input it did not expect) into an error.
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("the YAML parser failed on this input (%v)", r)
+		}
+	}()
+	return parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+}
+
+// syntaxProblem turns a parser error into a positioned Problem.
+func syntaxProblem(name string, err error) Problem {
+	p := Problem{File: name, Msg: err.Error()}
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		p.Msg = "YAML syntax: " + ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			p.Line, p.Col = tk.Position.Line, tk.Position.Column
+		}
+	}
+	return p
+}
+
+// posIndex maps key paths to the nodes of a document.
+type posIndex struct {
+	vals map[string]*node
+	keys map[string]*node
+}
+
+func newPosIndex(root *node) *posIndex {
+	idx := &posIndex{vals: map[string]*node{}, keys: map[string]*node{}}
+	idx.add("", root, 0)
+	return idx
+}
+
+func (x *posIndex) add(path string, n *node, depth int) {
+	if depth > maxDepth || len(x.vals) > maxNodes {
+		return
+	}
+	if _, ok := x.vals[path]; !ok {
+		x.vals[path] = n
+	}
+	for _, e := range n.keys {
+		p := child(path, e.key)
+		// For a duplicate key the later one is the one reported.
+		x.keys[p] = e.keyNode
+		x.vals[p] = e.val
+		x.add(p, e.val, depth+1)
+	}
+	for i, it := range n.items {
+		x.add(index(path, i), it, depth+1)
+	}
+}
+
+// locate gives an issue its position: the node at its path (its key for
+// a key issue; the column of the offending character for an issue with an
+// offset), or the nearest enclosing node that has one.
+func (x *posIndex) locate(src source, is issue) Problem {
+	p := Problem{Path: is.path, Msg: is.msg, Severity: is.sev}
+	var at pos
+	if is.key {
+		if k, ok := x.keys[is.path]; ok && k.pos.line > 0 {
+			at = k.pos
+			if is.offset >= 0 {
+				at = src.offsetPos(k, is.offset)
+			}
+		}
+	}
+	if at.line == 0 {
+		for q := is.path; ; q = parentPath(q) {
+			if n, ok := x.vals[q]; ok && n.pos.line > 0 {
+				at = n.pos
+				// A string found above the path is the string form of a
+				// string-or-mapping value (a threshold entry): the offset
+				// points into it all the same.
+				if is.offset >= 0 && !is.key && (q == is.path || n.kind == kString) {
+					at = src.offsetPos(n, is.offset)
+					p.Path = q // name the key as the file writes it
+				}
+				break
+			}
+			if k, ok := x.keys[q]; ok && k.pos.line > 0 {
+				at = k.pos
+				break
+			}
+			if q == "" {
+				break
+			}
+		}
+	}
+	p.Line, p.Col = at.line, at.col
+	return p
+}

@@ -1,0 +1,140 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/network"
+	"github.com/llmchaos/llmchaos/faults/replica"
+)
+
+// FaultType describes one fault type an experiment may name: what it acts
+// on, how its params decode, validate and document themselves, and how the
+// runner builds it. The families define them (faults.Type).
+type FaultType = faults.Type
+
+// FaultTypes returns every fault type an experiment may name, by type
+// name: the merge of the explicit lists of the fault families
+// (network.Types, replica.Types, gpu.Types; no init() registration).
+// Their params are those of faults/network, faults/replica and faults/gpu;
+// with a target.sim, replica and GPU faults may leave their target out
+// (FromSim: the simulator's replicas and vGPUs).
+func FaultTypes() map[string]FaultType {
+	types := map[string]FaultType{}
+	for _, t := range FaultTypeList() {
+		types[t.Name] = t
+	}
+	return types
+}
+
+// FaultTypeList returns every fault type, family by family (network,
+// replica, gpu), each family's in the order of its list.
+func FaultTypeList() []FaultType {
+	return slices.Concat(network.Types(), replica.Types(), gpu.Types())
+}
+
+// faultTypeNames returns the names of FaultTypes, sorted.
+func faultTypeNames(types map[string]FaultType) []string {
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// problemMessages splits a validation error into one message per problem:
+// the errors of the first errors.Join found down its chain of wrappers (the
+// wrappers only name the fault again), nested joins flattened, or the error
+// itself.
+func problemMessages(err error) []string {
+	for e := err; e != nil; {
+		if _, ok := e.(interface{ Unwrap() []error }); ok {
+			return joinLeaves(e)
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return []string{oneLine(err.Error())}
+}
+
+// joinLeaves returns the messages of the errors joined in e, joins inside
+// it flattened.
+func joinLeaves(e error) []string {
+	j, ok := e.(interface{ Unwrap() []error })
+	if !ok {
+		return []string{oneLine(e.Error())}
+	}
+	var out []string
+	for _, x := range j.Unwrap() {
+		out = append(out, joinLeaves(x)...)
+	}
+	return out
+}
+
+// oneLine joins the lines of a multi-line message with "; ".
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// SimEnv is what a target.sim run gives the faults that act on its
+// replicas when their params leave the target out (FaultType.FromSim).
+type SimEnv = faults.SimEnv
+
+// placeholderSimEnv stands for the paths a run will have, when a spec is
+// only validated.
+func placeholderSimEnv() SimEnv {
+	return SimEnv{StateFile: "RUN_DIR/sim/state.json", VGPUDir: "RUN_DIR/sim/vgpu"}
+}
+
+// Reverters returns the reverter of every RevertSpec kind a fault or a
+// helper of a run may write in its journal: faults' own (helper processes)
+// and those of every fault type (proxy toxics, nftables tables, qdiscs,
+// frozen processes and containers, balloons). `llmchaos recover` replays
+// a killed run's journal with it.
+func Reverters() map[string]faults.Reverter {
+	m := faults.BuiltinReverters()
+	for _, t := range FaultTypeList() {
+		if t.Reverters != nil {
+			maps.Copy(m, t.Reverters())
+		}
+	}
+	return m
+}
+
+// DecodeParams decodes a fault's params strictly into the params type of
+// its fault type, as Validate does, and fills in what a target.sim run
+// provides when sim is not nil. i is the fault's index in the spec's
+// faults, for the key paths of its errors.
+func DecodeParams(i int, f Fault, ft FaultType, sim *SimEnv) (any, error) {
+	var iss issues
+	params := ft.NewParams()
+	dec := newDecoder(&iss)
+	dec.decode(index("faults", i)+".params", valueNode(f.Params), reflect.ValueOf(params).Elem())
+	if len(iss) > 0 {
+		msgs := make([]string, len(iss))
+		for j, is := range iss {
+			msgs[j] = is.path + ": " + is.msg
+		}
+		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
+	}
+	if ft.FromSim != nil && sim != nil {
+		ft.FromSim(params, *sim)
+	}
+	return params, nil
+}
