@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -656,9 +655,4 @@ func (r *run) configRecord() map[string]any {
 	}
 	m["endpoints"] = eps
 	return m
-}
-
-// seedRand is the run's source of a stream of its seed.
-func (r *run) seedRand(stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(r.p.seed, stream))
 }
