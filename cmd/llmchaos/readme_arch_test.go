@@ -35,7 +35,7 @@ func TestReadmeArchitectureNamesEveryPackage(t *testing.T) {
 		if rel == "" {
 			continue
 		}
-		if strings.Contains(arch, "`"+rel+"/`") || strings.Contains(arch, "`"+rel+"`") || strings.Contains(arch, "`"+path.Base(rel)+"`") {
+		if strings.Contains(arch, "`"+rel+"/`") || strings.Contains(arch, "`"+rel+"`") || strings.Contains(arch, "`"+path.Base(rel)+"`") || strings.Contains(arch, "`"+path.Base(rel)+"/`") {
 			continue
 		}
 		t.Errorf("README.md's architecture section does not name package %s", rel)
