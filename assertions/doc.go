@@ -6,8 +6,8 @@
 //
 // The evaluator does not know how a run is recorded: it reads one through
 // the small [Source] interface. [SummarySource] implements it over the
-// recorder's finished run (llm.Summary, live or loaded from a JSON report)
-// and [WindowSource] over a rolling window of it (llm.WindowStats) for the
+// recorder's finished run (recording.Summary, live or loaded from a JSON report)
+// and [WindowSource] over a rolling window of it (recording.WindowStats) for the
 // live check. Thresholds name the metrics of DESIGN §3 verbatim; [Metrics]
 // lists them with their kind, which decides the aggregations and units a
 // threshold on them may use.
@@ -18,12 +18,12 @@
 // an expression over a selection without data fails, except a count, which
 // is 0. Live decides, once a second, whether an abortOnFail threshold fails
 // over the last seconds of the run. ParseGoodput reads `--goodput` into the
-// recorder's llm.SLO, the one definition of a good request.
+// recorder's recording.SLO, the one definition of a good request.
 //
 // Typical use:
 //
 //	ths, err := assertions.ParseFlags([]string{"ttft: p(99)<500ms", "error_rate: rate<0.01"})
-//	slo, err := assertions.ParseGoodput("ttft:500ms,tpot:50ms") // → llm.RecorderOptions{SLO: slo}
+//	slo, err := assertions.ParseGoodput("ttft:500ms,tpot:50ms") // → recording.RecorderOptions{SLO: slo}
 //	// ... run: sum := recorder.Finish(elapsed) ...
 //	outs := assertions.Evaluate(assertions.NewSummarySource(sum), ths)
 //	if !outs.OK() { /* exit 99 */ }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func ExampleParse() {
@@ -81,13 +81,13 @@ func ExampleParseGoodput() {
 	fmt.Println(slo.TTFT, slo.TPOT, slo.E2E, assertions.FormatGoodput(slo))
 	// The recorder judges each request against the objectives: this one
 	// meets the TTFT objective (420 ms) but not the TPOT one (61 ms).
-	rec := llm.NewRecorder(llm.RecorderOptions{SLO: slo})
+	rec := recording.NewRecorder(recording.RecorderOptions{SLO: slo})
 	rec.RequestStarted(0)
-	rec.Record(&llm.Result{FirstToken: 420 * time.Millisecond, End: 420*time.Millisecond + 10*61*time.Millisecond,
-		Outcome: llm.OutcomeOK, OutputTokens: 11, ContentChunks: 11, UsageReported: true})
+	rec.Record(&recording.Result{FirstToken: 420 * time.Millisecond, End: 420*time.Millisecond + 10*61*time.Millisecond,
+		Outcome: recording.OutcomeOK, OutputTokens: 11, ContentChunks: 11, UsageReported: true})
 	rec.RequestEnded(1030 * time.Millisecond)
 	sum := rec.Finish(2 * time.Second)
-	fmt.Println(sum.Counts(llm.TagFilter{}).Good, "good of", sum.Counts(llm.TagFilter{}).OK)
+	fmt.Println(sum.Counts(recording.TagFilter{}).Good, "good of", sum.Counts(recording.TagFilter{}).OK)
 	// Output:
 	// 500ms 50ms 0s ttft:500ms,tpot:50ms
 	// 0 good of 1

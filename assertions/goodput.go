@@ -6,15 +6,15 @@ import (
 	"strings"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
-// Goodput has one authoritative definition: llm.SLO, the objectives the
+// Goodput has one authoritative definition: recording.SLO, the objectives the
 // recorder counts "good" requests against while the run records (DistServe,
 // vLLM's benchmark `--goodput`: a request is good when it ended ok and met
 // every objective given; goodput is good requests per second). ParseGoodput
-// reads the flag straight into an llm.SLO, to be handed to
-// llm.RecorderOptions; the goodput metric of thresholds is then the
+// reads the flag straight into a recording.SLO, to be handed to
+// recording.RecorderOptions; the goodput metric of thresholds is then the
 // recorder's count of good requests divided by the time the selection
 // covers (see SummarySource). There is deliberately no second SLO type here
 // that could drift from what the recorder counts.
@@ -22,7 +22,7 @@ import (
 // FormatGoodput returns slo in ParseGoodput's syntax,
 // "ttft:500ms,tpot:50ms", or "" when no objective is set. ParseGoodput
 // reads it back to the same objectives.
-func FormatGoodput(slo llm.SLO) string {
+func FormatGoodput(slo recording.SLO) string {
 	var parts []string
 	for _, kv := range []struct {
 		k string
@@ -54,15 +54,15 @@ func formatMillis(d time.Duration) string {
 //	ttft:500ms,tpot:50ms
 //	ttft:500 tpot:50 e2el:10000
 //
-// The objectives are the recorder's llm.SLO: a latency equal to its
+// The objectives are the recorder's recording.SLO: a latency equal to its
 // objective meets it, a request without a first token misses a TTFT
 // objective, and one with at most one output token has no TPOT and meets a
 // TPOT objective (as vLLM, which counts its TPOT as 0).
 //
 // Every problem is returned, joined, each a *ParseError pointing into s.
-func ParseGoodput(s string) (llm.SLO, error) {
+func ParseGoodput(s string) (recording.SLO, error) {
 	p := &parser{what: "goodput", in: s}
-	var g llm.SLO
+	var g recording.SLO
 	seen := map[string]bool{}
 	p.skipSpace()
 	if p.pos == len(s) {
@@ -92,13 +92,13 @@ func ParseGoodput(s string) (llm.SLO, error) {
 		}
 	}
 	if err := p.err(); err != nil {
-		return llm.SLO{}, err
+		return recording.SLO{}, err
 	}
 	return g, nil
 }
 
 // goodputPair reads `key ":" value [unit]` into g.
-func (p *parser) goodputPair(g *llm.SLO, seen map[string]bool) {
+func (p *parser) goodputPair(g *recording.SLO, seen map[string]bool) {
 	keyAt := p.pos
 	key := p.word(isIdent)
 	var field *time.Duration

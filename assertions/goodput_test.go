@@ -5,22 +5,22 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func TestParseGoodput(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		in       string
-		want     llm.SLO
+		want     recording.SLO
 		wantText string
 	}{
-		{"ttft:500ms,tpot:50ms", llm.SLO{TTFT: 500 * ms, TPOT: 50 * ms}, "ttft:500ms,tpot:50ms"},
-		{"ttft:500 tpot:50 e2el:10000", llm.SLO{TTFT: 500 * ms, TPOT: 50 * ms, E2E: 10 * time.Second}, "ttft:500ms,tpot:50ms,e2e:10000ms"},
-		{" e2e : 1.5s , ttft:2s ", llm.SLO{TTFT: 2 * time.Second, E2E: 1500 * ms}, "ttft:2000ms,e2e:1500ms"},
-		{"tpot:250us", llm.SLO{TPOT: 250 * time.Microsecond}, "tpot:0.25ms"},
-		{"tpot:0.000001", llm.SLO{TPOT: time.Nanosecond}, "tpot:0.000001ms"},
-		{"tpot:1µs", llm.SLO{TPOT: time.Microsecond}, "tpot:0.001ms"},
+		{"ttft:500ms,tpot:50ms", recording.SLO{TTFT: 500 * ms, TPOT: 50 * ms}, "ttft:500ms,tpot:50ms"},
+		{"ttft:500 tpot:50 e2el:10000", recording.SLO{TTFT: 500 * ms, TPOT: 50 * ms, E2E: 10 * time.Second}, "ttft:500ms,tpot:50ms,e2e:10000ms"},
+		{" e2e : 1.5s , ttft:2s ", recording.SLO{TTFT: 2 * time.Second, E2E: 1500 * ms}, "ttft:2000ms,e2e:1500ms"},
+		{"tpot:250us", recording.SLO{TPOT: 250 * time.Microsecond}, "tpot:0.25ms"},
+		{"tpot:0.000001", recording.SLO{TPOT: time.Nanosecond}, "tpot:0.000001ms"},
+		{"tpot:1µs", recording.SLO{TPOT: time.Microsecond}, "tpot:0.001ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestParseGoodputInvalid(t *testing.T) {
 }
 
 // TestGoodputMet checks that the objectives ParseGoodput returns are judged
-// by the recorder's rule (llm.SLO.Met, the one definition of goodput) the
+// by the recorder's rule (recording.SLO.Met, the one definition of goodput) the
 // way vLLM's --goodput judges them, on real Results.
 func TestGoodputMet(t *testing.T) {
 	ms := time.Millisecond
@@ -93,31 +93,31 @@ func TestGoodputMet(t *testing.T) {
 	}
 	// good: sent at 1 s, first token after 400 ms, 101 output tokens in
 	// 4.4 s more (tpot 44 ms), e2e 4.8 s.
-	good := llm.Result{
+	good := recording.Result{
 		Scheduled: time.Second, Dequeued: time.Second, Sent: time.Second,
 		FirstToken: time.Second + 400*ms, End: time.Second + 4800*ms,
-		Outcome: llm.OutcomeOK, HTTPStatus: 200, OutputTokens: 101, ContentChunks: 101, UsageReported: true,
+		Outcome: recording.OutcomeOK, HTTPStatus: 200, OutputTokens: 101, ContentChunks: 101, UsageReported: true,
 	}
 	tests := []struct {
 		name string
-		slo  llm.SLO
-		edit func(*llm.Result)
+		slo  recording.SLO
+		edit func(*recording.Result)
 		want bool
 	}{
-		{"meets all", slo, func(*llm.Result) {}, true},
-		{"equal to the objectives meets them", slo, func(r *llm.Result) {
+		{"meets all", slo, func(*recording.Result) {}, true},
+		{"equal to the objectives meets them", slo, func(r *recording.Result) {
 			r.FirstToken, r.End = time.Second+500*ms, time.Second+5500*ms // ttft 500 ms, tpot 5 s/100 = 50 ms, e2e 5.5 s
 		}, true},
-		{"failed request", slo, func(r *llm.Result) { r.Outcome, r.Class = llm.OutcomeFailed, llm.ClassHTTP5xx }, false},
-		{"cancelled request", slo, func(r *llm.Result) { r.Outcome, r.Class = llm.OutcomeCancelled, llm.ClassCancelled }, false},
-		{"slow first token", slo, func(r *llm.Result) { r.FirstToken = time.Second + 501*ms }, false},
-		{"slow decode", slo, func(r *llm.Result) { r.End = time.Second + 5600*ms }, false},
-		{"slow end", mustGoodput(t, "e2e:10s"), func(r *llm.Result) { r.End = 12 * time.Second }, false},
-		{"no first token fails a ttft objective", slo, func(r *llm.Result) { r.FirstToken = 0 }, false},
-		{"one output token meets a tpot objective", mustGoodput(t, "tpot:1ms"), func(r *llm.Result) {
+		{"failed request", slo, func(r *recording.Result) { r.Outcome, r.Class = recording.OutcomeFailed, recording.ClassHTTP5xx }, false},
+		{"cancelled request", slo, func(r *recording.Result) { r.Outcome, r.Class = recording.OutcomeCancelled, recording.ClassCancelled }, false},
+		{"slow first token", slo, func(r *recording.Result) { r.FirstToken = time.Second + 501*ms }, false},
+		{"slow decode", slo, func(r *recording.Result) { r.End = time.Second + 5600*ms }, false},
+		{"slow end", mustGoodput(t, "e2e:10s"), func(r *recording.Result) { r.End = 12 * time.Second }, false},
+		{"no first token fails a ttft objective", slo, func(r *recording.Result) { r.FirstToken = 0 }, false},
+		{"one output token meets a tpot objective", mustGoodput(t, "tpot:1ms"), func(r *recording.Result) {
 			r.OutputTokens, r.ContentChunks = 1, 1
 		}, true},
-		{"unset objective ignored", mustGoodput(t, "ttft:500ms"), func(r *llm.Result) { r.End = time.Hour }, true},
+		{"unset objective ignored", mustGoodput(t, "ttft:500ms"), func(r *recording.Result) { r.End = time.Hour }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,12 +128,12 @@ func TestGoodputMet(t *testing.T) {
 			}
 		})
 	}
-	if (llm.SLO{}).Given() || !slo.Given() {
+	if (recording.SLO{}).Given() || !slo.Given() {
 		t.Error("Given wrong")
 	}
 }
 
-func mustGoodput(t *testing.T, s string) llm.SLO {
+func mustGoodput(t *testing.T, s string) recording.SLO {
 	t.Helper()
 	slo, err := assertions.ParseGoodput(s)
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
-// SummarySource is the Source of a recorded run: an llm.Summary from
+// SummarySource is the Source of a recorded run: a recording.Summary from
 // Recorder.Finish, or one rebuilt from a saved JSON report. Thresholds are
 // evaluated against it at the end of a run and when a saved run is
 // re-evaluated.
@@ -23,8 +23,8 @@ import (
 //     milliseconds, exactly the figures of the JSON report's metrics.
 //     recovery_time and oom_recovery_time are not recorded by the load
 //     engine: they have no data here (the experiment runner supplies them).
-//   - rates: the summed counters of the matching tuples (llm.Counts.RateParts).
-//   - requests: the requests the engine sent (llm.Summary.Sent) for the
+//   - rates: the summed counters of the matching tuples (recording.Counts.RateParts).
+//   - requests: the requests the engine sent (recording.Summary.Sent) for the
 //     whole run; under a tag selection, the finished requests (ok, failed,
 //     cancelled) of the matching tuples, since a request that never came
 //     back carries no tags.
@@ -32,7 +32,7 @@ import (
 //     selection: a lost request has no Result and so no tags, and a
 //     must-be-zero invariant is safer reported run-wide than as 0.
 //   - goodput, requests_per_s, output_tokens_per_s: good requests (those
-//     that met every llm.SLO the recorder was given), ok requests and
+//     that met every recording.SLO the recorder was given), ok requests and
 //     output tokens of ok requests, divided by the time the selection
 //     covers. goodput has no data when the run had no SLO (no --goodput).
 //
@@ -45,7 +45,7 @@ import (
 // A SummarySource is safe for concurrent use. It caches each merged
 // histogram, so several expressions on one key merge it once.
 type SummarySource struct {
-	sum  *llm.Summary
+	sum  *recording.Summary
 	span func(sel Tags) (time.Duration, bool)
 
 	mu    sync.Mutex
@@ -55,7 +55,7 @@ type SummarySource struct {
 var _ Source = (*SummarySource)(nil)
 
 type distKey struct {
-	m   llm.Metric
+	m   recording.Metric
 	sel Tags
 }
 
@@ -71,7 +71,7 @@ func WithSpan(fn func(sel Tags) (span time.Duration, ok bool)) SourceOption {
 }
 
 // NewSummarySource returns the Source of sum. sum must not be nil.
-func NewSummarySource(sum *llm.Summary, opts ...SourceOption) *SummarySource {
+func NewSummarySource(sum *recording.Summary, opts ...SourceOption) *SummarySource {
 	s := &SummarySource{sum: sum, dists: make(map[distKey]Distribution)}
 	for _, o := range opts {
 		o(s)
@@ -80,8 +80,8 @@ func NewSummarySource(sum *llm.Summary, opts ...SourceOption) *SummarySource {
 }
 
 // filter converts a selection to the recorder's tag filter (same fields).
-func filter(sel Tags) llm.TagFilter {
-	return llm.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint}
+func filter(sel Tags) recording.TagFilter {
+	return recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint}
 }
 
 // spanOf is the time sel covers; ok is false when it is not known.
@@ -100,7 +100,7 @@ func (s *SummarySource) spanOf(sel Tags) (time.Duration, bool) {
 // matches, in milliseconds for durations; nil for metrics the recorder does
 // not keep.
 func (s *SummarySource) Distribution(metric string, sel Tags) Distribution {
-	m, err := llm.ParseMetric(metric)
+	m, err := recording.ParseMetric(metric)
 	if err != nil {
 		if c := s.sum.Custom(metric, filter(sel)); c != nil && c.Hist != nil && c.Count > 0 {
 			return sinkDist{c}
@@ -145,7 +145,7 @@ func (s *SummarySource) Counter(metric string, sel Tags) (int64, time.Duration) 
 		c := s.sum.Counts(filter(sel))
 		return c.Finished(), span
 	case "requests_lost":
-		c := s.sum.Counts(llm.TagFilter{})
+		c := s.sum.Counts(recording.TagFilter{})
 		return s.sum.Sent - c.Finished(), span
 	}
 	if cs := s.sum.Custom(metric, filter(sel)); cs != nil && cs.Kind == metrics.Counter {
@@ -169,7 +169,7 @@ func (s *SummarySource) Value(metric string, sel Tags) (float64, bool) {
 }
 
 // perSecond computes a KindValue metric from counters over span.
-func perSecond(metric string, c llm.Counts, slo llm.SLO, span time.Duration) (float64, bool) {
+func perSecond(metric string, c recording.Counts, slo recording.SLO, span time.Duration) (float64, bool) {
 	if span <= 0 {
 		return 0, false
 	}
@@ -223,7 +223,7 @@ type hdrDist struct {
 
 var _ Distribution = hdrDist{}
 
-func newHDRDist(h *hdrhistogram.Histogram, m llm.Metric) Distribution {
+func newHDRDist(h *hdrhistogram.Histogram, m recording.Metric) Distribution {
 	if h == nil || h.TotalCount() == 0 {
 		return nil
 	}
@@ -273,11 +273,11 @@ func (d hdrDist) Quantile(q float64) float64 { return float64(d.h.ValueAtQuantil
 // Window and is safe for concurrent reads.
 type WindowSource struct {
 	// Window is the window's aggregate; nil has no data.
-	Window *llm.WindowStats
+	Window *recording.WindowStats
 	// Within holds the tags every request of the window carries.
 	Within Tags
 	// SLO is the run's goodput objectives; goodput has no data without.
-	SLO llm.SLO
+	SLO recording.SLO
 }
 
 var _ Source = WindowSource{}
@@ -291,7 +291,7 @@ func (w WindowSource) Distribution(metric string, sel Tags) Distribution {
 	if !w.covers(sel) {
 		return nil
 	}
-	m, err := llm.ParseMetric(metric)
+	m, err := recording.ParseMetric(metric)
 	if err != nil {
 		return nil
 	}
@@ -338,7 +338,7 @@ func (w WindowSource) Value(metric string, sel Tags) (float64, bool) {
 }
 
 // logDist is a Distribution over a window's LogHistogram (µs), in ms.
-type logDist struct{ h *llm.LogHistogram }
+type logDist struct{ h *recording.LogHistogram }
 
 var _ Distribution = logDist{}
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 const us = time.Microsecond
@@ -24,21 +24,21 @@ const us = time.Microsecond
 //   - one dropped request, and one request that was sent and never came
 //     back (lost);
 //   - 4 s long, with the goodput SLO slo.
-func recordRun(t *testing.T, slo llm.SLO) *llm.Recorder {
+func recordRun(t *testing.T, slo recording.SLO) *recording.Recorder {
 	t.Helper()
-	rec := llm.NewRecorder(llm.RecorderOptions{SLO: slo})
-	base := llm.Tags{Phase: "baseline", Class: "chat"}
-	fault := llm.Tags{Phase: "fault", Fault: "oom", Class: "chat"}
-	record := func(r *llm.Result) {
+	rec := recording.NewRecorder(recording.RecorderOptions{SLO: slo})
+	base := recording.Tags{Phase: "baseline", Class: "chat"}
+	fault := recording.Tags{Phase: "fault", Fault: "oom", Class: "chat"}
+	record := func(r *recording.Result) {
 		rec.RequestStarted(r.Sent)
 		rec.RequestEnded(r.End)
 		rec.Record(r)
 	}
-	ok := func(tags llm.Tags, sent, ttft, e2e time.Duration) *llm.Result {
-		return &llm.Result{
+	ok := func(tags recording.Tags, sent, ttft, e2e time.Duration) *recording.Result {
+		return &recording.Result{
 			Tags: tags, Scheduled: sent, Dequeued: sent, Sent: sent,
 			FirstToken: sent + ttft, End: sent + e2e, ITLMicros: []uint32{50, 60},
-			Outcome: llm.OutcomeOK, HTTPStatus: 200, InputTokens: 100, OutputTokens: 5,
+			Outcome: recording.OutcomeOK, HTTPStatus: 200, InputTokens: 100, OutputTokens: 5,
 			ContentChunks: 5, UsageReported: true, FinishReason: "stop", OutputChars: 20,
 		}
 	}
@@ -53,20 +53,20 @@ func recordRun(t *testing.T, slo llm.SLO) *llm.Recorder {
 		}
 		record(r)
 	}
-	failed := func(st int, cl llm.ErrorClass, o llm.Outcome) *llm.Result {
-		return &llm.Result{Tags: fault, Scheduled: at, Dequeued: at, Sent: at, End: at + 5*time.Millisecond,
+	failed := func(st int, cl recording.ErrorClass, o recording.Outcome) *recording.Result {
+		return &recording.Result{Tags: fault, Scheduled: at, Dequeued: at, Sent: at, End: at + 5*time.Millisecond,
 			Outcome: o, Class: cl, HTTPStatus: st}
 	}
-	record(failed(503, llm.ClassHTTP5xx, llm.OutcomeFailed))
-	record(failed(429, llm.ClassHTTP429, llm.OutcomeFailed))
-	record(failed(0, llm.ClassCancelled, llm.OutcomeCancelled))
-	rec.Record(&llm.Result{Tags: fault, Scheduled: 3 * time.Second, Outcome: llm.OutcomeDropped})
+	record(failed(503, recording.ClassHTTP5xx, recording.OutcomeFailed))
+	record(failed(429, recording.ClassHTTP429, recording.OutcomeFailed))
+	record(failed(0, recording.ClassCancelled, recording.OutcomeCancelled))
+	rec.Record(&recording.Result{Tags: fault, Scheduled: 3 * time.Second, Outcome: recording.OutcomeDropped})
 	rec.RequestStarted(3 * time.Second) // lost: no Result ever comes back
 	return rec
 }
 
 func TestSummarySource(t *testing.T) {
-	slo := llm.SLO{TTFT: time.Millisecond}
+	slo := recording.SLO{TTFT: time.Millisecond}
 	sum := recordRun(t, slo).Finish(4 * time.Second)
 	tests := []struct {
 		in     string
@@ -137,7 +137,7 @@ func TestSummarySource(t *testing.T) {
 
 func TestSummarySourceSpansAndSLO(t *testing.T) {
 	spans := map[string]time.Duration{"fault": 2 * time.Second}
-	noSLO := recordRun(t, llm.SLO{}).Finish(4 * time.Second)
+	noSLO := recordRun(t, recording.SLO{}).Finish(4 * time.Second)
 	src := assertions.NewSummarySource(noSLO, assertions.WithSpan(func(sel assertions.Tags) (time.Duration, bool) {
 		d, ok := spans[sel.Phase]
 		return d, ok
@@ -172,12 +172,12 @@ func TestSummarySourceSpansAndSLO(t *testing.T) {
 func TestSummarySourceMillisecondValues(t *testing.T) {
 	// Above 2048 µs the histograms keep 3 significant digits: a 250 ms
 	// ttft reads back within 0.1%, and the threshold sees milliseconds.
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	for i := range 100 {
 		sent := time.Duration(i+1) * 10 * time.Millisecond
 		rec.RequestStarted(sent)
-		rec.Record(&llm.Result{Scheduled: sent, Dequeued: sent, Sent: sent, FirstToken: sent + 250*time.Millisecond,
-			End: sent + time.Second, Outcome: llm.OutcomeOK, OutputTokens: 2, ContentChunks: 2, UsageReported: true})
+		rec.Record(&recording.Result{Scheduled: sent, Dequeued: sent, Sent: sent, FirstToken: sent + 250*time.Millisecond,
+			End: sent + time.Second, Outcome: recording.OutcomeOK, OutputTokens: 2, ContentChunks: 2, UsageReported: true})
 		rec.RequestEnded(sent + time.Second)
 	}
 	src := assertions.NewSummarySource(rec.Finish(3 * time.Second))
@@ -195,7 +195,7 @@ func TestSummarySourceMillisecondValues(t *testing.T) {
 }
 
 func TestWindowSource(t *testing.T) {
-	rec := recordRun(t, llm.SLO{TTFT: time.Millisecond})
+	rec := recordRun(t, recording.SLO{TTFT: time.Millisecond})
 	// The fault-phase requests all end in second 2.
 	w := rec.Window(2*time.Second, 4*time.Second)
 	faultTags := assertions.Tags{Phase: "fault", Fault: "oom"}
@@ -231,7 +231,7 @@ func TestWindowSource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := assertions.WindowSource{Window: w, Within: tt.within, SLO: llm.SLO{TTFT: time.Millisecond}}
+			src := assertions.WindowSource{Window: w, Within: tt.within, SLO: recording.SLO{TTFT: time.Millisecond}}
 			got := assertions.Evaluate(src, ths)[0]
 			if math.Abs(got.Value-tt.value) > tt.tol || got.OK != tt.ok || got.NoData != tt.noData {
 				t.Errorf("got value %v ok %v no data %v, want %v %v %v", got.Value, got.OK, got.NoData, tt.value, tt.ok, tt.noData)
@@ -250,7 +250,7 @@ func TestWindowSource(t *testing.T) {
 }
 
 func TestLiveOverRecorderWindow(t *testing.T) {
-	rec := recordRun(t, llm.SLO{})
+	rec := recordRun(t, recording.SLO{})
 	ths, err := assertions.ParseConfig(map[string]any{
 		"error_rate": []any{map[string]any{"threshold": "rate<0.1", "abortOnFail": true, "delayAbortEval": "2s"}},
 		"ttft":       []any{map[string]any{"threshold": "p(99)<1ms", "abortOnFail": true}},

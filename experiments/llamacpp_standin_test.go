@@ -18,7 +18,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // llamaServer stands in for llama.cpp's llama-server where it differs from
@@ -287,7 +287,7 @@ func TestLlamaServerStandIn(t *testing.T) {
 			t.Errorf("threshold %s: %s failed (value %v) on the healthy stand-in", th.Key(), th.Expr, th.Value)
 		}
 	}
-	c := d.Summary().Counts(llm.TagFilter{})
+	c := d.Summary().Counts(recording.TagFilter{})
 	if c.UsageReported != r.OK {
 		t.Errorf("usage reported by %d of %d ok requests: usage in the finish chunk was missed", c.UsageReported, r.OK)
 	}
@@ -328,7 +328,7 @@ func TestLlamaServerStandInOverloaded(t *testing.T) {
 	if stuck < 5 {
 		t.Fatalf("the stand-in left %d requests unanswered, want about 12", stuck)
 	}
-	if r.Failed != stuck || r.ErrorsByClass[string(llm.ClassTimeout)] != stuck || len(r.ErrorsByClass) != 1 {
+	if r.Failed != stuck || r.ErrorsByClass[string(recording.ClassTimeout)] != stuck || len(r.ErrorsByClass) != 1 {
 		t.Errorf("failed %d, errors by class %v; want the %d unanswered requests, all of class timeout", r.Failed, r.ErrorsByClass, stuck)
 	}
 	t.Logf("%d requests, %d unanswered, errors %v", r.Scheduled, stuck, r.ErrorsByClass)

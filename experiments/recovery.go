@@ -10,7 +10,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // DefaultRecoveryThreshold is what "healthy" means for recovery_time when
@@ -43,7 +43,7 @@ const latencyBandSlack = 50 * time.Millisecond
 
 // windowFunc returns the aggregate of the recorded seconds that overlap
 // [from, to): Recorder.Window while the run goes on, Summary.Window after.
-type windowFunc func(from, to time.Duration) *llm.WindowStats
+type windowFunc func(from, to time.Duration) *recording.WindowStats
 
 // recoveryJudge decides from a run's 1-second series when the service is
 // healthy again (DESIGN §3 recovery_time). The window of Window seconds
@@ -62,7 +62,7 @@ type recoveryJudge struct {
 	// class, when the workload has one), so that thresholds selecting it
 	// are answered.
 	within assertions.Tags
-	slo    llm.SLO
+	slo    recording.SLO
 	// band is recovery.latency_band: a window's TTFT and E2E p99 must be at
 	// most band times the baseline's (0: no latency criteria).
 	band float64
@@ -81,7 +81,7 @@ type latencyCriterion struct {
 // window base (the load before the first fault): TTFT and E2E p99 at most
 // band times the baseline's p99, and never tighter than latencyBandSlack
 // above it. A metric the baseline has no data for gets no criterion.
-func (j recoveryJudge) withBaseline(base *llm.WindowStats) recoveryJudge {
+func (j recoveryJudge) withBaseline(base *recording.WindowStats) recoveryJudge {
 	j.latency = nil
 	if j.band <= 0 || base == nil {
 		return j
@@ -362,7 +362,7 @@ func recoverySearchFrom(rec report.FaultRecord) (time.Duration, bool) {
 // baselineWindow is the aggregate of the load before the first fault's
 // injection, which the latency band is relative to; nil when no fault was
 // injected or none was injected after the load began.
-func baselineWindow(w windowFunc, recs []report.FaultRecord) *llm.WindowStats {
+func baselineWindow(w windowFunc, recs []report.FaultRecord) *recording.WindowStats {
 	first := time.Duration(-1)
 	for _, rec := range recs {
 		if rec.InjectedAtS != nil && (first < 0 || durationOf(*rec.InjectedAtS) < first) {

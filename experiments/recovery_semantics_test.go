@@ -11,7 +11,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // second describes what the requests ending in one second of a synthetic
@@ -25,15 +25,15 @@ type second struct {
 
 // syntheticSeconds records a run with one second of results per element
 // of secs; E2E is TTFT + 20 ms.
-func syntheticSeconds(secs []second) *llm.Summary {
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+func syntheticSeconds(secs []second) *recording.Summary {
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	for s, sec := range secs {
 		for i := range sec.n {
 			end := time.Duration(s)*time.Second + time.Duration(i)*(900*time.Millisecond/time.Duration(sec.n)) + 50*time.Millisecond
 			sent := end - sec.ttft - 20*time.Millisecond
-			res := &llm.Result{Scheduled: sent, Sent: sent, FirstToken: sent + sec.ttft, End: end, Outcome: llm.OutcomeOK, Tags: llm.Tags{Class: "chat"}}
+			res := &recording.Result{Scheduled: sent, Sent: sent, FirstToken: sent + sec.ttft, End: end, Outcome: recording.OutcomeOK, Tags: recording.Tags{Class: "chat"}}
 			if sec.failing && i%2 == 0 {
-				res.Outcome, res.Class, res.HTTPStatus, res.FirstToken = llm.OutcomeFailed, llm.ClassHTTP5xx, 503, 0
+				res.Outcome, res.Class, res.HTTPStatus, res.FirstToken = recording.OutcomeFailed, recording.ClassHTTP5xx, 503, 0
 			}
 			rec.RequestStarted(res.Sent)
 			rec.RequestEnded(res.End)
@@ -63,7 +63,7 @@ func testJudge(t *testing.T, window, hold time.Duration, band float64) recoveryJ
 
 // recoveriesOf runs the runner's post-run recovery computation on a
 // synthetic run with the given fault records.
-func recoveriesOf(rj recoveryJudge, sum *llm.Summary, recs ...report.FaultRecord) []faultRecovery {
+func recoveriesOf(rj recoveryJudge, sum *recording.Summary, recs ...report.FaultRecord) []faultRecovery {
 	j := &judge{p: &plan{judge: rj}, faults: &faultTimeline{recs: recs}, obs: &observers{}, clock: &runClock{}}
 	return j.recoveries(sum)
 }

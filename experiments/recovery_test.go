@@ -7,23 +7,23 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/faults/replica"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // syntheticRun records a run of secs seconds with 10 requests ending in
 // each second: failed ones in the seconds failing says (5 of the 10), none
 // at all in the seconds quiet says.
-func syntheticRun(secs int, failing, quiet func(s int) bool) *llm.Summary {
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+func syntheticRun(secs int, failing, quiet func(s int) bool) *recording.Summary {
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	for s := range secs {
 		if quiet(s) {
 			continue
 		}
 		for i := range 10 {
 			end := time.Duration(s)*time.Second + time.Duration(i)*90*time.Millisecond + 5*time.Millisecond
-			res := &llm.Result{Scheduled: end - 4*time.Millisecond, Sent: end - 4*time.Millisecond, FirstToken: end - 2*time.Millisecond, End: end, Outcome: llm.OutcomeOK, Tags: llm.Tags{Class: "chat"}}
+			res := &recording.Result{Scheduled: end - 4*time.Millisecond, Sent: end - 4*time.Millisecond, FirstToken: end - 2*time.Millisecond, End: end, Outcome: recording.OutcomeOK, Tags: recording.Tags{Class: "chat"}}
 			if failing(s) && i%2 == 0 {
-				res.Outcome, res.Class, res.HTTPStatus, res.FirstToken = llm.OutcomeFailed, llm.ClassHTTP5xx, 503, 0
+				res.Outcome, res.Class, res.HTTPStatus, res.FirstToken = recording.OutcomeFailed, recording.ClassHTTP5xx, 503, 0
 			}
 			rec.RequestStarted(res.Sent)
 			rec.RequestEnded(res.End)

@@ -18,7 +18,8 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Runner defaults.
@@ -100,7 +101,7 @@ type Options struct {
 	// load (--save-requests), tagged with the phase and fault of the
 	// moment it was sent. The caller owns it: it calls Flush once Run has
 	// returned and closes the file under it.
-	SaveRequests *llm.RequestWriter
+	SaveRequests *recording.RequestWriter
 
 	// hooks lets tests reach inside a run.
 	hooks *testHooks
@@ -112,7 +113,7 @@ type testHooks struct {
 	build func(pf *plannedFault) (faults.Fault, error)
 	// onTag is called for every result as it is tagged, inside the load
 	// engine's goroutines.
-	onTag func(at time.Duration, tags *llm.Tags)
+	onTag func(at time.Duration, tags *recording.Tags)
 }
 
 // Outcome is how a run ended: its report and verdict.
@@ -293,7 +294,7 @@ type run struct {
 	judge  *judge
 
 	clock     *runClock // the load's clock, which the parts share
-	rec       *llm.Recorder
+	rec       *recording.Recorder
 	sim       *simProcess
 	starter   *proxyStarter
 	proxies   []*runProxy
@@ -320,7 +321,9 @@ func (r *run) now() time.Duration { return r.clock.now() }
 
 // runClock is the load's clock, shared by the run's parts: nil until the
 // load starts, which sets it once.
-type runClock struct{ atomic.Pointer[llm.RunClock] }
+type runClock struct {
+	atomic.Pointer[recording.RunClock]
+}
 
 // now returns the run clock's time, 0 before the load starts.
 func (c *runClock) now() time.Duration {
@@ -367,7 +370,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		// Interrupted while starting (the simulator, a proxy): an abort
 		// like any other, with its record.
 		if r.judge.interrupted(ctx) {
-			return r.finish(nil, llm.RunStats{})
+			return r.finish(nil, engine.RunStats{})
 		}
 		return nil, err
 	}
@@ -379,11 +382,11 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	before := append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
 	r.judge.addBefore(before)
 	if r.judge.interrupted(ctx) {
-		return r.finish(nil, llm.RunStats{})
+		return r.finish(nil, engine.RunStats{})
 	}
 	if !allOK(before) {
 		r.judge.stop(AbortNotSteady, "steady state does not hold before the load: "+failedProbes(before))
-		return r.finish(nil, llm.RunStats{})
+		return r.finish(nil, engine.RunStats{})
 	}
 	stats, err := r.load(runCtx)
 	r.judge.interrupted(ctx)

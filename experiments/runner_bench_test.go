@@ -6,7 +6,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/spec"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // BenchmarkTag measures the engine's Tagger hook, which runs for every
@@ -21,7 +21,7 @@ func BenchmarkTag(b *testing.B) {
 	r.tl.reverted(25*time.Second, "slow-net")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		tags := llm.Tags{Class: "chat"}
+		tags := recording.Tags{Class: "chat"}
 		for pb.Next() {
 			tags.Endpoint = "http://127.0.0.1:40001/v1"
 			r.tag(30*time.Second, &tags)
@@ -29,7 +29,7 @@ func BenchmarkTag(b *testing.B) {
 	})
 	b.StopTimer()
 	// A send time in the past (a dropped request) takes the binary search.
-	tags := llm.Tags{}
+	tags := recording.Tags{}
 	start := time.Now()
 	const n = 100000
 	for range n {

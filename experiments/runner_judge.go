@@ -15,7 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/promql"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // judge is the run's judge: it checks the steady state before and after
@@ -152,7 +152,7 @@ func (j *judge) steadyState() *report.SteadyState {
 // of rec before the first fault, at its time; it opens gate when they
 // hold, and stops the run (not steady) when they do not, so that no fault
 // is injected.
-func (j *judge) checkBefore(ctx context.Context, rec *llm.Recorder, gate chan struct{}) {
+func (j *judge) checkBefore(ctx context.Context, rec *recording.Recorder, gate chan struct{}) {
 	p := j.p
 	if len(p.steady.ths) == 0 {
 		close(gate)
@@ -175,7 +175,7 @@ func (j *judge) checkBefore(ctx context.Context, rec *llm.Recorder, gate chan st
 // liveLoop checks the stop conditions and the recovery of the service in
 // rec every second, and calls progress with the run-clock time after each
 // check, until done is closed.
-func (j *judge) liveLoop(done <-chan struct{}, live *assertions.Live, rec *llm.Recorder, progress func(now time.Duration)) {
+func (j *judge) liveLoop(done <-chan struct{}, live *assertions.Live, rec *recording.Recorder, progress func(now time.Duration)) {
 	p := j.p
 	tick := time.NewTicker(liveInterval)
 	defer tick.Stop()
@@ -230,7 +230,7 @@ func describeFailures(outs assertions.Outcomes) string {
 // recovery phase began at phaseAt (its revert): from its injection for an
 // InstantaneousFault, with the latency band of the baseline rec recorded
 // so far.
-func (j *judge) liveRecoveryScan(rec *llm.Recorder, fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
+func (j *judge) liveRecoveryScan(rec *recording.Recorder, fault string, phaseAt time.Duration) (recoveryJudge, recoveryScan) {
 	recs := j.faults.records()
 	from := phaseAt
 	for _, rec := range recs {
@@ -247,7 +247,7 @@ func (j *judge) liveRecoveryScan(rec *llm.Recorder, fault string, phaseAt time.D
 // an InstantaneousFault), from which the service met the recovery criteria
 // for the hold time. A fault never injected, or a sustained one never
 // reverted, did not recover.
-func (j *judge) recoveries(sum *llm.Summary) []faultRecovery {
+func (j *judge) recoveries(sum *recording.Summary) []faultRecovery {
 	recs := j.faults.records()
 	evs := j.obs.replicaEvents()
 	var start time.Time

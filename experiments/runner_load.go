@@ -10,20 +10,22 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // load runs the load (through the load pipeline shared with `llmchaos
 // load`) with the faults on its clock and returns when the load has ended
 // and every fault's goroutine has returned (each reverts its fault when
 // its time is up or when ctx ends).
-func (r *run) load(ctx context.Context) (llm.RunStats, error) {
+func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	p := r.p
 	live, err := assertions.NewLive(p.stops)
 	if err != nil {
-		return llm.RunStats{}, err
+		return engine.RunStats{}, err
 	}
-	copts := llm.ClientOptions{}
+	copts := client.ClientOptions{}
 	p.spec.Workload.ClientTimeouts(&copts)
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
@@ -36,14 +38,14 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
-		Client: copts, Recorder: llm.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
+		Client: copts, Recorder: recording.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
-		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
+		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			return r.alongside(ctx, l, live)
 		},
 	})
 	if err != nil && l == nil {
-		return llm.RunStats{}, err
+		return engine.RunStats{}, err
 	}
 	stats := l.Stats
 	stats.End = max(stats.End, r.now())
@@ -57,7 +59,7 @@ func (r *run) load(ctx context.Context) (llm.RunStats, error) {
 // state check before the faults, the faults on their timeline, the stop
 // conditions, the live loop and the monitors. It returns the function
 // that stops them all once the load ended and waits for them.
-func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.Live) func(llm.RunStats, error) {
+func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.Live) func(engine.RunStats, error) {
 	p := r.p
 	r.rec = l.Recorder
 	r.obs.setObservers(l.Observers)
@@ -87,7 +89,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 		r.judge.liveLoop(done, live, r.rec, r.progress())
 	})
 	r.startMonitors(faultCtx, &wg)
-	return func(stats llm.RunStats, err error) {
+	return func(stats engine.RunStats, err error) {
 		if err == nil {
 			r.obs.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
 		}
@@ -103,7 +105,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 // sent), and with its endpoint's URL rather than its proxy's. It runs on
 // the engine's goroutines; a panic in it stops the run (reverting every
 // fault) instead of crashing the process.
-func (r *run) tag(at time.Duration, tags *llm.Tags) {
+func (r *run) tag(at time.Duration, tags *recording.Tags) {
 	defer r.judge.guard("tagging a result of the load")
 	tags.Phase, tags.Fault = r.tl.at(at)
 	if u, ok := r.tagURL[tags.Endpoint]; ok {

@@ -18,7 +18,8 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // plan is an experiment resolved for running: its spec with defaults,
@@ -30,15 +31,15 @@ type plan struct {
 	file string
 	seed uint64
 
-	wc llm.WorkloadConfig
-	ac llm.ArrivalConfig
+	wc workload.WorkloadConfig
+	ac workload.ArrivalConfig
 
 	thresholds []assertions.Threshold
 	// stops are the stop conditions and the thresholds marked abortOnFail.
 	stops  []assertions.Threshold
 	steady steadyState
 	judge  recoveryJudge
-	slo    llm.SLO
+	slo    recording.SLO
 
 	faults []*plannedFault
 	// autoProxies is set when a proxy fault acts through the proxies the
@@ -374,7 +375,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 }
 
 // describeArrival says what load an arrival config makes.
-func describeArrival(a llm.ArrivalConfig) string { return a.Describe() }
+func describeArrival(a workload.ArrivalConfig) string { return a.Describe() }
 
 // fmtOffset writes a run-clock offset as "+15s".
 func fmtOffset(d time.Duration) string { return "+" + d.String() }

@@ -10,18 +10,19 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // finish builds the run's report: the load's summary, the experiment's
 // timeline, faults, recovery, events and steady state, the thresholds'
 // outcomes (recovery_time and oom_recovery_time included) and the verdict.
 // rec is nil when no load ran.
-func (r *run) finish(rec *llm.Recorder, stats llm.RunStats) (*Outcome, error) {
+func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, error) {
 	p := r.p
 	loaded := rec != nil
 	if rec == nil {
-		rec = llm.NewRecorder(llm.RecorderOptions{SLO: p.slo})
+		rec = recording.NewRecorder(recording.RecorderOptions{SLO: p.slo})
 	}
 	sum := rec.Finish(stats.End)
 	end := sum.Duration

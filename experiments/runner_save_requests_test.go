@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // savedRequest is the part of a --save-requests line the runner's tests read.
@@ -62,7 +62,7 @@ func TestRunSavesEveryRequestWithItsPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := llm.NewRequestWriter(f)
+	w := recording.NewRequestWriter(f)
 	var out bytes.Buffer
 	o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, SaveRequests: w, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs})})
 	if err != nil {

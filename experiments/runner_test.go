@@ -13,7 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // planTolerance is how far from its plan a fault may be injected or
@@ -143,7 +143,7 @@ func TestRunRevertsOnCancel(t *testing.T) {
 	hooks := fakeBuilds(map[string]faults.Fault{"errors": f})
 	// Cancel (as Ctrl-C does) once the fault is in: from the tag hook of
 	// the first result sent in its phase.
-	hooks.onTag = func(_ time.Duration, tags *llm.Tags) {
+	hooks.onTag = func(_ time.Duration, tags *recording.Tags) {
 		if tags.Phase == PhaseFault {
 			cancel()
 		}
@@ -174,7 +174,7 @@ func TestRunRevertsOnPanic(t *testing.T) {
 	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 300*time.Millisecond, 8*time.Second))
 	hooks := fakeBuilds(map[string]faults.Fault{"errors": f})
 	// A panic inside the load, on one of the engine's goroutines.
-	hooks.onTag = func(_ time.Duration, tags *llm.Tags) {
+	hooks.onTag = func(_ time.Duration, tags *recording.Tags) {
 		if tags.Phase == PhaseFault {
 			panic("boom in the load")
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // steadyState is the experiment's steady state, ready to check: HTTP
@@ -126,7 +126,7 @@ func httpProbe(ctx context.Context, hc *http.Client, p spec.HTTPProbe, url strin
 // checkThresholds evaluates the threshold probes over ws, the window
 // [from, to) of the load, and returns one record per probe. A window in
 // which no request finished is not judged: its probes pass, saying so.
-func (s steadyState) checkThresholds(ws *llm.WindowStats, within assertions.Tags, slo llm.SLO) []report.ProbeRecord {
+func (s steadyState) checkThresholds(ws *recording.WindowStats, within assertions.Tags, slo recording.SLO) []report.ProbeRecord {
 	out := make([]report.ProbeRecord, 0, len(s.ths))
 	span := "no load"
 	if ws != nil {

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Defaults of CompareOptions.
@@ -45,13 +45,13 @@ var comparedPercentiles = []float64{50, 90, 99}
 
 // bootstrapMetrics returns the recorded metrics the table marks
 // metrics.CompareBootstrap, in table order.
-func bootstrapMetrics() []llm.Metric {
-	var out []llm.Metric
+func bootstrapMetrics() []recording.Metric {
+	var out []recording.Metric
 	for _, row := range metrics.Builtin() {
 		if row.Compare != metrics.CompareBootstrap {
 			continue
 		}
-		if m, err := llm.ParseMetric(row.Name); err == nil {
+		if m, err := recording.ParseMetric(row.Name); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -201,7 +201,7 @@ func Compare(base, next *Document, opts CompareOptions) (*Comparison, error) {
 		Resamples: opts.Resamples, Confidence: opts.Confidence, MaxRegression: opts.MaxRegression,
 	}
 	c.Rows = deltaRows(base, next)
-	all := llm.TagFilter{}
+	all := recording.TagFilter{}
 	for _, m := range bootstrapMetrics() {
 		bc := newHistCDF(base.run.Histogram(m, all))
 		nc := newHistCDF(next.run.Histogram(m, all))
@@ -224,7 +224,7 @@ func runInfo(d *Document) RunInfo {
 // its interval to be trusted.
 const tailMin = 10
 
-func comparePercentile(m llm.Metric, p float64, bc, nc histCDF, opts CompareOptions, rng *rand.Rand) PercentileDelta {
+func comparePercentile(m recording.Metric, p float64, bc, nc histCDF, opts CompareOptions, rng *rand.Rand) PercentileDelta {
 	pd := PercentileDelta{Metric: m.String(), P: p, BaseCount: bc.n, NewCount: nc.n}
 	if bc.n == 0 || nc.n == 0 {
 		pd.Note = "no data"

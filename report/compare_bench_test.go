@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // BenchmarkResamplePercentile measures one bootstrap draw of p99 from a
@@ -13,7 +13,7 @@ import (
 // the cost does not grow with the number of values.
 func BenchmarkResamplePercentile(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	h := llm.NewHistogram(llm.MetricITL)
+	h := recording.NewHistogram(recording.MetricITL)
 	for range 100_000 {
 		v := int64(20_000 * math.Exp(0.8*rng.NormFloat64()))
 		if err := h.RecordValues(max(v, 1), 100); err != nil {
@@ -34,8 +34,8 @@ func BenchmarkResamplePercentile(b *testing.B) {
 // resamples for each of the 12 percentiles, on two runs of 20 000 requests
 // (300 000 itl gaps each).
 func BenchmarkCompare(b *testing.B) {
-	base := synthRun(b, 1, 1, 20_000, llm.Tags{})
-	next := synthRun(b, 2, 1.05, 20_000, llm.Tags{})
+	base := synthRun(b, 1, 1, 20_000, recording.Tags{})
+	next := synthRun(b, 2, 1.05, 20_000, recording.Tags{})
 	lim := 0.1
 	b.ResetTimer()
 	for b.Loop() {

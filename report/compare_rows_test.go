@@ -4,15 +4,15 @@ import (
 	"slices"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestCompareRowsFollowTable checks that the compared figures are the
 // metric table's (metrics.Metric.Compare), by section and in table order,
 // with the request accounting between tokens and throughput.
 func TestCompareRowsFollowTable(t *testing.T) {
-	base := synthRun(t, 1, 1, 50, llm.Tags{})
-	next := synthRun(t, 2, 1.1, 50, llm.Tags{})
+	base := synthRun(t, 1, 1, 50, recording.Tags{})
+	next := synthRun(t, 2, 1.1, 50, recording.Tags{})
 	c, err := Compare(base, next, CompareOptions{Resamples: 10})
 	if err != nil {
 		t.Fatal(err)

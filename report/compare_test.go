@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestResamplePercentileMatchesBruteForce checks the shortcut the bootstrap
@@ -20,7 +20,7 @@ func TestResamplePercentileMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	// 60 skewed values below 2048 µs, so HDR keeps them exactly.
 	vals := make([]int64, 60)
-	h := llm.NewHistogram(llm.MetricTTFT)
+	h := recording.NewHistogram(recording.MetricTTFT)
 	for i := range vals {
 		vals[i] = int64(100 + 1900*math.Pow(rng.Float64(), 3))
 		if err := h.RecordValue(vals[i]); err != nil {
@@ -87,8 +87,8 @@ func TestBetaRand(t *testing.T) {
 }
 
 func TestCompareDetectsRegression(t *testing.T) {
-	base := synthRun(t, 1, 1, 2000, llm.Tags{})
-	slow := synthRun(t, 2, 1.3, 2000, llm.Tags{})
+	base := synthRun(t, 1, 1, 2000, recording.Tags{})
+	slow := synthRun(t, 2, 1.3, 2000, recording.Tags{})
 	lim := 0.10
 	c, err := Compare(base, slow, CompareOptions{MaxRegression: &lim, Rand: rand.New(rand.NewPCG(5, 5))})
 	if err != nil {
@@ -137,8 +137,8 @@ func TestCompareDetectsRegression(t *testing.T) {
 }
 
 func TestCompareSameConfiguration(t *testing.T) {
-	base := synthRun(t, 1, 1, 2000, llm.Tags{})
-	again := synthRun(t, 2, 1, 2000, llm.Tags{})
+	base := synthRun(t, 1, 1, 2000, recording.Tags{})
+	again := synthRun(t, 2, 1, 2000, recording.Tags{})
 	lim := 0.10
 	c, err := Compare(base, again, CompareOptions{MaxRegression: &lim, Rand: rand.New(rand.NewPCG(5, 5))})
 	if err != nil {
@@ -171,8 +171,8 @@ func TestCompareSameConfiguration(t *testing.T) {
 }
 
 func TestCompareDeterministicAndJSON(t *testing.T) {
-	base := synthRun(t, 1, 1, 300, llm.Tags{})
-	next := synthRun(t, 2, 1.1, 300, llm.Tags{})
+	base := synthRun(t, 1, 1, 300, recording.Tags{})
+	next := synthRun(t, 2, 1.1, 300, recording.Tags{})
 	run := func() []byte {
 		c, err := Compare(base, next, CompareOptions{Resamples: 200, Confidence: 0.9, Rand: rand.New(rand.NewPCG(9, 9))})
 		if err != nil {
@@ -207,7 +207,7 @@ func TestCompareDeterministicAndJSON(t *testing.T) {
 }
 
 func TestCompareRejects(t *testing.T) {
-	d := synthRun(t, 1, 1, 100, llm.Tags{})
+	d := synthRun(t, 1, 1, 100, recording.Tags{})
 	neg := -0.1
 	for _, o := range []CompareOptions{{Resamples: 5}, {Confidence: 1.5}, {MaxRegression: &neg}} {
 		if _, err := Compare(d, d, o); err == nil {
@@ -217,7 +217,7 @@ func TestCompareRejects(t *testing.T) {
 	if _, err := Compare(d, &Document{}, CompareOptions{}); err == nil {
 		t.Error("a document without histograms: want an error")
 	}
-	empty, err := Build(Meta{}, llm.NewRecorder(llm.RecorderOptions{}).Finish(0))
+	empty, err := Build(Meta{}, recording.NewRecorder(recording.RecorderOptions{}).Finish(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // CustomMetric is one custom metric of the run (registered at run time,
@@ -45,11 +45,11 @@ type CustomSink struct {
 
 // customMetrics lists the run's custom metrics with their figures, in
 // registration order.
-func customMetrics(sum *llm.Summary) []CustomMetric {
+func customMetrics(sum *recording.Summary) []CustomMetric {
 	var out []CustomMetric
 	for _, m := range sum.Metrics.Custom() {
 		c := CustomMetric{Name: m.Name, Kind: m.Kind.String(), Unit: m.Unit}
-		s := sum.Custom(m.Name, llm.TagFilter{})
+		s := sum.Custom(m.Name, recording.TagFilter{})
 		if s == nil {
 			s = metrics.NewSink(m.Kind)
 		}
@@ -79,7 +79,7 @@ func customMetrics(sum *llm.Summary) []CustomMetric {
 }
 
 // encodeCustom encodes a tuple's custom sinks.
-func encodeCustom(t *llm.TupleStats) (map[string]CustomSink, error) {
+func encodeCustom(t *recording.TupleStats) (map[string]CustomSink, error) {
 	if len(t.Custom) == 0 {
 		return nil, nil
 	}

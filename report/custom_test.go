@@ -11,8 +11,8 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestCustomMetricsFlowEverywhere registers a custom trend and a custom
@@ -32,8 +32,8 @@ func TestCustomMetricsFlowEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := llm.NewRecorder(llm.RecorderOptions{Metrics: reg})
-	tags := llm.Tags{Phase: "baseline"}
+	rec := recording.NewRecorder(recording.RecorderOptions{Metrics: reg})
+	tags := recording.Tags{Phase: "baseline"}
 	add := func(name string, v float64) {
 		t.Helper()
 		if err := rec.AddSample(name, tags, v); err != nil {

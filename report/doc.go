@@ -1,4 +1,4 @@
-// Package report turns a recorded run (llm.Summary) into its documents and
+// Package report turns a recorded run (recording.Summary) into its documents and
 // reads them back. It owns the JSON run report (schema in SCHEMA.md:
 // versioned, fields only ever added), its reader, which restores the HDR
 // histograms and the time series so that saved runs can be merged, queried
@@ -18,9 +18,9 @@
 // EventRecord, SteadyState probes and SeriesRecord monitors; the writers
 // show them (a timeline in the terminal, shaded fault windows in the HTML).
 //
-// It imports the load engine (package llm) and the threshold evaluator
-// (package assertions); neither imports it. The end of a run, in a few
-// lines:
+// It imports the load engine's record (package recording, never its HTTP
+// client) and the threshold evaluator (package assertions); neither
+// imports it. The end of a run, in a few lines:
 //
 //	doc, err := report.Build(meta, recorder.Finish(elapsed))
 //	doc.Evaluate(thresholds, aborted) // sets doc.Thresholds and doc.Verdict

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // sampleSpec is the experiment file the sample run executed.
@@ -99,7 +99,7 @@ func sampleExperiment(tb testing.TB) *Document {
 // takes a second under the race detector); callers copy the Document.
 var sampleRecording = sync.OnceValues(func() (*Document, error) {
 	rng := rand.New(rand.NewPCG(2026, 5))
-	rec := llm.NewRecorder(llm.RecorderOptions{SLO: llm.SLO{TTFT: 500 * time.Millisecond, TPOT: 60 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 500 * time.Millisecond, TPOT: 60 * time.Millisecond}})
 	lognormal := func(median time.Duration, sigma float64) time.Duration {
 		return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()))
 	}
@@ -113,7 +113,7 @@ var sampleRecording = sync.OnceValues(func() (*Document, error) {
 	type event struct {
 		at    time.Duration
 		start bool
-		res   *llm.Result
+		res   *recording.Result
 	}
 	var events []event
 	seq := 0
@@ -131,8 +131,8 @@ var sampleRecording = sync.OnceValues(func() (*Document, error) {
 			class, tokens = "batch", 80+rng.IntN(80)
 		}
 		ph := phaseAt(t.Seconds())
-		res := &llm.Result{
-			Seq: uint64(seq), Tags: llm.Tags{Phase: ph.Name, Fault: ph.Fault, Class: class, Endpoint: ep},
+		res := &recording.Result{
+			Seq: uint64(seq), Tags: recording.Tags{Phase: ph.Name, Fault: ph.Fault, Class: class, Endpoint: ep},
 			Scheduled: t, Dequeued: t, Sent: t + time.Duration(rng.IntN(300))*time.Microsecond, HTTPStatus: 200,
 			InputTokens: 300 + rng.IntN(600), UsageReported: true, FinishReason: "stop",
 		}
@@ -144,10 +144,10 @@ var sampleRecording = sync.OnceValues(func() (*Document, error) {
 		}
 		switch {
 		case ep == sampleEP2 && t >= oomAt && t < backAt:
-			res.Outcome, res.Class, res.HTTPStatus, res.Err = llm.OutcomeFailed, llm.ClassConnect, 0, "connection refused"
+			res.Outcome, res.Class, res.HTTPStatus, res.Err = recording.OutcomeFailed, recording.ClassConnect, 0, "connection refused"
 			res.End = res.Sent + lognormal(2*time.Millisecond, 0.3)
 		case ep == sampleEP1 && degraded && rng.Float64() < 0.06:
-			res.Outcome, res.Class, res.HTTPStatus, res.Err = llm.OutcomeFailed, llm.ClassHTTP429, 429, "queue full"
+			res.Outcome, res.Class, res.HTTPStatus, res.Err = recording.OutcomeFailed, recording.ClassHTTP429, 429, "queue full"
 			res.End = res.Sent + lognormal(4*time.Millisecond, 0.3)
 		default:
 			ttft := lognormal(ttftMed, 0.35)
@@ -163,9 +163,9 @@ var sampleRecording = sync.OnceValues(func() (*Document, error) {
 				end += g
 			}
 			res.ITLMicros, res.End = gaps, end
-			res.Outcome, res.OutputTokens, res.ContentChunks, res.OutputChars = llm.OutcomeOK, tokens, tokens, tokens*4
+			res.Outcome, res.OutputTokens, res.ContentChunks, res.OutputChars = recording.OutcomeOK, tokens, tokens, tokens*4
 			if ep == sampleEP2 && res.Sent < oomAt && res.End > oomAt { // in flight when the replica died
-				res.Outcome, res.Class, res.HTTPStatus, res.Err = llm.OutcomeFailed, llm.ClassReset, 200, "connection reset by peer"
+				res.Outcome, res.Class, res.HTTPStatus, res.Err = recording.OutcomeFailed, recording.ClassReset, 200, "connection reset by peer"
 				res.End, res.ITLMicros, res.OutputTokens, res.ContentChunks = oomAt, nil, 0, 0
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func TestWriteTextExperimentGolden(t *testing.T) {
@@ -126,7 +126,7 @@ func TestEvaluateWithPhaseSpan(t *testing.T) {
 		t.Fatalf("requests_per_s{phase:after} = %+v, want a value", th)
 	}
 	span, _ := d.PhaseSpan(assertions.Tags{Phase: "after"})
-	c := d.Summary().Counts(llm.TagFilter{Phase: "after"})
+	c := d.Summary().Counts(recording.TagFilter{Phase: "after"})
 	if want := float64(c.OK) / span.Seconds(); *th.Value != want {
 		t.Errorf("requests_per_s{phase:after} = %v, want %v (%d ok / %v)", *th.Value, want, c.OK, span)
 	}

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // figure returns the run-wide figure of a built-in rate, gauge or counter
@@ -55,7 +55,7 @@ func jsonNumber(p any, key string) (float64, bool) {
 
 // setRates sets every built-in rate of the metric table in q, the field
 // whose JSON key is the row's JSONKey, from the run's counters.
-func setRates(q *Quality, all llm.Counts) error {
+func setRates(q *Quality, all recording.Counts) error {
 	v := reflect.ValueOf(q).Elem()
 	for _, m := range metrics.Builtin() {
 		if m.Kind != metrics.Rate || m.JSONKey == "" {

@@ -3,8 +3,8 @@ package report
 import (
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestTableFiguresInReport checks the link between the metric table and
@@ -12,8 +12,8 @@ import (
 // figure in the report (a run with a goodput SLO), and that figure is the
 // run's own.
 func TestTableFiguresInReport(t *testing.T) {
-	d := synthRun(t, 1, 1, 200, llm.Tags{})
-	all := d.Summary().Counts(llm.TagFilter{})
+	d := synthRun(t, 1, 1, 200, recording.Tags{})
+	all := d.Summary().Counts(recording.TagFilter{})
 	for _, m := range metrics.Builtin() {
 		if m.Kind == metrics.Trend || m.JSONKey == "" {
 			continue

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func TestFormatsTable(t *testing.T) {
@@ -43,7 +43,7 @@ func TestFormatsTable(t *testing.T) {
 // written whole; a failing output names its flag and does not keep the
 // others from being written.
 func TestWriteOutputStdout(t *testing.T) {
-	d := synthRun(t, 1, 1, 200, llm.Tags{})
+	d := synthRun(t, 1, 1, 200, recording.Tags{})
 	dir := t.TempDir()
 	file := filepath.Join(dir, "run.vllm.json")
 	var stdout bytes.Buffer

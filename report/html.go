@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // WriteHTML writes d as one self-contained HTML page: a verdict banner
@@ -288,7 +288,7 @@ func (v *htmlView) cards(d *Document) {
 // classSummary writes errors by class: "connect 86 · reset 12".
 func classSummary(by map[string]int64) string {
 	var parts []string
-	for _, cl := range append(append([]llm.ErrorClass(nil), llm.ErrorClasses...), llm.ClassUnknown) {
+	for _, cl := range append(append([]recording.ErrorClass(nil), recording.ErrorClasses...), recording.ClassUnknown) {
 		if n := by[string(cl)]; n != 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", cl, n))
 		}
@@ -359,20 +359,20 @@ func (v *htmlView) phases(d *Document) {
 			r.Spans, r.Length = strings.Join(parts, ", "), fmtAt(length)
 		}
 		if sum != nil {
-			f := llm.TagFilter{Phase: k.phase, Fault: k.fault}
+			f := recording.TagFilter{Phase: k.phase, Fault: k.fault}
 			c := sum.Counts(f)
 			r.Requests = strconv.FormatInt(c.Finished(), 10)
 			if c.Finished() > 0 {
 				r.ErrorRate = fmtPercent(c.ErrorRate())
 			}
-			stat := func(m llm.Metric) Stats { return toStats(m, sum.Distribution(m, f)) }
-			if s := stat(llm.MetricTTFT); s.Count > 0 {
+			stat := func(m recording.Metric) Stats { return toStats(m, sum.Distribution(m, f)) }
+			if s := stat(recording.MetricTTFT); s.Count > 0 {
 				r.TTFTP50, r.TTFTP99 = fmtMs(s.P50), fmtMs(s.P99)
 			}
-			if s := stat(llm.MetricITL); s.Count > 0 {
+			if s := stat(recording.MetricITL); s.Count > 0 {
 				r.ITLP99 = fmtMs(s.P99)
 			}
-			if s := stat(llm.MetricE2E); s.Count > 0 {
+			if s := stat(recording.MetricE2E); s.Count > 0 {
 				r.E2EP99 = fmtMs(s.P99)
 			}
 			if span, ok := d.PhaseSpan(assertions.Tags{Phase: k.phase, Fault: k.fault}); timed && ok {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // timePlots builds the report's plots over the run clock from d's
@@ -82,13 +82,13 @@ func errorClasses(d *Document) []string {
 	seen := map[string]bool{}
 	for _, r := range d.Timeseries {
 		for c, n := range r.ErrorsByClass {
-			if n > 0 && c != string(llm.ClassCancelled) {
+			if n > 0 && c != string(recording.ClassCancelled) {
 				seen[c] = true
 			}
 		}
 	}
 	var out []string
-	for _, c := range append(append([]llm.ErrorClass(nil), llm.ErrorClasses...), llm.ClassUnknown) {
+	for _, c := range append(append([]recording.ErrorClass(nil), recording.ErrorClasses...), recording.ClassUnknown) {
 		if seen[string(c)] {
 			out = append(out, string(c))
 			delete(seen, string(c))

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // hdrV2 selects hdrhistogram-go's V2 compressed encoding.
@@ -84,7 +84,7 @@ type Document struct {
 	ClientSaturated       bool   `json:"client_saturated"`
 	ClientSaturatedReason string `json:"client_saturated_reason,omitempty"`
 
-	run *llm.Summary
+	run *recording.Summary
 }
 
 // SLO is the per-request goodput objectives of the run, in milliseconds
@@ -282,7 +282,7 @@ type TagSet struct {
 
 // statsKey is the JSON key of metric m's stats in "metrics": its row's
 // JSONKey in the metric table.
-func statsKey(m llm.Metric) string {
+func statsKey(m recording.Metric) string {
 	for _, row := range metrics.Builtin() {
 		if row.Name == m.String() {
 			return row.JSONKey
@@ -292,7 +292,7 @@ func statsKey(m llm.Metric) string {
 }
 
 // histogramKey is the JSON key of metric m's encoded histogram.
-func histogramKey(m llm.Metric) string {
+func histogramKey(m recording.Metric) string {
 	if m.IsLatency() {
 		return m.String() + "_us"
 	}
@@ -312,13 +312,13 @@ type Meta struct {
 }
 
 // Build assembles the report of a finished run.
-func Build(meta Meta, sum *llm.Summary) (*Document, error) {
+func Build(meta Meta, sum *recording.Summary) (*Document, error) {
 	cfg, err := Redact(meta.Config)
 	if err != nil {
 		return nil, fmt.Errorf("report config: %w", err)
 	}
 	req := sum.Requests()
-	all := sum.Counts(llm.TagFilter{})
+	all := sum.Counts(recording.TagFilter{})
 	tp := sum.Throughput()
 	d := &Document{
 		SchemaVersion: SchemaVersion,
@@ -353,10 +353,10 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 		g := tp.GoodputPerS
 		d.Quality.GoodputPerS = &g
 	}
-	d.Metrics = make(Metrics, llm.NumMetrics)
-	for m := range llm.NumMetrics {
+	d.Metrics = make(Metrics, recording.NumMetrics)
+	for m := range recording.NumMetrics {
 		if k := statsKey(m); k != "" {
-			d.Metrics[k] = toStats(m, sum.Distribution(m, llm.TagFilter{}))
+			d.Metrics[k] = toStats(m, sum.Distribution(m, recording.TagFilter{}))
 		}
 	}
 	if d.Timeseries, err = timeseriesRows(sum.Series); err != nil {
@@ -374,11 +374,11 @@ func Build(meta Meta, sum *llm.Summary) (*Document, error) {
 // Summary returns the run behind the document: the Summary it was built
 // from, or for a document loaded by Read the one rebuilt from its
 // histograms and time series.
-func (d *Document) Summary() *llm.Summary { return d.run }
+func (d *Document) Summary() *recording.Summary { return d.run }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func toStats(m llm.Metric, x llm.Distribution) Stats {
+func toStats(m recording.Metric, x recording.Distribution) Stats {
 	div := 1.0
 	if m.IsLatency() {
 		div = 1000 // µs → ms; dividing keeps 330239 µs as 330.239, not 330.23900000000003
@@ -391,7 +391,7 @@ func toStats(m llm.Metric, x llm.Distribution) Stats {
 	}
 }
 
-func toCounts(c llm.Counts) Counts {
+func toCounts(c recording.Counts) Counts {
 	out := Counts{
 		OK: c.OK, Failed: c.Failed, Cancelled: c.Cancelled, Dropped: c.Dropped,
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
@@ -405,8 +405,8 @@ func toCounts(c llm.Counts) Counts {
 	return out
 }
 
-func fromCounts(c Counts) llm.Counts {
-	out := llm.Counts{
+func fromCounts(c Counts) recording.Counts {
+	out := recording.Counts{
 		OK: c.OK, Failed: c.Failed, Cancelled: c.Cancelled, Dropped: c.Dropped,
 		Truncated: c.Truncated, Rejected: c.Rejected, Throttled: c.Throttled,
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
@@ -414,12 +414,12 @@ func fromCounts(c Counts) llm.Counts {
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers, Reconnects: c.Reconnects,
 	}
 	for k, n := range c.ErrorsByClass {
-		out.AddClass(llm.ErrorClass(k), n)
+		out.AddClass(recording.ErrorClass(k), n)
 	}
 	return out
 }
 
-func timeseriesRows(s *llm.Series) ([]SecondRow, error) {
+func timeseriesRows(s *recording.Series) ([]SecondRow, error) {
 	rows := make([]SecondRow, 0, s.Len())
 	for i := range s.Len() {
 		st := s.Second(i)
@@ -428,13 +428,13 @@ func timeseriesRows(s *llm.Series) ([]SecondRow, error) {
 			InFlightMax: st.InFlightMax, InFlightMean: st.InFlightMean, Hist: st.Hist,
 		}
 		for _, x := range []struct {
-			m        llm.Metric
+			m        recording.Metric
 			p50, p99 **float64
 		}{
-			{llm.MetricTTFT, &row.TTFTP50Ms, &row.TTFTP99Ms},
-			{llm.MetricE2E, &row.E2EP50Ms, &row.E2EP99Ms},
-			{llm.MetricITL, &row.ITLP50Ms, &row.ITLP99Ms},
-			{llm.MetricTPOT, &row.TPOTP50Ms, &row.TPOTP99Ms},
+			{recording.MetricTTFT, &row.TTFTP50Ms, &row.TTFTP99Ms},
+			{recording.MetricE2E, &row.E2EP50Ms, &row.E2EP99Ms},
+			{recording.MetricITL, &row.ITLP50Ms, &row.ITLP99Ms},
+			{recording.MetricTPOT, &row.TPOTP50Ms, &row.TPOTP99Ms},
 		} {
 			v, n, err := st.Percentiles(x.m, 50, 99)
 			if err != nil {
@@ -450,12 +450,12 @@ func timeseriesRows(s *llm.Series) ([]SecondRow, error) {
 	return rows, nil
 }
 
-func encodeHistograms(sum *llm.Summary) (Histograms, error) {
+func encodeHistograms(sum *recording.Summary) (Histograms, error) {
 	var out Histograms
 	var err error
-	overall := &llm.TupleStats{}
-	for m := range llm.NumMetrics {
-		overall.Hists[m] = sum.Histogram(m, llm.TagFilter{})
+	overall := &recording.TupleStats{}
+	for m := range recording.NumMetrics {
+		overall.Hists[m] = sum.Histogram(m, recording.TagFilter{})
 	}
 	if out.Overall, err = encodeHDR(overall); err != nil {
 		return out, err
@@ -475,7 +475,7 @@ func encodeHistograms(sum *llm.Summary) (Histograms, error) {
 	return out, nil
 }
 
-func encodeHDR(t *llm.TupleStats) (map[string]string, error) {
+func encodeHDR(t *recording.TupleStats) (map[string]string, error) {
 	out := make(map[string]string)
 	for m, h := range t.Hists {
 		if h == nil || h.TotalCount() == 0 {
@@ -483,16 +483,16 @@ func encodeHDR(t *llm.TupleStats) (map[string]string, error) {
 		}
 		b, err := h.Encode(hdrV2)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s histogram: %w", llm.Metric(m), err)
+			return nil, fmt.Errorf("encode %s histogram: %w", recording.Metric(m), err)
 		}
-		out[histogramKey(llm.Metric(m))] = string(b)
+		out[histogramKey(recording.Metric(m))] = string(b)
 	}
 	return out, nil
 }
 
 // tagMap lists the non-empty tags; the endpoint loses any password it
 // carries.
-func tagMap(t llm.Tags) map[string]string {
+func tagMap(t recording.Tags) map[string]string {
 	m := make(map[string]string)
 	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint)} {
 		if v != "" {
@@ -551,7 +551,7 @@ func WriteFileWith(path string, write func(io.Writer) error) (err error) {
 
 // topErrors converts the run's most frequent error texts for the report,
 // cut to MaxErrorMessage characters and with secrets removed.
-func topErrors(m map[llm.ErrorClass]llm.TopError) map[string]TopError {
+func topErrors(m map[recording.ErrorClass]recording.TopError) map[string]TopError {
 	if len(m) == 0 {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -21,11 +21,11 @@ var startedAt = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // testRun records a small deterministic run: two phases, two classes,
 // failures of several classes, a cancellation and a drop, over 4 s.
-func testRun(t *testing.T) *llm.Summary {
+func testRun(t *testing.T) *recording.Summary {
 	t.Helper()
-	r := llm.NewRecorder(llm.RecorderOptions{SLO: llm.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
+	r := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
 	ep := "http://user:hunter2@127.0.0.1:8000/v1"
-	tags := []llm.Tags{
+	tags := []recording.Tags{
 		{Phase: "baseline", Class: "chat", Endpoint: ep},
 		{Phase: "fault", Fault: "kill", Class: "chat", Endpoint: ep},
 		{Phase: "fault", Fault: "kill", Class: "batch", Endpoint: ep},
@@ -34,32 +34,32 @@ func testRun(t *testing.T) *llm.Summary {
 		sent := time.Duration(i)*150*time.Millisecond + time.Millisecond
 		tg := tags[i%3]
 		r.RequestStarted(sent)
-		res := &llm.Result{
+		res := &recording.Result{
 			Seq: uint64(i), Tags: tg, Scheduled: sent - time.Duration(i)*time.Microsecond, Dequeued: sent, Sent: sent,
 			FirstToken: sent + time.Duration(100+10*i)*time.Millisecond,
 			End:        sent + time.Duration(300+10*i)*time.Millisecond,
 			ITLMicros:  []uint32{uint32(20_000 + 100*i), uint32(25_000 + 50*i), 30_000},
-			Outcome:    llm.OutcomeOK, HTTPStatus: 200, InputTokens: 100 + i, OutputTokens: 4, ContentChunks: 4,
+			Outcome:    recording.OutcomeOK, HTTPStatus: 200, InputTokens: 100 + i, OutputTokens: 4, ContentChunks: 4,
 			UsageReported: true, FinishReason: "stop", OutputChars: 16, NgramsTotal: 3, NgramsRepeated: i % 2,
 		}
 		switch i {
 		case 5:
 			res.FinishReason = "length"
 		case 7:
-			res.Outcome, res.Class, res.HTTPStatus, res.FirstToken, res.ITLMicros = llm.OutcomeFailed, llm.ClassHTTP429, 429, 0, nil
+			res.Outcome, res.Class, res.HTTPStatus, res.FirstToken, res.ITLMicros = recording.OutcomeFailed, recording.ClassHTTP429, 429, 0, nil
 		case 11:
-			res.Outcome, res.Class, res.HTTPStatus, res.FirstToken, res.ITLMicros = llm.OutcomeFailed, llm.ClassHTTP4xx, 413, 0, nil
+			res.Outcome, res.Class, res.HTTPStatus, res.FirstToken, res.ITLMicros = recording.OutcomeFailed, recording.ClassHTTP4xx, 413, 0, nil
 		case 13:
-			res.Outcome, res.Class = llm.OutcomeFailed, llm.ClassReset
+			res.Outcome, res.Class = recording.OutcomeFailed, recording.ClassReset
 		case 17:
-			res.Outcome, res.Class = llm.OutcomeCancelled, llm.ClassCancelled
+			res.Outcome, res.Class = recording.OutcomeCancelled, recording.ClassCancelled
 		case 19:
 			res.ContentChunks = 8 // usage mismatch: 4 more than usage, beyond max(2, 5 %)
 		}
 		r.RequestEnded(res.End)
 		r.Record(res)
 	}
-	r.Record(&llm.Result{Seq: 24, Tags: tags[1], Scheduled: 3 * time.Second, Outcome: llm.OutcomeDropped})
+	r.Record(&recording.Result{Seq: 24, Tags: tags[1], Scheduled: 3 * time.Second, Outcome: recording.OutcomeDropped})
 	return r.Finish(4 * time.Second)
 }
 
@@ -193,8 +193,8 @@ func TestReportRoundTrip(t *testing.T) {
 		t.Errorf("report rebuilt from the loaded run differs:\n%s", diffLine(got, want))
 	}
 	// Queries on the loaded run match queries on the original.
-	f := llm.TagFilter{Phase: "fault"}
-	for m := range llm.NumMetrics {
+	f := recording.TagFilter{Phase: "fault"}
+	for m := range recording.NumMetrics {
 		if got, want := back.Summary().Distribution(m, f), sum.Distribution(m, f); got != want {
 			t.Errorf("%s{phase:fault} = %+v, want %+v", m, got, want)
 		}
@@ -206,7 +206,7 @@ func TestReportRoundTrip(t *testing.T) {
 	if wb.Counts != wo.Counts || wb.InFlightMax != wo.InFlightMax || wb.InFlightMean != wo.InFlightMean {
 		t.Errorf("window [1s,3s) = %+v, want %+v", wb.Counts, wo.Counts)
 	}
-	for _, m := range []llm.Metric{llm.MetricTTFT, llm.MetricE2E, llm.MetricITL, llm.MetricTPOT} {
+	for _, m := range []recording.Metric{recording.MetricTTFT, recording.MetricE2E, recording.MetricITL, recording.MetricTPOT} {
 		got, _ := wb.Percentile(m, 99)
 		want, _ := wo.Percentile(m, 99)
 		if got != want || wb.Histogram(m).Count() != wo.Histogram(m).Count() {
@@ -214,8 +214,8 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 	}
 	// Histograms of two runs add up.
-	merged := back.Summary().Histogram(llm.MetricTTFT, llm.TagFilter{})
-	merged.Merge(sum.Histogram(llm.MetricTTFT, llm.TagFilter{}))
+	merged := back.Summary().Histogram(recording.MetricTTFT, recording.TagFilter{})
+	merged.Merge(sum.Histogram(recording.MetricTTFT, recording.TagFilter{}))
 	if merged.TotalCount() != 44 {
 		t.Errorf("merged ttft count = %d, want 44", merged.TotalCount())
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // MergedRun identifies one of the runs a merged document was made of.
@@ -76,8 +76,8 @@ func Merge(docs ...*Document) (*Document, error) {
 		started   time.Time
 		aborted   bool
 		area      float64 // ∫ in-flight over the runs, in requests·seconds
-		tuples    = map[llm.Tags]*llm.TupleStats{}
-		order     []*llm.TupleStats
+		tuples    = map[recording.Tags]*recording.TupleStats{}
+		order     []*recording.TupleStats
 		ths       []assertions.Threshold
 		seenTh    = map[string]bool{}
 		merged    = make([]MergedRun, 0, len(docs))
@@ -124,7 +124,7 @@ func Merge(docs ...*Document) (*Document, error) {
 		for _, t := range sum.Tuples {
 			m := tuples[t.Tags]
 			if m == nil {
-				m = &llm.TupleStats{Tags: t.Tags}
+				m = &recording.TupleStats{Tags: t.Tags}
 				tuples[t.Tags] = m
 				order = append(order, m)
 			}
@@ -134,10 +134,10 @@ func Merge(docs ...*Document) (*Document, error) {
 					continue
 				}
 				if m.Hists[k] == nil {
-					m.Hists[k] = llm.NewHistogram(llm.Metric(k))
+					m.Hists[k] = recording.NewHistogram(recording.Metric(k))
 				}
 				if dropped := m.Hists[k].Merge(h); dropped != 0 {
-					return nil, fmt.Errorf("merge: run %d: %s histogram: %d values out of range", i+1, llm.Metric(k), dropped)
+					return nil, fmt.Errorf("merge: run %d: %s histogram: %d values out of range", i+1, recording.Metric(k), dropped)
 				}
 			}
 		}
@@ -161,18 +161,18 @@ func Merge(docs ...*Document) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	series, err := llm.NewSeries(rows, dur)
+	series, err := recording.NewSeries(rows, dur)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	conc := llm.Concurrency{Max: peak}
+	conc := recording.Concurrency{Max: peak}
 	for _, d := range docs {
 		conc.Max = max(conc.Max, d.run.Concurrency.Max)
 	}
 	if dur > 0 {
 		conc.Mean = area / dur.Seconds()
 	}
-	sum := llm.NewSummary(dur, sent, slo, conc, order, series)
+	sum := recording.NewSummary(dur, sent, slo, conc, order, series)
 	sum.Metrics = reg
 	first := docs[0]
 	out, err := Build(Meta{ToolVersion: first.ToolVersion, Name: first.Name, StartedAt: started, Seed: first.Seed, Config: first.Config}, sum)
@@ -209,7 +209,7 @@ func mergeRegistry(into, from *metrics.Registry) (*metrics.Registry, error) {
 // The runs are taken in order of their end (start + duration, stable), and
 // each run's gauge sequence numbers are shifted past the previous runs', so
 // that a gauge keeps the value of the run that ended last.
-func mergeCustom(docs []*Document, tuples map[llm.Tags]*llm.TupleStats) {
+func mergeCustom(docs []*Document, tuples map[recording.Tags]*recording.TupleStats) {
 	idx := make([]int, len(docs))
 	for i := range idx {
 		idx[i] = i
@@ -256,14 +256,14 @@ func mergeTopErrors(docs []*Document, counts map[string]map[string]int64) map[st
 }
 
 // slo returns the run's goodput objectives.
-func (d *Document) slo() llm.SLO {
+func (d *Document) slo() recording.SLO {
 	if d.run != nil {
 		return d.run.SLO
 	}
-	return llm.SLO{}
+	return recording.SLO{}
 }
 
-func sloString(s llm.SLO) string {
+func sloString(s recording.SLO) string {
 	if !s.Given() {
 		return "(none)"
 	}
@@ -273,15 +273,15 @@ func sloString(s llm.SLO) string {
 // mergeSeries adds the runs' time series row by row (second offset from
 // each run's start). It returns the rows and the largest per-second sum of
 // in-flight maxima.
-func mergeSeries(docs []*Document, n int, dur time.Duration) ([]llm.SecondStats, int64, error) {
-	rows := make([]llm.SecondStats, 0, n)
+func mergeSeries(docs []*Document, n int, dur time.Duration) ([]recording.SecondStats, int64, error) {
+	rows := make([]recording.SecondStats, 0, n)
 	var (
 		hist hist4
 		buf  []byte
 		peak int64
 	)
 	for sec := range n {
-		row := llm.SecondStats{Second: sec}
+		row := recording.SecondStats{Second: sec}
 		var area float64 // in-flight·seconds within this second
 		hist.reset()
 		for i, d := range docs {
@@ -315,7 +315,7 @@ func covered(end time.Duration, sec int) time.Duration {
 // hist4 is the dense form of one second's packed histograms (ttft, e2e,
 // itl, tpot; SCHEMA.md "Per-second histogram packing"), for adding seconds.
 type hist4 struct {
-	counts [4][llm.LogBuckets]uint64
+	counts [4][recording.LogBuckets]uint64
 	any    bool
 }
 
@@ -362,7 +362,7 @@ func (h *hist4) add(enc []byte) error {
 			if err != nil {
 				return err
 			}
-			if delta >= llm.LogBuckets || idx+int(delta)+1 >= llm.LogBuckets {
+			if delta >= recording.LogBuckets || idx+int(delta)+1 >= recording.LogBuckets {
 				return fmt.Errorf("%w: bucket out of range", errPacked)
 			}
 			idx += int(delta) + 1

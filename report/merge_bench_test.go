@@ -3,7 +3,7 @@ package report
 import (
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // BenchmarkMerge measures merging four shards of 5 000 requests (50 s of
@@ -11,7 +11,7 @@ import (
 func BenchmarkMerge(b *testing.B) {
 	shards := make([]*Document, 4)
 	for i := range shards {
-		shards[i] = synthRun(b, uint64(i+1), 1, 5_000, llm.Tags{Class: "chat"})
+		shards[i] = synthRun(b, uint64(i+1), 1, 5_000, recording.Tags{Class: "chat"})
 	}
 	b.ResetTimer()
 	for b.Loop() {

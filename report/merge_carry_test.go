@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // shard is one load generator's run for TestMergeCarries.
@@ -36,9 +36,9 @@ func (s shard) run(t *testing.T) *Document {
 			t.Fatal(err)
 		}
 	}
-	rec := llm.NewRecorder(llm.RecorderOptions{Metrics: reg})
+	rec := recording.NewRecorder(recording.RecorderOptions{Metrics: reg})
 	seq := uint64(0)
-	record := func(res *llm.Result) {
+	record := func(res *recording.Result) {
 		res.Seq = seq
 		seq++
 		rec.RequestStarted(res.Sent)
@@ -47,8 +47,8 @@ func (s shard) run(t *testing.T) *Document {
 	}
 	for i := range s.ok + s.lagged {
 		at := time.Duration(i) * time.Millisecond
-		res := &llm.Result{Scheduled: at, Sent: at, FirstToken: at + time.Millisecond, End: at + 2*time.Millisecond,
-			Outcome: llm.OutcomeOK, HTTPStatus: 200, OutputTokens: 1, ContentChunks: 1, OutputChars: 4, FinishReason: "stop"}
+		res := &recording.Result{Scheduled: at, Sent: at, FirstToken: at + time.Millisecond, End: at + 2*time.Millisecond,
+			Outcome: recording.OutcomeOK, HTTPStatus: 200, OutputTokens: 1, ContentChunks: 1, OutputChars: 4, FinishReason: "stop"}
 		if i >= s.ok {
 			res.Sent += 2 * time.Second
 			res.FirstToken += 2 * time.Second
@@ -57,11 +57,11 @@ func (s shard) run(t *testing.T) *Document {
 		record(res)
 	}
 	for _, msg := range s.errs {
-		record(&llm.Result{Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx, HTTPStatus: 503, Err: msg, End: time.Millisecond})
+		record(&recording.Result{Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP5xx, HTTPStatus: 503, Err: msg, End: time.Millisecond})
 	}
 	for _, name := range []string{"tool_latency", "answer_ok", "tool_calls", "queue_depth"} {
 		for _, v := range s.samples[name] {
-			if err := rec.AddSample(name, llm.Tags{}, v); err != nil {
+			if err := rec.AddSample(name, recording.Tags{}, v); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // saveAndRead writes d and reads it back, as the CLI's commands do.
@@ -26,7 +26,7 @@ func saveAndRead(t *testing.T, d *Document) *Document {
 
 func TestMergeSums(t *testing.T) {
 	a := saveAndRead(t, judgedRun(t, false))
-	b := synthRun(t, 3, 1.2, 700, llm.Tags{Phase: "baseline", Class: "chat", Endpoint: "http://user:REDACTED@127.0.0.1:8000/v1"})
+	b := synthRun(t, 3, 1.2, 700, recording.Tags{Phase: "baseline", Class: "chat", Endpoint: "http://user:REDACTED@127.0.0.1:8000/v1"})
 	ths, _ := assertions.ParseFlags([]string{"e2e: p(90)<1s", "error_rate: rate<0.01"})
 	b.Evaluate(ths, false)
 	b = saveAndRead(t, b)
@@ -39,9 +39,9 @@ func TestMergeSums(t *testing.T) {
 	ma, mb, mm := a.Summary(), b.Summary(), m.Summary()
 
 	// Every histogram of every tag selection is the sum of the inputs'.
-	filters := []llm.TagFilter{{}, {Phase: "baseline"}, {Phase: "fault"}, {Class: "chat"}, {Class: "batch"}, {Phase: "baseline", Class: "chat"}}
+	filters := []recording.TagFilter{{}, {Phase: "baseline"}, {Phase: "fault"}, {Class: "chat"}, {Class: "batch"}, {Phase: "baseline", Class: "chat"}}
 	for _, f := range filters {
-		for metric := range llm.NumMetrics {
+		for metric := range recording.NumMetrics {
 			want := ma.Histogram(metric, f)
 			want.Merge(mb.Histogram(metric, f))
 			if got := mm.Histogram(metric, f); !got.Equals(want) {
@@ -88,7 +88,7 @@ func TestMergeSums(t *testing.T) {
 		if wm.Counts != want {
 			t.Errorf("second %d counts = %+v, want %+v", sec, wm.Counts, want)
 		}
-		for _, metric := range []llm.Metric{llm.MetricTTFT, llm.MetricE2E, llm.MetricITL, llm.MetricTPOT} {
+		for _, metric := range []recording.Metric{recording.MetricTTFT, recording.MetricE2E, recording.MetricITL, recording.MetricTPOT} {
 			ha, hb, hm := wa.Histogram(metric), wb.Histogram(metric), wm.Histogram(metric)
 			sum := *ha
 			sum.Merge(hb)
@@ -133,7 +133,7 @@ func diff(a, b float64) float64 {
 
 func TestMergeRejects(t *testing.T) {
 	a := judgedRun(t, false)
-	noSLO, err := Build(testMeta(), llm.NewRecorder(llm.RecorderOptions{}).Finish(time.Second))
+	noSLO, err := Build(testMeta(), recording.NewRecorder(recording.RecorderOptions{}).Finish(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestMergeRejects(t *testing.T) {
 }
 
 func TestHist4RoundTrip(t *testing.T) {
-	d := synthRun(t, 1, 1, 300, llm.Tags{})
+	d := synthRun(t, 1, 1, 300, recording.Tags{})
 	for _, row := range d.Timeseries {
 		var h hist4
 		if err := h.add(row.Hist); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Read loads a saved JSON run report and rebuilds its run (Document.Summary)
@@ -46,8 +46,8 @@ func Decode(r io.Reader) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode report: %w", err)
 	}
-	tuples := make([]*llm.TupleStats, 0, len(d.Histograms.ByTags))
-	seen := make(map[llm.Tags]bool)
+	tuples := make([]*recording.TupleStats, 0, len(d.Histograms.ByTags))
+	seen := make(map[recording.Tags]bool)
 	for i, ts := range d.Histograms.ByTags {
 		t, err := decodeTagSet(ts)
 		if err != nil {
@@ -62,39 +62,39 @@ func Decode(r io.Reader) (*Document, error) {
 		}
 		tuples = append(tuples, t)
 	}
-	rows := make([]llm.SecondStats, len(d.Timeseries))
+	rows := make([]recording.SecondStats, len(d.Timeseries))
 	for i, row := range d.Timeseries {
-		rows[i] = llm.SecondStats{
+		rows[i] = recording.SecondStats{
 			Second: row.T, Counts: fromCounts(row.Counts),
 			InFlightMax: row.InFlightMax, InFlightMean: row.InFlightMean, Hist: row.Hist,
 		}
 	}
-	series, err := llm.NewSeries(rows, dur)
+	series, err := recording.NewSeries(rows, dur)
 	if err != nil {
 		return nil, fmt.Errorf("decode report: %w", err)
 	}
-	var slo llm.SLO
+	var slo recording.SLO
 	if d.SLO != nil {
-		slo = llm.SLO{TTFT: fromMs(d.SLO.TTFTMs), TPOT: fromMs(d.SLO.TPOTMs), E2E: fromMs(d.SLO.E2EMs)}
+		slo = recording.SLO{TTFT: fromMs(d.SLO.TTFTMs), TPOT: fromMs(d.SLO.TPOTMs), E2E: fromMs(d.SLO.E2EMs)}
 	}
-	conc := llm.Concurrency{Max: d.Concurrency.Max, Mean: d.Concurrency.Mean}
-	d.run = llm.NewSummary(dur, d.Requests.Sent, slo, conc, tuples, series)
+	conc := recording.Concurrency{Max: d.Concurrency.Max, Mean: d.Concurrency.Mean}
+	d.run = recording.NewSummary(dur, d.Requests.Sent, slo, conc, tuples, series)
 	d.run.Metrics = reg
 	return &d, nil
 }
 
 func fromMs(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
 
-func decodeTagSet(ts TagSet) (*llm.TupleStats, error) {
-	f, err := llm.ParseTagFilter(ts.Tags)
+func decodeTagSet(ts TagSet) (*recording.TupleStats, error) {
+	f, err := recording.ParseTagFilter(ts.Tags)
 	if err != nil {
 		return nil, err
 	}
-	t := &llm.TupleStats{
-		Tags:   llm.Tags(f),
+	t := &recording.TupleStats{
+		Tags:   recording.Tags(f),
 		Counts: fromCounts(ts.Counts),
 	}
-	for m := range llm.NumMetrics {
+	for m := range recording.NumMetrics {
 		enc, ok := ts.HDR[histogramKey(m)]
 		if !ok {
 			continue
@@ -105,7 +105,7 @@ func decodeTagSet(ts TagSet) (*llm.TupleStats, error) {
 		}
 		// Merge into the standard geometry so every histogram of a metric
 		// merges with every other, whatever wrote it.
-		std := llm.NewHistogram(m)
+		std := recording.NewHistogram(m)
 		if dropped := std.Merge(h); dropped != 0 {
 			return nil, fmt.Errorf("%s histogram: %d values out of range", histogramKey(m), dropped)
 		}

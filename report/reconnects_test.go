@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestReconnectsAndConnectReported: the requests a client sent again after
@@ -16,14 +16,14 @@ import (
 // terminal summary apart from errors, and connection set-up times are the
 // connect_ms metric.
 func TestReconnectsAndConnectReported(t *testing.T) {
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	eps := []string{"http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"}
 	for i := range 6 {
 		sent := time.Duration(i+1) * 100 * time.Millisecond
-		res := &llm.Result{
-			Seq: uint64(i), Tags: llm.Tags{Endpoint: eps[i%2]}, Scheduled: sent, Dequeued: sent, Sent: sent,
+		res := &recording.Result{
+			Seq: uint64(i), Tags: recording.Tags{Endpoint: eps[i%2]}, Scheduled: sent, Dequeued: sent, Sent: sent,
 			FirstToken: sent + 50*time.Millisecond, End: sent + 80*time.Millisecond,
-			Outcome: llm.OutcomeOK, ContentChunks: 2, Connect: 2 * time.Millisecond,
+			Outcome: recording.OutcomeOK, ContentChunks: 2, Connect: 2 * time.Millisecond,
 		}
 		if i < 3 { // endpoint 1: requests 0 and 2; endpoint 2: request 1
 			res.Reconnects = 1
@@ -51,7 +51,7 @@ func TestReconnectsAndConnectReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []int64{2, 1} {
-		if got := back.run.Counts(llm.TagFilter{Endpoint: eps[i]}).Reconnects; got != want {
+		if got := back.run.Counts(recording.TagFilter{Endpoint: eps[i]}).Reconnects; got != want {
 			t.Errorf("read back: endpoint %s: %d reconnects, want %d", eps[i], got, want)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func TestSaturation(t *testing.T) {
@@ -35,10 +35,10 @@ func TestSaturation(t *testing.T) {
 // error class reaches run.json and the summary, cut to MaxErrorMessage
 // characters; a client that fell behind is said so in both.
 func TestTopErrorsAndSaturationInSummary(t *testing.T) {
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	long := "http 404: The model `wrong` does not exist. " + strings.Repeat("x", 200)
 	for i := range 10 {
-		res := &llm.Result{Seq: uint64(i), Scheduled: time.Duration(i) * time.Millisecond, Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP4xx, HTTPStatus: 404, Err: long}
+		res := &recording.Result{Seq: uint64(i), Scheduled: time.Duration(i) * time.Millisecond, Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP4xx, HTTPStatus: 404, Err: long}
 		if i == 0 {
 			res.Err = "http 404: rare"
 		}

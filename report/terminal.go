@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // WriteText writes the terminal summary of d with the default options
@@ -173,13 +173,13 @@ func writeRequests(b *strings.Builder, d *Document) {
 		return
 	}
 	var parts []string
-	for _, cl := range append(append([]llm.ErrorClass(nil), llm.ErrorClasses...), llm.ClassUnknown) {
+	for _, cl := range append(append([]recording.ErrorClass(nil), recording.ErrorClasses...), recording.ClassUnknown) {
 		if n := r.ErrorsByClass[string(cl)]; n != 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", cl, n))
 		}
 	}
 	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
-	for _, cl := range llm.ErrorClasses {
+	for _, cl := range recording.ErrorClasses {
 		if e, ok := r.TopErrors[string(cl)]; ok {
 			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
 		}
@@ -255,14 +255,14 @@ func writeQuality(b *strings.Builder, d *Document) {
 
 // writeUsageNote says, as information, how many requests counted a
 // number of content chunks other than usage.completion_tokens within the
-// tolerance (llm.UsageMismatch): normal for servers that merge tokens into
+// tolerance (recording.UsageMismatch): normal for servers that merge tokens into
 // one chunk, and not part of the usage mismatch rate above.
 func writeUsageNote(b *strings.Builder, d *Document) {
 	sum := d.Summary()
 	if sum == nil {
 		return
 	}
-	c := sum.Counts(llm.TagFilter{})
+	c := sum.Counts(recording.TagFilter{})
 	if within := c.UsageDiffers - c.UsageMismatch; within > 0 {
 		fmt.Fprintf(b, "note: %d of %d requests with usage streamed a few chunks more or fewer than usage.completion_tokens "+
 			"(within max(2, 5%%)): information, not a mismatch; token counts use usage\n", within, c.UsageReported)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // ansiCode matches an ANSI colour escape.
@@ -149,7 +149,7 @@ func TestTrendStatsValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := d.Metrics["ttft_ms"]
-	p75 := float64(d.Summary().Histogram(llm.MetricTTFT, llm.TagFilter{}).ValueAtQuantile(75)) / 1000
+	p75 := float64(d.Summary().Histogram(recording.MetricTTFT, recording.TagFilter{}).ValueAtQuantile(75)) / 1000
 	want := []string{"  ttft", fmtMs(s.Mean), fmtMs(s.Min), fmtMs(s.P50), fmtMs(s.P95), fmtMs(p75), fmtMs(s.Max), strconv.FormatInt(s.Count, 10)}
 	got := trendCells("  ttft", s, stats, builtinQuantile(d, "ttft"), fmtMs)
 	if strings.Join(got, "|") != strings.Join(want, "|") {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TrendStat is one column of the terminal summary's distribution table:
@@ -143,11 +143,11 @@ func builtinQuantile(d *Document, name string) quantileFunc {
 	if sum == nil {
 		return nil
 	}
-	for m := range llm.NumMetrics {
+	for m := range recording.NumMetrics {
 		if m.String() != name {
 			continue
 		}
-		h := sum.Histogram(m, llm.TagFilter{})
+		h := sum.Histogram(m, recording.TagFilter{})
 		return func(p float64) (float64, bool) {
 			if h.TotalCount() == 0 {
 				return 0, false
@@ -169,7 +169,7 @@ func customQuantile(d *Document, name string) quantileFunc {
 	if sum == nil {
 		return nil
 	}
-	sink := sum.Custom(name, llm.TagFilter{})
+	sink := sum.Custom(name, recording.TagFilter{})
 	if sink == nil {
 		return nil
 	}

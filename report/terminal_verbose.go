@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // writeBreakdowns writes, for the verbose summary, the requests and the
@@ -27,12 +27,12 @@ func writeBreakdowns(b *strings.Builder, d *Document) {
 	var rows []breakdownRow
 	for _, ep := range endpoints {
 		// The live run's tags keep a URL's password; the report does not.
-		rows = append(rows, breakdownRow{redactString(ep), llm.TagFilter{Endpoint: ep}})
+		rows = append(rows, breakdownRow{redactString(ep), recording.TagFilter{Endpoint: ep}})
 	}
 	writeBreakdown(b, sum, "by endpoint", rows)
 	rows = nil
 	for _, p := range d.Phases {
-		rows = append(rows, breakdownRow{p.Name, llm.TagFilter{Phase: p.Name}})
+		rows = append(rows, breakdownRow{p.Name, recording.TagFilter{Phase: p.Name}})
 	}
 	writeBreakdown(b, sum, "by phase", rows)
 }
@@ -40,11 +40,11 @@ func writeBreakdowns(b *strings.Builder, d *Document) {
 // breakdownRow is one row of a breakdown: its label and what it selects.
 type breakdownRow struct {
 	label  string
-	filter llm.TagFilter
+	filter recording.TagFilter
 }
 
 // writeBreakdown writes one breakdown table; nothing when rows is empty.
-func writeBreakdown(b *strings.Builder, sum *llm.Summary, title string, rows []breakdownRow) {
+func writeBreakdown(b *strings.Builder, sum *recording.Summary, title string, rows []breakdownRow) {
 	if len(rows) == 0 {
 		return
 	}
@@ -52,7 +52,7 @@ func writeBreakdown(b *strings.Builder, sum *llm.Summary, title string, rows []b
 	t.row(title, "ok", "failed", "cancelled", "dropped", "ttft p99", "e2e p99")
 	for _, r := range rows {
 		c := sum.Counts(r.filter)
-		p99 := func(m llm.Metric) string {
+		p99 := func(m recording.Metric) string {
 			h := sum.Histogram(m, r.filter)
 			if h.TotalCount() == 0 {
 				return "-"
@@ -60,7 +60,7 @@ func writeBreakdown(b *strings.Builder, sum *llm.Summary, title string, rows []b
 			return fmtMs(float64(h.ValueAtQuantile(99)) / 1000)
 		}
 		t.row("  "+r.label, strconv.FormatInt(c.OK, 10), strconv.FormatInt(c.Failed, 10),
-			strconv.FormatInt(c.Cancelled, 10), strconv.FormatInt(c.Dropped, 10), p99(llm.MetricTTFT), p99(llm.MetricE2E))
+			strconv.FormatInt(c.Cancelled, 10), strconv.FormatInt(c.Dropped, 10), p99(recording.MetricTTFT), p99(recording.MetricE2E))
 	}
 	b.WriteByte('\n')
 	t.write(b)

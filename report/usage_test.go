@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestUsageDifferenceIsInformation: a stream that counted one chunk fewer
@@ -15,13 +15,13 @@ import (
 // mismatch; a difference beyond max(2, 5 %) still is one. The counts
 // survive a round trip through run.json.
 func TestUsageDifferenceIsInformation(t *testing.T) {
-	r := llm.NewRecorder(llm.RecorderOptions{})
+	r := recording.NewRecorder(recording.RecorderOptions{})
 	for i, chunks := range []int{100, 99, 100, 101, 80} { // usage 100 each
 		sent := time.Duration(i+1) * 100 * time.Millisecond
 		r.RequestStarted(sent)
-		res := &llm.Result{Seq: uint64(i), Scheduled: sent, Dequeued: sent, Sent: sent,
+		res := &recording.Result{Seq: uint64(i), Scheduled: sent, Dequeued: sent, Sent: sent,
 			FirstToken: sent + 10*time.Millisecond, End: sent + 500*time.Millisecond,
-			Outcome: llm.OutcomeOK, HTTPStatus: 200, OutputTokens: 100, ContentChunks: chunks, UsageReported: true,
+			Outcome: recording.OutcomeOK, HTTPStatus: 200, OutputTokens: 100, ContentChunks: chunks, UsageReported: true,
 			FinishReason: "stop", OutputChars: 400}
 		r.RequestEnded(res.End)
 		r.Record(res)
@@ -72,7 +72,7 @@ func TestUsageMismatchTolerance(t *testing.T) {
 		{0, 3, true},
 	}
 	for _, tt := range tests {
-		if got := llm.UsageMismatch(tt.usage, tt.chunks); got != tt.want {
+		if got := recording.UsageMismatch(tt.usage, tt.chunks); got != tt.want {
 			t.Errorf("UsageMismatch(%d, %d) = %v, want %v", tt.usage, tt.chunks, got, tt.want)
 		}
 	}

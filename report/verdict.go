@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Verdicts, as the JSON report's `verdict` field writes them.
@@ -238,7 +238,7 @@ func (d *Document) SetThresholds(outs assertions.Outcomes, aborted bool) {
 func (d *Document) Evaluate(ths []assertions.Threshold, aborted bool, opts ...assertions.SourceOption) assertions.Outcomes {
 	sum := d.run
 	if sum == nil {
-		sum = llm.NewSummary(0, 0, llm.SLO{}, llm.Concurrency{}, nil, nil)
+		sum = recording.NewSummary(0, 0, recording.SLO{}, recording.Concurrency{}, nil, nil)
 	}
 	outs := assertions.Evaluate(assertions.NewSummarySource(sum, opts...), ths)
 	d.SetThresholds(outs, aborted)

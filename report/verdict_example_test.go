@@ -6,7 +6,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // ExampleDocument_Evaluate shows the end of a run: thresholds from the
@@ -17,13 +17,13 @@ func ExampleDocument_Evaluate() {
 		fmt.Println(err) // exit 2
 		return
 	}
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	for i := range 10 {
 		sent := time.Duration(i+1) * 100 * time.Millisecond
-		res := &llm.Result{Scheduled: sent, Dequeued: sent, Sent: sent, FirstToken: sent + 300*time.Millisecond,
-			End: sent + time.Second, Outcome: llm.OutcomeOK, OutputTokens: 10, ContentChunks: 10, UsageReported: true}
+		res := &recording.Result{Scheduled: sent, Dequeued: sent, Sent: sent, FirstToken: sent + 300*time.Millisecond,
+			End: sent + time.Second, Outcome: recording.OutcomeOK, OutputTokens: 10, ContentChunks: 10, UsageReported: true}
 		if i == 9 {
-			res.FirstToken, res.Outcome, res.Class, res.HTTPStatus = 0, llm.OutcomeFailed, llm.ClassHTTP5xx, 503
+			res.FirstToken, res.Outcome, res.Class, res.HTTPStatus = 0, recording.OutcomeFailed, recording.ClassHTTP5xx, 503
 		}
 		rec.RequestStarted(sent)
 		rec.RequestEnded(res.End)

@@ -6,7 +6,8 @@ import (
 	"io"
 	"math"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // vllmDateLayout is how vLLM's `bench serve` writes the result's date.
@@ -75,7 +76,7 @@ func vllmResult(d *Document) map[string]any {
 	cfg := d.Config
 	m["model_id"] = cfg["model"]
 	m["backend"], m["endpoint_type"] = "openai-chat", "openai-chat"
-	if api, _ := cfg["api"].(string); api == string(llm.APICompletions) {
+	if api, _ := cfg["api"].(string); api == string(workload.APICompletions) {
 		m["backend"], m["endpoint_type"] = "openai", "openai"
 	}
 	m["request_rate"] = "inf"
@@ -117,7 +118,7 @@ func configNumber(v any) (float64, bool) {
 // and duration give.
 func (d *Document) tokenTotals() (in, out int64) {
 	if s := d.Summary(); s != nil {
-		c := s.Counts(llm.TagFilter{})
+		c := s.Counts(recording.TagFilter{})
 		return c.InputTokens, c.OutputTokens
 	}
 	return int64(math.Round(d.Throughput.InputTokensPerS * d.DurationS)), int64(math.Round(d.Throughput.OutputTokensPerS * d.DurationS))

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestWriteVLLM checks every field of vLLM's `bench serve` result that a
 // run maps onto, by name and value, on a document built in this process
 // and on the same document read back from its JSON report.
 func TestWriteVLLM(t *testing.T) {
-	built := synthRun(t, 3, 1, 500, llm.Tags{})
+	built := synthRun(t, 3, 1, 500, recording.Tags{})
 	built.Config = map[string]any{"model": "m", "api": "chat", "rate": json.Number("20"), "max_in_flight": json.Number("8"), "burstiness": json.Number("0.5")}
 	path := filepath.Join(t.TempDir(), "run.json")
 	if err := WriteFile(path, built); err != nil {
@@ -35,7 +35,7 @@ func TestWriteVLLM(t *testing.T) {
 				t.Fatalf("not JSON: %v\n%s", err, buf.String())
 			}
 			m := built.Metrics
-			sum := built.Summary().Counts(llm.TagFilter{})
+			sum := built.Summary().Counts(recording.TagFilter{})
 			want := map[string]any{
 				"date": "20260314-150926", "label": "synthetic", "model_id": "m",
 				"backend": "openai-chat", "endpoint_type": "openai-chat",
@@ -89,7 +89,7 @@ func TestWriteVLLM(t *testing.T) {
 // users are the concurrency cap, and without goodput SLOs
 // request_goodput is null, as vLLM writes it.
 func TestWriteVLLMClosedLoop(t *testing.T) {
-	d := synthRun(t, 3, 1, 100, llm.Tags{})
+	d := synthRun(t, 3, 1, 100, recording.Tags{})
 	d.Config = map[string]any{"model": "m", "api": "completions", "concurrency": 16.0}
 	d.Quality.GoodputPerS = nil
 	got := vllmResult(d)

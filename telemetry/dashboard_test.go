@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The dashboard's variables: every llmchaos_* selector filters on the run,
@@ -34,9 +33,9 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tags := llm.Tags{Endpoint: "http://127.0.0.1:8001/v1", Phase: "fault", Class: "chat"}
+	tags := recording.Tags{Endpoint: "http://127.0.0.1:8001/v1", Phase: "fault", Class: "chat"}
 	exp.Scheduled(&tags)
-	exp.Observe(&llm.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: llm.OutcomeOK, Tags: tags})
+	exp.Observe(&recording.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: recording.OutcomeOK, Tags: tags})
 	exp.FaultActive("f", "t", true)
 	exp.ThresholdOK("m", true)
 	mfs, err := exp.Gatherer().Gather()
@@ -256,14 +255,14 @@ func pushRun(t *testing.T, prom *promtest.Server, run string) {
 	observe := func(n int) {
 		for i := range n {
 			for _, ep := range []string{"http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"} {
-				tags := llm.Tags{Endpoint: ep, Phase: "fault", Class: "chat"}
+				tags := recording.Tags{Endpoint: ep, Phase: "fault", Class: "chat"}
 				exp.Scheduled(&tags)
 				sent := time.Duration(i+1) * time.Second
-				res := &llm.Result{Scheduled: sent, Sent: sent + time.Millisecond, FirstToken: sent + 300*time.Millisecond,
-					End: sent + 2*time.Second, ITLMicros: []uint32{20_000, 20_000}, Outcome: llm.OutcomeOK, ContentChunks: 3, Tags: tags}
+				res := &recording.Result{Scheduled: sent, Sent: sent + time.Millisecond, FirstToken: sent + 300*time.Millisecond,
+					End: sent + 2*time.Second, ITLMicros: []uint32{20_000, 20_000}, Outcome: recording.OutcomeOK, ContentChunks: 3, Tags: tags}
 				if ep == "http://127.0.0.1:8002/v1" && i%2 == 0 {
-					res = &llm.Result{Scheduled: sent, Sent: sent, End: sent + time.Second, Outcome: llm.OutcomeFailed,
-						Class: llm.ClassHTTP5xx, HTTPStatus: 503, Tags: tags}
+					res = &recording.Result{Scheduled: sent, Sent: sent, End: sent + time.Second, Outcome: recording.OutcomeFailed,
+						Class: recording.ClassHTTP5xx, HTTPStatus: 503, Tags: tags}
 				}
 				exp.Observe(res)
 			}

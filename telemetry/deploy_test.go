@@ -13,13 +13,12 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/telemetry"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The deploy/ artifacts, relative to this package.
@@ -55,7 +54,7 @@ func exportedNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	// Touch the label-only vectors so that they are gathered.
-	exp.Observe(&llm.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: llm.OutcomeOK})
+	exp.Observe(&recording.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: recording.OutcomeOK})
 	exp.FaultActive("f", "t", true)
 	exp.ThresholdOK("m", true)
 	mfs, err := exp.Gatherer().Gather()

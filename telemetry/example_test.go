@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/llmchaos/llmchaos/telemetry"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The load's result consumer calls Observe once per Result; the runner
@@ -18,11 +17,11 @@ func ExampleExporter() {
 	if err != nil {
 		panic(err)
 	}
-	exp.Observe(&llm.Result{
+	exp.Observe(&recording.Result{
 		Scheduled: time.Second, Sent: time.Second, FirstToken: 1250 * time.Millisecond, End: 3 * time.Second,
-		ITLMicros: []uint32{25_000, 25_000}, Outcome: llm.OutcomeOK, ContentChunks: 3,
+		ITLMicros: []uint32{25_000, 25_000}, Outcome: recording.OutcomeOK, ContentChunks: 3,
 	})
-	exp.Observe(&llm.Result{Sent: time.Second, End: 2 * time.Second, Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP429})
+	exp.Observe(&recording.Result{Sent: time.Second, End: 2 * time.Second, Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP429})
 	exp.SetInFlight(2)
 	exp.FaultActive("slow-net", "network-latency", true)
 

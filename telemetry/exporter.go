@@ -11,11 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
-	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
 
 // Metric names, as exported. They are part of the project's contract with
@@ -155,37 +154,37 @@ type customSeries struct {
 	gauge *prometheus.GaugeVec
 }
 
-// classes indexes llm.ErrorClass for the pre-created request counters;
-// index 0 is llm.ClassNone.
-var classes = [...]llm.ErrorClass{llm.ClassNone, llm.ClassConnect, llm.ClassReset, llm.ClassTimeout,
-	llm.ClassHTTP4xx, llm.ClassHTTP429, llm.ClassHTTP5xx, llm.ClassProtocol, llm.ClassCancelled}
+// classes indexes recording.ErrorClass for the pre-created request counters;
+// index 0 is recording.ClassNone.
+var classes = [...]recording.ErrorClass{recording.ClassNone, recording.ClassConnect, recording.ClassReset, recording.ClassTimeout,
+	recording.ClassHTTP4xx, recording.ClassHTTP429, recording.ClassHTTP5xx, recording.ClassProtocol, recording.ClassCancelled}
 
 const (
 	nClasses  = len(classes)
-	nOutcomes = int(llm.OutcomeDropped) + 1
+	nOutcomes = int(recording.OutcomeDropped) + 1
 )
 
 // classIndex returns c's index in classes, or -1 for a class this package
 // does not know (it is then counted through the CounterVec's map).
-func classIndex(c llm.ErrorClass) int {
+func classIndex(c recording.ErrorClass) int {
 	switch c {
-	case llm.ClassNone:
+	case recording.ClassNone:
 		return 0
-	case llm.ClassConnect:
+	case recording.ClassConnect:
 		return 1
-	case llm.ClassReset:
+	case recording.ClassReset:
 		return 2
-	case llm.ClassTimeout:
+	case recording.ClassTimeout:
 		return 3
-	case llm.ClassHTTP4xx:
+	case recording.ClassHTTP4xx:
 		return 4
-	case llm.ClassHTTP429:
+	case recording.ClassHTTP429:
 		return 5
-	case llm.ClassHTTP5xx:
+	case recording.ClassHTTP5xx:
 		return 6
-	case llm.ClassProtocol:
+	case recording.ClassProtocol:
 		return 7
-	case llm.ClassCancelled:
+	case recording.ClassCancelled:
 		return 8
 	}
 	return -1
@@ -193,14 +192,14 @@ func classIndex(c llm.ErrorClass) int {
 
 // validPair reports whether a result with outcome o can carry class c; those
 // pairs are created at zero with their tuple.
-func validPair(o llm.Outcome, c llm.ErrorClass) bool {
+func validPair(o recording.Outcome, c recording.ErrorClass) bool {
 	switch o {
-	case llm.OutcomeOK, llm.OutcomeDropped:
-		return c == llm.ClassNone
-	case llm.OutcomeFailed:
-		return c != llm.ClassNone && c != llm.ClassCancelled
-	case llm.OutcomeCancelled:
-		return c == llm.ClassCancelled
+	case recording.OutcomeOK, recording.OutcomeDropped:
+		return c == recording.ClassNone
+	case recording.OutcomeFailed:
+		return c != recording.ClassNone && c != recording.ClassCancelled
+	case recording.OutcomeCancelled:
+		return c == recording.ClassCancelled
 	}
 	return false
 }
@@ -300,7 +299,7 @@ func New(opts Options) (*Exporter, error) {
 // outcome and error class pair at zero, so that rate() and error-ratio
 // queries see a series from the first scrape) the first time the tuple is
 // seen.
-func (e *Exporter) series(tags *llm.Tags) *tupleSeries {
+func (e *Exporter) series(tags *recording.Tags) *tupleSeries {
 	k := tupleKey{tags.Endpoint, tags.Phase, tags.Class}
 	if ts, ok := (*e.tuples.Load())[k]; ok {
 		return ts
@@ -319,7 +318,7 @@ func (e *Exporter) series(tags *llm.Tags) *tupleSeries {
 		scheduled:    e.scheduled.WithLabelValues(lv...),
 		outputTokens: e.outputTokens.WithLabelValues(lv...),
 	}
-	for o := llm.OutcomeOK; o <= llm.OutcomeDropped; o++ {
+	for o := recording.OutcomeOK; o <= recording.OutcomeDropped; o++ {
 		for i, c := range classes {
 			if validPair(o, c) {
 				ts.byOutcome[o][i] = e.requests.WithLabelValues(k.endpoint, k.phase, k.class, o.String(), string(c))
@@ -371,7 +370,7 @@ func (cs customSeries) collector() prometheus.Collector {
 // ms), a rate as one more sample labelled ok="true" when v is non-zero, a
 // counter adds v, a gauge is set to v. A metric that was not in
 // Options.Metrics when New ran is refused. Safe for concurrent use.
-func (e *Exporter) AddSample(name string, tags llm.Tags, v float64) error {
+func (e *Exporter) AddSample(name string, tags recording.Tags, v float64) error {
 	cs, ok := e.custom[name]
 	if !ok {
 		return fmt.Errorf("telemetry: metric %q is not a custom metric of this exporter", name)
@@ -398,10 +397,10 @@ func (e *Exporter) AddSample(name string, tags llm.Tags, v float64) error {
 
 // Observe records one Result. It is called once per result, from any
 // goroutine; it does not retain res.
-func (e *Exporter) Observe(res *llm.Result) {
+func (e *Exporter) Observe(res *recording.Result) {
 	ts := e.series(&res.Tags)
 	e.countRequest(ts, res)
-	sent := res.Outcome != llm.OutcomeDropped && res.Sent > 0
+	sent := res.Outcome != recording.OutcomeDropped && res.Sent > 0
 	if sent {
 		ts.sendLag.Observe(max(res.SendLag(), 0).Seconds())
 	}
@@ -411,7 +410,7 @@ func (e *Exporter) Observe(res *llm.Result) {
 	for _, g := range res.ITLMicros {
 		ts.itl.Observe(float64(g) / 1e6)
 	}
-	if res.Outcome != llm.OutcomeOK {
+	if res.Outcome != recording.OutcomeOK {
 		return
 	}
 	if d, ok := res.E2E(); ok {
@@ -429,7 +428,7 @@ func (e *Exporter) Observe(res *llm.Result) {
 // (endpoint, phase, request class): llmchaos_requests_scheduled_total.
 // Against llmchaos_requests_total it shows a client that cannot keep up.
 // Safe for concurrent use; it does not retain tags.
-func (e *Exporter) Scheduled(tags *llm.Tags) { e.series(tags).scheduled.Inc() }
+func (e *Exporter) Scheduled(tags *recording.Tags) { e.series(tags).scheduled.Inc() }
 
 // SetLost sets llmchaos_requests_lost, the run's sent requests that never
 // ended as a Result (the report's requests.lost; it must be 0).
@@ -438,7 +437,7 @@ func (e *Exporter) SetLost(n int64) { e.lost.Set(float64(n)) }
 // countRequest adds one to llmchaos_requests_total{..., outcome,
 // error_class}, through the tuple's pre-created counters when the pair is a
 // known one.
-func (e *Exporter) countRequest(ts *tupleSeries, res *llm.Result) {
+func (e *Exporter) countRequest(ts *tupleSeries, res *recording.Result) {
 	o, c := res.Outcome, res.Class
 	if int(o) < nOutcomes {
 		if i := classIndex(c); i >= 0 {

@@ -9,21 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // okResult is an ok request: sent at 1 s, first token 200 ms later, 11
 // tokens, ended 1.2 s after the send.
-func okResult() *llm.Result {
-	return &llm.Result{
+func okResult() *recording.Result {
+	return &recording.Result{
 		Scheduled: time.Second, Dequeued: time.Second, Sent: time.Second,
 		FirstToken: 1200 * time.Millisecond, End: 2200 * time.Millisecond,
 		ITLMicros: []uint32{100_000, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000},
-		Outcome:   llm.OutcomeOK, OutputTokens: 11, UsageReported: true, ContentChunks: 11,
+		Outcome:   recording.OutcomeOK, OutputTokens: 11, UsageReported: true, ContentChunks: 11,
 	}
 }
 
@@ -39,14 +38,14 @@ func newTestExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 
 func TestObserveCountsAndHistograms(t *testing.T) {
 	e, reg := newTestExporter(t)
-	tags := llm.Tags{Endpoint: "http://127.0.0.1:8000/v1", Phase: "fault", Class: "chat"}
-	for _, r := range []*llm.Result{okResult(), okResult(),
+	tags := recording.Tags{Endpoint: "http://127.0.0.1:8000/v1", Phase: "fault", Class: "chat"}
+	for _, r := range []*recording.Result{okResult(), okResult(),
 		{Scheduled: 900 * time.Millisecond, Sent: time.Second, End: 1100 * time.Millisecond,
-			Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx, HTTPStatus: 503},
+			Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP5xx, HTTPStatus: 503},
 		{Scheduled: time.Second, Sent: time.Second, FirstToken: 1500 * time.Millisecond,
 			End: 1600 * time.Millisecond, ITLMicros: []uint32{50_000, 50_000},
-			Outcome: llm.OutcomeCancelled, Class: llm.ClassCancelled, ContentChunks: 3},
-		{Scheduled: 2 * time.Second, Outcome: llm.OutcomeDropped},
+			Outcome: recording.OutcomeCancelled, Class: recording.ClassCancelled, ContentChunks: 3},
+		{Scheduled: 2 * time.Second, Outcome: recording.OutcomeDropped},
 	} {
 		r.Tags = tags
 		e.Scheduled(&tags)
@@ -170,7 +169,7 @@ llmchaos_threshold_ok{metric="ttft{phase:fault}"} 0
 
 func TestUnknownClassStillCounted(t *testing.T) {
 	e, _ := newTestExporter(t)
-	e.Observe(&llm.Result{Outcome: llm.OutcomeFailed, Class: "tls", Tags: llm.Tags{Phase: "after"}})
+	e.Observe(&recording.Result{Outcome: recording.OutcomeFailed, Class: "tls", Tags: recording.Tags{Phase: "after"}})
 	if got := testutil.ToFloat64(e.requests.WithLabelValues("", "after", "", "failed", "tls")); got != 1 {
 		t.Errorf("requests{failed,tls}: got %v, want 1", got)
 	}

@@ -1,4 +1,4 @@
-package llm
+package llm_test
 
 import (
 	"bufio"
@@ -20,6 +20,10 @@ import (
 
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // simOpts is the part of the simulator's configuration the end-to-end tests
@@ -210,56 +214,56 @@ type savedResult struct {
 // vary; run builds everything as `llmchaos load` does.
 type e2e struct {
 	targets  []string
-	arrival  ArrivalConfig
-	workload WorkloadConfig
+	arrival  workload.ArrivalConfig
+	workload workload.WorkloadConfig
 	seed     uint64
 	grace    time.Duration
 	rampUp   time.Duration
-	client   ClientOptions
+	client   client.ClientOptions
 	model    string
 	// during, when set, runs while the engine runs (it may cancel ctx,
 	// kill a server, call the admin API); it gets the run's clock.
-	during func(ctx context.Context, cancel context.CancelFunc, clock *RunClock)
+	during func(ctx context.Context, cancel context.CancelFunc, clock *recording.RunClock)
 	// tagger and observe are passed to EngineConfig as they are.
-	tagger  func(at time.Duration, tags *Tags)
-	observe func(res *Result)
+	tagger  func(at time.Duration, tags *recording.Tags)
+	observe func(res *recording.Result)
 }
 
 // engineRun is what an e2e run produced.
 type engineRun struct {
-	stats   RunStats
-	sum     *Summary
-	results []savedResult // in the order they were recorded
-	wall    time.Duration // Run's wall time
-	clock   *RunClock     // the run's clock: every Result time is an offset on it
+	stats   engine.RunStats
+	sum     *recording.Summary
+	results []savedResult       // in the order they were recorded
+	wall    time.Duration       // Run's wall time
+	clock   *recording.RunClock // the run's clock: every Result time is an offset on it
 }
 
 func (c e2e) run(tb testing.TB) *engineRun {
 	tb.Helper()
 	arrival := c.arrival.WithDefaults()
-	w, err := NewWorkload(c.workload.WithDefaults(), rand.New(rand.NewPCG(c.seed, SeedStreamWorkloadSetup)))
+	w, err := workload.NewWorkload(c.workload.WithDefaults(), rand.New(rand.NewPCG(c.seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	copts := c.client
-	copts.Clock = NewRunClock()
+	copts.Clock = recording.NewRunClock()
 	copts.Seed = c.seed
 	if copts.Concurrency == 0 {
 		copts.Concurrency = max(arrival.MaxInFlight, arrival.Concurrency, 256)
 	}
-	client, err := NewClient(copts)
+	client, err := client.NewClient(copts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer client.Close()
 	var saved bytes.Buffer
-	reqs := NewRequestWriter(&saved)
-	rec := NewRecorder(RecorderOptions{SaveRequests: reqs})
+	reqs := recording.NewRequestWriter(&saved)
+	rec := recording.NewRecorder(recording.RecorderOptions{SaveRequests: reqs})
 	model := c.model
 	if model == "" {
 		model = sim.DefaultConfig().Model
 	}
-	eng, err := NewEngine(EngineConfig{
+	eng, err := engine.NewEngine(engine.EngineConfig{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp,
 		Tagger: c.tagger, Observe: c.observe,
@@ -300,7 +304,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 // Result: the engine's own count equals the Results recorded (and the
 // lines saved), sequence numbers are 0…n−1 without gap or repeat, the
 // outcomes add up, and nothing sent was lost.
-func checkAccounting(tb testing.TB, r *engineRun) Requests {
+func checkAccounting(tb testing.TB, r *engineRun) recording.Requests {
 	tb.Helper()
 	req := r.sum.Requests()
 	if got, want := uint64(req.Scheduled), r.stats.Scheduled; got != want {
@@ -339,7 +343,7 @@ func checkAccounting(tb testing.TB, r *engineRun) Requests {
 }
 
 // distMs returns metric m's distribution over the whole run in ms.
-func distMs(sum *Summary, m Metric) (count int64, p50, p99, max float64) {
-	d := sum.Distribution(m, TagFilter{})
+func distMs(sum *recording.Summary, m recording.Metric) (count int64, p50, p99, max float64) {
+	d := sum.Distribution(m, recording.TagFilter{})
 	return d.Count, float64(d.P50) / 1e3, float64(d.P99) / 1e3, float64(d.Max) / 1e3
 }

@@ -1,4 +1,4 @@
-package llm
+package llm_test
 
 import (
 	"context"
@@ -10,13 +10,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // shortChat is a small synthetic chat workload: prompts of 16 tokens and
 // exactly out output tokens (ignore_eos), so that each request lasts
 // TTFT + (out−1)·ITL on a constant-latency simulator.
-func shortChat(out int) WorkloadConfig {
-	return WorkloadConfig{InputTokens: FixedDist(16), OutputTokens: FixedDist(out), IgnoreEOS: true}
+func shortChat(out int) workload.WorkloadConfig {
+	return workload.WorkloadConfig{InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(out), IgnoreEOS: true}
 }
 
 // TestE2EPoissonRealisedRate checks Poisson at 50 req/s. The schedule
@@ -33,8 +38,8 @@ func TestE2EPoissonRealisedRate(t *testing.T) {
 	}
 	const seed = 11
 	url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
-	short := ArrivalConfig{Rate: 50, Duration: 3 * time.Second}.WithDefaults()
-	arr, err := NewArrivals(short, rand.New(rand.NewPCG(seed, SeedStreamArrivals)))
+	short := workload.ArrivalConfig{Rate: 50, Duration: 3 * time.Second}.WithDefaults()
+	arr, err := workload.NewArrivals(short, rand.New(rand.NewPCG(seed, engine.SeedStreamArrivals)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +72,7 @@ func TestE2EPoissonRealisedRate(t *testing.T) {
 	// Precision is the benchmarks' business (BenchmarkEngineSendLag); here
 	// the median only shows that requests leave at their own times, not in
 	// bursts or late by a schedule's drift, even on a busy machine.
-	_, lag50, lag99, lagMax := distMs(r.sum, MetricSendLag)
+	_, lag50, lag99, lagMax := distMs(r.sum, recording.MetricSendLag)
 	t.Logf("send lag p50 %.3f ms, p99 %.3f ms, max %.3f ms", lag50, lag99, lagMax)
 	if lag50 > 5 {
 		t.Errorf("send lag p50 = %.3f ms: requests did not leave at their scheduled times", lag50)
@@ -86,15 +91,15 @@ func TestE2EAccounting(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) e2e
-		check func(t *testing.T, r *engineRun, req Requests)
+		check func(t *testing.T, r *engineRun, req recording.Requests)
 	}{
 		{
 			name: "normal run",
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, fast)
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(8)}
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(8)}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				if req.OK == 0 || req.OK != req.Scheduled {
 					t.Errorf("ok = %d of %d scheduled, want all (errors %v)", req.OK, req.Scheduled, req.ErrorsByClass)
 				}
@@ -105,13 +110,13 @@ func TestE2EAccounting(t *testing.T) {
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, fast)
 				admin(t, url, token, "/admin/errors", `{"rate":0.4,"kind":"429"}`)
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: shortChat(4)}
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: shortChat(4)}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
-				if req.ErrorsByClass[string(ClassHTTP429)] == 0 || req.OK == 0 {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
+				if req.ErrorsByClass[string(recording.ClassHTTP429)] == 0 || req.OK == 0 {
 					t.Errorf("errors %v, ok %d: want http_429 failures and ok requests", req.ErrorsByClass, req.OK)
 				}
-				c := r.sum.Counts(TagFilter{})
+				c := r.sum.Counts(recording.TagFilter{})
 				if got := c.ThrottleRate(); got < 0.2 || got > 0.6 {
 					t.Errorf("throttle_rate = %.2f, want about 0.4", got)
 				}
@@ -122,10 +127,10 @@ func TestE2EAccounting(t *testing.T) {
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, fast)
 				admin(t, url, token, "/admin/errors", `{"rate":0.4,"kind":"500"}`)
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: shortChat(4)}
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: shortChat(4)}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
-				if req.ErrorsByClass[string(ClassHTTP5xx)] == 0 || req.OK == 0 {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
+				if req.ErrorsByClass[string(recording.ClassHTTP5xx)] == 0 || req.OK == 0 {
 					t.Errorf("errors %v, ok %d: want http_5xx failures and ok requests", req.ErrorsByClass, req.OK)
 				}
 			},
@@ -135,9 +140,9 @@ func TestE2EAccounting(t *testing.T) {
 			setup: func(t *testing.T) e2e {
 				url, done := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 5 * time.Millisecond, AdminToken: token})
 				return e2e{
-					targets: []string{url}, arrival: ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(100),
-					during: func(ctx context.Context, _ context.CancelFunc, clock *RunClock) {
-						if SleepUntil(ctx, clock, 400*time.Millisecond) == nil {
+					targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(100),
+					during: func(ctx context.Context, _ context.CancelFunc, clock *recording.RunClock) {
+						if engine.SleepUntil(ctx, clock, 400*time.Millisecond) == nil {
 							if err := adminCall(url, token, "/admin/crash", `{}`); err != nil {
 								t.Error(err)
 								return
@@ -147,11 +152,11 @@ func TestE2EAccounting(t *testing.T) {
 					},
 				}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
-				if req.ErrorsByClass[string(ClassReset)] == 0 {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
+				if req.ErrorsByClass[string(recording.ClassReset)] == 0 {
 					t.Errorf("errors %v: want streams cut mid-body (reset)", req.ErrorsByClass)
 				}
-				if req.ErrorsByClass[string(ClassConnect)] == 0 {
+				if req.ErrorsByClass[string(recording.ClassConnect)] == 0 {
 					t.Errorf("errors %v: want requests after the crash refused (connect)", req.ErrorsByClass)
 				}
 			},
@@ -164,9 +169,9 @@ func TestE2EAccounting(t *testing.T) {
 				// find nobody listening.
 				p := startSimProcess(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 				return e2e{
-					targets: []string{p.url}, arrival: ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(100),
-					during: func(ctx context.Context, _ context.CancelFunc, clock *RunClock) {
-						if SleepUntil(ctx, clock, 500*time.Millisecond) == nil {
+					targets: []string{p.url}, arrival: workload.ArrivalConfig{Rate: 100, Duration: time.Second}, workload: shortChat(100),
+					during: func(ctx context.Context, _ context.CancelFunc, clock *recording.RunClock) {
+						if engine.SleepUntil(ctx, clock, 500*time.Millisecond) == nil {
 							if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 								t.Error(err)
 							}
@@ -174,8 +179,8 @@ func TestE2EAccounting(t *testing.T) {
 					},
 				}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
-				if req.OK == 0 || req.ErrorsByClass[string(ClassReset)] == 0 || req.ErrorsByClass[string(ClassConnect)] == 0 {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
+				if req.OK == 0 || req.ErrorsByClass[string(recording.ClassReset)] == 0 || req.ErrorsByClass[string(recording.ClassConnect)] == 0 {
 					t.Errorf("ok %d, errors %v: want ok before the kill, reset streams at it, connect errors after", req.OK, req.ErrorsByClass)
 				}
 			},
@@ -185,14 +190,14 @@ func TestE2EAccounting(t *testing.T) {
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, fast)
 				w := shortChat(20)
-				w.CancelShare, w.CancelAfterTokens = 0.5, FixedDist(3)
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: w}
+				w.CancelShare, w.CancelAfterTokens = 0.5, workload.FixedDist(3)
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond}, workload: w}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				if req.Cancelled == 0 || req.OK == 0 || req.Failed != 0 {
 					t.Errorf("cancelled %d, ok %d, failed %d: want both cancelled and ok, no failure", req.Cancelled, req.OK, req.Failed)
 				}
-				if n, _, _, _ := distMs(r.sum, MetricTTFT); n != req.OK+req.Cancelled {
+				if n, _, _, _ := distMs(r.sum, recording.MetricTTFT); n != req.OK+req.Cancelled {
 					t.Errorf("ttft count %d, want every request (cancelled ones got tokens first) %d", n, req.OK+req.Cancelled)
 				}
 			},
@@ -202,16 +207,16 @@ func TestE2EAccounting(t *testing.T) {
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 10 * time.Millisecond})
 				return e2e{
-					targets: []string{url}, arrival: ArrivalConfig{Rate: 100, Duration: 10 * time.Second}, workload: shortChat(200),
+					targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 100, Duration: 10 * time.Second}, workload: shortChat(200),
 					grace: time.Minute,
-					during: func(ctx context.Context, cancel context.CancelFunc, clock *RunClock) {
-						if SleepUntil(ctx, clock, 500*time.Millisecond) == nil {
+					during: func(ctx context.Context, cancel context.CancelFunc, clock *recording.RunClock) {
+						if engine.SleepUntil(ctx, clock, 500*time.Millisecond) == nil {
 							cancel()
 						}
 					},
 				}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				if !r.stats.Interrupted {
 					t.Error("run not reported as interrupted")
 				}
@@ -228,16 +233,16 @@ func TestE2EAccounting(t *testing.T) {
 			name: "grace runs out",
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 10 * time.Millisecond})
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 50, Duration: 300 * time.Millisecond},
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 50, Duration: 300 * time.Millisecond},
 					workload: shortChat(200), grace: 200 * time.Millisecond}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				// Cut by the run's end, not asked to stop: the service
 				// did not answer in time, a timeout failure.
 				if req.Failed != req.Scheduled || req.Scheduled == 0 || req.Cancelled != 0 {
 					t.Errorf("failed %d, cancelled %d of %d: want every 2 s request failed when the grace ran out", req.Failed, req.Cancelled, req.Scheduled)
 				}
-				if n := req.ErrorsByClass[string(ClassTimeout)]; n != req.Scheduled {
+				if n := req.ErrorsByClass[string(recording.ClassTimeout)]; n != req.Scheduled {
 					t.Errorf("timeouts %d of %d (errors %v): want every unfinished request a timeout", n, req.Scheduled, req.ErrorsByClass)
 				}
 				if end := r.stats.End; end < 500*time.Millisecond || end > 900*time.Millisecond {
@@ -249,20 +254,20 @@ func TestE2EAccounting(t *testing.T) {
 			name: "drop under saturation",
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 5 * time.Millisecond})
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond,
-					MaxInFlight: 4, OnSaturation: SaturationDrop}, workload: shortChat(40)}
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 200, Duration: 500 * time.Millisecond,
+					MaxInFlight: 4, OnSaturation: workload.SaturationDrop}, workload: shortChat(40)}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				if req.Dropped == 0 || req.OK == 0 {
 					t.Errorf("dropped %d, ok %d: want both", req.Dropped, req.OK)
 				}
 				if got := r.sum.Concurrency.Max; got > 4 {
 					t.Errorf("in-flight max %d, want ≤ 4", got)
 				}
-				if n, _, _, _ := distMs(r.sum, MetricClientQueue); n != req.Sent {
+				if n, _, _, _ := distMs(r.sum, recording.MetricClientQueue); n != req.Sent {
 					t.Errorf("client_queue recorded %d times, want once per sent request (%d)", n, req.Sent)
 				}
-				if _, _, _, qmax := distMs(r.sum, MetricClientQueue); qmax != 0 {
+				if _, _, _, qmax := distMs(r.sum, recording.MetricClientQueue); qmax != 0 {
 					t.Errorf("client_queue max %.3f ms under drop, want 0: nothing waits", qmax)
 				}
 			},
@@ -271,17 +276,17 @@ func TestE2EAccounting(t *testing.T) {
 			name: "wait under saturation",
 			setup: func(t *testing.T) e2e {
 				url, _ := startSim(t, simOpts{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
-				return e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 100, Arrival: ArrivalConstant, Duration: 300 * time.Millisecond,
-					MaxInFlight: 2, OnSaturation: SaturationWait}, workload: shortChat(10), grace: 10 * time.Second}
+				return e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 100, Arrival: workload.ArrivalConstant, Duration: 300 * time.Millisecond,
+					MaxInFlight: 2, OnSaturation: workload.SaturationWait}, workload: shortChat(10), grace: 10 * time.Second}
 			},
-			check: func(t *testing.T, r *engineRun, req Requests) {
+			check: func(t *testing.T, r *engineRun, req recording.Requests) {
 				if req.OK != req.Scheduled || req.Dropped != 0 {
 					t.Errorf("ok %d of %d, dropped %d: want every request sent after waiting", req.OK, req.Scheduled, req.Dropped)
 				}
 				// 30 requests of 65 ms through 2 slots: the queue grows to
 				// about 0.7 s, and none of it may show in TTFT.
-				_, q50, _, qmax := distMs(r.sum, MetricClientQueue)
-				_, ttft50, _, ttftMax := distMs(r.sum, MetricTTFT)
+				_, q50, _, qmax := distMs(r.sum, recording.MetricClientQueue)
+				_, ttft50, _, ttftMax := distMs(r.sum, recording.MetricTTFT)
 				if qmax < 300 {
 					t.Errorf("client_queue max %.1f ms, want the queue's wait (hundreds of ms)", qmax)
 				}
@@ -324,10 +329,10 @@ func TestE2ESessions(t *testing.T) {
 	}
 	url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	w := shortChat(20)
-	w.Turns = FixedDist(6)
-	w.ThinkTime = FixedDuration(100 * time.Millisecond)
+	w.Turns = workload.FixedDist(6)
+	w.ThinkTime = workload.FixedDuration(100 * time.Millisecond)
 	const duration = 600 * time.Millisecond
-	r := e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 20, Arrival: ArrivalConstant, Duration: duration},
+	r := e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 20, Arrival: workload.ArrivalConstant, Duration: duration},
 		workload: w, seed: 5, grace: 5 * time.Second}.run(t)
 	req := checkAccounting(t, r)
 	if req.OK != req.Scheduled {
@@ -387,7 +392,7 @@ func TestE2ESessions(t *testing.T) {
 func TestE2ETargetsRoundRobin(t *testing.T) {
 	a, _ := startSim(t, simOpts{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
 	b, _ := startSim(t, simOpts{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
-	r := e2e{targets: []string{a, b}, arrival: ArrivalConfig{Rate: 200, Arrival: ArrivalConstant, Requests: 20},
+	r := e2e{targets: []string{a, b}, arrival: workload.ArrivalConfig{Rate: 200, Arrival: workload.ArrivalConstant, Requests: 20},
 		workload: shortChat(2), grace: 5 * time.Second}.run(t)
 	req := checkAccounting(t, r)
 	if req.OK != 20 {
@@ -399,7 +404,7 @@ func TestE2ETargetsRoundRobin(t *testing.T) {
 		}
 	}
 	for _, u := range []string{a, b} {
-		if got := r.sum.Counts(TagFilter{Endpoint: u}).OK; got != 10 {
+		if got := r.sum.Counts(recording.TagFilter{Endpoint: u}).OK; got != 10 {
 			t.Errorf("endpoint %s: %d ok, want 10", u, got)
 		}
 	}
@@ -409,7 +414,7 @@ func TestE2ETargetsRoundRobin(t *testing.T) {
 // same times with the same prompts and request ids; another seed differs.
 func TestE2EDeterministic(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
-	w := WorkloadConfig{InputTokens: UniformDist(10, 500), OutputTokens: UniformDist(1, 8)}
+	w := workload.WorkloadConfig{InputTokens: workload.UniformDist(10, 500), OutputTokens: workload.UniformDist(1, 8)}
 	type key struct {
 		seq    uint64
 		at     int64
@@ -417,7 +422,7 @@ func TestE2EDeterministic(t *testing.T) {
 		id     string
 	}
 	keys := func(seed uint64) []key {
-		r := e2e{targets: []string{url}, arrival: ArrivalConfig{Rate: 400, Requests: 40}, workload: w, seed: seed, grace: 5 * time.Second}.run(t)
+		r := e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Rate: 400, Requests: 40}, workload: w, seed: seed, grace: 5 * time.Second}.run(t)
 		checkAccounting(t, r)
 		var ks []key
 		for _, s := range r.results {
@@ -444,7 +449,7 @@ func TestE2EClosedLoop(t *testing.T) {
 	}
 	url, _ := startSim(t, simOpts{TTFT: 10 * time.Millisecond, ITL: 2 * time.Millisecond})
 	const users = 4
-	r := e2e{targets: []string{url}, arrival: ArrivalConfig{Concurrency: users, ThinkTime: FixedDuration(30 * time.Millisecond), Duration: 800 * time.Millisecond},
+	r := e2e{targets: []string{url}, arrival: workload.ArrivalConfig{Concurrency: users, ThinkTime: workload.FixedDuration(30 * time.Millisecond), Duration: 800 * time.Millisecond},
 		workload: shortChat(10), rampUp: 100 * time.Millisecond, grace: 5 * time.Second}.run(t)
 	req := checkAccounting(t, r)
 	if req.OK != req.Scheduled || req.OK < 4*users {
@@ -481,35 +486,35 @@ func TestE2EClosedLoop(t *testing.T) {
 
 // TestNewEngineValidate reports every problem at once.
 func TestNewEngineValidate(t *testing.T) {
-	w, err := NewWorkload(shortChat(4).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
+	w, err := workload.NewWorkload(shortChat(4).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(ClientOptions{})
+	client, err := client.NewClient(client.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder(RecorderOptions{})
-	ok := EngineConfig{Targets: []string{"http://127.0.0.1:1/v1"}, Model: "m", Arrival: ArrivalConfig{Rate: 1, Requests: 1}.WithDefaults(),
+	rec := recording.NewRecorder(recording.RecorderOptions{})
+	ok := engine.EngineConfig{Targets: []string{"http://127.0.0.1:1/v1"}, Model: "m", Arrival: workload.ArrivalConfig{Rate: 1, Requests: 1}.WithDefaults(),
 		Workload: w, Client: client, Recorder: rec}
 	tests := []struct {
 		name string
-		mod  func(c *EngineConfig)
+		mod  func(c *engine.EngineConfig)
 		want []string
 	}{
-		{"valid", func(*EngineConfig) {}, nil},
-		{"everything missing", func(c *EngineConfig) { *c = EngineConfig{} },
+		{"valid", func(*engine.EngineConfig) {}, nil},
+		{"everything missing", func(c *engine.EngineConfig) { *c = engine.EngineConfig{} },
 			[]string{"no target", "no model", "no workload", "no client", "no recorder", "no load shape"}},
-		{"empty target", func(c *EngineConfig) { c.Targets = []string{""} }, []string{"target 1 is empty"}},
-		{"negative grace", func(c *EngineConfig) { c.Grace = -time.Second }, []string{"grace -1s"}},
-		{"ramp-up on open loop", func(c *EngineConfig) { c.RampUp = time.Second }, []string{"ramp-up applies to a closed loop"}},
-		{"bad arrival", func(c *EngineConfig) { c.Arrival.OnSaturation = "maybe" }, []string{`--on-saturation "maybe"`}},
+		{"empty target", func(c *engine.EngineConfig) { c.Targets = []string{""} }, []string{"target 1 is empty"}},
+		{"negative grace", func(c *engine.EngineConfig) { c.Grace = -time.Second }, []string{"grace -1s"}},
+		{"ramp-up on open loop", func(c *engine.EngineConfig) { c.RampUp = time.Second }, []string{"ramp-up applies to a closed loop"}},
+		{"bad arrival", func(c *engine.EngineConfig) { c.Arrival.OnSaturation = "maybe" }, []string{`--on-saturation "maybe"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok
 			tt.mod(&c)
-			_, err := NewEngine(c)
+			_, err := engine.NewEngine(c)
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatalf("NewEngine: %v, want nil", err)
@@ -531,17 +536,17 @@ func TestNewEngineValidate(t *testing.T) {
 // TestEngineRunsOnce refuses a second Run.
 func TestEngineRunsOnce(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: time.Millisecond, ITL: time.Millisecond})
-	w, err := NewWorkload(shortChat(1).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
+	w, err := workload.NewWorkload(shortChat(1).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(ClientOptions{})
+	client, err := client.NewClient(client.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	eng, err := NewEngine(EngineConfig{Targets: []string{url}, Model: "llmchaos-sim", Arrival: ArrivalConfig{Rate: 100, Requests: 1}.WithDefaults(),
-		Workload: w, Client: client, Recorder: NewRecorder(RecorderOptions{}), Grace: time.Second})
+	eng, err := engine.NewEngine(engine.EngineConfig{Targets: []string{url}, Model: "llmchaos-sim", Arrival: workload.ArrivalConfig{Rate: 100, Requests: 1}.WithDefaults(),
+		Workload: w, Client: client, Recorder: recording.NewRecorder(recording.RecorderOptions{}), Grace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,21 +566,21 @@ func TestEngineTaggerAndObserve(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	const switchAt = 250 * time.Millisecond
 	var mu sync.Mutex
-	seen := map[uint64]Tags{}
+	seen := map[uint64]recording.Tags{}
 	var sendTimes sync.Map // seq → at given to the tagger
 	r := e2e{
 		targets:  []string{url},
-		arrival:  ArrivalConfig{Rate: 40, Arrival: "constant", Duration: 500 * time.Millisecond},
+		arrival:  workload.ArrivalConfig{Rate: 40, Arrival: "constant", Duration: 500 * time.Millisecond},
 		workload: shortChat(2),
 		grace:    5 * time.Second,
-		tagger: func(at time.Duration, tags *Tags) {
+		tagger: func(at time.Duration, tags *recording.Tags) {
 			if at < switchAt {
 				tags.Phase = "baseline"
 			} else {
 				tags.Phase, tags.Fault = "fault", "f1"
 			}
 		},
-		observe: func(res *Result) {
+		observe: func(res *recording.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			if _, dup := seen[res.Seq]; dup {
@@ -614,7 +619,7 @@ func TestEngineTaggerAndObserve(t *testing.T) {
 	if base == 0 || fault == 0 {
 		t.Errorf("baseline %d, fault %d: want both phases present", base, fault)
 	}
-	fc := r.sum.Counts(TagFilter{Phase: "fault"})
+	fc := r.sum.Counts(recording.TagFilter{Phase: "fault"})
 	if got := fc.Finished(); got != int64(fault) {
 		t.Errorf("recorder's fault-phase count %d, want %d (tags must reach the Recorder)", got, fault)
 	}

@@ -1,4 +1,4 @@
-package llm
+package llm_test
 
 import (
 	"bufio"
@@ -13,23 +13,29 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // benchEngine builds an engine as `llmchaos load` does, against targets,
 // with a client pool sized to pool.
-func benchEngine(b *testing.B, targets []string, model string, arrival ArrivalConfig, w WorkloadConfig, pool int, header http.Header) (*Engine, *Recorder, *Client) {
+func benchEngine(b *testing.B, targets []string, model string, arrival workload.ArrivalConfig, w workload.WorkloadConfig, pool int, header http.Header) (*engine.Engine, *recording.Recorder, *client.Client) {
 	b.Helper()
-	workload, err := NewWorkload(w.WithDefaults(), rand.New(rand.NewPCG(1, SeedStreamWorkloadSetup)))
+	workload, err := workload.NewWorkload(w.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := NewClient(ClientOptions{Clock: NewRunClock(), Concurrency: pool, Seed: 1, Headers: header})
+	client, err := client.NewClient(client.ClientOptions{Clock: recording.NewRunClock(), Concurrency: pool, Seed: 1, Headers: header})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(client.Close)
-	rec := NewRecorder(RecorderOptions{})
-	eng, err := NewEngine(EngineConfig{Targets: targets, Model: model, Arrival: arrival.WithDefaults(), Workload: workload,
+	rec := recording.NewRecorder(recording.RecorderOptions{})
+	eng, err := engine.NewEngine(engine.EngineConfig{Targets: targets, Model: model, Arrival: arrival.WithDefaults(), Workload: workload,
 		Client: client, Recorder: rec, Seed: 1, Grace: 30 * time.Second})
 	if err != nil {
 		b.Fatal(err)
@@ -58,25 +64,25 @@ func BenchmarkEngineSendLag(b *testing.B) {
 		runSendLag(b, p.url, "llmchaos-sim")
 	})
 	b.Run("bench-server", func(b *testing.B) {
-		runSendLag(b, startClientBenchServer(b), "bench-model")
+		runSendLag(b, benchserver.Start(b), "bench-model")
 	})
 }
 
 func runSendLag(b *testing.B, url, model string) {
 	const rate, span = 5000, 5 * time.Second
-	eng, rec, _ := benchEngine(b, []string{url}, model, ArrivalConfig{Rate: rate, Arrival: ArrivalConstant, Duration: span},
+	eng, rec, _ := benchEngine(b, []string{url}, model, workload.ArrivalConfig{Rate: rate, Arrival: workload.ArrivalConstant, Duration: span},
 		shortChat(2), 1024, nil)
-	u0, s0 := clientCPUTime()
+	u0, s0 := benchserver.CPUTime()
 	b.ResetTimer()
 	stats, err := eng.Run(context.Background())
 	b.StopTimer()
-	u1, s1 := clientCPUTime()
+	u1, s1 := benchserver.CPUTime()
 	if err != nil {
 		b.Fatal(err)
 	}
 	sum := rec.Finish(stats.End)
 	req := sum.Requests()
-	lag := sum.Distribution(MetricSendLag, TagFilter{})
+	lag := sum.Distribution(recording.MetricSendLag, recording.TagFilter{})
 	cpuPerReq := float64((u1-u0)+(s1-s0)) / float64(time.Microsecond) / float64(req.Scheduled)
 	b.ReportMetric(float64(lag.P50), "p50-µs")
 	b.ReportMetric(float64(lag.P99), "p99-µs")
@@ -84,7 +90,7 @@ func runSendLag(b *testing.B, url, model string) {
 	b.ReportMetric(float64(req.OK)/stats.End.Seconds(), "ok-req/s")
 	b.ReportMetric(cpuPerReq, "cpu-µs/req")
 	b.ReportMetric(0, "ns/op")
-	e2e := sum.Distribution(MetricE2E, TagFilter{})
+	e2e := sum.Distribution(recording.MetricE2E, recording.TagFilter{})
 	b.Logf("send lag at %d req/s over %v (%d scheduled, %d ok, errors %v): p50 %d µs, p90 %d µs, p99 %d µs, max %d µs; load process CPU %.0f µs per request (%.2f cores); e2e p50 %d µs, p99 %d µs; in flight max %d",
 		rate, span, req.Scheduled, req.OK, req.ErrorsByClass, lag.P50, lag.P90, lag.P99, lag.Max, cpuPerReq, cpuPerReq*rate/1e6,
 		e2e.P50, e2e.P99, sum.Concurrency.Max)
@@ -141,11 +147,11 @@ func BenchmarkEngineOpenStreams(b *testing.B) {
 	raiseFileLimit(b, streams+1024) // each process holds one end of every stream; the child inherits the limit
 	p := startSimProcess(b, simOpts{TTFT: 50 * time.Millisecond, ITL: time.Second, MaxNumSeqs: 20_000, MaxWaiting: 20_000})
 	eng, rec, client := benchEngine(b, []string{p.url}, "llmchaos-sim",
-		ArrivalConfig{Rate: 2500, Arrival: ArrivalConstant, Requests: streams},
-		WorkloadConfig{InputTokens: FixedDist(64), OutputTokens: FixedDist(120), IgnoreEOS: true}, streams, nil)
+		workload.ArrivalConfig{Rate: 2500, Arrival: workload.ArrivalConstant, Requests: streams},
+		workload.WorkloadConfig{InputTokens: workload.FixedDist(64), OutputTokens: workload.FixedDist(120), IgnoreEOS: true}, streams, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan RunStats, 1)
+	done := make(chan engine.RunStats, 1)
 	runtime.GC()
 	rss0 := procStatus(b, "VmRSS")
 	b.ResetTimer()
@@ -214,7 +220,7 @@ wait:
 //   - paced: 200 users, a token every 2 ms per stream (each token its own
 //     read, as with a real server), 400,000 tokens.
 func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
-	url := startClientBenchServer(b)
+	url := benchserver.Start(b)
 	for _, c := range []struct {
 		name                string
 		users, perReq, toks int
@@ -225,20 +231,20 @@ func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			header := http.Header{"X-Bench-ITL": []string{c.itl.String()}}
-			eng, rec, _ := benchEngine(b, []string{url}, "bench-model", ArrivalConfig{Concurrency: c.users, Requests: c.toks / c.perReq},
-				WorkloadConfig{InputTokens: FixedDist(8), OutputTokens: FixedDist(c.perReq)}, c.users, header)
+			eng, rec, _ := benchEngine(b, []string{url}, "bench-model", workload.ArrivalConfig{Concurrency: c.users, Requests: c.toks / c.perReq},
+				workload.WorkloadConfig{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(c.perReq)}, c.users, header)
 			runtime.GC()
-			u0, s0 := clientCPUTime()
+			u0, s0 := benchserver.CPUTime()
 			t0 := time.Now()
 			b.ResetTimer()
 			stats, err := eng.Run(context.Background())
 			b.StopTimer()
 			wall := time.Since(t0)
-			u1, s1 := clientCPUTime()
+			u1, s1 := benchserver.CPUTime()
 			if err != nil {
 				b.Fatal(err)
 			}
-			cnt := rec.Finish(stats.End).Counts(TagFilter{})
+			cnt := rec.Finish(stats.End).Counts(recording.TagFilter{})
 			if cnt.OK != int64(c.toks/c.perReq) {
 				b.Fatalf("ok %d of %d (errors %v)", cnt.OK, c.toks/c.perReq, cnt.ErrorsByClass())
 			}
@@ -263,8 +269,8 @@ func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
 // gave, which must be 0.
 func BenchmarkEnginePoissonRate(b *testing.B) {
 	p := startSimProcess(b, simOpts{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
-	cfg := ArrivalConfig{Rate: 50, Duration: 30 * time.Second}
-	arr, err := NewArrivals(cfg.WithDefaults(), rand.New(rand.NewPCG(1, SeedStreamArrivals)))
+	cfg := workload.ArrivalConfig{Rate: 50, Duration: 30 * time.Second}
+	arr, err := workload.NewArrivals(cfg.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamArrivals)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -282,7 +288,7 @@ func BenchmarkEnginePoissonRate(b *testing.B) {
 	sum := rec.Finish(stats.End)
 	req := sum.Requests()
 	realised := float64(req.Sent) / stats.End.Seconds()
-	lag := sum.Distribution(MetricSendLag, TagFilter{})
+	lag := sum.Distribution(recording.MetricSendLag, recording.TagFilter{})
 	b.ReportMetric(realised, "req/s")
 	b.ReportMetric(100*(realised/50-1), "dev-%")
 	b.ReportMetric(0, "ns/op")
@@ -292,3 +298,7 @@ func BenchmarkEnginePoissonRate(b *testing.B) {
 		b.Errorf("%d sent of %d planned, %d lost: want exactly the schedule", req.Sent, planned, req.Lost)
 	}
 }
+
+// TestClientBenchServer is not a test of its own: it is the SSE server
+// that the engine benchmarks run in a separate process (see benchserver).
+func TestClientBenchServer(t *testing.T) { benchserver.Serve(t) }

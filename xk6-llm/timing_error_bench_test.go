@@ -1,9 +1,12 @@
-package llm
+package llm_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // BenchmarkE2EConstantLatency reports what the client measures against a
@@ -19,14 +22,14 @@ func BenchmarkE2EConstantLatency(b *testing.B) {
 		url, _ := startSim(b, simOpts{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 4096})
 		r := e2e{
 			targets:  []string{url},
-			arrival:  ArrivalConfig{Rate: 2000, Arrival: ArrivalConstant, Requests: 3 * streams, MaxInFlight: streams},
+			arrival:  workload.ArrivalConfig{Rate: 2000, Arrival: workload.ArrivalConstant, Requests: 3 * streams, MaxInFlight: streams},
 			workload: shortChat(40),
 			seed:     7,
 			grace:    30 * time.Second,
 		}.run(b)
 		req := checkAccounting(b, r)
-		_, ttft50, ttft99, _ := distMs(r.sum, MetricTTFT)
-		_, itl50, itl99, _ := distMs(r.sum, MetricITL)
+		_, ttft50, ttft99, _ := distMs(r.sum, recording.MetricTTFT)
+		_, itl50, itl99, _ := distMs(r.sum, recording.MetricITL)
 		b.ReportMetric(ttft50, "ttft-p50-ms")
 		b.ReportMetric(ttft99, "ttft-p99-ms")
 		b.ReportMetric(itl50, "itl-p50-ms")
@@ -55,12 +58,12 @@ func BenchmarkClientTimingError(b *testing.B) {
 		url, _ := startSim(b, simOpts{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, MaxNumSeqs: 4096, MaxWaiting: 8192, StreamTiming: recs.add})
 		r := e2e{
 			targets:  []string{url},
-			arrival:  ArrivalConfig{Rate: 2000, Arrival: ArrivalConstant, Requests: requests, MaxInFlight: streams},
+			arrival:  workload.ArrivalConfig{Rate: 2000, Arrival: workload.ArrivalConstant, Requests: requests, MaxInFlight: streams},
 			workload: shortChat(100),
 			seed:     7,
 			grace:    60 * time.Second,
 			observe:  views.observe,
-			during: func(ctx context.Context, _ context.CancelFunc, _ *RunClock) {
+			during: func(ctx context.Context, _ context.CancelFunc, _ *recording.RunClock) {
 				probe = wakeProbe(ctx, time.Millisecond)
 			},
 		}.run(b)

@@ -1,4 +1,4 @@
-package llm
+package llm_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // streamRecords collects the server side's own record of each stream
@@ -67,8 +68,8 @@ type clientViews struct {
 }
 
 // observe is the engine's Observe hook.
-func (c *clientViews) observe(res *Result) {
-	v := clientView{id: res.RequestID, ok: res.Outcome == OutcomeOK, sent: res.Sent, first: res.FirstToken, itl: slices.Clone(res.ITLMicros)}
+func (c *clientViews) observe(res *recording.Result) {
+	v := clientView{id: res.RequestID, ok: res.Outcome == recording.OutcomeOK, sent: res.Sent, first: res.FirstToken, itl: slices.Clone(res.ITLMicros)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.list = append(c.list, v)
@@ -96,7 +97,7 @@ type timingError struct {
 // compareTiming pairs the client's views with the server's records by
 // request id and returns the client's errors. Every ok request must have a
 // record with as many tokens as the client counted chunks.
-func compareTiming(tb testing.TB, clock *RunClock, views []clientView, recs map[string]*server.StreamTiming) timingError {
+func compareTiming(tb testing.TB, clock *recording.RunClock, views []clientView, recs map[string]*server.StreamTiming) timingError {
 	tb.Helper()
 	var e timingError
 	for _, v := range views {

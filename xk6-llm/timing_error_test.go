@@ -1,9 +1,12 @@
-package llm
+package llm_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // Margins of the client's timing error (client reading − the server's own
@@ -44,7 +47,7 @@ func TestE2EClientTimingError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real time: 150 streams of 0.45 s")
 	}
-	if clientRaceEnabled {
+	if raceEnabled {
 		// Under -race every token costs several times more CPU and other
 		// packages' tests share the 2 cores. `make test` runs this test
 		// again without -race, alone.
@@ -61,12 +64,12 @@ func TestE2EClientTimingError(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 4096, StreamTiming: recs.add})
 	r := e2e{
 		targets:  []string{url},
-		arrival:  ArrivalConfig{Rate: rate, Arrival: ArrivalConstant, Requests: 3 * streams, MaxInFlight: streams},
+		arrival:  workload.ArrivalConfig{Rate: rate, Arrival: workload.ArrivalConstant, Requests: 3 * streams, MaxInFlight: streams},
 		workload: shortChat(40),
 		seed:     7,
 		grace:    10 * time.Second,
 		observe:  views.observe,
-		during: func(ctx context.Context, _ context.CancelFunc, _ *RunClock) {
+		during: func(ctx context.Context, _ context.CancelFunc, _ *recording.RunClock) {
 			probe = wakeProbe(ctx, time.Millisecond)
 		},
 	}.run(t)

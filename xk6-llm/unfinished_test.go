@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // stall answers nothing until the client gives up (an overloaded server
@@ -58,16 +61,16 @@ func TestUnfinishedRequestsAreErrors(t *testing.T) {
 	tests := []struct {
 		name      string
 		handler   http.HandlerFunc
-		client    llm.ClientOptions
+		client    client.ClientOptions
 		grace     time.Duration
-		workload  llm.WorkloadConfig
-		wantClass llm.ErrorClass // every request ends failed with it; "" cancelled
+		workload  workload.WorkloadConfig
+		wantClass recording.ErrorClass // every request ends failed with it; "" cancelled
 	}{
-		{"server never answers, grace expires", stall(false), llm.ClientOptions{}, 200 * time.Millisecond, llm.WorkloadConfig{}, llm.ClassTimeout},
-		{"server too slow for the request timeout", stall(false), llm.ClientOptions{RequestTimeout: 100 * time.Millisecond}, 5 * time.Second, llm.WorkloadConfig{}, llm.ClassTimeout},
-		{"no first token within the ttft timeout", stall(true), llm.ClientOptions{TTFTTimeout: 100 * time.Millisecond}, 5 * time.Second, llm.WorkloadConfig{}, llm.ClassTimeout},
-		{"the workload cancels on purpose", slowTokens, llm.ClientOptions{}, 5 * time.Second,
-			llm.WorkloadConfig{CancelShare: 1, CancelAfter: llm.FixedDuration(50 * time.Millisecond)}, ""},
+		{"server never answers, grace expires", stall(false), client.ClientOptions{}, 200 * time.Millisecond, workload.WorkloadConfig{}, recording.ClassTimeout},
+		{"server too slow for the request timeout", stall(false), client.ClientOptions{RequestTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.WorkloadConfig{}, recording.ClassTimeout},
+		{"no first token within the ttft timeout", stall(true), client.ClientOptions{TTFTTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.WorkloadConfig{}, recording.ClassTimeout},
+		{"the workload cancels on purpose", slowTokens, client.ClientOptions{}, 5 * time.Second,
+			workload.WorkloadConfig{CancelShare: 1, CancelAfter: workload.FixedDuration(50 * time.Millisecond)}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +97,7 @@ func TestUnfinishedRequestsAreErrors(t *testing.T) {
 				t.Errorf("%s %d, cancelled %d of %d (errors %v): want every request failed %s",
 					tt.wantClass, got, req.Cancelled, req.Scheduled, req.ErrorsByClass, tt.wantClass)
 			}
-			if c := sum.Counts(llm.TagFilter{}); passed {
+			if c := sum.Counts(recording.TagFilter{}); passed {
 				t.Errorf("error_rate: rate<0.01 passed with error rate %.2f: want it to fail on a server that answered nothing", c.ErrorRate())
 			}
 		})
@@ -103,24 +106,24 @@ func TestUnfinishedRequestsAreErrors(t *testing.T) {
 
 // runEngine runs 300 ms of 20 requests per second at url and returns the
 // summary.
-func runEngine(t *testing.T, url string, copts llm.ClientOptions, grace time.Duration, wc llm.WorkloadConfig) *llm.Summary {
+func runEngine(t *testing.T, url string, copts client.ClientOptions, grace time.Duration, wc workload.WorkloadConfig) *recording.Summary {
 	t.Helper()
-	wc.InputTokens, wc.OutputTokens = llm.FixedDist(8), llm.FixedDist(1000)
-	w, err := llm.NewWorkload(wc.WithDefaults(), rand.New(rand.NewPCG(1, llm.SeedStreamWorkloadSetup)))
+	wc.InputTokens, wc.OutputTokens = workload.FixedDist(8), workload.FixedDist(1000)
+	w, err := workload.NewWorkload(wc.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	copts.Clock = llm.NewRunClock()
+	copts.Clock = recording.NewRunClock()
 	copts.Getenv = func(string) string { return "" }
-	client, err := llm.NewClient(copts)
+	client, err := client.NewClient(copts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	rec := llm.NewRecorder(llm.RecorderOptions{})
-	eng, err := llm.NewEngine(llm.EngineConfig{
+	rec := recording.NewRecorder(recording.RecorderOptions{})
+	eng, err := engine.NewEngine(engine.EngineConfig{
 		Targets: []string{url}, Model: "m", Workload: w, Client: client, Recorder: rec, Seed: 1, Grace: grace,
-		Arrival: llm.ArrivalConfig{Rate: 20, Arrival: llm.ArrivalConstant, Duration: 300 * time.Millisecond}.WithDefaults(),
+		Arrival: workload.ArrivalConfig{Rate: 20, Arrival: workload.ArrivalConstant, Duration: 300 * time.Millisecond}.WithDefaults(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestLiveLineLowRate checks that a progress line at a low rate shows the
@@ -13,12 +13,12 @@ import (
 func TestLiveLineLowRate(t *testing.T) {
 	tests := []struct {
 		name string
-		live llm.Live
+		live recording.Live
 		want string
 	}{
-		{"high rate: the last second", llm.Live{Elapsed: 30 * time.Second, RequestsPerS: 120, RecentOK: 1150, RecentSpan: 10 * time.Second}, "120.0 req/s"},
-		{"one request every 5 s", llm.Live{Elapsed: 30 * time.Second, RecentOK: 2, RecentSpan: 10 * time.Second}, "12.0 req/min"},
-		{"nothing ends", llm.Live{Elapsed: 30 * time.Second, RecentSpan: 10 * time.Second}, "0 in 10s"},
+		{"high rate: the last second", recording.Live{Elapsed: 30 * time.Second, RequestsPerS: 120, RecentOK: 1150, RecentSpan: 10 * time.Second}, "120.0 req/s"},
+		{"one request every 5 s", recording.Live{Elapsed: 30 * time.Second, RecentOK: 2, RecentSpan: 10 * time.Second}, "12.0 req/min"},
+		{"nothing ends", recording.Live{Elapsed: 30 * time.Second, RecentSpan: 10 * time.Second}, "0 in 10s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,12 +14,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Defaults of `llmchaos load` beyond the engine's.
@@ -101,8 +103,8 @@ type loadFlags struct {
 // defaultLoadFlags returns the flag defaults.
 func defaultLoadFlags() loadFlags {
 	return loadFlags{
-		APIKeyEnv: llm.DefaultAPIKeyEnv,
-		Grace:     llm.DefaultGrace,
+		APIKeyEnv: client.DefaultAPIKeyEnv,
+		Grace:     engine.DefaultGrace,
 		Progress:  defaultProgress,
 		Observe:   defaultObserveFlags(),
 	}
@@ -115,8 +117,8 @@ type loadConfig struct {
 	Model    string
 	Name     string
 	Preset   string // "" for a custom workload
-	Arrival  llm.ArrivalConfig
-	Workload llm.WorkloadConfig
+	Arrival  workload.ArrivalConfig
+	Workload workload.WorkloadConfig
 	RampUp   time.Duration
 	Seed     int64
 
@@ -147,7 +149,7 @@ type loadConfig struct {
 	NoColor bool
 
 	Thresholds []assertions.Threshold
-	SLO        llm.SLO
+	SLO        recording.SLO
 	// Goodput is --goodput as given (for the report's config).
 	Goodput string
 }
@@ -260,27 +262,27 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 
 	// Load shape: the user's settings, on top of the preset's.
-	user := llm.ArrivalConfig{
-		Rate: f.Rate, Arrival: llm.ArrivalKind(f.Arrival), Burstiness: f.Burstiness, StartRate: f.StartRate,
+	user := workload.ArrivalConfig{
+		Rate: f.Rate, Arrival: workload.ArrivalKind(f.Arrival), Burstiness: f.Burstiness, StartRate: f.StartRate,
 		TraceFile: f.Trace, Duration: f.Duration, Requests: f.Requests, Concurrency: f.Concurrency,
-		MaxInFlight: f.MaxInFlight, OnSaturation: llm.Saturation(f.OnSaturation),
+		MaxInFlight: f.MaxInFlight, OnSaturation: workload.Saturation(f.OnSaturation),
 	}
 	if f.Ramp != "" {
-		r, err := llm.ParseRamp(f.Ramp)
+		r, err := workload.ParseRamp(f.Ramp)
 		if err != nil {
 			bad("--ramp: %w", err)
 		}
 		user.Ramp = r
 	}
 	if f.Stages != "" {
-		st, err := llm.ParseStages(f.Stages)
+		st, err := workload.ParseStages(f.Stages)
 		if err != nil {
 			bad("--stages: %w", err)
 		}
 		user.Stages = st
 	}
 	if f.ThinkTime != "" {
-		d, err := llm.ParseDurationDist(f.ThinkTime)
+		d, err := workload.ParseDurationDist(f.ThinkTime)
 		if err != nil {
 			bad("--think-time: %w", err)
 		}
@@ -288,17 +290,17 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 
 	// Workload: the same.
-	uw := llm.WorkloadConfig{
-		Name: f.Class, API: llm.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
-		Dataset: f.Dataset, DatasetFormat: llm.DatasetFormat(f.DatasetFormat),
+	uw := workload.WorkloadConfig{
+		Name: f.Class, API: workload.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
+		Dataset: f.Dataset, DatasetFormat: workload.DatasetFormat(f.DatasetFormat),
 		PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare,
 	}
 	workloadFlagErr := false // a workload flag did not parse: no "no workload" on top
-	dist := func(flag, s string, dst *llm.Dist) {
+	dist := func(flag, s string, dst *workload.Dist) {
 		if s == "" {
 			return
 		}
-		d, err := llm.ParseDist(s)
+		d, err := workload.ParseDist(s)
 		if err != nil {
 			bad("%s: %w", flag, err)
 			workloadFlagErr = true
@@ -306,11 +308,11 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		}
 		*dst = d
 	}
-	durDist := func(flag, s string, dst *llm.DurationDist) {
+	durDist := func(flag, s string, dst *workload.DurationDist) {
 		if s == "" {
 			return
 		}
-		d, err := llm.ParseDurationDist(s)
+		d, err := workload.ParseDurationDist(s)
 		if err != nil {
 			bad("%s: %w", flag, err)
 			workloadFlagErr = true
@@ -340,7 +342,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		case f.MaxTokens < 1:
 			bad("--max-tokens %d must be ≥ 1", f.MaxTokens)
 		default:
-			uw.OutputTokens = llm.FixedDist(f.MaxTokens)
+			uw.OutputTokens = workload.FixedDist(f.MaxTokens)
 		}
 	}
 	if f.SharedPrefixes != "" {
@@ -357,23 +359,23 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		uw.CancelShare = f.CancelRate
 		if f.CancelRate == 0 {
 			// 0 means "none", not "the default share": drop the plan.
-			uw.CancelAfter, uw.CancelAfterTokens = llm.DurationDist{}, llm.Dist{}
+			uw.CancelAfter, uw.CancelAfterTokens = workload.DurationDist{}, workload.Dist{}
 		}
 	}
 
-	arrival, workload := user, uw
+	arrival, wl := user, uw
 	if f.Preset != "" {
-		p, err := llm.LookupPreset(f.Preset)
+		p, err := workload.LookupPreset(f.Preset)
 		if err != nil {
 			bad("--workload: %w", err)
 		} else {
-			arrival, workload = p.Arrival.Overlay(user), p.Workload.Overlay(uw)
+			arrival, wl = p.Arrival.Overlay(user), p.Workload.Overlay(uw)
 			if f.cancelRateSet && f.CancelRate == 0 {
-				workload.CancelShare, workload.CancelAfter, workload.CancelAfterTokens = 0, llm.DurationDist{}, llm.Dist{}
+				wl.CancelShare, wl.CancelAfter, wl.CancelAfterTokens = 0, workload.DurationDist{}, workload.Dist{}
 			}
 		}
 	}
-	c.Arrival, c.Workload = arrival.WithDefaults(), workload.WithDefaults()
+	c.Arrival, c.Workload = arrival.WithDefaults(), wl.WithDefaults()
 	if err := c.Arrival.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -382,13 +384,13 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 	if f.RampUp < 0 {
 		bad("--ramp-up %v must not be negative", f.RampUp)
-	} else if f.RampUp > 0 && c.Arrival.Mode() != llm.ModeClosed {
+	} else if f.RampUp > 0 && c.Arrival.Mode() != workload.ModeClosed {
 		bad("--ramp-up applies to --concurrency (closed loop) only")
 	}
 
 	// Client.
 	if f.APIKeyEnv == "" {
-		bad("--api-key-env is empty: name the environment variable that holds the key (default %s)", llm.DefaultAPIKeyEnv)
+		bad("--api-key-env is empty: name the environment variable that holds the key (default %s)", client.DefaultAPIKeyEnv)
 	}
 	c.Headers = make(http.Header)
 	for _, h := range f.Headers {

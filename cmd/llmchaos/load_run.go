@@ -13,12 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
+	"golang.org/x/sync/errgroup"
 )
 
 // errStopCondition is the cause of a run stopped by a live abortOnFail
@@ -40,14 +42,14 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		human = stderr
 	}
 
-	ropts := llm.RecorderOptions{SLO: cfg.SLO}
+	ropts := recording.RecorderOptions{SLO: cfg.SLO}
 	var saveFile *os.File
 	if cfg.SaveRequests != "" {
 		if saveFile, err = os.Create(cfg.SaveRequests); err != nil {
 			return usageError(fmt.Errorf("--save-requests: %w", err))
 		}
 		defer saveFile.Close()
-		ropts.SaveRequests = llm.NewRequestWriter(saveFile)
+		ropts.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 
 	quiet := cfg.Summary.Quiet
@@ -76,7 +78,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	l, runErr := loadrun.Run(ctx, loadrun.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp,
-		Client: llm.ClientOptions{
+		Client: client.ClientOptions{
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
 			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
 		},
@@ -84,7 +86,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		Observe:     &oopts,
 		NoPreflight: cfg.NoPreflight,
 		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
-		Alongside: func(l *loadrun.Load) func(llm.RunStats, error) {
+		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
 			if u := obs.MetricsURL(); u != "" && !quiet {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
@@ -109,7 +111,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 				})
 				return nil
 			})
-			return func(llm.RunStats, error) {
+			return func(engine.RunStats, error) {
 				close(done)
 				_ = g.Wait()
 			}
@@ -191,10 +193,10 @@ type liveOptions struct {
 	out   io.Writer
 	tty   bool          // rewrite one line every second
 	every time.Duration // plain lines this often (0: no live output)
-	rec   *llm.Recorder
-	clock *llm.RunClock
+	rec   *recording.Recorder
+	clock *recording.RunClock
 	live  *assertions.Live
-	slo   llm.SLO
+	slo   recording.SLO
 	abort func(assertions.Outcomes)
 	// checked, when set, sees the failed thresholds (none: all hold) after
 	// each live check.
@@ -249,7 +251,7 @@ func liveLoop(done <-chan struct{}, o liveOptions) {
 }
 
 // liveLine is the one-line view of a running load.
-func liveLine(l llm.Live) string {
+func liveLine(l recording.Live) string {
 	ttft := "-"
 	if l.TTFTP99 > 0 {
 		ttft = fmt.Sprintf("%.1fms", float64(l.TTFTP99)/float64(time.Millisecond))
@@ -294,16 +296,16 @@ func (c loadConfig) record() map[string]any {
 		m["preset"] = c.Preset
 	}
 	switch a.Mode() {
-	case llm.ModeRate:
+	case workload.ModeRate:
 		m["rate"] = fmtRateValue(a.Rate)
-	case llm.ModeRamp:
+	case workload.ModeRamp:
 		m["ramp"] = a.Ramp.String()
-	case llm.ModeStages:
-		m["stages"] = llm.FormatStages(a.Stages)
+	case workload.ModeStages:
+		m["stages"] = workload.FormatStages(a.Stages)
 		m["start_rate"] = a.StartRate
-	case llm.ModeTrace:
+	case workload.ModeTrace:
 		m["trace"] = a.TraceFile
-	case llm.ModeClosed:
+	case workload.ModeClosed:
 		m["concurrency"] = a.Concurrency
 		m["think_time"] = a.ThinkTime.String()
 		m["ramp_up"] = c.RampUp.String()

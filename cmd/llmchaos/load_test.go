@@ -17,13 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/spf13/pflag"
 )
 
 // loadSim serves the real simulator in this process on 127.0.0.1:0 with
@@ -424,14 +423,14 @@ func TestLoadClosedLoopPreset(t *testing.T) {
 }
 
 func TestLiveLoopOnTerminal(t *testing.T) {
-	rec := llm.NewRecorder(llm.RecorderOptions{})
+	rec := recording.NewRecorder(recording.RecorderOptions{})
 	rec.RequestStarted(time.Millisecond)
 	var out syncBuffer
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		liveLoop(done, liveOptions{out: &out, tty: true, every: time.Second, rec: rec, clock: llm.NewRunClock(), live: mustLive(t)})
+		liveLoop(done, liveOptions{out: &out, tty: true, every: time.Second, rec: rec, clock: recording.NewRunClock(), live: mustLive(t)})
 	}()
 	waitOutput(t, &out, regexp.MustCompile(`\r\x1b\[K\s+[\d.]+s .* 1 in flight`), nil)
 	close(done)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func readFile(t *testing.T, path string) []byte {
@@ -33,10 +33,10 @@ func TestMergeCommand(t *testing.T) {
 	}
 	da, _ := report.Read(a)
 	db, _ := report.Read(b)
-	for metric := range llm.NumMetrics {
-		want := da.Summary().Histogram(metric, llm.TagFilter{})
-		want.Merge(db.Summary().Histogram(metric, llm.TagFilter{}))
-		if got := m.Summary().Histogram(metric, llm.TagFilter{}); !got.Equals(want) {
+	for metric := range recording.NumMetrics {
+		want := da.Summary().Histogram(metric, recording.TagFilter{})
+		want.Merge(db.Summary().Histogram(metric, recording.TagFilter{}))
+		if got := m.Summary().Histogram(metric, recording.TagFilter{}); !got.Equals(want) {
 			t.Errorf("%s: merged histogram differs from the sum of the shards'", metric)
 		}
 	}

@@ -7,12 +7,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Report formats of --format: the rows of report.Formats.
@@ -55,15 +54,15 @@ func (v *verdictFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&v.JUnit, "junit", "", "also write the thresholds as JUnit XML to this file")
 }
 
-// parse reads the thresholds and the goodput SLOs (llm.RecorderOptions.SLO);
+// parse reads the thresholds and the goodput SLOs (recording.RecorderOptions.SLO);
 // every problem is a usage error. A goodput threshold needs --goodput.
-func (v *verdictFlags) parse() ([]assertions.Threshold, llm.SLO, error) {
+func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 	var errs []error
 	ths, err := assertions.ParseFlags(v.Thresholds)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	var slo llm.SLO
+	var slo recording.SLO
 	if v.Goodput != "" {
 		if slo, err = assertions.ParseGoodput(v.Goodput); err != nil {
 			errs = append(errs, err)
@@ -76,7 +75,7 @@ func (v *verdictFlags) parse() ([]assertions.Threshold, llm.SLO, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, llm.SLO{}, usageError(err)
+		return nil, recording.SLO{}, usageError(err)
 	}
 	return ths, slo, nil
 }

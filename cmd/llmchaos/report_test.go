@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/spf13/pflag"
 )
 
 // savedRun records n requests, 100 per second, through the real recorder
@@ -27,7 +26,7 @@ import (
 func savedRun(t *testing.T, dir, name string, seed uint64, scale float64, n int) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
-	rec := llm.NewRecorder(llm.RecorderOptions{SLO: llm.SLO{TTFT: 250 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 250 * time.Millisecond}})
 	lognormal := func(median time.Duration, sigma float64) time.Duration {
 		return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()) * scale)
 	}
@@ -35,12 +34,12 @@ func savedRun(t *testing.T, dir, name string, seed uint64, scale float64, n int)
 	var last time.Duration
 	for i := range n {
 		sent := time.Duration(i)*10*time.Millisecond + time.Millisecond
-		res := &llm.Result{Seq: uint64(i), Tags: llm.Tags{Class: "chat"}, Scheduled: sent, Dequeued: sent, Sent: sent,
+		res := &recording.Result{Seq: uint64(i), Tags: recording.Tags{Class: "chat"}, Scheduled: sent, Dequeued: sent, Sent: sent,
 			HTTPStatus: 200, InputTokens: 100, UsageReported: true, FinishReason: "stop"}
 		rec.RequestStarted(sent)
 		if i%50 == 49 {
 			res.End = sent + 30*time.Millisecond
-			res.Outcome, res.Class, res.HTTPStatus = llm.OutcomeFailed, llm.ClassHTTP5xx, 503
+			res.Outcome, res.Class, res.HTTPStatus = recording.OutcomeFailed, recording.ClassHTTP5xx, 503
 		} else {
 			res.FirstToken = sent + lognormal(200*time.Millisecond, 0.3)
 			res.End = res.FirstToken
@@ -50,7 +49,7 @@ func savedRun(t *testing.T, dir, name string, seed uint64, scale float64, n int)
 				res.End += g
 			}
 			res.ITLMicros = gaps
-			res.Outcome, res.OutputTokens, res.ContentChunks, res.OutputChars = llm.OutcomeOK, 16, 16, 64
+			res.Outcome, res.OutputTokens, res.ContentChunks, res.OutputChars = recording.OutcomeOK, 16, 16, 64
 		}
 		rec.RequestEnded(res.End)
 		rec.Record(res)

@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/spf13/cobra"
 )
 
 // runConfig is `llmchaos run`'s configuration.
@@ -185,7 +184,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 			return usageError(fmt.Errorf("--save-requests: %w", err))
 		}
 		defer saveFile.Close()
-		opts.SaveRequests = llm.NewRequestWriter(saveFile)
+		opts.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	out, runErr := experiments.Run(ctx, exp, opts)
 	if opts.SaveRequests != nil {

@@ -7,7 +7,10 @@ import (
 
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // UncappedPool sizes the connection pool of an open loop without a cap on
@@ -26,8 +29,8 @@ type Config struct {
 	Model   string
 	// Arrival and Workload are the load shape and what each request holds,
 	// with defaults applied.
-	Arrival  llm.ArrivalConfig
-	Workload llm.WorkloadConfig
+	Arrival  workload.ArrivalConfig
+	Workload workload.WorkloadConfig
 	// Seed seeds the workload's setup, the schedule and request ids.
 	Seed uint64
 	// Grace is what requests in flight get to finish once the schedule
@@ -36,16 +39,16 @@ type Config struct {
 	RampUp time.Duration
 	// Client holds the client's options; Run sets its Clock, Concurrency
 	// (the pool, sized for the load shape) and Seed.
-	Client llm.ClientOptions
+	Client client.ClientOptions
 	// Recorder holds the recorder's options (goodput SLOs, the per-request
 	// writer).
-	Recorder llm.RecorderOptions
+	Recorder recording.RecorderOptions
 	// Observe, when not nil, starts the live observers; Run sets their
 	// Clock, RunStart and InFlight. The caller owns the observers Run
 	// hands back in Load and closes them.
 	Observe *observe.Options
 	// Tagger, when set, is the engine's Tagger.
-	Tagger func(at time.Duration, tags *llm.Tags)
+	Tagger func(at time.Duration, tags *recording.Tags)
 	// NoPreflight skips the pre-flight check (see Preflight) that Run
 	// makes before anything else; Warn, when set, receives its warnings.
 	NoPreflight bool
@@ -56,7 +59,7 @@ type Config struct {
 	// function that stops it. Run calls that function as soon as the
 	// engine returned, with the engine's outcome, and it must return only
 	// once what it started has.
-	Alongside func(l *Load) (stop func(llm.RunStats, error))
+	Alongside func(l *Load) (stop func(engine.RunStats, error))
 }
 
 // Stage names the step of Run that failed, in a *StageError.
@@ -87,13 +90,13 @@ func (e *StageError) Unwrap() error { return e.Err }
 // what a report is built from once it ended.
 type Load struct {
 	// Clock is the load's clock; Recorder records every result.
-	Clock    *llm.RunClock
-	Recorder *llm.Recorder
+	Clock    *recording.RunClock
+	Recorder *recording.Recorder
 	// Observers are the live observers (nil when Config.Observe was nil);
 	// the caller closes them.
 	Observers *observe.Observers
 	// Stats is the engine's account of the load, once Run returned.
-	Stats llm.RunStats
+	Stats engine.RunStats
 
 	stop context.CancelCauseFunc
 }
@@ -105,9 +108,9 @@ func (l *Load) Stop(cause error) { l.stop(cause) }
 // PoolSize is the connection pool a load shape needs: its users for a
 // closed loop, its cap on requests in flight for a capped open loop, else
 // UncappedPool.
-func PoolSize(a llm.ArrivalConfig) int {
+func PoolSize(a workload.ArrivalConfig) int {
 	switch {
-	case a.Mode() == llm.ModeClosed:
+	case a.Mode() == workload.ModeClosed:
 		return a.Concurrency
 	case a.MaxInFlight > 0:
 		return a.MaxInFlight
@@ -121,13 +124,13 @@ func PoolSize(a llm.ArrivalConfig) int {
 // the engine's own error comes with the Load, whose Stats say how far it
 // got.
 func Run(ctx context.Context, cfg Config) (*Load, error) {
-	workload, err := llm.NewWorkload(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, llm.SeedStreamWorkloadSetup)))
+	wl, err := workload.NewWorkload(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		return nil, &StageError{StageWorkload, err}
 	}
 	if !cfg.NoPreflight {
 		warns, err := Preflight(ctx, PreflightConfig{
-			Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != llm.APICompletions, Client: cfg.Client,
+			Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
 		})
 		for _, w := range warns {
 			if cfg.Warn != nil {
@@ -138,22 +141,22 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 			return nil, &StageError{StagePreflight, err}
 		}
 	}
-	clock := llm.NewRunClock()
+	clock := recording.NewRunClock()
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
-	client, err := llm.NewClient(copts)
+	client, err := client.NewClient(copts)
 	if err != nil {
 		return nil, &StageError{StageClient, err}
 	}
 	defer client.Close()
 	ropts := cfg.Recorder
 	ropts.IgnoreEOS = ropts.IgnoreEOS || cfg.Workload.IgnoreEOS
-	rec := llm.NewRecorder(ropts)
+	rec := recording.NewRecorder(ropts)
 	l := &Load{Clock: clock, Recorder: rec}
 
 	var (
-		observeResult func(*llm.Result)
-		scheduled     func(*llm.Tags)
+		observeResult func(*recording.Result)
+		scheduled     func(*recording.Tags)
 	)
 	if cfg.Observe != nil {
 		opts := *cfg.Observe
@@ -165,8 +168,8 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		}
 		l.Observers, observeResult, scheduled = obs, obs.Observe, obs.Scheduled
 	}
-	eng, err := llm.NewEngine(llm.EngineConfig{
-		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: workload,
+	eng, err := engine.NewEngine(engine.EngineConfig{
+		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
 		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,
 	})
@@ -182,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	l.stop = stop
-	after := func(llm.RunStats, error) {}
+	after := func(engine.RunStats, error) {}
 	if cfg.Alongside != nil {
 		after = cfg.Alongside(l)
 	}

@@ -10,18 +10,21 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/report"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 func TestPoolSize(t *testing.T) {
 	tests := []struct {
 		name string
-		a    llm.ArrivalConfig
+		a    workload.ArrivalConfig
 		want int
 	}{
-		{"closed loop: its users", llm.ArrivalConfig{Concurrency: 12, Requests: 1}, 12},
-		{"capped open loop: the cap", llm.ArrivalConfig{Rate: 10, MaxInFlight: 7, Requests: 1}, 7},
-		{"open loop: uncapped", llm.ArrivalConfig{Rate: 10, Requests: 1}, UncappedPool},
+		{"closed loop: its users", workload.ArrivalConfig{Concurrency: 12, Requests: 1}, 12},
+		{"capped open loop: the cap", workload.ArrivalConfig{Rate: 10, MaxInFlight: 7, Requests: 1}, 7},
+		{"open loop: uncapped", workload.ArrivalConfig{Rate: 10, Requests: 1}, UncappedPool},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,9 +55,9 @@ func streamServer(t *testing.T) string {
 func testConfig(url string) Config {
 	return Config{
 		Targets: []string{url}, Model: "m", Seed: 1, Grace: 5 * time.Second,
-		Arrival:  llm.ArrivalConfig{Rate: 200, Arrival: llm.ArrivalConstant, Requests: 10}.WithDefaults(),
-		Workload: llm.WorkloadConfig{InputTokens: llm.FixedDist(8), OutputTokens: llm.FixedDist(3)}.WithDefaults(),
-		Client:   llm.ClientOptions{Getenv: func(string) string { return "" }},
+		Arrival:  workload.ArrivalConfig{Rate: 200, Arrival: workload.ArrivalConstant, Requests: 10}.WithDefaults(),
+		Workload: workload.WorkloadConfig{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(3)}.WithDefaults(),
+		Client:   client.ClientOptions{Getenv: func(string) string { return "" }},
 	}
 }
 
@@ -64,10 +67,10 @@ func testConfig(url string) Config {
 func TestRun(t *testing.T) {
 	cfg := testConfig(streamServer(t))
 	var started, stopped bool
-	var sawRecorder *llm.Recorder
-	cfg.Alongside = func(l *Load) func(llm.RunStats, error) {
+	var sawRecorder *recording.Recorder
+	cfg.Alongside = func(l *Load) func(engine.RunStats, error) {
 		started, sawRecorder = true, l.Recorder
-		return func(s llm.RunStats, err error) {
+		return func(s engine.RunStats, err error) {
 			if err != nil || s.Scheduled != 10 {
 				t.Errorf("stop got %d scheduled, %v; want 10, nil", s.Scheduled, err)
 			}
@@ -96,10 +99,10 @@ func TestRun(t *testing.T) {
 // TestRunStop: Load.Stop from a companion ends the load early.
 func TestRunStop(t *testing.T) {
 	cfg := testConfig(streamServer(t))
-	cfg.Arrival = llm.ArrivalConfig{Rate: 1, Arrival: llm.ArrivalConstant, Duration: time.Hour}.WithDefaults()
-	cfg.Alongside = func(l *Load) func(llm.RunStats, error) {
+	cfg.Arrival = workload.ArrivalConfig{Rate: 1, Arrival: workload.ArrivalConstant, Duration: time.Hour}.WithDefaults()
+	cfg.Alongside = func(l *Load) func(engine.RunStats, error) {
 		l.Stop(errors.New("enough"))
-		return func(llm.RunStats, error) {}
+		return func(engine.RunStats, error) {}
 	}
 	done := make(chan struct{})
 	var l *Load
@@ -123,9 +126,9 @@ func TestRunStop(t *testing.T) {
 func TestRunStageError(t *testing.T) {
 	cfg := testConfig("http://127.0.0.1:1/v1")
 	cfg.Workload.Dataset = "/no/such/dataset.jsonl"
-	cfg.Alongside = func(*Load) func(llm.RunStats, error) {
+	cfg.Alongside = func(*Load) func(engine.RunStats, error) {
 		t.Error("the companion started for a load that could not be built")
-		return func(llm.RunStats, error) {}
+		return func(engine.RunStats, error) {}
 	}
 	l, err := Run(context.Background(), cfg)
 	se, ok := errors.AsType[*StageError](err)

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // PreflightTimeout bounds the whole check of one target (the /models
@@ -50,7 +52,7 @@ type PreflightConfig struct {
 	Chat bool
 	// Client holds the options the load's client uses (key, headers,
 	// HTTP/2, TLS); the check builds its own client from them.
-	Client llm.ClientOptions
+	Client client.ClientOptions
 }
 
 // Preflight checks, before a load starts, that each target can succeed:
@@ -65,7 +67,7 @@ type PreflightConfig struct {
 func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err error) {
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency = nil, 1
-	client, err := llm.NewClient(copts)
+	client, err := client.NewClient(copts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +90,11 @@ func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err
 
 // preflightHeader is the header the load's client sends (the key as a
 // bearer token, the custom headers), for the /models read.
-func preflightHeader(o llm.ClientOptions) http.Header {
+func preflightHeader(o client.ClientOptions) http.Header {
 	h := make(http.Header)
 	env, getenv := o.APIKeyEnv, o.Getenv
 	if env == "" {
-		env = llm.DefaultAPIKeyEnv
+		env = client.DefaultAPIKeyEnv
 	}
 	if getenv == nil {
 		getenv = os.Getenv
@@ -107,7 +109,7 @@ func preflightHeader(o llm.ClientOptions) http.Header {
 }
 
 // checkTarget checks one target: its model list, else one request.
-func checkTarget(parent context.Context, hc *http.Client, header http.Header, client *llm.Client, target string, cfg PreflightConfig) (warning string, err error) {
+func checkTarget(parent context.Context, hc *http.Client, header http.Header, client *client.Client, target string, cfg PreflightConfig) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(parent, PreflightTimeout)
 	defer cancel()
 	served, status, msg := listModels(ctx, hc, header, target)
@@ -119,21 +121,21 @@ func checkTarget(parent context.Context, hc *http.Client, header http.Header, cl
 			Hint: "the API key (--api-key-env) or headers are not accepted"}
 	}
 
-	req := &llm.Request{Chat: cfg.Chat, Model: cfg.Model, MaxTokens: 1, Stream: true, PromptTokens: 1}
+	req := &workload.Request{Chat: cfg.Chat, Model: cfg.Model, MaxTokens: 1, Stream: true, PromptTokens: 1}
 	if cfg.Chat {
-		req.Messages = []llm.Message{{Role: "user", Content: "hi"}}
+		req.Messages = []workload.Message{{Role: "user", Content: "hi"}}
 	} else {
 		req.Prompt = "hi"
 	}
-	var res llm.Result
+	var res recording.Result
 	client.Do(ctx, target, req, &res)
-	if res.Outcome == llm.OutcomeOK {
+	if res.Outcome == recording.OutcomeOK {
 		return "", nil
 	}
 	if err := parent.Err(); err != nil {
 		return "", err
 	}
-	if res.Class != llm.ClassHTTP4xx || res.HTTPStatus == http.StatusRequestTimeout {
+	if res.Class != recording.ClassHTTP4xx || res.HTTPStatus == http.StatusRequestTimeout {
 		return fmt.Sprintf("pre-flight check of %s did not succeed (%s: %s); the load starts anyway", target, res.Class, res.Err), nil
 	}
 	e := &PreflightError{Target: target, Msg: res.Err}

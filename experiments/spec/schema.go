@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // SchemaPath is where the generated schema is committed, relative to the
@@ -61,7 +61,7 @@ func GenerateSchema() ([]byte, error) {
 // the constants the validator and the engine use.
 func schemaEnums() map[string][]any {
 	var presets []any
-	for _, p := range llm.Presets() {
+	for _, p := range workload.Presets() {
 		presets = append(presets, p.Name)
 	}
 	methods := make([]any, len(httpMethods))
@@ -73,10 +73,10 @@ func schemaEnums() map[string][]any {
 		"Spec.kind":               {KindExperiment},
 		"SimTarget.latency":       {simconfig.LatencyProfile, simconfig.LatencyConstant},
 		"Workload.preset":         presets,
-		"Workload.api":            {string(llm.APIChat), string(llm.APICompletions)},
-		"Workload.arrival":        {string(llm.ArrivalConstant), string(llm.ArrivalPoisson), string(llm.ArrivalGamma)},
-		"Workload.on_saturation":  {string(llm.SaturationWait), string(llm.SaturationDrop)},
-		"Workload.dataset_format": {string(llm.DatasetShareGPT), string(llm.DatasetJSONL)},
+		"Workload.api":            {string(workload.APIChat), string(workload.APICompletions)},
+		"Workload.arrival":        {string(workload.ArrivalConstant), string(workload.ArrivalPoisson), string(workload.ArrivalGamma)},
+		"Workload.on_saturation":  {string(workload.SaturationWait), string(workload.SaturationDrop)},
+		"Workload.dataset_format": {string(workload.DatasetShareGPT), string(workload.DatasetJSONL)},
 		"Proxy.mode":              {ProxyHTTP, ProxyTCP},
 		"HTTPProbe.method":        methods,
 	}

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/sim"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 func loadQuickstart(t *testing.T) *Spec {
@@ -123,21 +122,21 @@ func TestWorkloadConfigs(t *testing.T) {
 	tests := []struct {
 		name   string
 		w      Workload
-		check  func(wc llm.WorkloadConfig, ac llm.ArrivalConfig) bool
+		check  func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool
 		errHas string
 	}{
 		{"preset with user rate", Workload{Preset: "chat", Rate: 20, Duration: Duration(time.Minute)},
-			func(wc llm.WorkloadConfig, ac llm.ArrivalConfig) bool {
-				return wc.Name == "chat" && ac.Rate == 20 && ac.Arrival == llm.ArrivalPoisson && ac.Duration == time.Minute && !wc.InputTokens.IsZero()
+			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
+				return wc.Name == "chat" && ac.Rate == 20 && ac.Arrival == workload.ArrivalPoisson && ac.Duration == time.Minute && !wc.InputTokens.IsZero()
 			}, ""},
 		{"user shape replaces the preset's", Workload{Preset: "batch", Rate: 3, Duration: Duration(time.Minute)},
-			func(wc llm.WorkloadConfig, ac llm.ArrivalConfig) bool {
+			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
 				return ac.Concurrency == 0 && ac.Rate == 3 && wc.IgnoreEOS
 			}, ""},
-		{"no preset", Workload{Concurrency: 4, Requests: 10, InputTokens: Dist(llm.FixedDist(100)), ThinkTime: DurationDist(llm.FixedDuration(time.Second)),
+		{"no preset", Workload{Concurrency: 4, Requests: 10, InputTokens: Dist(workload.FixedDist(100)), ThinkTime: DurationDist(workload.FixedDuration(time.Second)),
 			Stages: nil},
-			func(wc llm.WorkloadConfig, ac llm.ArrivalConfig) bool {
-				return wc.Name == "custom" && ac.Mode() == llm.ModeClosed && ac.ThinkTime.A == time.Second
+			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
+				return wc.Name == "custom" && ac.Mode() == workload.ModeClosed && ac.ThinkTime.A == time.Second
 			}, ""},
 		{"stages and ramp", Workload{Preset: "chat", Stages: []Stage{{Duration: Duration(time.Second), Target: 3}}, Ramp: &Ramp{From: 1, To: 2}, Duration: Duration(time.Minute)},
 			nil, "--ramp and --stages conflict: each sets a load shape; choose one"},

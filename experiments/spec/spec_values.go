@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 var (
@@ -45,19 +45,19 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // Dist is a length distribution (tokens, turns) written in llmchaos load's
-// flag syntax (llm.ParseDist): 512, "uniform:100:300",
+// flag syntax (workload.ParseDist): 512, "uniform:100:300",
 // "lognormal:1020:0.8,max=6144". The zero Dist is unset.
-type Dist llm.Dist
+type Dist workload.Dist
 
 // String returns d in the flag syntax.
-func (d Dist) String() string { return llm.Dist(d).String() }
+func (d Dist) String() string { return workload.Dist(d).String() }
 
 // MarshalText writes d in the flag syntax.
 func (d Dist) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // UnmarshalText reads the flag syntax; a plain integer is a fixed length.
 func (d *Dist) UnmarshalText(b []byte) error {
-	v, err := llm.ParseDist(string(b))
+	v, err := workload.ParseDist(string(b))
 	if err != nil {
 		return err
 	}
@@ -66,19 +66,19 @@ func (d *Dist) UnmarshalText(b []byte) error {
 }
 
 // DurationDist is a distribution of durations (think time, cancel-after)
-// in llmchaos load's flag syntax (llm.ParseDurationDist): "2s",
+// in llmchaos load's flag syntax (workload.ParseDurationDist): "2s",
 // "exponential:3s", "lognormal:2s:0.8,max=30s". The zero value is unset.
-type DurationDist llm.DurationDist
+type DurationDist workload.DurationDist
 
 // String returns d in the flag syntax.
-func (d DurationDist) String() string { return llm.DurationDist(d).String() }
+func (d DurationDist) String() string { return workload.DurationDist(d).String() }
 
 // MarshalText writes d in the flag syntax.
 func (d DurationDist) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // UnmarshalText reads the flag syntax.
 func (d *DurationDist) UnmarshalText(b []byte) error {
-	v, err := llm.ParseDurationDist(string(b))
+	v, err := workload.ParseDurationDist(string(b))
 	if err != nil {
 		return err
 	}

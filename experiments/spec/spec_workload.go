@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // Workload is the load of an experiment, one key per flag of `llmchaos
@@ -63,13 +65,13 @@ type Workload struct {
 // GraceOrDefault is the workload's grace, or the engine's default when unset.
 func (w Workload) GraceOrDefault() time.Duration {
 	if w.Grace == 0 {
-		return llm.DefaultGrace
+		return engine.DefaultGrace
 	}
 	return w.Grace.D()
 }
 
 // ClientTimeouts sets the request, TTFT and idle timeouts of o from the workload.
-func (w Workload) ClientTimeouts(o *llm.ClientOptions) {
+func (w Workload) ClientTimeouts(o *client.ClientOptions) {
 	o.RequestTimeout, o.TTFTTimeout, o.IdleTimeout = w.Timeout.D(), w.TTFTTimeout.D(), w.IdleTimeout.D()
 }
 
@@ -126,14 +128,14 @@ type Stage struct {
 // keys set here on top, then llm's defaults. It returns every problem of the
 // result, joined, naming the flags involved (--max-in-flight for the key
 // max_in_flight); the configs are returned even then.
-func (w Workload) Configs() (llm.WorkloadConfig, llm.ArrivalConfig, error) {
+func (w Workload) Configs() (workload.WorkloadConfig, workload.ArrivalConfig, error) {
 	var (
-		wc   llm.WorkloadConfig
-		ac   llm.ArrivalConfig
+		wc   workload.WorkloadConfig
+		ac   workload.ArrivalConfig
 		errs []error
 	)
 	if w.Preset != "" {
-		p, err := llm.LookupPreset(w.Preset)
+		p, err := workload.LookupPreset(w.Preset)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -157,43 +159,43 @@ func (w Workload) Configs() (llm.WorkloadConfig, llm.ArrivalConfig, error) {
 
 // user returns the keys set here as llm configs, without preset or
 // defaults.
-func (w Workload) user() (llm.WorkloadConfig, llm.ArrivalConfig) {
-	wc := llm.WorkloadConfig{
+func (w Workload) user() (workload.WorkloadConfig, workload.ArrivalConfig) {
+	wc := workload.WorkloadConfig{
 		Name:              w.Class,
-		API:               llm.APIKind(w.API),
-		InputTokens:       llm.Dist(w.inputTokens()),
-		OutputTokens:      llm.Dist(w.OutputTokens),
+		API:               workload.APIKind(w.API),
+		InputTokens:       workload.Dist(w.inputTokens()),
+		OutputTokens:      workload.Dist(w.OutputTokens),
 		MinTokens:         w.MinTokens,
 		IgnoreEOS:         w.IgnoreEOS,
 		Dataset:           w.Dataset,
-		DatasetFormat:     llm.DatasetFormat(w.DataFormat),
+		DatasetFormat:     workload.DatasetFormat(w.DataFormat),
 		PrefixCount:       w.PrefixCount,
 		PrefixTokens:      w.PrefixTokens,
 		PrefixShare:       w.PrefixShare,
-		Turns:             llm.Dist(w.Turns),
-		ThinkTime:         llm.DurationDist(w.SessionThinkTime),
+		Turns:             workload.Dist(w.Turns),
+		ThinkTime:         workload.DurationDist(w.SessionThinkTime),
 		CancelShare:       w.CancelShare,
-		CancelAfterTokens: llm.Dist(w.CancelAfterTokens),
-		CancelAfter:       llm.DurationDist(w.CancelAfter),
+		CancelAfterTokens: workload.Dist(w.CancelAfterTokens),
+		CancelAfter:       workload.DurationDist(w.CancelAfter),
 	}
-	ac := llm.ArrivalConfig{
+	ac := workload.ArrivalConfig{
 		Rate:         w.Rate,
-		Arrival:      llm.ArrivalKind(w.Arrival),
+		Arrival:      workload.ArrivalKind(w.Arrival),
 		Burstiness:   w.Burstiness,
 		StartRate:    w.StartRate,
 		TraceFile:    w.Trace,
 		Duration:     w.Duration.D(),
 		Requests:     w.Requests,
 		Concurrency:  w.Concurrency,
-		ThinkTime:    llm.DurationDist(w.ThinkTime),
+		ThinkTime:    workload.DurationDist(w.ThinkTime),
 		MaxInFlight:  w.MaxInFlight,
-		OnSaturation: llm.Saturation(w.OnSaturation),
+		OnSaturation: workload.Saturation(w.OnSaturation),
 	}
 	if w.Ramp != nil {
-		ac.Ramp = llm.Ramp{From: w.Ramp.From, To: w.Ramp.To}
+		ac.Ramp = workload.Ramp{From: w.Ramp.From, To: w.Ramp.To}
 	}
 	for _, st := range w.Stages {
-		ac.Stages = append(ac.Stages, llm.Stage{Duration: st.Duration.D(), Target: st.Target})
+		ac.Stages = append(ac.Stages, workload.Stage{Duration: st.Duration.D(), Target: st.Target})
 	}
 	return wc, ac
 }

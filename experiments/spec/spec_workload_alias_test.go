@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // TestWorkloadPromptTokensIsInputTokens checks that prompt_tokens is
@@ -55,7 +55,7 @@ func TestWorkloadPromptTokensIsInputTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := llm.Dist(wc.InputTokens).String(); got != tt.wantIn {
+			if got := workload.Dist(wc.InputTokens).String(); got != tt.wantIn {
 				t.Errorf("input tokens %s, want %s", got, tt.wantIn)
 			}
 		})

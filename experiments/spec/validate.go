@@ -19,7 +19,7 @@ import (
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // Validate checks s without changing it (it fills no defaults: that is
@@ -355,9 +355,9 @@ func (v *validator) workload() {
 		return
 	}
 	if w.Preset != "" {
-		if _, err := llm.LookupPreset(w.Preset); err != nil {
+		if _, err := workload.LookupPreset(w.Preset); err != nil {
 			var names []string
-			for _, p := range llm.Presets() {
+			for _, p := range workload.Presets() {
 				names = append(names, p.Name)
 			}
 			msg := fmt.Sprintf("unknown preset %q (want one of %s)", w.Preset, strings.Join(names, ", "))
@@ -406,7 +406,7 @@ func (v *validator) workload() {
 	var errs []error
 	// With an unknown preset, the problems would be those of the workload
 	// without it: only that one is reported.
-	if _, err := llm.LookupPreset(w.Preset); w.Preset == "" || err == nil {
+	if _, err := workload.LookupPreset(w.Preset); w.Preset == "" || err == nil {
 		if err := wc.Validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -450,7 +450,7 @@ func (v *validator) workload() {
 	}
 	v.class = wc.Name
 	v.loadEnd = ac.Duration
-	if v.loadEnd == 0 && ac.Mode() == llm.ModeStages {
+	if v.loadEnd == 0 && ac.Mode() == workload.ModeStages {
 		for _, st := range ac.Stages {
 			v.loadEnd += st.Duration
 		}

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/telemetry/observe"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // A run starts its observers, hands each Result to Observe (through
-// llm.EngineConfig.Observe) and closes them at the end; here only the live
+// engine.EngineConfig.Observe) and closes them at the end; here only the live
 // endpoint is on, on a port the kernel picks.
 func ExampleStart() {
 	obs, err := observe.Start(context.Background(), observe.Options{MetricsListen: "127.0.0.1:0", Run: "r1"})
@@ -21,8 +21,8 @@ func ExampleStart() {
 		panic(err)
 	}
 	defer obs.Close(context.Background())
-	obs.Observe(&llm.Result{Sent: time.Second, FirstToken: 1200 * time.Millisecond, End: 2 * time.Second,
-		Outcome: llm.OutcomeOK, ContentChunks: 8, Tags: llm.Tags{Endpoint: "http://127.0.0.1:8000/v1"}})
+	obs.Observe(&recording.Result{Sent: time.Second, FirstToken: 1200 * time.Millisecond, End: 2 * time.Second,
+		Outcome: recording.OutcomeOK, ContentChunks: 8, Tags: recording.Tags{Endpoint: "http://127.0.0.1:8000/v1"}})
 
 	resp, err := http.Get(obs.MetricsURL())
 	if err != nil {

@@ -12,15 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	"github.com/llmchaos/llmchaos/telemetry/tracing"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults applied by Start to zero Options fields.
@@ -324,8 +323,8 @@ func (o *Observers) MetricsURL() string {
 
 // Observe records one Result in the live series and as a span. It is
 // cheap, safe for concurrent use and does not keep res: it fits
-// llm.EngineConfig.Observe.
-func (o *Observers) Observe(res *llm.Result) {
+// engine.EngineConfig.Observe.
+func (o *Observers) Observe(res *recording.Result) {
 	if o.exporter != nil {
 		o.exporter.Observe(res)
 	}
@@ -335,8 +334,8 @@ func (o *Observers) Observe(res *llm.Result) {
 }
 
 // Scheduled counts one request the schedule made due
-// (llmchaos_requests_scheduled_total): it fits llm.EngineConfig.Scheduled.
-func (o *Observers) Scheduled(tags *llm.Tags) {
+// (llmchaos_requests_scheduled_total): it fits engine.EngineConfig.Scheduled.
+func (o *Observers) Scheduled(tags *recording.Tags) {
 	if o.exporter != nil {
 		o.exporter.Scheduled(tags)
 	}

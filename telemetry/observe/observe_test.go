@@ -16,25 +16,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/report"
-	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // okResult is a finished request: TTFT 100 ms, two gaps, E2E 300 ms.
-func okResult(seq uint64) *llm.Result {
-	return &llm.Result{
+func okResult(seq uint64) *recording.Result {
+	return &recording.Result{
 		Seq: seq, RequestID: fmt.Sprintf("req-%d", seq), Scheduled: time.Second, Sent: time.Second,
 		FirstToken: 1100 * time.Millisecond, End: 1300 * time.Millisecond, ITLMicros: []uint32{100_000, 100_000},
-		Outcome: llm.OutcomeOK, ContentChunks: 3, OutputTokens: 3,
+		Outcome: recording.OutcomeOK, ContentChunks: 3, OutputTokens: 3,
 	}
 }
 
@@ -150,7 +149,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	for i := range 3 {
 		o.Observe(okResult(uint64(i)))
 	}
-	o.Observe(&llm.Result{Sent: time.Second, End: 2 * time.Second, Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx})
+	o.Observe(&recording.Result{Sent: time.Second, End: 2 * time.Second, Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP5xx})
 	o.FaultActive("kill-one", "replica-kill", true)
 	ths, err := assertions.Parse("ttft: p(99)<1s, max<2s")
 	if err != nil {
@@ -523,14 +522,14 @@ func TestLiveSeriesLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close(context.Background())
-	tags := llm.Tags{Endpoint: "http://127.0.0.1:8001/v1", Phase: "fault", Class: "chat"}
+	tags := recording.Tags{Endpoint: "http://127.0.0.1:8001/v1", Phase: "fault", Class: "chat"}
 	o.Scheduled(&tags)
 	o.Scheduled(&tags)
 	res := okResult(1)
 	res.Tags = tags
 	o.Observe(res)
-	failed := &llm.Result{Scheduled: time.Second, Sent: 1500 * time.Millisecond, End: 2 * time.Second,
-		Outcome: llm.OutcomeFailed, Class: llm.ClassConnect, Tags: tags}
+	failed := &recording.Result{Scheduled: time.Second, Sent: 1500 * time.Millisecond, End: 2 * time.Second,
+		Outcome: recording.OutcomeFailed, Class: recording.ClassConnect, Tags: tags}
 	o.Observe(failed)
 	mfs := scrapeText(t, o.MetricsURL())
 	base := map[string]string{"run": "r1", "experiment": "kill-one", "endpoint": tags.Endpoint, "phase": "fault", "class": "chat"}

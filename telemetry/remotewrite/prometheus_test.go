@@ -8,7 +8,7 @@ import (
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestRoundTripRealPrometheus pushes the exporter's series into a real
@@ -25,13 +25,13 @@ func TestRoundTripRealPrometheus(t *testing.T) {
 	}
 	for i := range 10 {
 		sent := time.Duration(i+1) * time.Second
-		exp.Observe(&llm.Result{
+		exp.Observe(&recording.Result{
 			Scheduled: sent, Sent: sent, FirstToken: sent + 300*time.Millisecond, End: sent + 2*time.Second,
-			ITLMicros: []uint32{20_000, 20_000}, Outcome: llm.OutcomeOK, ContentChunks: 3,
+			ITLMicros: []uint32{20_000, 20_000}, Outcome: recording.OutcomeOK, ContentChunks: 3,
 		})
 	}
-	exp.Observe(&llm.Result{Sent: time.Second, End: 2 * time.Second, Outcome: llm.OutcomeFailed,
-		Class: llm.ClassHTTP5xx, HTTPStatus: 503})
+	exp.Observe(&recording.Result{Sent: time.Second, End: 2 * time.Second, Outcome: recording.OutcomeFailed,
+		Class: recording.ClassHTTP5xx, HTTPStatus: 503})
 	exp.SetInFlight(4)
 	exp.FaultActive("kill-one", "replica-kill", true)
 	exp.ThresholdOK("ttft", true)

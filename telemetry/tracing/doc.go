@@ -2,7 +2,7 @@
 // (--otlp-endpoint URL) over OTLP/HTTP with protobuf bodies, through the
 // OpenTelemetry Go SDK and its batch span processor.
 //
-// Spans are built after the fact from each llm.Result, with the times the
+// Spans are built after the fact from each recording.Result, with the times the
 // Result recorded on the run clock (wall time = Options.RunStart + offset),
 // so the request hot path is untouched: Record is called where Results are
 // consumed, and the batch processor exports from its own goroutine. When its

@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // SpanName is the name of every request span.
@@ -35,7 +34,7 @@ const (
 // Options configures a Tracer. Endpoint and RunStart are required.
 type Options struct {
 	Endpoint string    // collector URL (--otlp-endpoint)
-	RunStart time.Time // the wall-clock instant of the run clock's zero (llm.RunClock.Start)
+	RunStart time.Time // the wall-clock instant of the run clock's zero (recording.RunClock.Start)
 
 	ServiceName  string            // resource service.name (DefaultServiceName)
 	Attributes   map[string]string // more resource attributes, e.g. the run id
@@ -152,9 +151,9 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 
 // Record builds the span of one Result and queues it for export. It does
 // not retain res.
-func (t *Tracer) Record(res *llm.Result) {
+func (t *Tracer) Record(res *recording.Result) {
 	begin := res.Sent
-	if res.Outcome == llm.OutcomeDropped || begin == 0 {
+	if res.Outcome == recording.OutcomeDropped || begin == 0 {
 		begin = res.Scheduled
 	}
 	end := max(res.End, begin)
@@ -178,7 +177,7 @@ func (t *Tracer) Record(res *llm.Result) {
 	if res.HTTPStatus > 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", res.HTTPStatus))
 	}
-	if res.Outcome != llm.OutcomeDropped {
+	if res.Outcome != recording.OutcomeDropped {
 		in := res.InputTokens
 		if in == 0 {
 			in = res.PromptTokensSent
@@ -208,7 +207,7 @@ func (t *Tracer) Record(res *llm.Result) {
 	}
 	span.AddEvent("end", trace.WithTimestamp(t.start.Add(end)),
 		trace.WithAttributes(attribute.Int("llmchaos.content_chunks", res.ContentChunks)))
-	if res.Outcome == llm.OutcomeFailed {
+	if res.Outcome == recording.OutcomeFailed {
 		msg := res.Err
 		if msg == "" {
 			msg = string(res.Class)

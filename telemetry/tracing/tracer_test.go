@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	llm "github.com/llmchaos/llmchaos/xk6-llm"
 )
 
 // collector is an in-test OTLP/HTTP receiver: it decodes each protobuf
@@ -104,20 +103,20 @@ func TestSpansReachCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := &llm.Result{
-		Seq: 7, RequestID: "req-7", Tags: llm.Tags{Phase: "fault", Fault: "kill-one", Class: "chat", Endpoint: "http://127.0.0.1:8000/v1"},
+	ok := &recording.Result{
+		Seq: 7, RequestID: "req-7", Tags: recording.Tags{Phase: "fault", Fault: "kill-one", Class: "chat", Endpoint: "http://127.0.0.1:8000/v1"},
 		Scheduled: time.Second, Dequeued: time.Second, Sent: time.Second + time.Millisecond,
 		FirstToken: 1300 * time.Millisecond, End: 2 * time.Second,
-		Outcome: llm.OutcomeOK, HTTPStatus: 200, InputTokens: 120, OutputTokens: 64, UsageReported: true,
+		Outcome: recording.OutcomeOK, HTTPStatus: 200, InputTokens: 120, OutputTokens: 64, UsageReported: true,
 		ContentChunks: 64, FinishReason: "length", Session: 3, Turn: 1,
 	}
-	failed := &llm.Result{
+	failed := &recording.Result{
 		Seq: 8, RequestID: "req-8", Scheduled: 2 * time.Second, Sent: 2 * time.Second, End: 2500 * time.Millisecond,
-		Outcome: llm.OutcomeFailed, Class: llm.ClassHTTP5xx, HTTPStatus: 503, Err: "HTTP 503: engine dead",
+		Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP5xx, HTTPStatus: 503, Err: "HTTP 503: engine dead",
 		PromptTokensSent: 99,
 	}
-	dropped := &llm.Result{Seq: 9, Scheduled: 3 * time.Second, Outcome: llm.OutcomeDropped}
-	for _, r := range []*llm.Result{ok, failed, dropped} {
+	dropped := &recording.Result{Seq: 9, Scheduled: 3 * time.Second, Outcome: recording.OutcomeDropped}
+	for _, r := range []*recording.Result{ok, failed, dropped} {
 		tr.Record(r)
 	}
 	if err := tr.Shutdown(t.Context()); err != nil {
@@ -221,7 +220,7 @@ func TestExplicitPathAndFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tr.Shutdown(t.Context()) })
-	tr.Record(&llm.Result{Scheduled: 1, Sent: 1, End: 2, Outcome: llm.OutcomeOK})
+	tr.Record(&recording.Result{Scheduled: 1, Sent: 1, End: 2, Outcome: recording.OutcomeOK})
 	if err := tr.Flush(t.Context()); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
@@ -246,7 +245,7 @@ func TestExportFailureSurfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.Record(&llm.Result{Scheduled: 1, Sent: 1, End: 2, Outcome: llm.OutcomeOK})
+	tr.Record(&recording.Result{Scheduled: 1, Sent: 1, End: 2, Outcome: recording.OutcomeOK})
 	err = tr.Shutdown(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "export of 1 spans failed") {
 		t.Errorf("Shutdown: got %v, want the export failure", err)
@@ -264,7 +263,7 @@ func TestSampleRatio(t *testing.T) {
 	}
 	const n = 2000
 	for i := range n {
-		tr.Record(&llm.Result{Seq: uint64(i), Scheduled: 1, Sent: 1, End: 2, Outcome: llm.OutcomeOK})
+		tr.Record(&recording.Result{Seq: uint64(i), Scheduled: 1, Sent: 1, End: 2, Outcome: recording.OutcomeOK})
 	}
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
@@ -325,9 +324,9 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &llm.Result{RequestID: "req-1", Tags: llm.Tags{Phase: "baseline", Class: "chat", Endpoint: "http://127.0.0.1:8000/v1"},
+	r := &recording.Result{RequestID: "req-1", Tags: recording.Tags{Phase: "baseline", Class: "chat", Endpoint: "http://127.0.0.1:8000/v1"},
 		Scheduled: time.Second, Sent: time.Second, FirstToken: 1100 * time.Millisecond, End: 2 * time.Second,
-		Outcome: llm.OutcomeOK, HTTPStatus: 200, InputTokens: 100, OutputTokens: 128, UsageReported: true, FinishReason: "stop"}
+		Outcome: recording.OutcomeOK, HTTPStatus: 200, InputTokens: 100, OutputTokens: 128, UsageReported: true, FinishReason: "stop"}
 	b.ReportAllocs()
 	for b.Loop() {
 		tr.Record(r)

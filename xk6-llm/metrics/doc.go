@@ -5,9 +5,10 @@
 // Thresholds, the live exporter, the reports and the README's metric
 // reference loop over it, so adding a built-in metric is one row here plus
 // the code that records it: for a recorded trend, a Metric constant in
-// xk6-llm/histogram.go (in table order) and its recording line in
-// xk6-llm/recorder.go; for a rate, its case in llm.Counts.RateParts and a
-// field with the row's JSON key in report.Quality (a test ties the two).
+// xk6-llm/recording/histogram.go (in table order) and its recording line
+// in xk6-llm/recording/recorder.go; for a rate, its case in
+// recording.Counts.RateParts and a field with the row's JSON key in
+// report.Quality (a test ties the two).
 //
 // A Registry holds the built-ins and the custom metrics registered at run
 // time (by scripts: k6's Trend, Rate, Counter and Gauge). A Sink aggregates

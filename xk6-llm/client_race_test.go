@@ -1,7 +1,0 @@
-//go:build race
-
-package llm
-
-// clientRaceEnabled reports a -race build, where the race runtime itself
-// allocates on paths that allocate nothing otherwise.
-const clientRaceEnabled = true

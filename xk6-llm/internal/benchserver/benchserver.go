@@ -1,0 +1,158 @@
+// Package benchserver is the fast SSE server that the load engine's CPU
+// benchmarks stream from. It runs in a process of its own (the test binary
+// re-executed), so that the server's CPU is not charged to the client being
+// measured. A test binary that calls Start must define
+//
+//	func TestClientBenchServer(t *testing.T) { benchserver.Serve(t) }
+//
+// which is the server when re-executed and skips itself otherwise. The
+// package is for benchmarks only.
+package benchserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ServerEnv makes the re-executed test binary run TestClientBenchServer as
+// the benchmark's SSE server.
+const ServerEnv = "LLMCHAOS_CLIENT_BENCH_SERVER"
+
+// URLEnv points the benchmarks at an already running bench server (one
+// started by hand with ServerEnv, for profiling the client alone with perf
+// or strace).
+const URLEnv = "LLMCHAOS_BENCH_URL"
+
+// Chunk is a vLLM-shaped token chunk (about 190 bytes on the wire).
+const Chunk = `{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`
+
+// roleChunk opens each stream with the assistant role and no content.
+const roleChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`
+
+// finishChunk ends each stream's choices with finish_reason "length".
+const finishChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`
+
+// usageChunk is the final usage chunk for a stream of completion tokens.
+func usageChunk(prompt, completion int) string {
+	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`, prompt, prompt+completion, completion)
+}
+
+// Serve is the body of TestClientBenchServer: unless ServerEnv is set it
+// skips; otherwise it serves Handler on 127.0.0.1, prints its address
+// ("LISTEN host:port") and serves until its standard input closes (the
+// benchmark ended or died).
+func Serve(t *testing.T) {
+	if os.Getenv(ServerEnv) != "1" {
+		t.Skip("helper process for the client and engine CPU benchmarks")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("LISTEN %s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = srv.Close()
+}
+
+// Handler streams max_tokens chunks for each request, each its own flushed
+// write, X-Bench-ITL apart, then a finish chunk, a usage chunk and [DONE].
+func Handler() http.Handler {
+	role := []byte("data: " + roleChunk + "\n\n")
+	frame := []byte("data: " + Chunk + "\n\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		itl, _ := time.ParseDuration(r.Header.Get("X-Bench-ITL"))
+		tail := []byte("data: " + finishChunk + "\n\ndata: " + usageChunk(100, body.MaxTokens) + "\n\ndata: [DONE]\n\n")
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		f := w.(http.Flusher)
+		_, _ = w.Write(role)
+		f.Flush()
+		var tick <-chan time.Time
+		if itl > 0 {
+			t := time.NewTicker(itl)
+			defer t.Stop()
+			tick = t.C
+		}
+		for range body.MaxTokens {
+			if tick != nil {
+				select {
+				case <-tick:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			if _, err := w.Write(frame); err != nil {
+				return
+			}
+			f.Flush()
+		}
+		_, _ = w.Write(tail)
+	})
+}
+
+// Start runs the server process (the test binary re-executed to run
+// TestClientBenchServer) and returns its base URL; the process ends when
+// the benchmark does. URLEnv, when set, is returned instead.
+func Start(b *testing.B) string {
+	b.Helper()
+	if url := os.Getenv(URLEnv); url != "" {
+		return url
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestClientBenchServer$", "-test.count=1")
+	cmd.Env = append(os.Environ(), ServerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	// Wait for the address line (the real signal that it listens); the
+	// process ending first (EOF) means it failed.
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if addr, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return "http://" + addr + "/v1"
+		}
+	}
+	b.Fatalf("bench server exited before listening: %v", sc.Err())
+	return ""
+}
+
+// CPUTime returns this process's user and system CPU time so far.
+func CPUTime() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
