@@ -72,7 +72,7 @@ type chunkParser struct {
 	depth int
 	stack []byte // open containers while skipping values
 
-	keyBuf, contentBuf, textBuf, finishBuf, objectBuf []byte
+	keyBuf, contentBuf, textBuf, finishBuf []byte
 
 	out chunkFields
 }
@@ -121,9 +121,13 @@ func (p *chunkParser) top() error {
 			p.out.errorObj = !p.isNull()
 			err = p.skipValue()
 		case "object":
-			var v []byte
-			v, err = p.stringField(&p.objectBuf)
-			p.out.objectErr = string(v) == "error"
+			// vLLM's older error body says "object":"error", every chunk
+			// "chat.completion.chunk": compare the raw bytes and skip,
+			// without decoding a string on the hot path (an escaped
+			// spelling of "error" is not taken for one).
+			p.ws()
+			p.out.objectErr = len(p.s)-p.i >= 7 && string(p.s[p.i:p.i+7]) == `"error"`
+			err = p.skipValue()
 		default:
 			err = p.skipValue()
 		}
