@@ -207,8 +207,11 @@ func (v *htmlView) verdict(d *Document) {
 		v.VerdictClass, v.VerdictWord = "fail", "FAIL"
 		v.VerdictDetail = fmt.Sprintf("%d of %s failed", failed, plural(n, "threshold"))
 	case VerdictAborted:
+		// The cause, as the terminal summary and JUnit say it: "aborted
+		// by signal SIGINT"; an older report without one reads "aborted
+		// by a stop condition".
 		v.VerdictClass, v.VerdictWord = "aborted", "ABORTED"
-		v.VerdictDetail = "a stop condition ended the run early"
+		v.VerdictDetail = "aborted by " + d.Abort.String()
 		if failed > 0 {
 			v.VerdictDetail += fmt.Sprintf("; %d of %s failed", failed, plural(n, "threshold"))
 		}

@@ -357,6 +357,55 @@ func TestHTMLPlainLoadAndEmpty(t *testing.T) {
 	}
 }
 
+// TestHTMLVerdictBanner: the banner says why an aborted run ended, as the
+// terminal summary and JUnit do, and a run without thresholds has no
+// verdict.
+func TestHTMLVerdictBanner(t *testing.T) {
+	twoThresholds := []ThresholdResult{{Metric: "ttft", Expr: "p(99)<1s", OK: true}, {Metric: "error_rate", Expr: "rate<0.01"}}
+	tests := []struct {
+		name    string
+		verdict string
+		abort   *Abort
+		ths     []ThresholdResult
+		class   string
+		want    string // the banner's text after the title
+	}{
+		{name: "signal", verdict: VerdictAborted, abort: &Abort{Cause: AbortSignal, Name: "SIGINT"},
+			class: "banner aborted", want: "ABORTED t aborted by signal SIGINT"},
+		{name: "signal with a failed threshold", verdict: VerdictAborted, abort: &Abort{Cause: AbortSignal, Name: "SIGTERM"}, ths: twoThresholds,
+			class: "banner aborted", want: "ABORTED t aborted by signal SIGTERM; 1 of 2 thresholds failed"},
+		{name: "not steady", verdict: VerdictAborted,
+			abort: &Abort{Cause: AbortNotSteady, Detail: "http GET /health → 200: status 503"},
+			class: "banner aborted", want: "ABORTED t aborted by the steady-state check before the faults: http GET /health → 200: status 503"},
+		{name: "stop condition", verdict: VerdictAborted,
+			abort: &Abort{Cause: AbortStopCondition, Name: "stop_conditions[0]", Detail: "error_rate: rate<0.5 (observed 0.81)"},
+			class: "banner aborted", want: "ABORTED t aborted by stop condition stop_conditions[0]: error_rate: rate<0.5 (observed 0.81)"},
+		{name: "error", verdict: VerdictAborted, abort: &Abort{Cause: AbortError, Detail: "journal: disk full"},
+			class: "banner aborted", want: "ABORTED t aborted by an error: journal: disk full"},
+		{name: "interrupted", verdict: VerdictAborted, abort: &Abort{Cause: AbortInterrupted, Detail: "context canceled"},
+			class: "banner aborted", want: "ABORTED t aborted by an interruption: context canceled"},
+		{name: "report without a cause", verdict: VerdictAborted,
+			class: "banner aborted", want: "ABORTED t aborted by a stop condition"},
+		{name: "no thresholds", verdict: VerdictNone,
+			class: "banner unknown", want: "NO VERDICT t no thresholds were given"},
+		{name: "none recorded", verdict: "",
+			class: "banner unknown", want: "NO VERDICT t none was recorded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &Document{SchemaVersion: 1, Name: "t", Verdict: tt.verdict, Abort: tt.abort, Thresholds: tt.ths}
+			_, root := renderHTML(t, d)
+			banner := byID(root, "verdict")
+			if got := attr(banner, "class"); got != tt.class {
+				t.Errorf("banner class = %q, want %q", got, tt.class)
+			}
+			if got := textOf(banner); !strings.HasPrefix(got, tt.want+" duration") {
+				t.Errorf("banner reads %q, want it to start %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestWriteHTMLFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := WriteHTMLFile(path, sampleExperiment(t)); err != nil {
