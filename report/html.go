@@ -58,6 +58,7 @@ type htmlView struct {
 	Phases        []phaseRow
 	Thresholds    []thresholdRow
 	Recovery      []recoveryRow
+	RecoveryOOM   bool
 	Faults        []faultRow
 	SteadyState   *steadyView
 	Events        []eventRow
@@ -89,9 +90,12 @@ type thresholdRow struct {
 	NoData              bool
 }
 
+// recoveryRow is one fault's recovery, with the fields the terminal's
+// recovery table shows: Time from the injection, FromRevert
+// (time_to_recover, "instant" for an instantaneous fault), HeldLast.
 type recoveryRow struct {
-	Fault, Time, OOM string
-	Recovered        bool
+	Fault, Time, FromRevert, HeldLast, OOM string
+	Recovered, Instant, Insufficient       bool
 }
 
 type faultRow struct {
@@ -159,7 +163,13 @@ func newHTMLView(d *Document) (*htmlView, error) {
 		v.Thresholds = append(v.Thresholds, thresholdRow{OK: th.OK, Key: th.Key(), Expr: th.Expr, Observed: th.Observed(), NoData: th.NoData})
 	}
 	for _, r := range d.Recovery {
-		v.Recovery = append(v.Recovery, recoveryRow{Fault: r.Fault, Recovered: r.Recovered, Time: optSeconds(r.RecoveryTimeS), OOM: optSeconds(r.OOMRecoveryTimeS)})
+		row := recoveryRow{Fault: r.Fault, Recovered: r.Recovered, Insufficient: r.InsufficientTraffic, Instant: r.Instantaneous,
+			Time: optSeconds(r.RecoveryTimeS), FromRevert: optSeconds(r.TimeToRecoverS), HeldLast: orDash(r.HeldLast), OOM: optSeconds(r.OOMRecoveryTimeS)}
+		if r.Instantaneous {
+			row.FromRevert = "instant"
+		}
+		v.RecoveryOOM = v.RecoveryOOM || r.OOMRecoveryTimeS != nil
+		v.Recovery = append(v.Recovery, row)
 	}
 	for _, f := range d.Faults {
 		row := faultRow{Name: f.Name, Type: f.Type, Target: orDash(f.Target), Planned: plannedSpan(f),
@@ -270,10 +280,13 @@ func (v *htmlView) cards(d *Document) {
 		card{Label: "In flight", Value: "max " + strconv.FormatInt(d.Concurrency.Max, 10), Sub: "mean " + strconv.FormatFloat(d.Concurrency.Mean, 'f', 1, 64)},
 		card{Label: "Lost requests", Value: strconv.FormatInt(r.Lost, 10), Sub: "must be 0", Bad: r.Lost != 0})
 	if len(d.Recovery) > 0 {
-		worst, recovered := 0.0, 0
+		worst, recovered, unjudged := 0.0, 0, 0
 		for _, rc := range d.Recovery {
-			if rc.Recovered {
+			switch {
+			case rc.Recovered:
 				recovered++
+			case rc.InsufficientTraffic:
+				unjudged++
 			}
 			if rc.RecoveryTimeS != nil {
 				worst = max(worst, *rc.RecoveryTimeS)
@@ -281,8 +294,15 @@ func (v *htmlView) cards(d *Document) {
 		}
 		c := card{Label: "Slowest recovery", Value: fmtMs(worst * 1000),
 			Sub: fmt.Sprintf("%d of %s recovered", recovered, plural(len(d.Recovery), "fault")), Bad: recovered < len(d.Recovery)}
-		if recovered < len(d.Recovery) {
+		if unjudged > 0 {
+			// Not judged is not "never": say so rather than claim a
+			// recovery that never came.
+			c.Sub += fmt.Sprintf(" · %d insufficient traffic", unjudged)
+		}
+		if recovered+unjudged < len(d.Recovery) {
 			c.Value = "never"
+		} else if recovered == 0 {
+			c.Value = "not judged"
 		}
 		v.Cards = append(v.Cards, c)
 	}

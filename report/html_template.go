@@ -83,6 +83,7 @@ tr.phase-recovery td:first-child { box-shadow: inset 4px 0 0 var(--recovery); }
 .bad { color: var(--fail); font-weight: 700; }
 .mark { font-size: 17px; line-height: 1; }
 .muted { color: var(--muted); }
+.unjudged { color: var(--abort); font-weight: 700; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; background: var(--soft); border: 1px solid var(--line); white-space: nowrap; }
 .badge.fault { background: #ffebe9; border-color: #ffcecb; }
 .badge.replica { background: #ddf4ff; border-color: #b6e3ff; }
@@ -184,11 +185,13 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
 {{- if .Recovery}}
 <section id="recovery">
   <h2>Recovery</h2>
+  <p class="hint">Recovery time runs from the fault's injection; from revert (time_to_recover) from the revert of a sustained fault, while an instant fault (a kill, a stop) has none. Held last is the recovery criterion that was the last to hold; insufficient traffic: too few requests finished after the fault to judge.</p>
   <div class="table-wrap"><table class="fit">
-    <thead><tr><th>fault</th><th>recovered</th><th class="num">recovery time</th><th class="num">after OOM</th></tr></thead>
+    <thead><tr><th>fault</th><th>recovered</th><th class="num">recovery time</th><th class="num">from revert</th><th>held last</th>{{if .RecoveryOOM}}<th class="num">after OOM</th>{{end}}</tr></thead>
     <tbody>
+    {{- $oom := .RecoveryOOM}}
     {{- range .Recovery}}
-      <tr{{if not .Recovered}} class="failed"{{end}}><td>{{.Fault}}</td><td>{{if .Recovered}}<span class="ok">yes</span>{{else}}<span class="bad">no</span>{{end}}</td><td class="num">{{.Time}}</td><td class="num">{{.OOM}}</td></tr>
+      <tr{{if not (or .Recovered .Insufficient)}} class="failed"{{end}}><td>{{.Fault}}</td><td>{{if .Insufficient}}<span class="unjudged">insufficient traffic</span>{{else if .Recovered}}<span class="ok">yes</span>{{else}}<span class="bad">no</span>{{end}}</td><td class="num">{{.Time}}</td><td class="num{{if .Instant}} muted{{end}}">{{.FromRevert}}</td><td class="mono">{{.HeldLast}}</td>{{if $oom}}<td class="num">{{.OOM}}</td>{{end}}</tr>
     {{- end}}
     </tbody>
   </table></div>

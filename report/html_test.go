@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -193,8 +194,12 @@ func TestHTMLSections(t *testing.T) {
 		t.Errorf("fault row = %q, want %q", faults[0], want)
 	}
 	rec := rowsOf(byID(root, "recovery"))
-	if want := []string{"gpu-oom", "yes", "12.40s", "9.00s"}; len(rec) != 2 || !slices.Equal(rec[1], want) {
-		t.Errorf("recovery rows = %q, want the second %q", rec, want)
+	wantRec := [][]string{
+		{"slow-net", "yes", "18.49s", "3.48s", "ttft p99", "-"},
+		{"gpu-oom", "yes", "12.40s", "4.39s", "error_rate", "9.00s"},
+	}
+	if !slices.EqualFunc(rec, wantRec, slices.Equal) {
+		t.Errorf("recovery rows = %q, want %q", rec, wantRec)
 	}
 	if ev := rowsOf(byID(root, "events")); len(ev) != len(d.Events) || ev[5][0] != "40.500s" || ev[5][2] != "died" {
 		t.Errorf("events = %q", ev)
@@ -403,6 +408,50 @@ func TestHTMLVerdictBanner(t *testing.T) {
 				t.Errorf("banner reads %q, want it to start %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHTMLRecoveryFields: the recovery table shows what the terminal's
+// does: time_to_recover from the revert, "instant" for an instantaneous
+// fault, the criterion that held last, and "insufficient traffic" for a
+// recovery that could not be judged (which is not a failed row, and not
+// "never" on the card).
+func TestHTMLRecoveryFields(t *testing.T) {
+	d := &Document{SchemaVersion: 1, Verdict: VerdictNone, DurationS: 60, Recovery: []RecoveryRecord{
+		{Fault: "kill", Recovered: true, Instantaneous: true, RecoveryTimeS: Seconds(7200 * time.Millisecond), HeldLast: "e2e p99"},
+		{Fault: "slow-net", Recovered: true, RecoveryTimeS: Seconds(18488 * time.Millisecond), TimeToRecoverS: Seconds(3484 * time.Millisecond), HeldLast: "ttft p99"},
+		{Fault: "quiet", InsufficientTraffic: true},
+	}}
+	page, root := renderHTML(t, d)
+	rec := byID(root, "recovery")
+	want := [][]string{
+		{"kill", "yes", "7.20s", "instant", "e2e p99"},
+		{"slow-net", "yes", "18.49s", "3.48s", "ttft p99"},
+		{"quiet", "insufficient traffic", "-", "-", "-"},
+	}
+	if got := rowsOf(rec); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("recovery rows = %q, want %q", got, want)
+	}
+	var heads []string
+	walk(rec, func(n *html.Node) {
+		if n.DataAtom == atom.Th {
+			heads = append(heads, textOf(n))
+		}
+	})
+	if wantHeads := []string{"fault", "recovered", "recovery time", "from revert", "held last"}; !slices.Equal(heads, wantHeads) {
+		t.Errorf("recovery headers = %q, want %q (no after OOM column without an OOM)", heads, wantHeads)
+	}
+	if strings.Contains(page, `class="failed"`) {
+		t.Errorf("a row is marked failed; insufficient traffic is not a failed recovery")
+	}
+	var cardText string
+	walk(byID(root, "summary"), func(n *html.Node) {
+		if attr(n, "class") == "card bad" {
+			cardText = textOf(n)
+		}
+	})
+	if want := "Slowest recovery 18.49s 2 of 3 faults recovered · 1 insufficient traffic"; cardText != want {
+		t.Errorf("recovery card reads %q, want %q", cardText, want)
 	}
 }
 
