@@ -36,12 +36,15 @@ type Params interface {
 	Validate() error
 }
 
-// params is the one explicit map of GPU fault types to their empty params.
+// params maps each GPU fault type of Types() to its empty params; the list
+// in types.go is the only one.
 func params() map[string]func() Params {
-	return map[string]func() Params{
-		TypeMemoryPressure: func() Params { return &PressureParams{} },
-		TypeHang:           func() Params { return &HangParams{} },
+	m := map[string]func() Params{}
+	for _, t := range Types() {
+		newParams := t.NewParams
+		m[t.Name] = func() Params { return newParams().(Params) }
 	}
+	return m
 }
 
 // FaultTypes returns the GPU fault types, sorted.

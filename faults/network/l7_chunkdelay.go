@@ -47,6 +47,6 @@ func (p *ChunkDelayParams) build(seed uint64) runtimeToxic {
 
 // chunkDelayType describes its fault type for Types.
 func chunkDelayType() faults.Type {
-	return toxicType(TypeStreamChunkDelay, "delay every chunk of a response (slows a stream)", true, faults.Sustained,
+	return toxicType[ChunkDelayParams](TypeStreamChunkDelay, "delay every chunk of a response (slows a stream)", true, faults.Sustained,
 		"delay: 50ms")
 }

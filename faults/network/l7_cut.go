@@ -48,6 +48,6 @@ func (p *CutParams) build(seed uint64) runtimeToxic {
 
 // cutType describes its fault type for Types.
 func cutType() faults.Type {
-	return toxicType(TypeStreamCut, "cut an SSE stream after some tokens, as a replica dying mid-stream", true, faults.Sustained,
+	return toxicType[CutParams](TypeStreamCut, "cut an SSE stream after some tokens, as a replica dying mid-stream", true, faults.Sustained,
 		"after_tokens: 10\nprobability: 0.1")
 }

@@ -52,6 +52,6 @@ func (p *HTTPErrorParams) build(seed uint64) runtimeToxic {
 
 // httpErrorType describes its fault type for Types.
 func httpErrorType() faults.Type {
-	return toxicType(TypeHTTPError, "answer matching requests with an HTTP error and an OpenAI error body", true, faults.Sustained,
+	return toxicType[HTTPErrorParams](TypeHTTPError, "answer matching requests with an HTTP error and an OpenAI error body", true, faults.Sustained,
 		"status: 503\nprobability: 0.3")
 }

@@ -52,6 +52,6 @@ func (p *StallParams) build(seed uint64) runtimeToxic {
 
 // stallType describes its fault type for Types.
 func stallType() faults.Type {
-	return toxicType(TypeStreamStall, "pause an SSE stream after some tokens", true, faults.Sustained,
+	return toxicType[StallParams](TypeStreamStall, "pause an SSE stream after some tokens", true, faults.Sustained,
 		"after_tokens: 5\nstall: 2s\nprobability: 0.2")
 }

@@ -46,6 +46,6 @@ func (p *TTFBParams) build(seed uint64) runtimeToxic {
 
 // ttfbType describes its fault type for Types.
 func ttfbType() faults.Type {
-	return toxicType(TypeHTTPTTFB, "hold matching requests before they go upstream (time to first byte)", true, faults.Sustained,
+	return toxicType[TTFBParams](TypeHTTPTTFB, "hold matching requests before they go upstream (time to first byte)", true, faults.Sustained,
 		"delay: 2s\nprobability: 0.5")
 }

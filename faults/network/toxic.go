@@ -57,21 +57,18 @@ type ProxyParams interface {
 	build(seed uint64) runtimeToxic
 }
 
-// proxyParams is the one explicit map of toxic types to their empty params.
+// proxyParams maps each toxic type of Types() (those acting through the
+// proxy) to its empty params; the list in types.go is the only one.
 func proxyParams() map[string]func() ProxyParams {
-	return map[string]func() ProxyParams{
-		TypeProxyLatency:     func() ProxyParams { return &LatencyParams{} },
-		TypeProxyThrottle:    func() ProxyParams { return &ThrottleParams{} },
-		TypeProxySlowClose:   func() ProxyParams { return &SlowCloseParams{} },
-		TypeProxyResetPeer:   func() ProxyParams { return &ResetPeerParams{} },
-		TypeProxyBlackhole:   func() ProxyParams { return &BlackholeParams{} },
-		TypeProxyLimitData:   func() ProxyParams { return &LimitDataParams{} },
-		TypeHTTPError:        func() ProxyParams { return &HTTPErrorParams{} },
-		TypeHTTPTTFB:         func() ProxyParams { return &TTFBParams{} },
-		TypeStreamStall:      func() ProxyParams { return &StallParams{} },
-		TypeStreamCut:        func() ProxyParams { return &CutParams{} },
-		TypeStreamChunkDelay: func() ProxyParams { return &ChunkDelayParams{} },
+	m := map[string]func() ProxyParams{}
+	for _, t := range Types() {
+		if t.Target != faults.TargetProxy {
+			continue
+		}
+		newParams := t.NewParams
+		m[t.Name] = func() ProxyParams { return newParams().(ProxyParams) }
 	}
+	return m
 }
 
 // ProxyFaultTypes returns the toxic fault types, sorted.

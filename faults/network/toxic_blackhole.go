@@ -65,6 +65,6 @@ func (l blackholeLink) due() (time.Time, action) {
 
 // blackholeType describes its fault type for Types.
 func blackholeType() faults.Type {
-	return toxicType(TypeProxyBlackhole, "discard the bytes of a stream, so the peer waits", false, faults.Sustained,
+	return toxicType[BlackholeParams](TypeProxyBlackhole, "discard the bytes of a stream, so the peer waits", false, faults.Sustained,
 		"timeout: 10s")
 }

@@ -75,6 +75,6 @@ func (l *latencyLink) plan(c *chunk, p *plan) {
 
 // latencyType describes its fault type for Types.
 func latencyType() faults.Type {
-	return toxicType(TypeProxyLatency, "delay every chunk of bytes through the proxy (shifts a stream)", false, faults.Sustained,
+	return toxicType[LatencyParams](TypeProxyLatency, "delay every chunk of bytes through the proxy (shifts a stream)", false, faults.Sustained,
 		"latency: 200ms\njitter: 50ms")
 }

@@ -71,6 +71,6 @@ func (l *limitLink) due() (time.Time, action) {
 
 // limitDataType describes its fault type for Types.
 func limitDataType() faults.Type {
-	return toxicType(TypeProxyLimitData, "close a connection after some bytes went through", false, faults.Sustained,
+	return toxicType[LimitDataParams](TypeProxyLimitData, "close a connection after some bytes went through", false, faults.Sustained,
 		"bytes: 4096")
 }

@@ -69,6 +69,6 @@ func (l *resetLink) due() (time.Time, action) {
 
 // resetPeerType describes its fault type for Types.
 func resetPeerType() faults.Type {
-	return toxicType(TypeProxyResetPeer, "reset connections (TCP RST) after their first data", false, faults.Sustained,
+	return toxicType[ResetPeerParams](TypeProxyResetPeer, "reset connections (TCP RST) after their first data", false, faults.Sustained,
 		"timeout: 500ms")
 }

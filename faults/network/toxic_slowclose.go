@@ -54,6 +54,6 @@ func (l slowCloseLink) closeDelay() time.Duration { return l.delay }
 
 // slowCloseType describes its fault type for Types.
 func slowCloseType() faults.Type {
-	return toxicType(TypeProxySlowClose, "delay the end of a stream (FIN) through the proxy", false, faults.Sustained,
+	return toxicType[SlowCloseParams](TypeProxySlowClose, "delay the end of a stream (FIN) through the proxy", false, faults.Sustained,
 		"delay: 5s")
 }

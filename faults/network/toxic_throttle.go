@@ -70,6 +70,6 @@ func (l *throttleLink) commit(n int, t time.Time) {
 
 // throttleType describes its fault type for Types.
 func throttleType() faults.Type {
-	return toxicType(TypeProxyThrottle, "limit the bytes per second through the proxy", false, faults.Sustained,
+	return toxicType[ThrottleParams](TypeProxyThrottle, "limit the bytes per second through the proxy", false, faults.Sustained,
 		"rate: 2048\nstream: downstream")
 }

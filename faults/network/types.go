@@ -34,23 +34,18 @@ func Types() []faults.Type {
 	}
 }
 
-// toxicType describes a toxic of the fault proxy: its params are checked
+// toxicType describes a toxic of the fault proxy whose params are a P: its params are checked
 // the way the proxy will run them (NewToxic applies the defaults and
 // validates, here against a proxy that takes nothing), and it is built as
 // a toxic in the proxy given by the build environment.
-func toxicType(name, summary string, l7 bool, lifetime faults.Lifetime, example string) faults.Type {
+func toxicType[P any, PP interface {
+	*P
+	ProxyParams
+}](name, summary string, l7 bool, lifetime faults.Lifetime, example string) faults.Type {
 	return faults.Type{
 		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
 		Target: faults.TargetProxy, L7: l7, Example: example,
-		NewParams: func() any {
-			p, err := NewProxyParams(name)
-			if err != nil {
-				// Unreachable: name is one of this package's own
-				// constants, and a test checks that every one decodes.
-				return &struct{}{}
-			}
-			return p
-		},
+		NewParams: func() any { return PP(new(P)) },
 		Check: func(params any) error {
 			p, ok := params.(ProxyParams)
 			if !ok {
