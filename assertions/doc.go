@@ -23,7 +23,7 @@
 // Typical use:
 //
 //	ths, err := assertions.ParseFlags([]string{"ttft: p(99)<500ms", "error_rate: rate<0.01"})
-//	slo, err := assertions.ParseGoodput("ttft:500ms,tpot:50ms") // → recording.RecorderOptions{SLO: slo}
+//	slo, err := assertions.ParseGoodput("ttft:500ms,tpot:50ms") // → recording.Options{SLO: slo}
 //	// ... run: sum := recorder.Finish(elapsed) ...
 //	outs := assertions.Evaluate(assertions.NewSummarySource(sum), ths)
 //	if !outs.OK() { /* exit 99 */ }

@@ -81,7 +81,7 @@ func ExampleParseGoodput() {
 	fmt.Println(slo.TTFT, slo.TPOT, slo.E2E, assertions.FormatGoodput(slo))
 	// The recorder judges each request against the objectives: this one
 	// meets the TTFT objective (420 ms) but not the TPOT one (61 ms).
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: slo})
+	rec := recording.NewRecorder(recording.Options{SLO: slo})
 	rec.RequestStarted(0)
 	rec.Record(&recording.Result{FirstToken: 420 * time.Millisecond, End: 420*time.Millisecond + 10*61*time.Millisecond,
 		Outcome: recording.OutcomeOK, OutputTokens: 11, ContentChunks: 11, UsageReported: true})

@@ -14,7 +14,7 @@ import (
 // vLLM's benchmark `--goodput`: a request is good when it ended ok and met
 // every objective given; goodput is good requests per second). ParseGoodput
 // reads the flag straight into a recording.SLO, to be handed to
-// recording.RecorderOptions; the goodput metric of thresholds is then the
+// recording.Options; the goodput metric of thresholds is then the
 // recorder's count of good requests divided by the time the selection
 // covers (see SummarySource). There is deliberately no second SLO type here
 // that could drift from what the recorder counts.

@@ -26,7 +26,7 @@ const us = time.Microsecond
 //   - 4 s long, with the goodput SLO slo.
 func recordRun(t *testing.T, slo recording.SLO) *recording.Recorder {
 	t.Helper()
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: slo})
+	rec := recording.NewRecorder(recording.Options{SLO: slo})
 	base := recording.Tags{Phase: "baseline", Class: "chat"}
 	fault := recording.Tags{Phase: "fault", Fault: "oom", Class: "chat"}
 	record := func(r *recording.Result) {
@@ -172,7 +172,7 @@ func TestSummarySourceSpansAndSLO(t *testing.T) {
 func TestSummarySourceMillisecondValues(t *testing.T) {
 	// Above 2048 µs the histograms keep 3 significant digits: a 250 ms
 	// ttft reads back within 0.1%, and the threshold sees milliseconds.
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	for i := range 100 {
 		sent := time.Duration(i+1) * 10 * time.Millisecond
 		rec.RequestStarted(sent)

@@ -26,7 +26,7 @@ type second struct {
 // syntheticSeconds records a run with one second of results per element
 // of secs; E2E is TTFT + 20 ms.
 func syntheticSeconds(secs []second) *recording.Summary {
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	for s, sec := range secs {
 		for i := range sec.n {
 			end := time.Duration(s)*time.Second + time.Duration(i)*(900*time.Millisecond/time.Duration(sec.n)) + 50*time.Millisecond

@@ -14,7 +14,7 @@ import (
 // each second: failed ones in the seconds failing says (5 of the 10), none
 // at all in the seconds quiet says.
 func syntheticRun(secs int, failing, quiet func(s int) bool) *recording.Summary {
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	for s := range secs {
 		if quiet(s) {
 			continue

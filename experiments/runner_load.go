@@ -25,7 +25,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	if err != nil {
 		return engine.RunStats{}, err
 	}
-	copts := client.ClientOptions{}
+	copts := client.Options{}
 	p.spec.Workload.ClientTimeouts(&copts)
 	if t := p.spec.Target.LLM; t != nil {
 		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
@@ -38,7 +38,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
-		Client: copts, Recorder: recording.RecorderOptions{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
+		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
 		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			return r.alongside(ctx, l, live)

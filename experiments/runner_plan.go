@@ -31,7 +31,7 @@ type plan struct {
 	file string
 	seed uint64
 
-	wc workload.WorkloadConfig
+	wc workload.Config
 	ac workload.ArrivalConfig
 
 	thresholds []assertions.Threshold

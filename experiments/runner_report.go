@@ -22,7 +22,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 	p := r.p
 	loaded := rec != nil
 	if rec == nil {
-		rec = recording.NewRecorder(recording.RecorderOptions{SLO: p.slo})
+		rec = recording.NewRecorder(recording.Options{SLO: p.slo})
 	}
 	sum := rec.Finish(stats.End)
 	end := sum.Duration

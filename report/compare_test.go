@@ -217,7 +217,7 @@ func TestCompareRejects(t *testing.T) {
 	if _, err := Compare(d, &Document{}, CompareOptions{}); err == nil {
 		t.Error("a document without histograms: want an error")
 	}
-	empty, err := Build(Meta{}, recording.NewRecorder(recording.RecorderOptions{}).Finish(0))
+	empty, err := Build(Meta{}, recording.NewRecorder(recording.Options{}).Finish(0))
 	if err != nil {
 		t.Fatal(err)
 	}

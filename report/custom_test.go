@@ -32,7 +32,7 @@ func TestCustomMetricsFlowEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recording.NewRecorder(recording.RecorderOptions{Metrics: reg})
+	rec := recording.NewRecorder(recording.Options{Metrics: reg})
 	tags := recording.Tags{Phase: "baseline"}
 	add := func(name string, v float64) {
 		t.Helper()

@@ -99,7 +99,7 @@ func sampleExperiment(tb testing.TB) *Document {
 // takes a second under the race detector); callers copy the Document.
 var sampleRecording = sync.OnceValues(func() (*Document, error) {
 	rng := rand.New(rand.NewPCG(2026, 5))
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 500 * time.Millisecond, TPOT: 60 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.Options{SLO: recording.SLO{TTFT: 500 * time.Millisecond, TPOT: 60 * time.Millisecond}})
 	lognormal := func(median time.Duration, sigma float64) time.Duration {
 		return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()))
 	}

@@ -23,7 +23,7 @@ var startedAt = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 // failures of several classes, a cancellation and a drop, over 4 s.
 func testRun(t *testing.T) *recording.Summary {
 	t.Helper()
-	r := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
+	r := recording.NewRecorder(recording.Options{SLO: recording.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
 	ep := "http://user:hunter2@127.0.0.1:8000/v1"
 	tags := []recording.Tags{
 		{Phase: "baseline", Class: "chat", Endpoint: ep},

@@ -36,7 +36,7 @@ func (s shard) run(t *testing.T) *Document {
 			t.Fatal(err)
 		}
 	}
-	rec := recording.NewRecorder(recording.RecorderOptions{Metrics: reg})
+	rec := recording.NewRecorder(recording.Options{Metrics: reg})
 	seq := uint64(0)
 	record := func(res *recording.Result) {
 		res.Seq = seq

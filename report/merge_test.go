@@ -133,7 +133,7 @@ func diff(a, b float64) float64 {
 
 func TestMergeRejects(t *testing.T) {
 	a := judgedRun(t, false)
-	noSLO, err := Build(testMeta(), recording.NewRecorder(recording.RecorderOptions{}).Finish(time.Second))
+	noSLO, err := Build(testMeta(), recording.NewRecorder(recording.Options{}).Finish(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

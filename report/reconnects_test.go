@@ -16,7 +16,7 @@ import (
 // terminal summary apart from errors, and connection set-up times are the
 // connect_ms metric.
 func TestReconnectsAndConnectReported(t *testing.T) {
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	eps := []string{"http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"}
 	for i := range 6 {
 		sent := time.Duration(i+1) * 100 * time.Millisecond

@@ -35,7 +35,7 @@ func TestSaturation(t *testing.T) {
 // error class reaches run.json and the summary, cut to MaxErrorMessage
 // characters; a client that fell behind is said so in both.
 func TestTopErrorsAndSaturationInSummary(t *testing.T) {
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	long := "http 404: The model `wrong` does not exist. " + strings.Repeat("x", 200)
 	for i := range 10 {
 		res := &recording.Result{Seq: uint64(i), Scheduled: time.Duration(i) * time.Millisecond, Outcome: recording.OutcomeFailed, Class: recording.ClassHTTP4xx, HTTPStatus: 404, Err: long}

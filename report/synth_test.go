@@ -17,7 +17,7 @@ import (
 func synthRun(tb testing.TB, seed uint64, scale float64, n int, tags recording.Tags) *Document {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.Options{SLO: recording.SLO{TTFT: 200 * time.Millisecond, TPOT: 70 * time.Millisecond}})
 	lognormal := func(median time.Duration, sigma float64) time.Duration {
 		return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()) * scale)
 	}

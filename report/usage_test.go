@@ -15,7 +15,7 @@ import (
 // mismatch; a difference beyond max(2, 5 %) still is one. The counts
 // survive a round trip through run.json.
 func TestUsageDifferenceIsInformation(t *testing.T) {
-	r := recording.NewRecorder(recording.RecorderOptions{})
+	r := recording.NewRecorder(recording.Options{})
 	for i, chunks := range []int{100, 99, 100, 101, 80} { // usage 100 each
 		sent := time.Duration(i+1) * 100 * time.Millisecond
 		r.RequestStarted(sent)

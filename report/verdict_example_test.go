@@ -17,7 +17,7 @@ func ExampleDocument_Evaluate() {
 		fmt.Println(err) // exit 2
 		return
 	}
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	for i := range 10 {
 		sent := time.Duration(i+1) * 100 * time.Millisecond
 		res := &recording.Result{Scheduled: sent, Dequeued: sent, Sent: sent, FirstToken: sent + 300*time.Millisecond,

@@ -215,16 +215,16 @@ type savedResult struct {
 type e2e struct {
 	targets  []string
 	arrival  workload.ArrivalConfig
-	workload workload.WorkloadConfig
+	workload workload.Config
 	seed     uint64
 	grace    time.Duration
 	rampUp   time.Duration
-	client   client.ClientOptions
+	client   client.Options
 	model    string
 	// during, when set, runs while the engine runs (it may cancel ctx,
 	// kill a server, call the admin API); it gets the run's clock.
 	during func(ctx context.Context, cancel context.CancelFunc, clock *recording.RunClock)
-	// tagger and observe are passed to EngineConfig as they are.
+	// tagger and observe are passed to engine.Config as they are.
 	tagger  func(at time.Duration, tags *recording.Tags)
 	observe func(res *recording.Result)
 }
@@ -241,7 +241,7 @@ type engineRun struct {
 func (c e2e) run(tb testing.TB) *engineRun {
 	tb.Helper()
 	arrival := c.arrival.WithDefaults()
-	w, err := workload.NewWorkload(c.workload.WithDefaults(), rand.New(rand.NewPCG(c.seed, engine.SeedStreamWorkloadSetup)))
+	w, err := workload.New(c.workload.WithDefaults(), rand.New(rand.NewPCG(c.seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -251,19 +251,19 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	if copts.Concurrency == 0 {
 		copts.Concurrency = max(arrival.MaxInFlight, arrival.Concurrency, 256)
 	}
-	client, err := client.NewClient(copts)
+	client, err := client.New(copts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer client.Close()
 	var saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	rec := recording.NewRecorder(recording.RecorderOptions{SaveRequests: reqs})
+	rec := recording.NewRecorder(recording.Options{SaveRequests: reqs})
 	model := c.model
 	if model == "" {
 		model = sim.DefaultConfig().Model
 	}
-	eng, err := engine.NewEngine(engine.EngineConfig{
+	eng, err := engine.New(engine.Config{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp,
 		Tagger: c.tagger, Observe: c.observe,

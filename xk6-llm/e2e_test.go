@@ -20,8 +20,8 @@ import (
 // shortChat is a small synthetic chat workload: prompts of 16 tokens and
 // exactly out output tokens (ignore_eos), so that each request lasts
 // TTFT + (out−1)·ITL on a constant-latency simulator.
-func shortChat(out int) workload.WorkloadConfig {
-	return workload.WorkloadConfig{InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(out), IgnoreEOS: true}
+func shortChat(out int) workload.Config {
+	return workload.Config{InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(out), IgnoreEOS: true}
 }
 
 // TestE2EPoissonRealisedRate checks Poisson at 50 req/s. The schedule
@@ -414,7 +414,7 @@ func TestE2ETargetsRoundRobin(t *testing.T) {
 // same times with the same prompts and request ids; another seed differs.
 func TestE2EDeterministic(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
-	w := workload.WorkloadConfig{InputTokens: workload.UniformDist(10, 500), OutputTokens: workload.UniformDist(1, 8)}
+	w := workload.Config{InputTokens: workload.UniformDist(10, 500), OutputTokens: workload.UniformDist(1, 8)}
 	type key struct {
 		seq    uint64
 		at     int64
@@ -484,45 +484,45 @@ func TestE2EClosedLoop(t *testing.T) {
 	}
 }
 
-// TestNewEngineValidate reports every problem at once.
-func TestNewEngineValidate(t *testing.T) {
-	w, err := workload.NewWorkload(shortChat(4).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
+// TestEngineNewValidate reports every problem at once.
+func TestEngineNewValidate(t *testing.T) {
+	w, err := workload.New(shortChat(4).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := client.NewClient(client.ClientOptions{})
+	client, err := client.New(client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recording.NewRecorder(recording.RecorderOptions{})
-	ok := engine.EngineConfig{Targets: []string{"http://127.0.0.1:1/v1"}, Model: "m", Arrival: workload.ArrivalConfig{Rate: 1, Requests: 1}.WithDefaults(),
+	rec := recording.NewRecorder(recording.Options{})
+	ok := engine.Config{Targets: []string{"http://127.0.0.1:1/v1"}, Model: "m", Arrival: workload.ArrivalConfig{Rate: 1, Requests: 1}.WithDefaults(),
 		Workload: w, Client: client, Recorder: rec}
 	tests := []struct {
 		name string
-		mod  func(c *engine.EngineConfig)
+		mod  func(c *engine.Config)
 		want []string
 	}{
-		{"valid", func(*engine.EngineConfig) {}, nil},
-		{"everything missing", func(c *engine.EngineConfig) { *c = engine.EngineConfig{} },
+		{"valid", func(*engine.Config) {}, nil},
+		{"everything missing", func(c *engine.Config) { *c = engine.Config{} },
 			[]string{"no target", "no model", "no workload", "no client", "no recorder", "no load shape"}},
-		{"empty target", func(c *engine.EngineConfig) { c.Targets = []string{""} }, []string{"target 1 is empty"}},
-		{"negative grace", func(c *engine.EngineConfig) { c.Grace = -time.Second }, []string{"grace -1s"}},
-		{"ramp-up on open loop", func(c *engine.EngineConfig) { c.RampUp = time.Second }, []string{"ramp-up applies to a closed loop"}},
-		{"bad arrival", func(c *engine.EngineConfig) { c.Arrival.OnSaturation = "maybe" }, []string{`--on-saturation "maybe"`}},
+		{"empty target", func(c *engine.Config) { c.Targets = []string{""} }, []string{"target 1 is empty"}},
+		{"negative grace", func(c *engine.Config) { c.Grace = -time.Second }, []string{"grace -1s"}},
+		{"ramp-up on open loop", func(c *engine.Config) { c.RampUp = time.Second }, []string{"ramp-up applies to a closed loop"}},
+		{"bad arrival", func(c *engine.Config) { c.Arrival.OnSaturation = "maybe" }, []string{`--on-saturation "maybe"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok
 			tt.mod(&c)
-			_, err := engine.NewEngine(c)
+			_, err := engine.New(c)
 			if len(tt.want) == 0 {
 				if err != nil {
-					t.Fatalf("NewEngine: %v, want nil", err)
+					t.Fatalf("engine.New: %v, want nil", err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("NewEngine: nil, want errors %q", tt.want)
+				t.Fatalf("engine.New: nil, want errors %q", tt.want)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -536,17 +536,17 @@ func TestNewEngineValidate(t *testing.T) {
 // TestEngineRunsOnce refuses a second Run.
 func TestEngineRunsOnce(t *testing.T) {
 	url, _ := startSim(t, simOpts{TTFT: time.Millisecond, ITL: time.Millisecond})
-	w, err := workload.NewWorkload(shortChat(1).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
+	w, err := workload.New(shortChat(1).WithDefaults(), rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := client.NewClient(client.ClientOptions{})
+	client, err := client.New(client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	eng, err := engine.NewEngine(engine.EngineConfig{Targets: []string{url}, Model: "llmchaos-sim", Arrival: workload.ArrivalConfig{Rate: 100, Requests: 1}.WithDefaults(),
-		Workload: w, Client: client, Recorder: recording.NewRecorder(recording.RecorderOptions{}), Grace: time.Second})
+	eng, err := engine.New(engine.Config{Targets: []string{url}, Model: "llmchaos-sim", Arrival: workload.ArrivalConfig{Rate: 100, Requests: 1}.WithDefaults(),
+		Workload: w, Client: client, Recorder: recording.NewRecorder(recording.Options{}), Grace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

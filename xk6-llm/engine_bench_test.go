@@ -23,19 +23,19 @@ import (
 
 // benchEngine builds an engine as `llmchaos load` does, against targets,
 // with a client pool sized to pool.
-func benchEngine(b *testing.B, targets []string, model string, arrival workload.ArrivalConfig, w workload.WorkloadConfig, pool int, header http.Header) (*engine.Engine, *recording.Recorder, *client.Client) {
+func benchEngine(b *testing.B, targets []string, model string, arrival workload.ArrivalConfig, w workload.Config, pool int, header http.Header) (*engine.Engine, *recording.Recorder, *client.Client) {
 	b.Helper()
-	workload, err := workload.NewWorkload(w.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
+	workload, err := workload.New(w.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := client.NewClient(client.ClientOptions{Clock: recording.NewRunClock(), Concurrency: pool, Seed: 1, Headers: header})
+	client, err := client.New(client.Options{Clock: recording.NewRunClock(), Concurrency: pool, Seed: 1, Headers: header})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(client.Close)
-	rec := recording.NewRecorder(recording.RecorderOptions{})
-	eng, err := engine.NewEngine(engine.EngineConfig{Targets: targets, Model: model, Arrival: arrival.WithDefaults(), Workload: workload,
+	rec := recording.NewRecorder(recording.Options{})
+	eng, err := engine.New(engine.Config{Targets: targets, Model: model, Arrival: arrival.WithDefaults(), Workload: workload,
 		Client: client, Recorder: rec, Seed: 1, Grace: 30 * time.Second})
 	if err != nil {
 		b.Fatal(err)
@@ -148,7 +148,7 @@ func BenchmarkEngineOpenStreams(b *testing.B) {
 	p := startSimProcess(b, simOpts{TTFT: 50 * time.Millisecond, ITL: time.Second, MaxNumSeqs: 20_000, MaxWaiting: 20_000})
 	eng, rec, client := benchEngine(b, []string{p.url}, "llmchaos-sim",
 		workload.ArrivalConfig{Rate: 2500, Arrival: workload.ArrivalConstant, Requests: streams},
-		workload.WorkloadConfig{InputTokens: workload.FixedDist(64), OutputTokens: workload.FixedDist(120), IgnoreEOS: true}, streams, nil)
+		workload.Config{InputTokens: workload.FixedDist(64), OutputTokens: workload.FixedDist(120), IgnoreEOS: true}, streams, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan engine.RunStats, 1)
@@ -232,7 +232,7 @@ func BenchmarkEngineCPUPerMillionTokens(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			header := http.Header{"X-Bench-ITL": []string{c.itl.String()}}
 			eng, rec, _ := benchEngine(b, []string{url}, "bench-model", workload.ArrivalConfig{Concurrency: c.users, Requests: c.toks / c.perReq},
-				workload.WorkloadConfig{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(c.perReq)}, c.users, header)
+				workload.Config{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(c.perReq)}, c.users, header)
 			runtime.GC()
 			u0, s0 := benchserver.CPUTime()
 			t0 := time.Now()

@@ -61,16 +61,16 @@ func TestUnfinishedRequestsAreErrors(t *testing.T) {
 	tests := []struct {
 		name      string
 		handler   http.HandlerFunc
-		client    client.ClientOptions
+		client    client.Options
 		grace     time.Duration
-		workload  workload.WorkloadConfig
+		workload  workload.Config
 		wantClass recording.ErrorClass // every request ends failed with it; "" cancelled
 	}{
-		{"server never answers, grace expires", stall(false), client.ClientOptions{}, 200 * time.Millisecond, workload.WorkloadConfig{}, recording.ClassTimeout},
-		{"server too slow for the request timeout", stall(false), client.ClientOptions{RequestTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.WorkloadConfig{}, recording.ClassTimeout},
-		{"no first token within the ttft timeout", stall(true), client.ClientOptions{TTFTTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.WorkloadConfig{}, recording.ClassTimeout},
-		{"the workload cancels on purpose", slowTokens, client.ClientOptions{}, 5 * time.Second,
-			workload.WorkloadConfig{CancelShare: 1, CancelAfter: workload.FixedDuration(50 * time.Millisecond)}, ""},
+		{"server never answers, grace expires", stall(false), client.Options{}, 200 * time.Millisecond, workload.Config{}, recording.ClassTimeout},
+		{"server too slow for the request timeout", stall(false), client.Options{RequestTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.Config{}, recording.ClassTimeout},
+		{"no first token within the ttft timeout", stall(true), client.Options{TTFTTimeout: 100 * time.Millisecond}, 5 * time.Second, workload.Config{}, recording.ClassTimeout},
+		{"the workload cancels on purpose", slowTokens, client.Options{}, 5 * time.Second,
+			workload.Config{CancelShare: 1, CancelAfter: workload.FixedDuration(50 * time.Millisecond)}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,22 +106,22 @@ func TestUnfinishedRequestsAreErrors(t *testing.T) {
 
 // runEngine runs 300 ms of 20 requests per second at url and returns the
 // summary.
-func runEngine(t *testing.T, url string, copts client.ClientOptions, grace time.Duration, wc workload.WorkloadConfig) *recording.Summary {
+func runEngine(t *testing.T, url string, copts client.Options, grace time.Duration, wc workload.Config) *recording.Summary {
 	t.Helper()
 	wc.InputTokens, wc.OutputTokens = workload.FixedDist(8), workload.FixedDist(1000)
-	w, err := workload.NewWorkload(wc.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
+	w, err := workload.New(wc.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	copts.Clock = recording.NewRunClock()
 	copts.Getenv = func(string) string { return "" }
-	client, err := client.NewClient(copts)
+	client, err := client.New(copts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	rec := recording.NewRecorder(recording.RecorderOptions{})
-	eng, err := engine.NewEngine(engine.EngineConfig{
+	rec := recording.NewRecorder(recording.Options{})
+	eng, err := engine.New(engine.Config{
 		Targets: []string{url}, Model: "m", Workload: w, Client: client, Recorder: rec, Seed: 1, Grace: grace,
 		Arrival: workload.ArrivalConfig{Rate: 20, Arrival: workload.ArrivalConstant, Duration: 300 * time.Millisecond}.WithDefaults(),
 	})

@@ -118,7 +118,7 @@ type loadConfig struct {
 	Name     string
 	Preset   string // "" for a custom workload
 	Arrival  workload.ArrivalConfig
-	Workload workload.WorkloadConfig
+	Workload workload.Config
 	RampUp   time.Duration
 	Seed     int64
 
@@ -290,7 +290,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 
 	// Workload: the same.
-	uw := workload.WorkloadConfig{
+	uw := workload.Config{
 		Name: f.Class, API: workload.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
 		Dataset: f.Dataset, DatasetFormat: workload.DatasetFormat(f.DatasetFormat),
 		PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare,

@@ -42,7 +42,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		human = stderr
 	}
 
-	ropts := recording.RecorderOptions{SLO: cfg.SLO}
+	ropts := recording.Options{SLO: cfg.SLO}
 	var saveFile *os.File
 	if cfg.SaveRequests != "" {
 		if saveFile, err = os.Create(cfg.SaveRequests); err != nil {
@@ -78,7 +78,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	l, runErr := loadrun.Run(ctx, loadrun.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp,
-		Client: client.ClientOptions{
+		Client: client.Options{
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
 			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
 		},

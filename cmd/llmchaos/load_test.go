@@ -423,7 +423,7 @@ func TestLoadClosedLoopPreset(t *testing.T) {
 }
 
 func TestLiveLoopOnTerminal(t *testing.T) {
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	rec.RequestStarted(time.Millisecond)
 	var out syncBuffer
 	done := make(chan struct{})

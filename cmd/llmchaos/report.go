@@ -54,7 +54,7 @@ func (v *verdictFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&v.JUnit, "junit", "", "also write the thresholds as JUnit XML to this file")
 }
 
-// parse reads the thresholds and the goodput SLOs (recording.RecorderOptions.SLO);
+// parse reads the thresholds and the goodput SLOs (recording.Options.SLO);
 // every problem is a usage error. A goodput threshold needs --goodput.
 func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 	var errs []error

@@ -26,7 +26,7 @@ import (
 func savedRun(t *testing.T, dir, name string, seed uint64, scale float64, n int) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 250 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.Options{SLO: recording.SLO{TTFT: 250 * time.Millisecond}})
 	lognormal := func(median time.Duration, sigma float64) time.Duration {
 		return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()) * scale)
 	}

@@ -30,7 +30,7 @@ type Config struct {
 	// Arrival and Workload are the load shape and what each request holds,
 	// with defaults applied.
 	Arrival  workload.ArrivalConfig
-	Workload workload.WorkloadConfig
+	Workload workload.Config
 	// Seed seeds the workload's setup, the schedule and request ids.
 	Seed uint64
 	// Grace is what requests in flight get to finish once the schedule
@@ -39,10 +39,10 @@ type Config struct {
 	RampUp time.Duration
 	// Client holds the client's options; Run sets its Clock, Concurrency
 	// (the pool, sized for the load shape) and Seed.
-	Client client.ClientOptions
+	Client client.Options
 	// Recorder holds the recorder's options (goodput SLOs, the per-request
 	// writer).
-	Recorder recording.RecorderOptions
+	Recorder recording.Options
 	// Observe, when not nil, starts the live observers; Run sets their
 	// Clock, RunStart and InFlight. The caller owns the observers Run
 	// hands back in Load and closes them.
@@ -124,7 +124,7 @@ func PoolSize(a workload.ArrivalConfig) int {
 // the engine's own error comes with the Load, whose Stats say how far it
 // got.
 func Run(ctx context.Context, cfg Config) (*Load, error) {
-	wl, err := workload.NewWorkload(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
+	wl, err := workload.New(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		return nil, &StageError{StageWorkload, err}
 	}
@@ -144,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	clock := recording.NewRunClock()
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
-	client, err := client.NewClient(copts)
+	client, err := client.New(copts)
 	if err != nil {
 		return nil, &StageError{StageClient, err}
 	}
@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		}
 		l.Observers, observeResult, scheduled = obs, obs.Observe, obs.Scheduled
 	}
-	eng, err := engine.NewEngine(engine.EngineConfig{
+	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
 		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,

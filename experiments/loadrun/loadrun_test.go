@@ -56,8 +56,8 @@ func testConfig(url string) Config {
 	return Config{
 		Targets: []string{url}, Model: "m", Seed: 1, Grace: 5 * time.Second,
 		Arrival:  workload.ArrivalConfig{Rate: 200, Arrival: workload.ArrivalConstant, Requests: 10}.WithDefaults(),
-		Workload: workload.WorkloadConfig{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(3)}.WithDefaults(),
-		Client:   client.ClientOptions{Getenv: func(string) string { return "" }},
+		Workload: workload.Config{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(3)}.WithDefaults(),
+		Client:   client.Options{Getenv: func(string) string { return "" }},
 	}
 }
 

@@ -52,7 +52,7 @@ type PreflightConfig struct {
 	Chat bool
 	// Client holds the options the load's client uses (key, headers,
 	// HTTP/2, TLS); the check builds its own client from them.
-	Client client.ClientOptions
+	Client client.Options
 }
 
 // Preflight checks, before a load starts, that each target can succeed:
@@ -67,7 +67,7 @@ type PreflightConfig struct {
 func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err error) {
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency = nil, 1
-	client, err := client.NewClient(copts)
+	client, err := client.New(copts)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err
 
 // preflightHeader is the header the load's client sends (the key as a
 // bearer token, the custom headers), for the /models read.
-func preflightHeader(o client.ClientOptions) http.Header {
+func preflightHeader(o client.Options) http.Header {
 	h := make(http.Header)
 	env, getenv := o.APIKeyEnv, o.Getenv
 	if env == "" {

@@ -51,7 +51,7 @@ func vllmLike(t *testing.T, models []string, notFound int, completions *atomic.I
 }
 
 func TestPreflight(t *testing.T) {
-	noKey := client.ClientOptions{Getenv: func(string) string { return "" }}
+	noKey := client.Options{Getenv: func(string) string { return "" }}
 	tests := []struct {
 		name      string
 		models    []string // nil: no /v1/models
@@ -114,7 +114,7 @@ func TestPreflightAuth(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	check := func(key string) ([]string, error) {
-		opts := client.ClientOptions{Getenv: func(string) string { return key }}
+		opts := client.Options{Getenv: func(string) string { return key }}
 		return Preflight(context.Background(), PreflightConfig{Targets: []string{srv.URL + "/v1"}, Model: "m", Chat: true, Client: opts})
 	}
 	_, err := check("bad")

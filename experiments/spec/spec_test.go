@@ -122,20 +122,20 @@ func TestWorkloadConfigs(t *testing.T) {
 	tests := []struct {
 		name   string
 		w      Workload
-		check  func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool
+		check  func(wc workload.Config, ac workload.ArrivalConfig) bool
 		errHas string
 	}{
 		{"preset with user rate", Workload{Preset: "chat", Rate: 20, Duration: Duration(time.Minute)},
-			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
+			func(wc workload.Config, ac workload.ArrivalConfig) bool {
 				return wc.Name == "chat" && ac.Rate == 20 && ac.Arrival == workload.ArrivalPoisson && ac.Duration == time.Minute && !wc.InputTokens.IsZero()
 			}, ""},
 		{"user shape replaces the preset's", Workload{Preset: "batch", Rate: 3, Duration: Duration(time.Minute)},
-			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
+			func(wc workload.Config, ac workload.ArrivalConfig) bool {
 				return ac.Concurrency == 0 && ac.Rate == 3 && wc.IgnoreEOS
 			}, ""},
 		{"no preset", Workload{Concurrency: 4, Requests: 10, InputTokens: Dist(workload.FixedDist(100)), ThinkTime: DurationDist(workload.FixedDuration(time.Second)),
 			Stages: nil},
-			func(wc workload.WorkloadConfig, ac workload.ArrivalConfig) bool {
+			func(wc workload.Config, ac workload.ArrivalConfig) bool {
 				return wc.Name == "custom" && ac.Mode() == workload.ModeClosed && ac.ThinkTime.A == time.Second
 			}, ""},
 		{"stages and ramp", Workload{Preset: "chat", Stages: []Stage{{Duration: Duration(time.Second), Target: 3}}, Ramp: &Ramp{From: 1, To: 2}, Duration: Duration(time.Minute)},

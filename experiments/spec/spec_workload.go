@@ -71,7 +71,7 @@ func (w Workload) GraceOrDefault() time.Duration {
 }
 
 // ClientTimeouts sets the request, TTFT and idle timeouts of o from the workload.
-func (w Workload) ClientTimeouts(o *client.ClientOptions) {
+func (w Workload) ClientTimeouts(o *client.Options) {
 	o.RequestTimeout, o.TTFTTimeout, o.IdleTimeout = w.Timeout.D(), w.TTFTTimeout.D(), w.IdleTimeout.D()
 }
 
@@ -128,9 +128,9 @@ type Stage struct {
 // keys set here on top, then llm's defaults. It returns every problem of the
 // result, joined, naming the flags involved (--max-in-flight for the key
 // max_in_flight); the configs are returned even then.
-func (w Workload) Configs() (workload.WorkloadConfig, workload.ArrivalConfig, error) {
+func (w Workload) Configs() (workload.Config, workload.ArrivalConfig, error) {
 	var (
-		wc   workload.WorkloadConfig
+		wc   workload.Config
 		ac   workload.ArrivalConfig
 		errs []error
 	)
@@ -159,8 +159,8 @@ func (w Workload) Configs() (workload.WorkloadConfig, workload.ArrivalConfig, er
 
 // user returns the keys set here as llm configs, without preset or
 // defaults.
-func (w Workload) user() (workload.WorkloadConfig, workload.ArrivalConfig) {
-	wc := workload.WorkloadConfig{
+func (w Workload) user() (workload.Config, workload.ArrivalConfig) {
+	wc := workload.Config{
 		Name:              w.Class,
 		API:               workload.APIKind(w.API),
 		InputTokens:       workload.Dist(w.inputTokens()),

@@ -18,7 +18,7 @@
 //		Warn:           func(err error) { fmt.Fprintln(stderr, "warning:", err) },
 //	})
 //	// print obs.MetricsURL() when it is not empty
-//	eng, _ := engine.NewEngine(engine.EngineConfig{..., Observe: obs.Observe})
+//	eng, _ := engine.New(engine.Config{..., Observe: obs.Observe})
 //	// the runner: obs.FaultActive(name, type, true) after Inject and
 //	// obs.FaultActive(name, type, false) after Undo
 //	stats, _ := eng.Run(ctx)
@@ -76,5 +76,5 @@
 // Observe, SetInFlight, FaultActive, ThresholdOK, SetThresholds,
 // SetLiveThresholds, Samples and ServerSeries are safe for concurrent use
 // and may be called after Close (they then change nothing anyone reads).
-// Observe does not keep its Result, as engine.EngineConfig.Observe requires.
+// Observe does not keep its Result, as engine.Config.Observe requires.
 package observe

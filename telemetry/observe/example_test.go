@@ -13,7 +13,7 @@ import (
 )
 
 // A run starts its observers, hands each Result to Observe (through
-// engine.EngineConfig.Observe) and closes them at the end; here only the live
+// engine.Config.Observe) and closes them at the end; here only the live
 // endpoint is on, on a port the kernel picks.
 func ExampleStart() {
 	obs, err := observe.Start(context.Background(), observe.Options{MetricsListen: "127.0.0.1:0", Run: "r1"})

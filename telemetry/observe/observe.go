@@ -323,7 +323,7 @@ func (o *Observers) MetricsURL() string {
 
 // Observe records one Result in the live series and as a span. It is
 // cheap, safe for concurrent use and does not keep res: it fits
-// engine.EngineConfig.Observe.
+// engine.Config.Observe.
 func (o *Observers) Observe(res *recording.Result) {
 	if o.exporter != nil {
 		o.exporter.Observe(res)
@@ -334,7 +334,7 @@ func (o *Observers) Observe(res *recording.Result) {
 }
 
 // Scheduled counts one request the schedule made due
-// (llmchaos_requests_scheduled_total): it fits engine.EngineConfig.Scheduled.
+// (llmchaos_requests_scheduled_total): it fits engine.Config.Scheduled.
 func (o *Observers) Scheduled(tags *recording.Tags) {
 	if o.exporter != nil {
 		o.exporter.Scheduled(tags)

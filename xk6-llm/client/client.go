@@ -23,7 +23,7 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
-// Client defaults, applied by ClientOptions.withDefaults.
+// Client defaults, applied by Options.withDefaults.
 const (
 	// DefaultAPIKeyEnv is the environment variable the API key is read from.
 	DefaultAPIKeyEnv = "OPENAI_API_KEY"
@@ -63,11 +63,11 @@ var (
 // timeout failure, never as cancelled.
 var ErrRunEnded = errors.New("unfinished when the run ended (grace expired)")
 
-// ClientOptions configures a Client. The zero value is usable: each field
-// documents its default, applied by NewClient.
-type ClientOptions struct {
+// Options configures a Client. The zero value is usable: each field
+// documents its default, applied by New.
+type Options struct {
 	// Clock is the run's clock; every Result time is an offset on it.
-	// Default: a new clock started by NewClient.
+	// Default: a new clock started by New.
 	Clock *recording.RunClock
 
 	// Concurrency is the most requests the engine keeps in flight. It sizes
@@ -120,7 +120,7 @@ type ClientOptions struct {
 }
 
 // withDefaults returns o with every unset field set to its default.
-func (o ClientOptions) withDefaults() ClientOptions {
+func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = recording.NewRunClock()
 	}
@@ -143,7 +143,7 @@ func (o ClientOptions) withDefaults() ClientOptions {
 }
 
 // validate reports every problem with o at once.
-func (o ClientOptions) validate() error {
+func (o Options) validate() error {
 	var errs []error
 	if o.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency %d: must be positive", o.Concurrency))
@@ -194,16 +194,16 @@ type Client struct {
 	host    string          // Host override from the custom headers
 	secrets []string        // strings scrubbed from error texts
 	idTag   string          // seed-derived part of generated request ids
-	opts    ClientOptions
+	opts    Options
 	streams sync.Pool // *streamState
 
 	statReads atomic.Int64 // body reads that returned data (benchmarks report tokens per read)
 }
 
-// NewClient returns a Client for opts, with a transport tuned for load:
+// New returns a Client for opts, with a transport tuned for load:
 // a keep-alive pool sized to opts.Concurrency, HTTP/1.1 unless HTTP2 is
 // asked for, no compression, no proxy from the environment.
-func NewClient(opts ClientOptions) (*Client, error) {
+func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("client options: %w", err)
 	}

@@ -63,7 +63,7 @@ func BenchmarkClientCPUPerMillionTokens(b *testing.B) {
 				var reads func() int64
 				header := http.Header{"X-Bench-ITL": {cc.itl.String()}}
 				if impl == "llm" {
-					c, err := NewClient(ClientOptions{Concurrency: cc.streams, Headers: header, Getenv: func(string) string { return "" }})
+					c, err := New(Options{Concurrency: cc.streams, Headers: header, Getenv: func(string) string { return "" }})
 					if err != nil {
 						b.Fatal(err)
 					}

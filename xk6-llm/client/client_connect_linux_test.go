@@ -74,7 +74,7 @@ func TestClientConnectInTTFT(t *testing.T) {
 		}
 	})
 
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	res.Scheduled = c.Clock().Now()
 	c.Do(context.Background(), "http://"+addr+"/v1", chatRequest(), &res)
@@ -92,7 +92,7 @@ func TestClientConnectInTTFT(t *testing.T) {
 	if lag := res.SendLag(); lag > 50*time.Millisecond {
 		t.Errorf("send_lag %v, want the connect wait out of it (connect %v)", lag, res.Connect)
 	}
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	rec.Record(&res)
 	if d := rec.Finish(res.End).Distribution(recording.MetricConnect, recording.TagFilter{}); d.Count != 1 || d.Max < acceptAfter.Microseconds() {
 		t.Errorf("connect distribution %+v, want the one stuck connect (µs)", d)

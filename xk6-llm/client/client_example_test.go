@@ -29,7 +29,7 @@ func ExampleClient_Do() {
 	}))
 	defer srv.Close()
 
-	c, err := NewClient(ClientOptions{Concurrency: 8, Getenv: func(string) string { return "" }})
+	c, err := New(Options{Concurrency: 8, Getenv: func(string) string { return "" }})
 	if err != nil {
 		panic(err)
 	}

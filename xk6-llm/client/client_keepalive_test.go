@@ -107,7 +107,7 @@ func sendSequential(c *Client, url string, n int) []recording.Result {
 
 func TestClientKeepAliveCloseAfterStream(t *testing.T) {
 	srv := startRawServer(t, closeAfterStream(50*time.Millisecond))
-	c := newTestClient(t, ClientOptions{Concurrency: 4})
+	c := newTestClient(t, Options{Concurrency: 4})
 	const n = 30
 	var reconnects int
 	for i, res := range sendSequential(c, srv.url, n) {
@@ -128,7 +128,7 @@ func TestClientKeepAliveCloseAfterStream(t *testing.T) {
 		t.Errorf("%d reconnects in %d requests, want the race hit at least %d times", reconnects, n, n/4)
 	}
 	// The recorder counts them per endpoint, apart from errors.
-	rec := recording.NewRecorder(recording.RecorderOptions{})
+	rec := recording.NewRecorder(recording.Options{})
 	for _, res := range sendSequential(c, srv.url, 10) {
 		rec.Record(&res)
 	}
@@ -180,7 +180,7 @@ func TestClientLostConnectionErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startRawServer(t, tt.handle)
-			c := newTestClient(t, ClientOptions{})
+			c := newTestClient(t, Options{})
 			got := sendSequential(c, srv.url, tt.requests)
 			for i, res := range got[tt.requests-tt.wantFailed:] {
 				if res.Outcome != recording.OutcomeFailed || res.Class != recording.ClassReset {
@@ -200,7 +200,7 @@ func TestClientHonoursConnectionClose(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // the server closes late; the client must not wait for it
 		}
 	})
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	const n = 5
 	for i, res := range sendSequential(c, srv.url, n) {
 		if res.Outcome != recording.OutcomeOK || res.Reconnects != 0 {

@@ -29,9 +29,9 @@ func TestClientWaitForConnectionInTTFT(t *testing.T) {
 		writeSSE(w, roleChunk, contentChunk("a"), finishChunk("stop"), "[DONE]")
 	}))
 	defer srv.Close()
-	// Concurrency 1 allows 9 connections (see NewClient): the tenth
+	// Concurrency 1 allows 9 connections (see New): the tenth
 	// request waits for one of them.
-	c := newTestClient(t, ClientOptions{Concurrency: 1})
+	c := newTestClient(t, Options{Concurrency: 1})
 	const n = 10
 	res := make([]recording.Result, n)
 	start := c.Clock().Now()

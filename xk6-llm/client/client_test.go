@@ -74,12 +74,12 @@ func srvBlock(r *http.Request) {
 	<-r.Context().Done()
 }
 
-func newTestClient(t *testing.T, opts ClientOptions) *Client {
+func newTestClient(t *testing.T, opts Options) *Client {
 	t.Helper()
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
 	}
-	c, err := NewClient(opts)
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestClientStreamChat(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	c := newTestClient(t, ClientOptions{Clock: clock})
+	c := newTestClient(t, Options{Clock: clock})
 	res := recording.Result{Seq: 1, Scheduled: clock.Now()}
 	content := c.DoContent(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 
@@ -202,7 +202,7 @@ func TestClientFirstTokenKinds(t *testing.T) {
 		{"empty tool_calls first", chatChunk(`{"content":null,"tool_calls":[]}`), contentChunk("b"), 1, true},
 	}
 	clock := recording.NewRunClock()
-	c := newTestClient(t, ClientOptions{Clock: clock})
+	c := newTestClient(t, Options{Clock: clock})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var firstSent, secondSent atomic.Int64
@@ -253,7 +253,7 @@ func TestClientITLExcludesTTFT(t *testing.T) {
 		writeSSE(w, finishChunk("length"), "[DONE]")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 	if res.Outcome != recording.OutcomeOK {
@@ -283,7 +283,7 @@ func TestClientUsageAbsent(t *testing.T) {
 		writeSSE(w, roleChunk, contentChunk("a"), contentChunk(" b"), contentChunk(" c"), finishChunk("stop"), "[DONE]")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 	if res.Outcome != recording.OutcomeOK {
@@ -337,7 +337,7 @@ func TestClientErrorClasses(t *testing.T) {
 		name       string
 		handler    http.HandlerFunc // nil: use url
 		url        func() string
-		opts       ClientOptions
+		opts       Options
 		ctxTimeout time.Duration
 		wantClass  recording.ErrorClass
 		wantStatus int
@@ -364,7 +364,7 @@ func TestClientErrorClasses(t *testing.T) {
 			sseHeader(w)
 			writeSSE(w, contentChunk("a"), "this is not json", "[DONE]")
 		}, wantClass: recording.ClassProtocol, wantErr: "malformed chunk", wantChunks: 1},
-		{name: "line over the limit", opts: ClientOptions{MaxLineBytes: 1 << 10}, handler: func(w http.ResponseWriter, r *http.Request) {
+		{name: "line over the limit", opts: Options{MaxLineBytes: 1 << 10}, handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			writeSSE(w, contentChunk(strings.Repeat("x", 2<<10)), "[DONE]")
 		}, wantClass: recording.ClassProtocol, wantErr: "longer than the limit"},
@@ -380,15 +380,15 @@ func TestClientErrorClasses(t *testing.T) {
 			sseHeader(w)
 			writeSSE(w, `{"object":"error","message":"engine dead","type":"ServiceUnavailableError","code":503}`, "[DONE]")
 		}, wantClass: recording.ClassHTTP5xx, wantErr: "engine dead"},
-		{name: "request timeout", opts: ClientOptions{RequestTimeout: 200 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
+		{name: "request timeout", opts: Options{RequestTimeout: 200 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			writeSSE(w, contentChunk("a"))
 			srvBlock(r)
 		}, wantClass: recording.ClassTimeout, wantErr: "request timeout", wantChunks: 1},
-		{name: "idle timeout before headers", opts: ClientOptions{IdleTimeout: 50 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
+		{name: "idle timeout before headers", opts: Options{IdleTimeout: 50 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
 			srvBlock(r)
 		}, wantClass: recording.ClassTimeout, wantErr: "idle timeout"},
-		{name: "idle timeout mid-stream", opts: ClientOptions{IdleTimeout: 150 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
+		{name: "idle timeout mid-stream", opts: Options{IdleTimeout: 150 * time.Millisecond}, handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			for i := range 10 { // busy for 10×20ms: longer than the idle timeout in all
 				writeSSE(w, contentChunk(fmt.Sprint(i)))
@@ -473,7 +473,7 @@ func TestClientFinishWithoutDone(t *testing.T) {
 		writeSSE(w, contentChunk("a"), finishChunk("stop"), usageChunk(1, 1))
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 	if res.Outcome != recording.OutcomeOK || !res.UsageReported {
@@ -506,7 +506,7 @@ func TestClientCancellation(t *testing.T) {
 	}))
 	defer srv.Close()
 	clock := recording.NewRunClock()
-	c := newTestClient(t, ClientOptions{Clock: clock})
+	c := newTestClient(t, Options{Clock: clock})
 
 	t.Run("after k tokens", func(t *testing.T) {
 		for _, k := range []int{1, 3, 10} {
@@ -587,7 +587,7 @@ func TestClientHeadersKeyAndRequestID(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := map[string]string{"MY_KEY": key}
-	opts := ClientOptions{
+	opts := Options{
 		APIKeyEnv: "MY_KEY",
 		Getenv:    func(k string) string { return env[k] },
 		Headers:   http.Header{"X-Tenant": {"team-a"}, "X-Tenant-Token": {secretHeader}},
@@ -666,7 +666,7 @@ func TestClientNonStreaming(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}))
 			defer srv.Close()
-			c := newTestClient(t, ClientOptions{})
+			c := newTestClient(t, Options{})
 			req := &workload.Request{Chat: tt.chat, Model: "m", Prompt: "p", Stream: tt.stream, Messages: []workload.Message{{Role: "user", Content: "q"}}}
 			var res recording.Result
 			text := c.DoContent(context.Background(), srv.URL+"/v1/", req, &res)
@@ -718,7 +718,7 @@ func TestClientCompletionsStream(t *testing.T) {
 		writeSSE(w, `{"id":"c","object":"text_completion","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, "[DONE]")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	text := c.DoContent(context.Background(), srv.URL+"/v1", &workload.Request{Model: "m", Prompt: "count", Stream: true, MaxTokens: 2}, &res)
 	if res.Outcome != recording.OutcomeOK || text != "one two" || res.ContentChunks != 2 || res.FinishReason != "length" || res.OutputTokens != 2 {
@@ -759,7 +759,7 @@ func TestClientProtocolsAndKeepAlive(t *testing.T) {
 			}
 			srv.Start()
 			defer srv.Close()
-			c := newTestClient(t, ClientOptions{HTTP2: tt.http2})
+			c := newTestClient(t, Options{HTTP2: tt.http2})
 			for i := range 3 {
 				var res recording.Result
 				c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
@@ -789,7 +789,7 @@ func TestClient16MiBChunk(t *testing.T) {
 		writeSSE(w, contentChunk(big), finishChunk("stop"), "[DONE]")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 	if res.Outcome != recording.OutcomeOK || res.OutputChars != len(big) || res.ContentChunks != 1 {
@@ -806,7 +806,7 @@ func TestClientRepetition(t *testing.T) {
 		writeSSE(w, finishChunk("length"), "[DONE]")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
 	// 4 × "I am stuck in a loop" = 24 words → 21 4-grams, the last 15 repeats.
@@ -815,13 +815,13 @@ func TestClientRepetition(t *testing.T) {
 	}
 }
 
-func TestClientOptionsValidate(t *testing.T) {
-	_, err := NewClient(ClientOptions{
+func TestOptionsValidate(t *testing.T) {
+	_, err := New(Options{
 		Concurrency: -1, RequestTimeout: -time.Second, MaxLineBytes: -1,
 		Headers: http.Header{"Bad Name": {"v"}, "X-Ok": {"a\r\nInjected: 1"}},
 	})
 	if err == nil {
-		t.Fatal("NewClient accepted invalid options")
+		t.Fatal("New accepted invalid options")
 	}
 	for _, want := range []string{"concurrency", "request timeout", "max line bytes", `"Bad Name"`, `"X-Ok"`} {
 		if !strings.Contains(err.Error(), want) {
@@ -874,7 +874,7 @@ func TestClientAllocsPerToken(t *testing.T) {
 		_, _ = w.Write(tail)
 	}))
 	defer srv.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	req := chatRequest()
 	req.MaxTokens = tokens
 	var res recording.Result
@@ -910,7 +910,7 @@ func TestClientEndpointTagRedacted(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := newTestClient(t, ClientOptions{})
+	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), "http://u:hunter2@"+addr+"/v1", chatRequest(), &res)
 	if strings.Contains(res.Tags.Endpoint, "hunter2") || strings.Contains(res.Err, "hunter2") || res.Tags.Endpoint == "" {

@@ -19,9 +19,9 @@ import (
 const (
 	// DefaultGrace is how long in-flight requests may run on after the
 	// schedule has ended before they are cancelled (k6's gracefulStop).
-	// It is the CLI's default; EngineConfig.Grace 0 means no grace.
+	// It is the CLI's default; Config.Grace 0 means no grace.
 	DefaultGrace = 30 * time.Second
-	// DefaultPacerLead is the pacer's Lead when EngineConfig.Pacer is the
+	// DefaultPacerLead is the pacer's Lead when Config.Pacer is the
 	// zero value: each arrival reaches an idle worker a millisecond early
 	// and the worker sleeps the rest precisely itself (see FireFunc).
 	DefaultPacerLead = time.Millisecond
@@ -36,7 +36,7 @@ const (
 	// SeedStreamWorkload draws the sessions of an open-loop schedule, in
 	// schedule order.
 	SeedStreamWorkload uint64 = 2
-	// SeedStreamWorkloadSetup is the rng NewWorkload takes (shared
+	// SeedStreamWorkloadSetup is the rng workload.New takes (shared
 	// prefixes, prompt corpus, dataset order); the engine does not use it,
 	// its callers do.
 	SeedStreamWorkloadSetup uint64 = 3
@@ -49,10 +49,10 @@ const (
 // released so that one long answer does not pin its buffer for the run.
 const maxPooledITL = 4096
 
-// EngineConfig is what an Engine runs: where to send, what to send, on what
-// schedule, and where the Results go. NewEngine validates it (every problem
+// Config is what an Engine runs: where to send, what to send, on what
+// schedule, and where the Results go. New validates it (every problem
 // at once) and fills nothing but the documented defaults.
-type EngineConfig struct {
+type Config struct {
 	// Targets are the base URLs requests go to (e.g.
 	// "http://127.0.0.1:8000/v1"). Sessions are spread over them
 	// round-robin, in schedule order; the turns of one session stay on its
@@ -161,15 +161,15 @@ type RunStats struct {
 // Every goroutine the engine starts is waited for before Run returns.
 // An Engine runs once.
 type Engine struct {
-	cfg     EngineConfig
+	cfg     Config
 	arr     workload.Arrivals // nil for a closed loop
 	targets []string          // redacted, for Tags.Endpoint
 	ran     atomic.Bool
 }
 
-// NewEngine checks cfg and prepares the schedule (a trace file is read
+// New checks cfg and prepares the schedule (a trace file is read
 // now). Every problem is reported at once.
-func NewEngine(cfg EngineConfig) (*Engine, error) {
+func New(cfg Config) (*Engine, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(cfg.Targets) == 0 {
@@ -263,7 +263,7 @@ func (e *Engine) Run(ctx context.Context) (RunStats, error) {
 // run is the state of one Engine.Run.
 type run struct {
 	e      *Engine
-	cfg    *EngineConfig
+	cfg    *Config
 	clock  *recording.RunClock
 	pacer  *Pacer
 	client *client.Client
@@ -623,7 +623,7 @@ func (r *run) newResult(seq, session uint64, turn int, at time.Duration, endpoin
 }
 
 // noteScheduled counts a request the schedule made due at at and tells
-// EngineConfig.Scheduled.
+// Config.Scheduled.
 func (r *run) noteScheduled(at time.Duration, endpoint int, s *workload.Session) {
 	r.scheduled.Add(1)
 	if r.cfg.Scheduled == nil {

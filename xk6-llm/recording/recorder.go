@@ -44,9 +44,9 @@ func (s SLO) Met(res *Result) bool {
 	return true
 }
 
-// RecorderOptions configures a Recorder. The zero value records without
+// Options configures a Recorder. The zero value records without
 // SLOs and without per-request output.
-type RecorderOptions struct {
+type Options struct {
 	// SLO enables goodput counting.
 	SLO SLO
 	// SaveRequests, when set, receives one JSON line per Result
@@ -97,7 +97,7 @@ type Recorder struct {
 }
 
 // NewRecorder returns an empty Recorder.
-func NewRecorder(opts RecorderOptions) *Recorder {
+func NewRecorder(opts Options) *Recorder {
 	return &Recorder{
 		slo:       opts.SLO,
 		ignoreEOS: opts.IgnoreEOS,
@@ -109,7 +109,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 }
 
 // AddSample adds value v of the custom metric name (registered in
-// RecorderOptions.Metrics) under tags: a trend records it in its
+// Options.Metrics) under tags: a trend records it in its
 // histogram, a rate counts a pass when v is non-zero, a counter adds v and
 // a gauge keeps it as its last value. Built-in metrics are recorded from
 // Results and are refused here, as is an unregistered name. Safe for

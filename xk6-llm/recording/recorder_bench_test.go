@@ -48,7 +48,7 @@ func BenchmarkRecord(b *testing.B) {
 			const n = 50_000
 			res := benchResults(n, 1000, gaps, 7)
 			for range b.N {
-				r := NewRecorder(RecorderOptions{SLO: SLO{TTFT: 500 * time.Millisecond, TPOT: 50 * time.Millisecond}})
+				r := NewRecorder(Options{SLO: SLO{TTFT: 500 * time.Millisecond, TPOT: 50 * time.Millisecond}})
 				for _, x := range res[:1000] { // warm up: histograms and first rows
 					r.Record(x)
 				}
@@ -79,7 +79,7 @@ func BenchmarkRecordParallel(b *testing.B) {
 	const n, workers = 64_000, 16
 	res := benchResults(n, 1000, 64, 9)
 	for range b.N {
-		r := NewRecorder(RecorderOptions{})
+		r := NewRecorder(Options{})
 		start := time.Now()
 		cpu, ok := processCPU(func() {
 			// Workers take results in order, as results of a run arrive in
@@ -122,7 +122,7 @@ func BenchmarkSeriesMemoryPerHour(b *testing.B) {
 	const warm, hour = 10 * 60 * rate, 60 * 60 * rate
 	res := benchResults(1000, rate, gaps, 11)
 	for range b.N {
-		r := NewRecorder(RecorderOptions{})
+		r := NewRecorder(Options{})
 		var tmp Result
 		record := func(i int) {
 			tmp = *res[i%len(res)]
@@ -160,7 +160,7 @@ func BenchmarkSeriesMemoryPerHour(b *testing.B) {
 // a 10-second window merge over a busy series.
 func BenchmarkSnapshot(b *testing.B) {
 	res := benchResults(20_000, 1000, 64, 13)
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	for _, x := range res {
 		r.Record(x)
 	}

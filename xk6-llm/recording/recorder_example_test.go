@@ -10,7 +10,7 @@ import (
 // The engine reports each request's start and end to the recorder and
 // hands it one Result per scheduled request; Finish summarises the run.
 func ExampleRecorder() {
-	rec := recording.NewRecorder(recording.RecorderOptions{SLO: recording.SLO{TTFT: 250 * time.Millisecond}})
+	rec := recording.NewRecorder(recording.Options{SLO: recording.SLO{TTFT: 250 * time.Millisecond}})
 	for i := range 8 {
 		phase := "baseline"
 		if i >= 4 {

@@ -15,7 +15,7 @@ import (
 func TestRequestWriterLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewRequestWriter(&buf)
-	r := NewRecorder(RecorderOptions{SaveRequests: w})
+	r := NewRecorder(Options{SaveRequests: w})
 	ok := recRes(Tags{Phase: "fault", Fault: "kill", Class: "chat", Endpoint: "http://127.0.0.1:8000/v1"},
 		time.Second, 50_000, 250_000, 5, 40_000, 50_000, 60_000, 50_000)
 	ok.Seq, ok.RequestID, ok.Session, ok.Turn = 7, "req-7", 3, 1

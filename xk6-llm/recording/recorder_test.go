@@ -36,7 +36,7 @@ func recFailed(tags Tags, sent time.Duration, cl ErrorClass, st int) *Result {
 }
 
 func TestRecorderExactDistributions(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	base := time.Second
 	for i := range 10 {
 		sent := base + time.Duration(i)*10*time.Millisecond
@@ -96,7 +96,7 @@ func TestRecorderExactDistributions(t *testing.T) {
 
 func TestRecorderMillisecondPrecision(t *testing.T) {
 	// Above 2048 µs HDR keeps 3 significant digits: 50 ms reads back within 0.1%.
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	for i := range 100 {
 		r.Record(recRes(Tags{}, time.Second, 50_000+int64(i), 5_000_000, 100))
 	}
@@ -113,7 +113,7 @@ func TestRecorderMillisecondPrecision(t *testing.T) {
 }
 
 func TestRecorderClampsOutOfRange(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	res := recRes(Tags{}, time.Second, 2*3600*1_000_000, 3*3600*1_000_000, 2, math.MaxUint32)
 	res.Scheduled = 2 * time.Second // sent before scheduled: negative lag counts as 0
 	res.Dequeued = 2 * time.Second
@@ -136,7 +136,7 @@ func TestRecorderTagSubsets(t *testing.T) {
 	base := Tags{Phase: "baseline", Class: "chat", Endpoint: "http://127.0.0.1:1/v1"}
 	fchat := Tags{Phase: "fault", Fault: "kill", Class: "chat", Endpoint: "http://127.0.0.1:1/v1"}
 	fbatch := Tags{Phase: "fault", Fault: "kill", Class: "batch", Endpoint: "http://127.0.0.1:1/v1"}
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	for i, x := range []struct {
 		tags Tags
 		ttft int64
@@ -193,7 +193,7 @@ func TestRecorderTagSubsets(t *testing.T) {
 }
 
 func TestRecorderRates(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	at := time.Second
 	a := recRes(Tags{}, at, 100, 1000, 10)
 	a.FinishReason, a.NgramsTotal, a.NgramsRepeated = "length", 8, 2
@@ -274,7 +274,7 @@ func TestRecorderRates(t *testing.T) {
 }
 
 func TestRecorderUnknownOutcomeAndClassAreVisible(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	r.Record(&Result{Scheduled: time.Second, Sent: time.Second, End: 2 * time.Second}) // Outcome 0: engine bug
 	r.Record(&Result{Scheduled: time.Second, Sent: time.Second, End: 2 * time.Second, Outcome: OutcomeFailed})
 	c := r.Counts(TagFilter{})
@@ -298,7 +298,7 @@ func TestRecorderGoodput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewRecorder(RecorderOptions{SLO: tt.slo})
+			r := NewRecorder(Options{SLO: tt.slo})
 			at := time.Second
 			r.Record(recRes(Tags{}, at, 400_000, 1_570_000, 30)) // tpot 40 ms
 			r.Record(recRes(Tags{}, at, 600_000, 1_600_000, 30)) // ttft 600 ms
@@ -323,7 +323,7 @@ func TestRecorderGoodput(t *testing.T) {
 }
 
 func TestRecorderAccounting(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	outcomes := []Outcome{OutcomeOK, OutcomeOK, OutcomeOK, OutcomeFailed, OutcomeCancelled}
 	for i, o := range outcomes {
 		at := time.Duration(i) * 100 * time.Millisecond
@@ -356,7 +356,7 @@ func TestRecorderAccounting(t *testing.T) {
 }
 
 func TestRecorderInFlight(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	ms := time.Millisecond
 	r.RequestStarted(500 * ms)
 	r.RequestStarted(1000 * ms)
@@ -385,7 +385,7 @@ func TestRecorderInFlight(t *testing.T) {
 }
 
 func TestRecorderSnapshot(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	for i := range 40 {
 		sent := time.Duration(i) * 100 * time.Millisecond // 10 per second over 4 s
 		r.RequestStarted(sent)
@@ -410,7 +410,7 @@ func TestRecorderSnapshot(t *testing.T) {
 }
 
 func TestRecorderConcurrentUse(t *testing.T) {
-	r := NewRecorder(RecorderOptions{SLO: SLO{TTFT: time.Second}})
+	r := NewRecorder(Options{SLO: SLO{TTFT: time.Second}})
 	const workers, each = 8, 2000
 	tags := []Tags{{Class: "a"}, {Class: "b"}, {Phase: "fault", Class: "a"}}
 	var wg sync.WaitGroup
@@ -466,7 +466,7 @@ func TestRecorderConcurrentUse(t *testing.T) {
 }
 
 func TestRecordDoesNotAllocate(t *testing.T) {
-	r := NewRecorder(RecorderOptions{SLO: SLO{TTFT: time.Second}})
+	r := NewRecorder(Options{SLO: SLO{TTFT: time.Second}})
 	res := recRes(Tags{Phase: "baseline", Class: "chat"}, time.Second, 200_000, 3_000_000, 64, make([]uint32, 63)...)
 	r.Record(res) // warm up: histograms of the tuple
 	if n := testing.AllocsPerRun(1000, func() { r.Record(res) }); n != 0 {
@@ -475,7 +475,7 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 }
 
 func TestSummaryIsASnapshot(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	r.Record(recRes(Tags{}, time.Second, 100, 1000, 3))
 	sum := r.Finish(2 * time.Second)
 	r.Record(recRes(Tags{}, time.Second, 100, 1000, 3)) // straggler after Finish: late path

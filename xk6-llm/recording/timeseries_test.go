@@ -10,7 +10,7 @@ import (
 )
 
 func TestSeriesAttributesToEndSecond(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	// Sent in second 0, ends in second 2.
 	r.Record(recRes(Tags{}, 900*time.Millisecond, 1000, 1_200_000, 3))
 	// Dropped without an End: the second it was scheduled in.
@@ -41,7 +41,7 @@ func TestSeriesAttributesToEndSecond(t *testing.T) {
 }
 
 func TestSeriesWindowPercentiles(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	// Second s holds three requests with ttft 10+5s, 11+5s, 12+5s µs.
 	for s := range 10 {
 		for k := range 3 {
@@ -115,7 +115,7 @@ func TestSeriesWindowPercentiles(t *testing.T) {
 }
 
 func TestSeriesLateResultForSealedSecond(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	r.Record(recRes(Tags{}, 100*time.Millisecond, 20, 200_000, 3))
 	// Time moves on: second 0 is sealed.
 	r.Record(recRes(Tags{}, 10*time.Second, 30, 200_000, 3))
@@ -135,7 +135,7 @@ func TestSeriesLateResultForSealedSecond(t *testing.T) {
 }
 
 func TestSeriesWindowEmptyAndBounds(t *testing.T) {
-	r := NewRecorder(RecorderOptions{})
+	r := NewRecorder(Options{})
 	r.Record(recRes(Tags{}, time.Second, 20, 1000, 3))
 	sum := r.Finish(3 * time.Second)
 	for _, tt := range []struct{ from, to time.Duration }{
@@ -152,7 +152,7 @@ func TestSeriesWindowEmptyAndBounds(t *testing.T) {
 		}
 	}
 	// A partial last second counts only the part before the run end.
-	r2 := NewRecorder(RecorderOptions{})
+	r2 := NewRecorder(Options{})
 	r2.Record(recRes(Tags{}, 0, 20, 1000, 3))
 	w := r2.Finish(1500*time.Millisecond).Window(0, 2*time.Second)
 	if w.Seconds() != 1.5 || w.RequestsPerSecond() != 1/1.5 {

@@ -61,7 +61,7 @@ func ExampleParseDist() {
 func ExampleBuildRequest() {
 	// The engine's loop over a multi-turn session: build each turn's
 	// request from the history so far, send it, append the reply.
-	w, err := workload.NewWorkload(workload.WorkloadConfig{
+	w, err := workload.New(workload.Config{
 		InputTokens: workload.FixedDist(100), OutputTokens: workload.FixedDist(20), Turns: workload.FixedDist(3),
 	}.WithDefaults(), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {

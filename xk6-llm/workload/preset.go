@@ -7,13 +7,13 @@ import (
 )
 
 // Preset is a named, documented traffic class: a workload and a default
-// load shape. The user's flags go on top of both (WorkloadConfig.Overlay,
+// load shape. The user's flags go on top of both (Config.Overlay,
 // ArrivalConfig.Overlay); the run's duration or request count comes from the
 // user, never from a preset.
 type Preset struct {
 	Name        string
 	Description string
-	Workload    WorkloadConfig
+	Workload    Config
 	Arrival     ArrivalConfig
 }
 
@@ -67,7 +67,7 @@ func Presets() []Preset {
 		{
 			Name:        "chat",
 			Description: "interactive chat: Azure-trace conversation lengths (prompt ~1020, output ~129 tokens), Poisson 10 req/s",
-			Workload: WorkloadConfig{
+			Workload: Config{
 				Name:         "chat",
 				API:          APIChat,
 				InputTokens:  LognormalDist(1020, 0.8).WithMax(6144),
@@ -78,7 +78,7 @@ func Presets() []Preset {
 		{
 			Name:        "batch",
 			Description: "offline batch: ~1024-token prompts, 1024-token outputs (ignore_eos), closed loop of 64",
-			Workload: WorkloadConfig{
+			Workload: Config{
 				Name:         "batch",
 				API:          APIChat,
 				InputTokens:  NormalDist(1024, 128),
@@ -90,7 +90,7 @@ func Presets() []Preset {
 		{
 			Name:        "completion",
 			Description: "code completion: Azure-trace coding lengths (prompt ~1500, output ~13 tokens), Poisson 50 req/s, 30% cancelled as superseded",
-			Workload: WorkloadConfig{
+			Workload: Config{
 				Name:         "completion",
 				API:          APICompletions,
 				InputTokens:  LognormalDist(1500, 0.6).WithMax(6144),
@@ -103,7 +103,7 @@ func Presets() []Preset {
 		{
 			Name:        "agent",
 			Description: "tool-using agent: 3-8 turns over a 2048-token shared prefix, growing context, 2 s think time, 1 session/s",
-			Workload: WorkloadConfig{
+			Workload: Config{
 				Name:         "agent",
 				API:          APIChat,
 				InputTokens:  LognormalDist(300, 0.9).WithMax(1500),

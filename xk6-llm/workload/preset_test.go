@@ -19,8 +19,8 @@ func TestPresetsValidate(t *testing.T) {
 			if err := p.Workload.WithDefaults().Validate(); err != nil {
 				t.Errorf("workload: %v", err)
 			}
-			if _, err := NewWorkload(p.Workload.WithDefaults(), testRand(1)); err != nil {
-				t.Errorf("NewWorkload: %v", err)
+			if _, err := New(p.Workload.WithDefaults(), testRand(1)); err != nil {
+				t.Errorf("New: %v", err)
 			}
 			// A preset leaves the run's end to the user.
 			if p.Arrival.Duration != 0 || p.Arrival.Requests != 0 {
@@ -55,7 +55,7 @@ func presetSample(t *testing.T, name string, n int) []*Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWorkload(p.Workload.WithDefaults(), testRand(1))
+	w, err := New(p.Workload.WithDefaults(), testRand(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,11 @@ const (
 	APICompletions APIKind = "completions" // POST /completions with a prompt
 )
 
-// WorkloadConfig describes what a run sends, one field per flag of
+// Config describes what a run sends, one field per flag of
 // `llmchaos load`. Validate reports every problem and fills nothing;
 // WithDefaults fills the documented defaults; a preset's config is combined
 // with the user's by Overlay.
-type WorkloadConfig struct {
+type Config struct {
 	// Name is the request class tag of every result (--class; a preset
 	// sets its own name). Default "custom".
 	Name string
@@ -94,7 +94,7 @@ type WorkloadConfig struct {
 // WithDefaults returns c with the documented defaults filled in: Name
 // "custom", API chat, PrefixShare 1 when prefixes are asked for, CancelShare
 // 1 when a cancel-after is given. Fields already set are kept.
-func (c WorkloadConfig) WithDefaults() WorkloadConfig {
+func (c Config) WithDefaults() Config {
 	if c.Name == "" {
 		c.Name = "custom"
 	}
@@ -114,7 +114,7 @@ func (c WorkloadConfig) WithDefaults() WorkloadConfig {
 // each field u sets (non-zero) wins, and IgnoreEOS is on when either sets
 // it. When u names a dataset, c's synthetic lengths (InputTokens,
 // OutputTokens) are dropped first, since a dataset brings its own.
-func (c WorkloadConfig) Overlay(u WorkloadConfig) WorkloadConfig {
+func (c Config) Overlay(u Config) Config {
 	if u.Dataset != "" {
 		c.InputTokens, c.OutputTokens = Dist{}, Dist{}
 	}
@@ -169,7 +169,7 @@ func (c WorkloadConfig) Overlay(u WorkloadConfig) WorkloadConfig {
 
 // Validate reports every problem with c at once (joined), naming the flags
 // involved. It fills no defaults: call WithDefaults first.
-func (c WorkloadConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	dist := func(flag string, d Dist) {
@@ -253,10 +253,10 @@ func (c WorkloadConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewWorkload builds the workload c describes: it validates c, loads the
+// New builds the workload c describes: it validates c, loads the
 // dataset, and draws the shared prefixes, the prompt corpus and the dataset
 // order from rng (used only here; Next takes the caller's).
-func NewWorkload(c WorkloadConfig, rng *rand.Rand) (Workload, error) {
+func New(c Config, rng *rand.Rand) (Workload, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
@@ -290,7 +290,7 @@ func NewWorkload(c WorkloadConfig, rng *rand.Rand) (Workload, error) {
 
 // workload implements Workload for synthetic prompts and datasets.
 type workload struct {
-	cfg      WorkloadConfig
+	cfg      Config
 	builder  *PromptBuilder
 	prefixes []string
 

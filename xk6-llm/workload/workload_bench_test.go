@@ -9,7 +9,7 @@ import "testing"
 func BenchmarkWorkloadNext(b *testing.B) {
 	for _, p := range Presets() {
 		b.Run(p.Name, func(b *testing.B) {
-			w, err := NewWorkload(p.Workload.WithDefaults(), testRand(1))
+			w, err := New(p.Workload.WithDefaults(), testRand(1))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -27,9 +27,9 @@ func BenchmarkWorkloadNext(b *testing.B) {
 	}
 }
 
-// BenchmarkNewWorkload measures building a workload (prompt corpus and
+// BenchmarkNew measures building a workload (prompt corpus and
 // shared prefixes), paid once per run.
-func BenchmarkNewWorkload(b *testing.B) {
+func BenchmarkNew(b *testing.B) {
 	p, err := LookupPreset("agent")
 	if err != nil {
 		b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkNewWorkload(b *testing.B) {
 	cfg := p.Workload.WithDefaults()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := NewWorkload(cfg, testRand(1)); err != nil {
+		if _, err := New(cfg, testRand(1)); err != nil {
 			b.Fatal(err)
 		}
 	}

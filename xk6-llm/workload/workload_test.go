@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-func newTestWorkload(t *testing.T, c WorkloadConfig) Workload {
+func newTestWorkload(t *testing.T, c Config) Workload {
 	t.Helper()
-	w, err := NewWorkload(c.WithDefaults(), testRand(11))
+	w, err := New(c.WithDefaults(), testRand(11))
 	if err != nil {
-		t.Fatalf("NewWorkload: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return w
 }
@@ -21,7 +21,7 @@ func newTestWorkload(t *testing.T, c WorkloadConfig) Workload {
 func TestWorkloadSynthetic(t *testing.T) {
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
-			w := newTestWorkload(t, WorkloadConfig{Name: "x", API: api, InputTokens: FixedDist(100), OutputTokens: UniformDist(10, 20)})
+			w := newTestWorkload(t, Config{Name: "x", API: api, InputTokens: FixedDist(100), OutputTokens: UniformDist(10, 20)})
 			rng := testRand(1)
 			seen := map[string]bool{}
 			for range 1000 {
@@ -61,7 +61,7 @@ func TestWorkloadPrefixes(t *testing.T) {
 	// ±0.015 is over 4.5σ.
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
-			w := newTestWorkload(t, WorkloadConfig{API: api, InputTokens: FixedDist(100), PrefixCount: 3, PrefixTokens: 50, PrefixShare: 0.3})
+			w := newTestWorkload(t, Config{API: api, InputTokens: FixedDist(100), PrefixCount: 3, PrefixTokens: 50, PrefixShare: 0.3})
 			rng := testRand(2)
 			const n = 20_000
 			with := 0
@@ -111,7 +111,7 @@ func estimateRequest(r *Request) int {
 func TestWorkloadSessionsGrow(t *testing.T) {
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
-			w := newTestWorkload(t, WorkloadConfig{
+			w := newTestWorkload(t, Config{
 				API: api, InputTokens: UniformDist(20, 80), OutputTokens: UniformDist(5, 30),
 				PrefixCount: 1, PrefixTokens: 64, Turns: FixedDist(5), ThinkTime: FixedDuration(2 * time.Second),
 			})
@@ -142,14 +142,14 @@ func TestWorkloadSessionsGrow(t *testing.T) {
 		})
 	}
 	// A one-turn session has no think time even when one is configured.
-	w := newTestWorkload(t, WorkloadConfig{InputTokens: FixedDist(5), Turns: FixedDist(1), ThinkTime: FixedDuration(time.Second)})
+	w := newTestWorkload(t, Config{InputTokens: FixedDist(5), Turns: FixedDist(1), ThinkTime: FixedDuration(time.Second)})
 	if s := w.Next(testRand(1), Arrival{}); s.ThinkTime != 0 || len(s.Turns) != 1 {
 		t.Errorf("one-turn session = %+v, want no think time", s)
 	}
 }
 
 func TestWorkloadCancellation(t *testing.T) {
-	w := newTestWorkload(t, WorkloadConfig{
+	w := newTestWorkload(t, Config{
 		InputTokens: FixedDist(10), OutputTokens: FixedDist(50),
 		CancelShare: 0.25, CancelAfterTokens: UniformDist(1, 5), CancelAfter: FixedDuration(300 * time.Millisecond),
 	})
@@ -178,12 +178,12 @@ func TestWorkloadCancellation(t *testing.T) {
 func TestWorkloadTraceLengths(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		cfg  WorkloadConfig
+		cfg  Config
 	}{
-		{"chat", WorkloadConfig{API: APIChat, InputTokens: FixedDist(10)}},
-		{"chat with prefix", WorkloadConfig{API: APIChat, InputTokens: FixedDist(10), PrefixCount: 2, PrefixTokens: 100}},
-		{"completions", WorkloadConfig{API: APICompletions, InputTokens: FixedDist(10), OutputTokens: FixedDist(99)}},
-		{"completions with prefix", WorkloadConfig{API: APICompletions, InputTokens: FixedDist(10), PrefixCount: 2, PrefixTokens: 100}},
+		{"chat", Config{API: APIChat, InputTokens: FixedDist(10)}},
+		{"chat with prefix", Config{API: APIChat, InputTokens: FixedDist(10), PrefixCount: 2, PrefixTokens: 100}},
+		{"completions", Config{API: APICompletions, InputTokens: FixedDist(10), OutputTokens: FixedDist(99)}},
+		{"completions with prefix", Config{API: APICompletions, InputTokens: FixedDist(10), PrefixCount: 2, PrefixTokens: 100}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newTestWorkload(t, tt.cfg)
@@ -197,7 +197,7 @@ func TestWorkloadTraceLengths(t *testing.T) {
 }
 
 func TestWorkloadDataset(t *testing.T) {
-	cfg := WorkloadConfig{Dataset: datasetPath("prompts.jsonl")}
+	cfg := Config{Dataset: datasetPath("prompts.jsonl")}
 	w := newTestWorkload(t, cfg)
 	rng := testRand(6)
 	// Each cycle visits every entry once, in a seeded order.
@@ -227,7 +227,7 @@ func TestWorkloadDataset(t *testing.T) {
 
 	// Output lengths: the dataset's, replaced by --output-tokens, replaced
 	// for the first turn by a trace's.
-	w = newTestWorkload(t, WorkloadConfig{Dataset: datasetPath("messages.jsonl")})
+	w = newTestWorkload(t, Config{Dataset: datasetPath("messages.jsonl")})
 	lengths := map[string][]int{}
 	for range 2 {
 		s := w.Next(rng, Arrival{})
@@ -245,25 +245,25 @@ func TestWorkloadDataset(t *testing.T) {
 	if !reflect.DeepEqual(lengths, want) {
 		t.Errorf("output lengths = %v, want %v", lengths, want)
 	}
-	w = newTestWorkload(t, WorkloadConfig{Dataset: datasetPath("messages.jsonl"), OutputTokens: FixedDist(7)})
+	w = newTestWorkload(t, Config{Dataset: datasetPath("messages.jsonl"), OutputTokens: FixedDist(7)})
 	s := w.Next(rng, Arrival{OutputTokens: 3})
 	if s.Turns[0].MaxTokens != 3 || (len(s.Turns) > 1 && s.Turns[1].MaxTokens != 7) {
 		t.Errorf("overridden lengths = %+v", s.Turns)
 	}
 
-	if _, err := NewWorkload(WorkloadConfig{Dataset: datasetPath("prompts.jsonl"), IgnoreEOS: true}.WithDefaults(), testRand(1)); err == nil || !strings.Contains(err.Error(), "without an output length") {
+	if _, err := New(Config{Dataset: datasetPath("prompts.jsonl"), IgnoreEOS: true}.WithDefaults(), testRand(1)); err == nil || !strings.Contains(err.Error(), "without an output length") {
 		t.Errorf("ignore_eos with a length-less dataset entry: %v", err)
 	}
-	if _, err := NewWorkload(WorkloadConfig{Dataset: datasetPath("bad_lines.jsonl")}.WithDefaults(), testRand(1)); err == nil || !strings.Contains(err.Error(), "bad_lines.jsonl:3") {
+	if _, err := New(Config{Dataset: datasetPath("bad_lines.jsonl")}.WithDefaults(), testRand(1)); err == nil || !strings.Contains(err.Error(), "bad_lines.jsonl:3") {
 		t.Errorf("bad dataset: %v", err)
 	}
 }
 
 func TestWorkloadDeterministic(t *testing.T) {
-	cfg := WorkloadConfig{InputTokens: LognormalDist(200, 0.5), OutputTokens: NormalDist(50, 10), Turns: UniformDist(1, 4),
+	cfg := Config{InputTokens: LognormalDist(200, 0.5), OutputTokens: NormalDist(50, 10), Turns: UniformDist(1, 4),
 		ThinkTime: FixedDuration(time.Second), PrefixCount: 2, PrefixTokens: 30, PrefixShare: 0.5, CancelShare: 0.2, CancelAfterTokens: FixedDist(3)}
 	draw := func(buildSeed, rngSeed uint64) []*Session {
-		w, err := NewWorkload(cfg.WithDefaults(), testRand(buildSeed))
+		w, err := New(cfg.WithDefaults(), testRand(buildSeed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestWorkloadDeterministic(t *testing.T) {
 }
 
 func TestWorkloadConcurrentNext(t *testing.T) {
-	w := newTestWorkload(t, WorkloadConfig{Dataset: datasetPath("prompts.jsonl"), OutputTokens: FixedDist(5)})
+	w := newTestWorkload(t, Config{Dataset: datasetPath("prompts.jsonl"), OutputTokens: FixedDist(5)})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	counts := map[string]int{}
@@ -309,7 +309,7 @@ func TestWorkloadConcurrentNext(t *testing.T) {
 }
 
 func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
-	w := newTestWorkload(t, WorkloadConfig{InputTokens: FixedDist(5), OutputTokens: FixedDist(20), MinTokens: 50, IgnoreEOS: true})
+	w := newTestWorkload(t, Config{InputTokens: FixedDist(5), OutputTokens: FixedDist(20), MinTokens: 50, IgnoreEOS: true})
 	tu := w.Next(testRand(1), Arrival{}).Turns[0]
 	if tu.MinTokens != 20 || !tu.IgnoreEOS {
 		t.Errorf("turn = %+v, want min_tokens capped at 20 and ignore_eos", tu)
@@ -320,28 +320,28 @@ func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
 	}
 }
 
-func TestWorkloadConfigValidate(t *testing.T) {
+func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  WorkloadConfig
+		cfg  Config
 		want []string
 	}{
-		{"synthetic", WorkloadConfig{InputTokens: FixedDist(5)}, nil},
-		{"dataset", WorkloadConfig{Dataset: "d.jsonl", DatasetFormat: DatasetJSONL}, nil},
-		{"no input", WorkloadConfig{}, []string{"--input-tokens is required without --dataset"}},
-		{"input and dataset", WorkloadConfig{InputTokens: FixedDist(5), Dataset: "d"}, []string{"--input-tokens and --dataset are both set"}},
-		{"bad api", WorkloadConfig{InputTokens: FixedDist(5), API: "embeddings"}, []string{`--api "embeddings"`}},
-		{"bad dist", WorkloadConfig{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"--input-tokens uniform:9:3", "below low"}},
-		{"ignore eos unbounded", WorkloadConfig{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"--ignore-eos needs --output-tokens"}},
-		{"prefix half", WorkloadConfig{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"--prefix-count and --prefix-tokens go together"}},
-		{"prefix share", WorkloadConfig{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"--prefix-share 1.5"}},
-		{"think without turns", WorkloadConfig{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"--session-think-time needs --turns"}},
-		{"turns with dataset", WorkloadConfig{Dataset: "d", Turns: FixedDist(3)}, []string{"--turns applies to synthetic sessions"}},
-		{"cancel share without plan", WorkloadConfig{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"--cancel-share needs"}},
-		{"format without dataset", WorkloadConfig{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"--dataset-format given without --dataset"}},
+		{"synthetic", Config{InputTokens: FixedDist(5)}, nil},
+		{"dataset", Config{Dataset: "d.jsonl", DatasetFormat: DatasetJSONL}, nil},
+		{"no input", Config{}, []string{"--input-tokens is required without --dataset"}},
+		{"input and dataset", Config{InputTokens: FixedDist(5), Dataset: "d"}, []string{"--input-tokens and --dataset are both set"}},
+		{"bad api", Config{InputTokens: FixedDist(5), API: "embeddings"}, []string{`--api "embeddings"`}},
+		{"bad dist", Config{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"--input-tokens uniform:9:3", "below low"}},
+		{"ignore eos unbounded", Config{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"--ignore-eos needs --output-tokens"}},
+		{"prefix half", Config{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"--prefix-count and --prefix-tokens go together"}},
+		{"prefix share", Config{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"--prefix-share 1.5"}},
+		{"think without turns", Config{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"--session-think-time needs --turns"}},
+		{"turns with dataset", Config{Dataset: "d", Turns: FixedDist(3)}, []string{"--turns applies to synthetic sessions"}},
+		{"cancel share without plan", Config{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"--cancel-share needs"}},
+		{"format without dataset", Config{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"--dataset-format given without --dataset"}},
 		{
 			name: "every problem at once",
-			cfg:  WorkloadConfig{API: "x", MinTokens: -1, CancelShare: 2, PrefixTokens: 4},
+			cfg:  Config{API: "x", MinTokens: -1, CancelShare: 2, PrefixTokens: 4},
 			want: []string{`--api "x"`, "--input-tokens is required", "--min-tokens -1", "--cancel-share 2", "--prefix-count and --prefix-tokens go together"},
 		},
 	}
@@ -364,26 +364,26 @@ func TestWorkloadConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := (WorkloadConfig{InputTokens: FixedDist(5)}).Validate(); err == nil || !strings.Contains(err.Error(), "defaults not applied") {
+	if err := (Config{InputTokens: FixedDist(5)}).Validate(); err == nil || !strings.Contains(err.Error(), "defaults not applied") {
 		t.Errorf("Validate without defaults = %v, want the empty fields reported", err)
 	}
-	d := WorkloadConfig{PrefixCount: 2, PrefixTokens: 8, CancelAfter: FixedDuration(time.Second)}.WithDefaults()
+	d := Config{PrefixCount: 2, PrefixTokens: 8, CancelAfter: FixedDuration(time.Second)}.WithDefaults()
 	if d.Name != "custom" || d.API != APIChat || d.PrefixShare != 1 || d.CancelShare != 1 {
 		t.Errorf("WithDefaults() = %+v", d)
 	}
 }
 
-func TestWorkloadConfigOverlay(t *testing.T) {
+func TestConfigOverlay(t *testing.T) {
 	preset, err := LookupPreset("batch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := preset.Workload.Overlay(WorkloadConfig{Dataset: "d.jsonl", API: APICompletions})
-	want := WorkloadConfig{Name: "batch", API: APICompletions, IgnoreEOS: true, Dataset: "d.jsonl"}
+	got := preset.Workload.Overlay(Config{Dataset: "d.jsonl", API: APICompletions})
+	want := Config{Name: "batch", API: APICompletions, IgnoreEOS: true, Dataset: "d.jsonl"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dataset overlay = %+v, want %+v", got, want)
 	}
-	got = preset.Workload.Overlay(WorkloadConfig{OutputTokens: FixedDist(64), Name: "mine"})
+	got = preset.Workload.Overlay(Config{OutputTokens: FixedDist(64), Name: "mine"})
 	if got.OutputTokens != FixedDist(64) || got.InputTokens != preset.Workload.InputTokens || got.Name != "mine" || !got.IgnoreEOS {
 		t.Errorf("length overlay = %+v", got)
 	}
