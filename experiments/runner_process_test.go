@@ -26,18 +26,7 @@ import (
 func processLoop(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep binary: ", err)
-	}
-	b, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, fmt.Sprintf("srv-%d", os.Getpid()))
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := testutil.RenamedCopy(t, "sleep", dir, fmt.Sprintf("srv-%d", os.Getpid()))
 	pidFile := filepath.Join(dir, "server.pid")
 	script := `while :; do "$1" 600 & echo $! > "$2.tmp" && mv "$2.tmp" "$2"; wait $!; sleep 0.2; done`
 	cmd := exec.Command("bash", "-c", script, "loop", bin, pidFile)

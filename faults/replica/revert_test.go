@@ -113,18 +113,7 @@ func TestProcessStopUndoFailsWithoutSupervisor(t *testing.T) {
 func restartLoops(t *testing.T, name string, n int) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep binary: ", err)
-	}
-	b, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, name)
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := testutil.RenamedCopy(t, "sleep", dir, name)
 	pids := filepath.Join(dir, "replicas.pid")
 	script := `dir=$1; bin=$2; n=$3
 loop() { while :; do "$bin" 600 & echo $! > "$dir/p$1"; wait $!; sleep 1; done; }

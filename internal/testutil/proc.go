@@ -130,3 +130,24 @@ func (p *Proc) WaitOutput(t testing.TB, w *SyncBuffer, re *regexp.Regexp) []stri
 		}
 	}
 }
+
+// RenamedCopy copies the executable prog (looked up on PATH) into dir as
+// name and returns its path: a process of it has a name no other process
+// on the machine has, so a test can select it by executable name. The test
+// is skipped when prog is not installed.
+func RenamedCopy(t testing.TB, prog, dir, name string) string {
+	t.Helper()
+	src, err := exec.LookPath(prog)
+	if err != nil {
+		t.Skipf("no %s binary: %v", prog, err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
