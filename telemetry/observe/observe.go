@@ -515,6 +515,10 @@ func (o *Observers) Close(ctx context.Context) error {
 	return o.closeErr
 }
 
+// minLingerWait is the least lingerForScrape waits for the scrape after the
+// end when the scrapes came faster than every second (within Linger).
+const minLingerWait = 2 * time.Second
+
 // lingerForScrape keeps the endpoint up until a scrape that begins now is
 // answered (see Options.Linger), so that the final values, the thresholds'
 // verdicts above all, reach a scraper before the endpoint goes away.
@@ -528,7 +532,10 @@ func (o *Observers) lingerForScrape(ctx context.Context) {
 	}
 	wait := o.linger
 	if gap := o.server.ScrapeGap(); gap > 0 {
-		wait = min(wait, 2*gap)
+		// Two scrape intervals, but never less than minLingerWait: a
+		// scraper polling fast on a busy machine can be late by more
+		// than its own interval.
+		wait = min(wait, max(2*gap, minLingerWait))
 	}
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
