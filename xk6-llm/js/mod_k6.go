@@ -1,0 +1,74 @@
+package js
+
+import (
+	"errors"
+	"time"
+
+	"github.com/grafana/sobek"
+)
+
+// newK6Module is the `k6` module: check, group, sleep and fail.
+func newK6Module(vu *VU) *sobek.Object {
+	rt := vu.rt
+	o := rt.NewObject()
+	set(o, "check", func(call sobek.FunctionCall) sobek.Value {
+		val := call.Argument(0)
+		tags := tagsArg(call.Argument(2))
+		all := true
+		if sets, ok := call.Argument(1).(*sobek.Object); ok {
+			for _, name := range sets.Keys() {
+				c := sets.Get(name)
+				pass := c.ToBoolean()
+				if f, ok := sobek.AssertFunction(c); ok {
+					r, err := f(sobek.Undefined(), val)
+					if err != nil {
+						panic(err)
+					}
+					pass = r.ToBoolean()
+				}
+				if err := vu.shared.AddSample(MetricChecks, tags, boolFloat(pass)); err != nil {
+					panic(rt.NewGoError(err))
+				}
+				all = all && pass
+			}
+		}
+		return rt.ToValue(all)
+	})
+	set(o, "group", func(name string, fn sobek.Callable) sobek.Value {
+		v, err := fn(sobek.Undefined())
+		if err != nil {
+			panic(err)
+		}
+		return v
+	})
+	set(o, "sleep", func(secs float64) {
+		if secs <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(secs * float64(time.Second)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-vu.context().Done():
+		}
+	})
+	set(o, "fail", func(msg string) {
+		panic(rt.NewGoError(errors.New(msg)))
+	})
+	return o
+}
+
+// set sets o[name] = v, which only fails for a frozen object.
+func set(o *sobek.Object, name string, v any) {
+	if err := o.Set(name, v); err != nil {
+		panic(err)
+	}
+}
+
+// boolFloat is 1 for true and 0 for false.
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,81 @@
+package js
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/grafana/sobek"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+// newMetricsModule is `k6/metrics`: Trend, Rate, Counter and Gauge, each
+// registered as a custom metric in the run's metric table, so thresholds
+// and every report carry it.
+func newMetricsModule(vu *VU) *sobek.Object {
+	o := vu.rt.NewObject()
+	for name, kind := range map[string]metrics.Kind{
+		"Trend": metrics.Trend, "Rate": metrics.Rate, "Counter": metrics.Counter, "Gauge": metrics.Gauge,
+	} {
+		set(o, name, vu.metricConstructor(kind))
+	}
+	return o
+}
+
+// metricConstructor returns the JavaScript constructor of kind's metrics:
+// new Kind(name, isTime).
+func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *sobek.Object {
+	rt := vu.rt
+	return func(call sobek.ConstructorCall) *sobek.Object {
+		if !vu.inInit {
+			panic(rt.NewGoError(errors.New("metrics must be created in the init context (outside functions)")))
+		}
+		name := call.Argument(0).String()
+		unit := ""
+		if kind == metrics.Trend && call.Argument(1).ToBoolean() {
+			unit = metrics.UnitMillis
+		}
+		if _, err := vu.shared.Metrics.Register(name, kind, unit); err != nil {
+			panic(rt.NewGoError(fmt.Errorf("new %s(%q): %w", kind, name, err)))
+		}
+		o := call.This
+		set(o, "name", name)
+		set(o, "add", func(c sobek.FunctionCall) sobek.Value {
+			v := c.Argument(0)
+			f := v.ToFloat()
+			if _, ok := v.Export().(bool); ok {
+				f = boolFloat(v.ToBoolean())
+			}
+			if err := vu.shared.AddSample(name, tagsArg(c.Argument(1)), f); err != nil {
+				panic(rt.NewGoError(err))
+			}
+			return sobek.Undefined()
+		})
+		return nil
+	}
+}
+
+// tagsArg reads a tags object. The recorder keeps the tags thresholds and
+// reports select on: class (also as "name"), phase, fault and endpoint;
+// other keys are accepted and not kept.
+func tagsArg(v sobek.Value) recording.Tags {
+	var t recording.Tags
+	o, ok := v.(*sobek.Object)
+	if !ok || v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+		return t
+	}
+	for _, k := range o.Keys() {
+		s := o.Get(k).String()
+		switch k {
+		case "class", "name":
+			t.Class = s
+		case "phase":
+			t.Phase = s
+		case "fault":
+			t.Fault = s
+		case "endpoint":
+			t.Endpoint = s
+		}
+	}
+	return t
+}
