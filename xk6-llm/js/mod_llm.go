@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/grafana/sobek"
-	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
@@ -72,20 +71,23 @@ func (vu *VU) llmClientConstructor(call sobek.ConstructorCall) *sobek.Object {
 		}
 		timeout = d
 	}
-	cl, err := vu.shared.client(clientKey{apiKeyEnv: opts.APIKeyEnv, timeout: timeout})
-	if err != nil {
-		panic(rt.NewGoError(fmt.Errorf("new llm.Client: %w", err)))
-	}
+	key := clientKey{apiKeyEnv: opts.APIKeyEnv, timeout: timeout}
 	o := call.This
-	set(o, "chat", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(cl, opts, true, c.Argument(0)) })
-	set(o, "complete", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(cl, opts, false, c.Argument(0)) })
-	set(o, "request", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(cl, opts, chat, c.Argument(0)) })
+	set(o, "chat", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(key, opts, true, c.Argument(0)) })
+	set(o, "complete", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(key, opts, false, c.Argument(0)) })
+	set(o, "request", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(key, opts, chat, c.Argument(0)) })
 	return nil
 }
 
 // llmCall sends one request, records its Result and returns its figures.
-func (vu *VU) llmCall(cl *client.Client, opts llmClientOptions, chat bool, arg sobek.Value) sobek.Value {
+// The HTTP client is the run's, made on first use (after the run's clock
+// started).
+func (vu *VU) llmCall(key clientKey, opts llmClientOptions, chat bool, arg sobek.Value) sobek.Value {
 	rt := vu.rt
+	cl, err := vu.shared.client(key)
+	if err != nil {
+		panic(rt.NewGoError(fmt.Errorf("llm client: %w", err)))
+	}
 	var in llmRequest
 	if err := rt.ExportTo(arg, &in); err != nil {
 		panic(rt.NewGoError(fmt.Errorf("llm request: %w", err)))

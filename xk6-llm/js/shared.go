@@ -96,6 +96,11 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	}, nil
 }
 
+// RestartClock starts the run's clock again, so that the run's time
+// excludes the VUs' init. Call it before any request is sent and before
+// any VU runs.
+func (s *Shared) RestartClock() { s.Clock = recording.NewRunClock() }
+
 // Close releases the LLM clients' connections.
 func (s *Shared) Close() {
 	s.mu.Lock()
