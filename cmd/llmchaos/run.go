@@ -53,10 +53,11 @@ func newRunCmd() *cobra.Command {
 		obsFlags    = defaultObserveFlags()
 		remoteWrite string
 		sumFlags    summaryFlags
+		scriptF     scriptFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run an experiment: load, faults on a timeline, steady state, thresholds, verdict",
+		Short: "Run an experiment, or a k6-style script (FILE.js): load, faults on a timeline, steady state, thresholds, verdict",
 		Long: `run executes an experiment file (see llmchaos validate and the README's
 "Experiments" section): it starts the built-in simulator for target.sim, puts
 fault proxies in front of the endpoints when proxy faults need them, checks
@@ -96,12 +97,22 @@ not be reverted (it may still be applied: run llmchaos recover); 96 the steady
 state did not hold before the faults, so none was injected; 2 the experiment
 file is invalid, or an endpoint failed the pre-flight check (a model it does
 not serve, a wrong path, a refused key; --no-preflight skips it); 1 llmchaos
-itself failed.`,
+itself failed.
+
+A FILE ending in .js is a k6-style script (export const options, a default
+function, setup/teardown; modules k6, k6/metrics and k6/x/llm): it runs
+with -e KEY=VALUE (its __ENV), and --vus, --duration and --iterations
+replace its scenarios as k6's flags do; --out DIR writes DIR/run.json, and
+--junit and --html their reports. A script that does not parse, imports an
+unknown module or throws in its init code or setup exits 2 before any load
+(FILE:LINE:COL and the stack on stderr); an exception in an iteration
+fails that iteration only (counted in iterations_failed).`,
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
-  llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write`,
+  llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
+  llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.File = args[0]
@@ -124,6 +135,9 @@ itself failed.`,
 				return usageError(errors.Join(errs...))
 			}
 			c.Observe = obs
+			if isScript(c.File) {
+				return runScript(cmd, c, scriptF, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			return runExperiment(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -141,6 +155,7 @@ itself failed.`,
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	sumFlags.add(fs, "print only the verdict line on stdout; of the run's progress, only warnings and failures, on stderr")
 	obsFlags.add(fs)
+	scriptF.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
 	return cmd
 }

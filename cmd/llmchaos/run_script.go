@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
+	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// scriptFlags are run's flags for a k6-style script (FILE.js), as k6's.
+type scriptFlags struct {
+	Env        []string // -e KEY=VALUE
+	VUs        int
+	Iterations int
+}
+
+// add registers the script flags on fs.
+func (f *scriptFlags) add(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a .js script: set __ENV.KEY, as KEY=VALUE (repeatable)")
+	fs.IntVar(&f.VUs, "vus", 0, "for a .js script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
+	fs.IntVar(&f.Iterations, "iterations", 0, "for a .js script: run this many iterations shared by the VUs (replaces the script's scenarios)")
+}
+
+// isScript says whether run's FILE is a k6-style script.
+func isScript(file string) bool { return strings.EqualFold(filepath.Ext(file), ".js") }
+
+// scriptUnsupported are run's flags that do not apply to a script yet.
+var scriptUnsupported = []string{"threshold", "dry-run", "save-requests", "metrics-listen", "remote-write", "otlp-endpoint", "no-preflight", "no-guard"}
+
+// runScript runs a k6-style script: exit 2 for a script error before any
+// load, 99 for a failed threshold.
+func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
+	var errs []error
+	for _, name := range scriptUnsupported {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			errs = append(errs, fmt.Errorf("--%s is not supported with a .js script yet", name))
+		}
+	}
+	env := map[string]string{}
+	for _, kv := range f.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			errs = append(errs, fmt.Errorf("-e %q: want KEY=VALUE", kv))
+			continue
+		}
+		env[k] = v
+	}
+	if f.VUs < 0 || f.Iterations < 0 || c.Duration < 0 {
+		errs = append(errs, errors.New("--vus, --iterations and --duration must not be negative"))
+	}
+	if len(errs) > 0 {
+		return usageError(errors.Join(errs...))
+	}
+	var outs []report.Output
+	if c.Out != "" {
+		outs = append(outs, report.Output{Format: report.FormatJSON, Path: filepath.Join(c.Out, "run.json")})
+	}
+	if c.JUnit != "" {
+		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: c.JUnit})
+	}
+	if c.HTML != "" {
+		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
+	}
+	cfg := runner.Config{
+		Script: c.File, Env: env, Outputs: outs, Stdout: stdout, Stderr: stderr,
+		Overrides:   runner.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
+		Text:        withColor(c.Summary, stdout, c.NoColor),
+		ToolVersion: toolVersion(),
+	}
+	if c.Seed != nil {
+		cfg.Seed = *c.Seed
+	}
+	return scriptResult(runner.Run(cmd.Context(), cfg))
+}
+
+// scriptResult maps how a script run ended to the command's exit code.
+func scriptResult(doc *report.Document, err error) error {
+	if _, ok := errors.AsType[*js.ScriptError](err); ok {
+		return usageError(err)
+	}
+	if err != nil {
+		return withCode(ExitInternal, err)
+	}
+	return verdictError(doc)
+}
+

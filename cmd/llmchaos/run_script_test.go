@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+func TestRunScriptExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs short loads")
+	}
+	url := loadSim(t, 10*time.Millisecond, time.Millisecond, "")
+	model := sim.DefaultConfig().Model
+	chat := filepath.Join("..", "..", "examples", "scripts", "chat-arrival-rate.js")
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stderr   []string
+		checkOut func(t *testing.T)
+	}{
+		{name: "pass with reports", code: ExitOK,
+			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=10", "-e", "DURATION=1s",
+				"--out", dir, "--junit", filepath.Join(dir, "junit.xml")},
+			checkOut: func(t *testing.T) {
+				doc, err := report.Read(filepath.Join(dir, "run.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := doc.Summary().Counts(recording.TagFilter{}).OK; got != 10 {
+					t.Errorf("run.json: got %d ok requests, want 10", got)
+				}
+				b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+				if err != nil || xml.Unmarshal(b, new(any)) != nil || !strings.Contains(string(b), "tokens_per_second") {
+					t.Errorf("junit.xml: %v, want XML naming the custom threshold", err)
+				}
+			}},
+		{name: "failed threshold", code: ExitThresholds,
+			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=5", "--duration", "1s", "-e", "MIN_TPS=1000000000000"}},
+		{name: "vus and iterations override the scenarios", code: ExitOK,
+			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "--vus", "2", "--iterations", "3", "-q"}},
+		{name: "syntax error", code: ExitUsage,
+			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.js")},
+			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
+		{name: "unknown import", code: ExitUsage,
+			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
+			stderr: []string{`unknown module "k6/ws"`, "k6, k6/metrics, k6/x/llm"}},
+		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("got exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			if tt.checkOut != nil {
+				tt.checkOut(t)
+			}
+		})
+	}
+}
