@@ -90,4 +90,3 @@ func scriptResult(doc *report.Document, err error) error {
 	}
 	return verdictError(doc)
 }
-
