@@ -44,7 +44,7 @@ func TestServerSeriesOtherEngines(t *testing.T) {
 	var warnings []string
 	o, err := Start(context.Background(), Options{
 		ScrapeTargets:  []string{l.URL + "/v1", u.URL + "/v1"},
-		ScrapeInterval: 20 * time.Millisecond,
+		ScrapeInterval: 100 * time.Millisecond, // also the scrape timeout
 		Warn: func(err error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -256,7 +256,7 @@ func TestServerSeries(t *testing.T) {
 	var warnings []string
 	o, err := Start(context.Background(), Options{
 		ScrapeTargets:  []string{good.URL + "/v1", badTarget, good.URL + "/v1"},
-		ScrapeInterval: 5 * time.Millisecond,
+		ScrapeInterval: 100 * time.Millisecond, // also the scrape timeout: room for the race detector on a busy machine
 		Clock:          func() time.Duration { return time.Duration(clock.Load()) },
 		Warn: func(err error) {
 			mu.Lock()
@@ -350,7 +350,7 @@ func TestSingleTargetSeriesHaveNoEndpoint(t *testing.T) {
 	page := &vllmPage{served: make(chan int64, 1)}
 	srv := httptest.NewServer(page)
 	t.Cleanup(srv.Close)
-	o, err := Start(context.Background(), Options{ScrapeTargets: []string{srv.URL + "/v1"}, ScrapeInterval: 5 * time.Millisecond})
+	o, err := Start(context.Background(), Options{ScrapeTargets: []string{srv.URL + "/v1"}, ScrapeInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
