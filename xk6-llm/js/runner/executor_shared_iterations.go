@@ -1,9 +1,9 @@
 package runner
 
 import (
-	"errors"
-	"sync"
 	"sync/atomic"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
 // sharedIterations is k6's shared-iterations: vus VUs share iterations
@@ -11,26 +11,15 @@ import (
 // maxDuration.
 var sharedIterations = executor{
 	validate: func(s Scenario) error {
-		var errs []error
-		if s.VUs <= 0 {
-			errs = append(errs, errPositive("vus"))
-		}
-		if s.Iterations <= 0 {
-			errs = append(errs, errPositive("iterations"))
-		}
-		return errors.Join(errs...)
+		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
 	},
 	vus: func(s Scenario) int { return min(s.VUs, s.Iterations) },
 	run: func(x *scenarioRun) {
 		var next atomic.Int64
-		var wg sync.WaitGroup
-		for _, vu := range x.vus {
-			wg.Go(func() {
-				for x.sched.Err() == nil && next.Add(1) <= int64(x.sc.Iterations) {
-					x.iterate(vu)
-				}
-			})
-		}
-		wg.Wait()
+		eachVU(x, func(vu *js.VU) {
+			for x.sched.Err() == nil && next.Add(1) <= int64(x.sc.Iterations) {
+				x.iterate(vu)
+			}
+		})
 	},
 }

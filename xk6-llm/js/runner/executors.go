@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -54,3 +55,31 @@ type scenarioRun struct {
 
 // errPositive is the error of a field that must be positive.
 func errPositive(field string) error { return errors.New(field + " must be positive") }
+
+// positive reports, joined, each of fields (name → value) that is not
+// positive: the validation most executors need.
+func positive(fields ...namedInt) error {
+	var errs []error
+	for _, f := range fields {
+		if f.v <= 0 {
+			errs = append(errs, errPositive(f.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// namedInt is a scenario field for positive.
+type namedInt struct {
+	name string
+	v    int64
+}
+
+// eachVU runs loop on every VU of x at once, one goroutine each, and
+// waits for all of them: the shape of the VU-based executors.
+func eachVU(x *scenarioRun, loop func(vu *js.VU)) {
+	var wg sync.WaitGroup
+	for _, vu := range x.vus {
+		wg.Go(func() { loop(vu) })
+	}
+	wg.Wait()
+}
