@@ -6,7 +6,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/sim/server/servertest"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/pflag"
 )
@@ -31,25 +31,7 @@ func loadSim(t *testing.T, ttft, itl time.Duration, adminToken string) string {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Latency, cfg.TTFT, cfg.ITL = sim.LatencyConstant, ttft, itl
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, ln, server.Options{Config: cfg, AdminToken: adminToken}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("simulator: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("simulator did not stop within 10s")
-		}
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	return servertest.Start(t, server.Options{Config: cfg, AdminToken: adminToken}) + "/v1"
 }
 
 // simAdmin calls the simulator's admin API.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/sim/server/servertest"
 )
 
 // Sizes of the full-duplex regression load. Without EnableFullDuplex about
@@ -33,28 +33,10 @@ const (
 // latency until the test ends and returns its host:port.
 func startSimReplica(t *testing.T, ttft, itl time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := sim.DefaultConfig()
 	cfg.Latency = sim.LatencyConstant
 	cfg.TTFT, cfg.ITL = ttft, itl
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, ln, server.Options{Config: cfg}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("simulator Serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("simulator did not stop within 10s of its context")
-		}
-	})
-	return ln.Addr().String()
+	return strings.TrimPrefix(servertest.Start(t, server.Options{Config: cfg}), "http://")
 }
 
 // duplexStream posts one streaming chat request and reports why the stream

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/sim/server/servertest"
 )
 
 // vllmNew is a page of a recent vLLM with two models.
@@ -317,25 +318,7 @@ func TestMonitorRealSimulator(t *testing.T) {
 // startSim serves a simulator replica on 127.0.0.1:0 until the test ends.
 func startSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, ln, server.Options{Config: cfg}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("simulator: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("simulator did not stop within 15 s")
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return servertest.Start(t, server.Options{Config: cfg})
 }
 
 // stream sends one streaming chat request and reads it to the end.

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/sim/server/servertest"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -31,25 +31,7 @@ func startSim(t *testing.T) (string, string) {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Latency, cfg.TTFT, cfg.ITL = sim.LatencyConstant, 20*time.Millisecond, 2*time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, ln, server.Options{Config: cfg}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("simulator: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("simulator did not stop within 10s")
-		}
-	})
-	return "http://" + ln.Addr().String() + "/v1", cfg.Model
+	return servertest.Start(t, server.Options{Config: cfg}) + "/v1", cfg.Model
 }
 
 func TestChatArrivalRateExample(t *testing.T) {
