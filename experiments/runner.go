@@ -361,6 +361,9 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		if v := recover(); v != nil {
 			err = errors.Join(err, &PanicError{Where: "running the experiment", Value: v, Stack: debug.Stack()})
 		}
+		// Stop whatever still runs on runCtx before reverting, so that no
+		// fault goroutine can inject after revertAll has passed.
+		cancel(errStopped)
 		err = errors.Join(err, r.teardown(ctx))
 	}()
 

@@ -76,6 +76,15 @@ func (t *faultTimeline) reverted(inj *injection, at time.Duration, err error) {
 	t.revertErrs = append(t.revertErrs, fmt.Errorf("fault %q (%s): %w", inj.name, inj.typ, err))
 }
 
+// undoIncomplete records that fault i's Inject failed part way and could
+// not undo what it had applied: it counts as a failed revert (exit 97).
+func (t *faultTimeline) undoIncomplete(i int, name, typ string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].RevertOK = false
+	t.revertErrs = append(t.revertErrs, fmt.Errorf("fault %q (%s): %w", name, typ, err))
+}
+
 // refuse records that fault name's selection was refused.
 func (t *faultTimeline) refuse(name string) {
 	t.mu.Lock()
@@ -198,7 +207,15 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 	if err != nil {
 		r.tl.injectFailed(now, name, prev)
 		err = fmt.Errorf("inject: %w", err)
-		if jerr := entry.Failed(err); jerr != nil {
+		record := entry.Failed
+		if errors.Is(err, faults.ErrUndoIncomplete) {
+			// Part of it may still be applied: the entry stays pending
+			// for the guard and `llmchaos recover`, and the run fails as
+			// for a revert that failed.
+			record = entry.Reverted
+			r.faults.undoIncomplete(pf.index, name, pf.spec.Type, err)
+		}
+		if jerr := record(err); jerr != nil {
 			r.judge.fail(jerr)
 		}
 		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
@@ -369,11 +386,14 @@ func (m multiFault) Inject(ctx context.Context, log faults.RevertLog) (faults.Un
 		if err != nil {
 			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRevertTimeout)
 			defer cancel()
-			return nil, errors.Join(err, joinUndos(undos)(undoCtx))
+			if uerr := faults.JoinUndos(undos)(undoCtx); uerr != nil {
+				return nil, errors.Join(err, fmt.Errorf("%w: %w", faults.ErrUndoIncomplete, uerr))
+			}
+			return nil, err
 		}
 		undos = append(undos, u)
 	}
-	return joinUndos(undos), nil
+	return faults.JoinUndos(undos), nil
 }
 
 // Target describes where the parts act, for the run's record.
@@ -385,18 +405,4 @@ func (m multiFault) Target() string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// joinUndos returns an Undo that runs undos last first and joins their
-// errors. Each Undo is idempotent, so the joined one is too.
-func joinUndos(undos []faults.Undo) faults.Undo {
-	return func(ctx context.Context) error {
-		var errs []error
-		for i := len(undos) - 1; i >= 0; i-- {
-			if err := undos[i](ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}
 }

@@ -2,6 +2,7 @@ package loadrun
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -189,7 +190,17 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	if cfg.Alongside != nil {
 		after = cfg.Alongside(l)
 	}
+	// after runs on every way out, a panic of the engine included: it stops
+	// and waits for what runs alongside (an experiment's fault timeline),
+	// so nothing is still injecting when the caller reverts.
+	afterDone := false
+	defer func() {
+		if !afterDone {
+			after(engine.RunStats{}, errors.New("the load ended abnormally"))
+		}
+	}()
 	stats, err := eng.Run(runCtx)
+	afterDone = true
 	after(stats, err)
 	l.Stats = stats
 	return l, err

@@ -119,7 +119,7 @@ func (f *fault) inject(ctx context.Context, log faults.RevertLog) (faults.Undo, 
 		})
 	}
 	wg.Wait()
-	undo := joinUndos(undos)
+	undo := faults.JoinUndos(undos)
 	if err := errors.Join(errs...); err != nil {
 		var done []string
 		for i, t := range picked {
@@ -127,8 +127,11 @@ func (f *fault) inject(ctx context.Context, log faults.RevertLog) (faults.Undo, 
 				done = append(done, t.ID)
 			}
 		}
-		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
-			err = errors.Join(err, fmt.Errorf("undo the targets already done (%s): %w", strings.Join(done, ", "), uerr))
+		undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultBackTimeout)
+		uerr := undo(undoCtx)
+		cancel()
+		if uerr != nil {
+			err = errors.Join(err, fmt.Errorf("undo the targets already done (%s): %w: %w", strings.Join(done, ", "), faults.ErrUndoIncomplete, uerr))
 		} else if len(done) > 0 {
 			err = fmt.Errorf("%w (already done, and undone: %s)", err, strings.Join(done, ", "))
 		}
@@ -153,28 +156,4 @@ func describe(ts []Target) string {
 		parts[i] = t.ID + " " + state
 	}
 	return strings.Join(parts, ", ")
-}
-
-// joinUndos returns one idempotent Undo that runs every non-nil undo (in
-// reverse order) and joins their errors. A failed undo is tried again by the
-// next call; one that succeeded is not.
-func joinUndos(undos []faults.Undo) faults.Undo {
-	var mu sync.Mutex
-	done := make([]bool, len(undos))
-	return func(ctx context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		var errs []error
-		for i := len(undos) - 1; i >= 0; i-- {
-			if undos[i] == nil || done[i] {
-				continue
-			}
-			if err := undos[i](ctx); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			done[i] = true
-		}
-		return errors.Join(errs...)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -387,6 +388,14 @@ func revertAwaitBack(ctx context.Context, data json.RawMessage) error {
 	var s AwaitSpec
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindAwaitBack, err)
+	}
+	// A vanished target counts as reverted (the Undo contract): after a
+	// crash the run's simulator, and with it its state file, may be gone,
+	// or the pid file removed with the service; nothing is left to await.
+	for _, f := range []string{s.Source.StateFile, s.Source.PIDFile} {
+		if _, err := os.Stat(f); f != "" && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 	}
 	d, err := NewProcess(s.Source)
 	if err != nil {

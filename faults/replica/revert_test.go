@@ -303,3 +303,28 @@ func TestMatchValidation(t *testing.T) {
 		t.Errorf("default match = %q, want %q", got, MatchExe)
 	}
 }
+
+// A replay of await-back whose pid file or state file is gone (the
+// service, or the run's simulator, went with the crash) counts as
+// reverted at once, as a vanished target does for every Undo.
+func TestAwaitBackReplayOfVanishedSource(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]TargetParams{
+		"pid file":   {PIDFile: filepath.Join(dir, "gone.pid")},
+		"state file": {StateFile: filepath.Join(dir, "gone.json")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, err := json.Marshal(AwaitSpec{Source: src, Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := Reverters()[KindAwaitBack](context.Background(), data); err != nil {
+				t.Errorf("replay = %v, want nil for a vanished source", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("replay took %v, want it at once", d)
+			}
+		})
+	}
+}
