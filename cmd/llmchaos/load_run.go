@@ -129,6 +129,13 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
 				return usageError(se.Err)
 			}
+			if ctx.Err() != nil {
+				// Interrupted while checking the targets: an abort (98),
+				// before any request of the load was sent.
+				err := fmt.Errorf("aborted during the pre-flight check (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
+				fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
+				return withCode(ExitAborted, err)
+			}
 		}
 		return se.Err
 	}
