@@ -192,16 +192,6 @@ func (t ThresholdResult) Observed() string {
 	return t.Outcome().Observed()
 }
 
-// Threshold parses t back into the threshold it reports, so that a saved
-// run's thresholds can be evaluated again (on a merged run, say).
-func (t ThresholdResult) Threshold() (assertions.Threshold, error) {
-	ths, err := assertions.Parse(t.Key() + ": " + t.Expr)
-	if err != nil {
-		return assertions.Threshold{}, err
-	}
-	return ths[0], nil
-}
-
 // thresholdResults converts outcomes for the report.
 func thresholdResults(outs assertions.Outcomes) []ThresholdResult {
 	res := make([]ThresholdResult, len(outs))

@@ -80,25 +80,11 @@ func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 	return ths, slo, nil
 }
 
-// endRun closes a run's report: it evaluates ths on doc (recording the
-// outcomes and the verdict in it), writes the JSON report to jsonPath and
-// the JUnit XML to junitPath when they are set, prints the terminal summary
-// to stdout, and returns the verdict as the command's exit (verdictError).
+// endRunOutputs closes a run's report: it evaluates ths on doc (recording
+// the outcomes and the verdict in it), writes each output (report.Formats'
+// rows; a path of "-" is stdout), then the terminal summary to summary as
+// text says, and returns the verdict as the command's exit (verdictError).
 // A write error wins over the verdict (exit 1).
-func endRun(stdout io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, jsonPath, junitPath string) error {
-	var outs []report.Output
-	if jsonPath != "" {
-		outs = append(outs, report.Output{Format: report.FormatJSON, Path: jsonPath})
-	}
-	if junitPath != "" {
-		outs = append(outs, report.Output{Format: report.FormatJUnit, Path: junitPath})
-	}
-	return endRunOutputs(stdout, stdout, doc, ths, aborted, outs, report.TextOptions{})
-}
-
-// endRunOutputs is endRun for any outputs (report.Formats' rows; a path of
-// "-" is stdout): it writes each, then the terminal summary to summary, as
-// text says.
 func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output, text report.TextOptions) error {
 	doc.Evaluate(ths, aborted)
 	err := report.WriteOutputs(stdout, outs, doc)
