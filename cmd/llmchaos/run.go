@@ -100,7 +100,8 @@ not serve, a wrong path, a refused key; --no-preflight skips it); 1 llmchaos
 itself failed.
 
 A FILE ending in .js is a k6-style script (export const options, a default
-function, setup/teardown; modules k6, k6/metrics and k6/x/llm): it runs
+function, setup/teardown; modules k6, k6/metrics, k6/x/llm, k6/http and
+k6/x/sse): it runs
 with -e KEY=VALUE (its __ENV), and --vus, --duration and --iterations
 replace its scenarios as k6's flags do; --out DIR writes DIR/run.json, and
 --junit and --html their reports. A script that does not parse, imports an

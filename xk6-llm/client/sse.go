@@ -40,6 +40,10 @@ type SSEEvent struct {
 	Type []byte // the event field ("" means "message")
 	Data []byte // data lines joined with "\n"
 	ID   []byte // the last event ID at dispatch
+	// Comment is the last comment line (":text") since the previous
+	// dispatch, without its colon and one leading space: the standard
+	// ignores comments, and xk6-sse shows them on its events.
+	Comment []byte
 }
 
 // IsDone reports whether the event is the OpenAI `[DONE]` sentinel.
@@ -68,10 +72,11 @@ type SSEDecoder struct {
 	bomDone  bool
 	err      error
 
-	data   []byte // pending event's data lines, each followed by "\n"
-	evType []byte
-	lastID []byte
-	retry  int
+	data    []byte // pending event's data lines, each followed by "\n"
+	comment []byte
+	evType  []byte
+	lastID  []byte
+	retry   int
 
 	reads int
 }
@@ -96,14 +101,18 @@ func (d *SSEDecoder) Reset(r io.Reader, maxLine int) {
 	if cap(d.data) > 1<<20 {
 		d.data = nil
 	}
+	if cap(d.comment) > 1<<20 {
+		d.comment = nil
+	}
 	*d = SSEDecoder{
-		r:      r,
-		max:    maxLine,
-		buf:    d.buf[:cap(d.buf)],
-		data:   d.data[:0],
-		evType: d.evType[:0],
-		lastID: d.lastID[:0],
-		retry:  -1,
+		r:       r,
+		max:     maxLine,
+		buf:     d.buf[:cap(d.buf)],
+		data:    d.data[:0],
+		comment: d.comment[:0],
+		evType:  d.evType[:0],
+		lastID:  d.lastID[:0],
+		retry:   -1,
 	}
 }
 
@@ -227,14 +236,21 @@ func (d *SSEDecoder) processLine(line []byte) (ev SSEEvent, ok bool, err error) 
 	if len(line) == 0 {
 		if len(d.data) == 0 {
 			d.evType = d.evType[:0]
+			d.comment = d.comment[:0]
 			return SSEEvent{}, false, nil
 		}
-		ev = SSEEvent{Type: d.evType, Data: d.data[:len(d.data)-1], ID: d.lastID}
+		ev = SSEEvent{Type: d.evType, Data: d.data[:len(d.data)-1], ID: d.lastID, Comment: d.comment}
 		d.data = d.data[:0]
 		d.evType = d.evType[:0]
+		d.comment = d.comment[:0]
 		return ev, true, nil
 	}
 	if line[0] == ':' {
+		c := line[1:]
+		if len(c) > 0 && c[0] == ' ' {
+			c = c[1:]
+		}
+		d.comment = append(d.comment[:0], c...)
 		return SSEEvent{}, false, nil
 	}
 	field, value := line, line[len(line):]

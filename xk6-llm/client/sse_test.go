@@ -156,6 +156,38 @@ func TestSSEDecoder(t *testing.T) {
 	}
 }
 
+func TestSSEDecoderComment(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string // each event's Comment
+	}{
+		{"last comment of the event", ": first\n:second\ndata: a\n\n", []string{"second"}},
+		{"one leading space removed", ":  two spaces\ndata: a\n\n", []string{" two spaces"}},
+		{"cleared after dispatch", ": c\ndata: a\n\ndata: b\n\n", []string{"c", ""}},
+		{"dropped with a data-less blank line", ": ping\n\ndata: a\n\n", []string{""}},
+		{"split across reads and CRLF", ": x\r\ndata: a\r\n\r\n", []string{"x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewSSEDecoder(iotest.OneByteReader(strings.NewReader(tt.in)), 0)
+			var got []string
+			for {
+				ev, err := d.Next()
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatal(err)
+					}
+					break
+				}
+				got = append(got, string(ev.Comment))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got comments %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSSEDecoderDoneAndRetry(t *testing.T) {
 	d := NewSSEDecoder(strings.NewReader("retry: 1500\ndata: [DONE]\n\nretry: x\ndata: [DONE] \n\n"), 0)
 	ev, err := d.Next()

@@ -3,7 +3,8 @@
 // evaluated in one runtime per virtual user (a runtime is not
 // goroutine-safe), `export const options`, `export default function`,
 // `setup()` and `teardown(data)`, and the modules of the explicit table in
-// modules.go (`k6`, `k6/metrics`, `k6/x/llm`).
+// modules.go (`k6`, `k6/metrics`, `k6/x/llm`, `k6/http`, and `k6/x/sse`
+// with its alias `k6/experimental/sse`).
 //
 // Load parses and links a script and its relative imports, reporting a
 // syntax error or an unknown import as a *ScriptError with file:line:col.
@@ -14,4 +15,14 @@
 // Timings of LLM requests are taken in Go by the load engine's client and
 // recorded into the run's recorder exactly as `llmchaos load` records
 // them; JavaScript only sees the figures afterwards.
+//
+// `k6/http` and the SSE modules share one HTTP client per run (one bounded
+// keep-alive pool, closed by Shared.Close); their requests are timed in Go
+// with net/http/httptrace and recorded as k6's http_req_* metrics (the SSE
+// modules also count sse_event), registered when a script imports one of
+// them. A request's `name` tag is kept as the class tag and its scheme and
+// host as the endpoint tag (k6's url tag, the whole URL, would make a tag
+// tuple per URL); a request cut by the end of its iteration's context is
+// not recorded. An SSE stream is read and parsed (client.SSEDecoder) on
+// its own goroutine and its events handed to the handlers on the VU's.
 package js

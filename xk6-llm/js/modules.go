@@ -18,6 +18,10 @@ func moduleTable() map[string]module {
 		{name: "k6", exports: []string{"check", "group", "sleep", "fail"}, new: newK6Module},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
+		{name: "k6/http", exports: []string{"get", "head", "post", "put", "patch", "del", "options", "request", "batch",
+			"expectedStatuses", "setResponseCallback"}, new: newHTTPModule},
+		{name: "k6/x/sse", exports: []string{"open"}, new: newSSEModule},
+		{name: "k6/experimental/sse", exports: []string{"open"}, new: newSSEModule},
 	}
 	m := make(map[string]module, len(list))
 	for _, mod := range list {

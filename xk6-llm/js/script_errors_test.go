@@ -49,7 +49,7 @@ func TestBadScriptsAreScriptErrorsWithPositions(t *testing.T) {
 		{"syntax error", map[string]string{"script.js": "export default function () {\n  let x = ;\n}\n"},
 			[]string{"script.js:2:11", "SyntaxError"}},
 		{"unknown module", map[string]string{"script.js": "import x from 'k6/nope';\nexport default function () {}\n"},
-			[]string{`unknown module "k6/nope"`, "k6, k6/metrics, k6/x/llm"}},
+			[]string{`unknown module "k6/nope"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse"}},
 		{"missing relative file", map[string]string{"script.js": "import x from './lib.js';\nexport default function () {}\n"},
 			[]string{"lib.js not found"}},
 		{"init exception", map[string]string{"script.js": "import { helper } from './lib.js';\nhelper();\nexport default function () {}\n",

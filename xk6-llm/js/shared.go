@@ -23,18 +23,59 @@ const (
 	MetricDroppedIterations = "dropped_iterations"
 )
 
-// runMetrics is the table of the metrics a script run registers before the
-// script's own.
-var runMetrics = []struct {
+// The metrics of HTTP requests made by k6/http and the SSE modules, as k6
+// names them (trends in milliseconds).
+const (
+	MetricHTTPReqs              = "http_reqs"
+	MetricHTTPReqFailed         = "http_req_failed"
+	MetricHTTPReqDuration       = "http_req_duration"
+	MetricHTTPReqBlocked        = "http_req_blocked"
+	MetricHTTPReqConnecting     = "http_req_connecting"
+	MetricHTTPReqTLSHandshaking = "http_req_tls_handshaking"
+	MetricHTTPReqSending        = "http_req_sending"
+	MetricHTTPReqWaiting        = "http_req_waiting"
+	MetricHTTPReqReceiving      = "http_req_receiving"
+	MetricSSEEvent              = "sse_event" // events received by the SSE modules, as xk6-sse counts them
+)
+
+// runMetric is one row of a table of metrics a run registers itself.
+type runMetric struct {
 	name string
 	kind metrics.Kind
 	unit string
-}{
+}
+
+// runMetrics is the table of the metrics a script run registers before the
+// script's own.
+var runMetrics = []runMetric{
 	{MetricChecks, metrics.Rate, metrics.UnitRatio},
 	{MetricIterations, metrics.Counter, ""},
 	{MetricIterationDuration, metrics.Trend, metrics.UnitMillis},
 	{MetricIterationsFailed, metrics.Counter, ""},
 	{MetricDroppedIterations, metrics.Counter, ""},
+}
+
+// httpMetrics is the table of the metrics k6/http and the SSE modules
+// record. They are registered when a script imports one of those modules,
+// not before: every registered metric shows in the reports, and a script
+// that makes no HTTP request should not show nine empty rows (k6's summary
+// also shows only the metrics that got samples).
+var httpMetrics = []runMetric{
+	{MetricHTTPReqs, metrics.Counter, ""},
+	{MetricHTTPReqFailed, metrics.Rate, metrics.UnitRatio},
+	{MetricHTTPReqDuration, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqBlocked, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqConnecting, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqTLSHandshaking, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqSending, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqWaiting, metrics.Trend, metrics.UnitMillis},
+	{MetricHTTPReqReceiving, metrics.Trend, metrics.UnitMillis},
+}
+
+// sseMetrics is the table of the metrics only the SSE modules record,
+// registered (after httpMetrics) when a script imports one of them.
+var sseMetrics = []runMetric{
+	{MetricSSEEvent, metrics.Counter, ""},
 }
 
 // SharedOptions configure NewShared.
@@ -65,6 +106,8 @@ type Shared struct {
 
 	mu      sync.Mutex
 	clients map[clientKey]*client.Client
+
+	http *httpClient // k6/http's and the SSE modules' one connection pool
 }
 
 // clientKey is what makes two llm.Client objects need different HTTP
@@ -78,10 +121,8 @@ type clientKey struct {
 // registered and the clock started.
 func NewShared(opts SharedOptions) (*Shared, error) {
 	reg := metrics.NewRegistry()
-	for _, m := range runMetrics {
-		if _, err := reg.Register(m.name, m.kind, m.unit); err != nil {
-			return nil, fmt.Errorf("register %s: %w", m.name, err)
-		}
+	if err := registerMetrics(reg, runMetrics); err != nil {
+		return nil, err
 	}
 	if opts.Console == nil {
 		opts.Console = os.Stderr
@@ -92,7 +133,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	return &Shared{
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests}),
-		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{},
+		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{}, http: newHTTPClient(),
 	}, nil
 }
 
@@ -101,7 +142,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 // any VU runs.
 func (s *Shared) RestartClock() { s.Clock = recording.NewRunClock() }
 
-// Close releases the LLM clients' connections.
+// Close releases the LLM clients' and the HTTP client's connections.
 func (s *Shared) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,6 +150,18 @@ func (s *Shared) Close() {
 		c.Close()
 	}
 	clear(s.clients)
+	s.http.close()
+}
+
+// registerMetrics registers the rows of table in reg; registering a row
+// again is a no-op.
+func registerMetrics(reg *metrics.Registry, table []runMetric) error {
+	for _, m := range table {
+		if _, err := reg.Register(m.name, m.kind, m.unit); err != nil {
+			return fmt.Errorf("register %s: %w", m.name, err)
+		}
+	}
+	return nil
 }
 
 // client returns the HTTP client for k, made on first use.

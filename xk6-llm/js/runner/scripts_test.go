@@ -2,11 +2,15 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/server/servertest"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -139,5 +144,122 @@ func TestBadExampleScriptsStopBeforeLoad(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// runExample runs the example script file with env and fails the test
+// unless the run passes its thresholds.
+func runExample(t *testing.T, file string, env map[string]string) *report.Document {
+	t.Helper()
+	var out strings.Builder
+	doc, err := Run(context.Background(), Config{Script: filepath.Join(examples(t), file), Env: env, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if doc.Verdict != report.VerdictPass {
+		t.Fatalf("got verdict %s, want pass\n%s", doc.Verdict, out.String())
+	}
+	return doc
+}
+
+// customSum is a custom metric's sum (for a rate, its non-zero samples)
+// and number of samples in the run.
+func customSum(doc *report.Document, name string, f recording.TagFilter) (sum float64, count int64) {
+	s := doc.Summary().Custom(name, f)
+	switch {
+	case s == nil:
+		return 0, 0
+	case s.Kind == metrics.Rate:
+		return float64(s.Passes), s.Count
+	}
+	return s.Sum, s.Count
+}
+
+func TestSSERawExample(t *testing.T) {
+	url, model := startSim(t)
+	doc := runExample(t, "sse-raw.js", map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "10", "MAX_TOKENS": "16"})
+	stream := recording.TagFilter{Class: "chat-stream"}
+	for _, m := range []struct {
+		name      string
+		f         recording.TagFilter
+		wantSum   float64
+		wantCount int64
+	}{
+		{js.MetricHTTPReqs, stream, 10, 10},
+		// Per stream: the role chunk, 16 content chunks, the usage chunk
+		// and [DONE].
+		{js.MetricSSEEvent, stream, 190, 190},
+		{"streamed_tokens", recording.TagFilter{}, 160, 10},
+		{js.MetricChecks, recording.TagFilter{}, 40, 40},
+		{js.MetricHTTPReqFailed, stream, 0, 10},
+	} {
+		if sum, count := customSum(doc, m.name, m.f); sum != m.wantSum || count != m.wantCount {
+			t.Errorf("%s: got sum %v over %d samples, want %v over %d", m.name, sum, count, m.wantSum, m.wantCount)
+		}
+	}
+	ttft := doc.Summary().Custom("js_time_to_first_token", recording.TagFilter{})
+	// The simulator's TTFT is 20 ms: the script's clock (ms) sees at least
+	// that, and not absurdly more on a loaded machine.
+	if ttft == nil || ttft.Count != 10 || ttft.Min() < 19 || ttft.Max() > 5000 {
+		t.Errorf("js_time_to_first_token: got %+v, want 10 samples from 20 ms", ttft)
+	}
+	if d := doc.Summary().Custom(js.MetricHTTPReqDuration, stream); d == nil || d.Min() < 20 {
+		t.Errorf("http_req_duration of the streams: got %+v, want each at least the 20 ms TTFT", d)
+	}
+}
+
+func TestAgentHTTPExample(t *testing.T) {
+	url, model := startSim(t)
+	var weather, search atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /weather", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ City string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.City == "" {
+			http.Error(w, `{"error":"want {city}"}`, http.StatusBadRequest)
+			return
+		}
+		weather.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"city": in.City, "rain_mm": 3.5, "temp_c": 14})
+	})
+	mux.HandleFunc("GET /search", func(w http.ResponseWriter, r *http.Request) {
+		search.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": []map[string]string{{"title": "Umbrellas", "q": r.URL.Query().Get("q")}}})
+	})
+	tools := httptest.NewServer(mux)
+	t.Cleanup(tools.Close)
+
+	doc := runExample(t, "agent-http.js", map[string]string{"BASE_URL": url, "MODEL": model, "TOOL_URL": tools.URL, "ITERATIONS": "6"})
+	sum := doc.Summary()
+	if c := sum.Counts(recording.TagFilter{}); c.OK != 12 || c.Failed != 0 {
+		t.Errorf("LLM turns: got %d ok and %d failed, want 12 and 0", c.OK, c.Failed)
+	}
+	if weather.Load() != 6 || search.Load() != 6 {
+		t.Errorf("the tools got %d weather and %d search calls, want 6 each", weather.Load(), search.Load())
+	}
+	for _, m := range []struct {
+		name      string
+		f         recording.TagFilter
+		wantSum   float64
+		wantCount int64
+	}{
+		{js.MetricHTTPReqs, recording.TagFilter{Class: "weather"}, 6, 6},
+		{js.MetricHTTPReqs, recording.TagFilter{Class: "search"}, 6, 6},
+		{js.MetricHTTPReqFailed, recording.TagFilter{}, 0, 12},
+		{js.MetricChecks, recording.TagFilter{}, 42, 42},
+	} {
+		if s, n := customSum(doc, m.name, m.f); s != m.wantSum || n != m.wantCount {
+			t.Errorf("%s %+v: got sum %v over %d samples, want %v over %d", m.name, m.f, s, n, m.wantSum, m.wantCount)
+		}
+	}
+	var evaluated bool
+	for _, th := range doc.Thresholds {
+		if th.Metric == js.MetricHTTPReqDuration {
+			evaluated = true
+		}
+	}
+	if !evaluated {
+		t.Errorf("the http_req_duration{class:weather} threshold was not evaluated: %+v", doc.Thresholds)
 	}
 }

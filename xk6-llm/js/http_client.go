@@ -1,0 +1,469 @@
+package js
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+// Defaults of k6/http, as k6's.
+const (
+	httpDefaultTimeout   = 60 * time.Second // params.timeout
+	httpDefaultRedirects = 10               // params.redirects (k6's maxRedirects)
+	httpBatchParallel    = 20               // requests of one http.batch in flight at once (k6's batch option)
+)
+
+// httpMaxIdleConns bounds the run's idle keep-alive connections, in all
+// and per host: enough for a thousand VUs hitting one host without
+// redialling, small enough that a run against many hosts does not hoard
+// sockets.
+const httpMaxIdleConns = 1024
+
+// httpUserAgent is the User-Agent sent when a script sets none.
+const httpUserAgent = "llmchaos"
+
+// Errors a request's context is cancelled with, to tell why it ended.
+var (
+	errHTTPTimeout = errors.New("request timeout")
+	errSSEClosed   = errors.New("sse: closed by the script")
+)
+
+// k6's error codes (error_code of a response) for the errors a request
+// can meet; HTTP statuses from 400 are 1000+status.
+const (
+	codeGeneric        = 1000
+	codeInvalidURL     = 1020
+	codeTimeout        = 1050
+	codeDNS            = 1100
+	codeDNSNoIP        = 1101
+	codeTCP            = 1200
+	codeBrokenPipe     = 1201
+	codeDial           = 1210
+	codeDialTimeout    = 1211
+	codeDialRefused    = 1212
+	codeResetByPeer    = 1220
+	codeTLS            = 1300
+	codeTLSUnknownCA   = 1310
+	codeTLSHostname    = 1311
+	codeHTTPStatusBase = 1000
+)
+
+// httpClient is the run's HTTP client for k6/http and the SSE modules:
+// one transport, so all VUs share one bounded pool of keep-alive
+// connections, with redirects limited per request. Safe for concurrent
+// use.
+type httpClient struct {
+	tr    *http.Transport
+	fresh *http.Transport // keep-alives off: the one retry after a lost reused connection
+	c     *http.Client
+	retry *http.Client
+}
+
+// newHTTPClient makes the run's HTTP client. The proxy comes from the
+// environment (as k6's; loopback addresses never use it), HTTP/2 is used
+// where TLS offers it, and compressed bodies are decoded.
+func newHTTPClient() *httpClient {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        httpMaxIdleConns,
+		MaxIdleConnsPerHost: httpMaxIdleConns,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	return &httpClient{
+		tr: tr, fresh: fresh,
+		c:     &http.Client{Transport: tr, CheckRedirect: checkRedirect},
+		retry: &http.Client{Transport: fresh, CheckRedirect: checkRedirect},
+	}
+}
+
+// close releases the idle connections.
+func (c *httpClient) close() {
+	c.tr.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
+
+// redirectsKey is the context key of a request's redirect limit.
+type redirectsKey struct{}
+
+// checkRedirect follows at most the request's limit of redirects and then
+// returns the last redirect response as the answer, as k6 does.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	limit, _ := req.Context().Value(redirectsKey{}).(int)
+	if len(via) > limit {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// httpSpec is one request, read from a script's arguments on the VU's
+// goroutine; sending it touches no JavaScript value.
+type httpSpec struct {
+	method, url  string
+	body         []byte // nil: no body
+	header       http.Header
+	host         string        // a Host header given in params
+	timeout      time.Duration // 0: none
+	redirects    int
+	responseType string            // "text", "binary" or "none"
+	tags         recording.Tags    // the samples' tags
+	expected     *expectedStatuses // nil: http_req_failed is not recorded
+	badURL       error             // the URL does not parse: nothing is sent
+}
+
+// httpTrace collects a request's httptrace stamps. The transport calls its
+// hooks from its own goroutines, hence the mutex. A redirect's new hop
+// starts it again, so the timings are those of the last hop.
+type httpTrace struct {
+	mu sync.Mutex
+	s  traceStamps
+}
+
+// traceStamps are the moments httptrace reports for one hop.
+type traceStamps struct {
+	getConn, gotConn          time.Time
+	connectStart, connectDone time.Time
+	tlsStart, tlsDone         time.Time
+	wrote, firstByte          time.Time
+	reused                    bool
+	remote                    string
+}
+
+func (t *httpTrace) hooks() *httptrace.ClientTrace {
+	stamp := func(p *time.Time, first bool) {
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !first || p.IsZero() {
+			*p = now
+		}
+	}
+	return &httptrace.ClientTrace{
+		GetConn: func(string) {
+			now := time.Now()
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.s = traceStamps{getConn: now}
+		},
+		ConnectStart:      func(string, string) { stamp(&t.s.connectStart, true) },
+		ConnectDone:       func(string, string, error) { stamp(&t.s.connectDone, false) },
+		TLSHandshakeStart: func() { stamp(&t.s.tlsStart, true) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { stamp(&t.s.tlsDone, false) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			now := time.Now()
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.s.gotConn, t.s.reused = now, info.Reused
+			if info.Conn != nil {
+				t.s.remote = info.Conn.RemoteAddr().String()
+			}
+		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { stamp(&t.s.wrote, false) },
+		GotFirstResponseByte: func() { stamp(&t.s.firstByte, true) },
+	}
+}
+
+// stamps returns a copy of the stamps.
+func (t *httpTrace) stamps() traceStamps {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.s
+}
+
+// httpTimings are k6's timings of a request, in milliseconds.
+type httpTimings struct {
+	Blocked, Connecting, TLSHandshaking, Sending, Waiting, Receiving, Duration float64
+}
+
+// timings computes k6's timings from the stamps and the end of the body:
+// blocked is the wait for a connection (including DNS, as k6's), duration
+// is sending + waiting + receiving. A phase the request did not reach is 0.
+func (t *httpTrace) timings(end time.Time) httpTimings {
+	st := t.stamps()
+	span := func(from, to time.Time) float64 {
+		if from.IsZero() || to.IsZero() || to.Before(from) {
+			return 0
+		}
+		return float64(to.Sub(from)) / float64(time.Millisecond)
+	}
+	var tm httpTimings
+	switch {
+	case !st.connectStart.IsZero():
+		tm.Blocked = span(st.getConn, st.connectStart)
+	default:
+		tm.Blocked = span(st.getConn, st.gotConn)
+	}
+	tm.Connecting = span(st.connectStart, st.connectDone)
+	tm.TLSHandshaking = span(st.tlsStart, st.tlsDone)
+	tm.Sending = span(st.gotConn, st.wrote)
+	tm.Waiting = span(st.wrote, st.firstByte)
+	tm.Receiving = span(st.firstByte, end)
+	tm.Duration = tm.Sending + tm.Waiting + tm.Receiving
+	return tm
+}
+
+// exchange is one request sent: its contexts, trace and, once answered,
+// its response, whose body the caller reads and then passes to finish.
+type exchange struct {
+	spec   *httpSpec
+	parent context.Context // the VU's call: its end interrupts the request
+	rctx   context.Context
+	cancel context.CancelCauseFunc
+	stop   context.CancelFunc
+	trace  *httpTrace
+	resp   *http.Response
+	err    error // the transport's error (resp is nil)
+}
+
+// send sends spec and waits for the response head. On a transport error
+// x.err is set and there is no response. A request that failed on a
+// reused keep-alive connection before any byte of an answer (the server
+// closed it under the request, as engines that close after each stream
+// do) is sent once more on a fresh connection, as the LLM client does.
+func (c *httpClient) send(ctx context.Context, spec *httpSpec) *exchange {
+	x := &exchange{spec: spec, parent: ctx}
+	rctx, cancel := context.WithCancelCause(ctx)
+	x.rctx, x.cancel, x.stop = rctx, cancel, func() {}
+	if spec.timeout > 0 {
+		x.rctx, x.stop = context.WithTimeoutCause(rctx, spec.timeout, errHTTPTimeout)
+	}
+	x.rctx = context.WithValue(x.rctx, redirectsKey{}, spec.redirects)
+	x.resp, x.err = c.roundTrip(c.c, x)
+	if x.err != nil && x.trace.lostReused() && x.rctx.Err() == nil {
+		x.resp, x.err = c.roundTrip(c.retry, x)
+	}
+	return x
+}
+
+// roundTrip sends spec once through hc with a new trace.
+func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, error) {
+	x.trace = &httpTrace{}
+	var body io.Reader
+	if x.spec.body != nil {
+		body = bytes.NewReader(x.spec.body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(x.rctx, x.trace.hooks()), x.spec.method, x.spec.url, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range x.spec.header {
+		req.Header[k] = vs
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", httpUserAgent)
+	}
+	if x.spec.host != "" {
+		req.Host = x.spec.host
+	}
+	return hc.Do(req)
+}
+
+// lostReused reports whether the attempt failed on a reused connection
+// before any response byte came back.
+func (t *httpTrace) lostReused() bool {
+	st := t.stamps()
+	return st.reused && st.firstByte.IsZero()
+}
+
+// end releases the exchange's contexts; the body is closed by then.
+func (x *exchange) end() {
+	x.stop()
+	x.cancel(nil)
+}
+
+// interrupted reports whether the VU's call ended (the scenario or the run
+// did): such a request is not recorded, as it says nothing of the server.
+func (x *exchange) interrupted() bool { return x.parent.Err() != nil }
+
+// failure is the error message and k6 error code of err, an error of the
+// exchange's request or body ("", 0 for none).
+func (x *exchange) failure(err error) (string, int) {
+	if err == nil {
+		return "", 0
+	}
+	if errors.Is(context.Cause(x.rctx), errHTTPTimeout) {
+		return errHTTPTimeout.Error(), codeTimeout
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	return err.Error(), errorCode(err)
+}
+
+// errorCode is k6's error_code of a transport error.
+func errorCode(err error) int {
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		if dns.IsNotFound {
+			return codeDNSNoIP
+		}
+		return codeDNS
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return codeDialRefused
+		case op.Timeout():
+			return codeDialTimeout
+		}
+		return codeDial
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return codeTLSUnknownCA
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return codeTLSHostname
+	}
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return codeTLS
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return codeTLS
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return codeResetByPeer
+	case errors.Is(err, syscall.EPIPE):
+		return codeBrokenPipe
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return codeTimeout
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return codeTCP
+	}
+	return codeGeneric
+}
+
+// statusCode is k6's error_code of an HTTP status (0 below 400).
+func statusCode(status int) int {
+	if status >= 400 && status < 600 {
+		return codeHTTPStatusBase + status
+	}
+	return 0
+}
+
+// httpResult is what a request came to, for the response object.
+type httpResult struct {
+	status     int
+	statusText string
+	proto      string
+	header     http.Header
+	body       []byte
+	url        string // after redirects
+	err        string
+	code       int
+	timings    httpTimings
+	remote     string
+	sent       bool // a request went out (false: an invalid URL)
+}
+
+// doHTTP sends spec, reads the whole body and records the request's samples
+// unless the VU's call ended under it.
+func (sh *Shared) doHTTP(ctx context.Context, spec *httpSpec) *httpResult {
+	res := &httpResult{url: spec.url}
+	if spec.badURL != nil {
+		res.err, res.code = spec.badURL.Error(), codeInvalidURL
+		return res
+	}
+	res.sent = true
+	x := sh.http.send(ctx, spec)
+	defer x.end()
+	var readErr error
+	if x.resp != nil {
+		res.status, res.statusText, res.proto, res.header = x.resp.StatusCode, x.resp.Status, x.resp.Proto, x.resp.Header
+		res.url = x.resp.Request.URL.String()
+		if spec.responseType == "none" {
+			_, readErr = io.Copy(io.Discard, x.resp.Body)
+		} else {
+			res.body, readErr = io.ReadAll(x.resp.Body)
+		}
+		x.resp.Body.Close()
+	}
+	end := time.Now()
+	res.err, res.code = x.failure(cmpErr(x.err, readErr))
+	if res.code == 0 {
+		res.code = statusCode(res.status)
+	}
+	res.timings = x.trace.timings(end)
+	res.remote = x.trace.stamps().remote
+	if !x.interrupted() {
+		sh.recordHTTP(spec, res.status, res.err != "", res.timings)
+	}
+	return res
+}
+
+// cmpErr is the first non-nil error.
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// recordHTTP records one request's samples: http_reqs, the timings and,
+// when the request has a response callback, http_req_failed (a transport
+// error, or a status the callback does not expect).
+func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm httpTimings) {
+	tags := spec.tags
+	for _, s := range []struct {
+		name string
+		v    float64
+	}{
+		{MetricHTTPReqs, 1},
+		{MetricHTTPReqDuration, tm.Duration},
+		{MetricHTTPReqBlocked, tm.Blocked},
+		{MetricHTTPReqConnecting, tm.Connecting},
+		{MetricHTTPReqTLSHandshaking, tm.TLSHandshaking},
+		{MetricHTTPReqSending, tm.Sending},
+		{MetricHTTPReqWaiting, tm.Waiting},
+		{MetricHTTPReqReceiving, tm.Receiving},
+	} {
+		_ = sh.AddSample(s.name, tags, s.v) // registered with the module
+	}
+	if spec.expected != nil {
+		_ = sh.AddSample(MetricHTTPReqFailed, tags, boolFloat(transportErr || !spec.expected.has(status)))
+	}
+}
+
+// expectedStatuses is what http.expectedStatuses(...) returns: the
+// statuses a response callback counts as not failed. Read-only once made.
+type expectedStatuses struct {
+	ranges [][2]int // inclusive
+}
+
+// defaultExpected is k6's default response callback: 200 to 399.
+var defaultExpected = &expectedStatuses{ranges: [][2]int{{200, 399}}}
+
+func (e *expectedStatuses) has(status int) bool {
+	for _, r := range e.ranges {
+		if status >= r[0] && status <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointOf is the endpoint tag of a request to u: its scheme and host,
+// so that the tag's values stay as few as the hosts a script talks to
+// (k6's url tag, the whole URL, would make a tag tuple per URL).
+func endpointOf(u *url.URL) string {
+	return fmt.Sprintf("%s://%s", u.Scheme, u.Host)
+}
