@@ -461,6 +461,20 @@ func (e *expectedStatuses) has(status int) bool {
 	return false
 }
 
+// checkURL sets badURL when the URL does not parse or is not http(s),
+// and otherwise the endpoint tag unless params set one.
+func (spec *httpSpec) checkURL() {
+	u, err := url.Parse(spec.url)
+	switch {
+	case err != nil:
+		spec.badURL = err
+	case u.Scheme != "http" && u.Scheme != "https":
+		spec.badURL = fmt.Errorf("invalid URL %q: want an http:// or https:// URL", spec.url)
+	case spec.tags.Endpoint == "":
+		spec.tags.Endpoint = endpointOf(u)
+	}
+}
+
 // endpointOf is the endpoint tag of a request to u: its scheme and host,
 // so that the tag's values stay as few as the hosts a script talks to
 // (k6's url tag, the whole URL, would make a tag tuple per URL).

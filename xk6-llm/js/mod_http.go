@@ -168,21 +168,13 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 		method: method, url: urlV.String(), header: http.Header{}, timeout: httpDefaultTimeout,
 		redirects: httpDefaultRedirects, responseType: "text", expected: m.callback,
 	}
-	if err := readParams(m.vu.rt, spec, params, true); err != nil {
+	if err := readParams(spec, params, true); err != nil {
 		return nil, err
 	}
 	if err := readBody(spec, body); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(spec.url)
-	switch {
-	case err != nil:
-		spec.badURL = err
-	case u.Scheme != "http" && u.Scheme != "https":
-		spec.badURL = fmt.Errorf("invalid URL %q: want an http:// or https:// URL", spec.url)
-	case spec.tags.Endpoint == "":
-		spec.tags.Endpoint = endpointOf(u)
-	}
+	spec.checkURL()
 	return spec, nil
 }
 
@@ -193,7 +185,7 @@ func present(v sobek.Value) bool { return v != nil && !sobek.IsUndefined(v) && !
 // class tag, as k6's name groups URLs), timeout (a duration string or
 // milliseconds), redirects, and for k6/http responseType and
 // responseCallback. Other keys (cookies, jar, auth, ...) are ignored.
-func readParams(rt *sobek.Runtime, spec *httpSpec, params sobek.Value, httpParams bool) error {
+func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 	p, ok := params.(*sobek.Object)
 	if !ok || !present(params) {
 		return nil

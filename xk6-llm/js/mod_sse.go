@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -156,7 +155,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 		expected: defaultExpected,
 	}
 	spec.header.Set("Accept", "text/event-stream")
-	if err := readParams(vu.rt, spec, params, false); err != nil {
+	if err := readParams(spec, params, false); err != nil {
 		return nil, err
 	}
 	if p, ok := params.(*sobek.Object); ok && present(params) {
@@ -167,15 +166,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 			spec.body = []byte(b.String())
 		}
 	}
-	u, err := url.Parse(spec.url)
-	switch {
-	case err != nil:
-		spec.badURL = err
-	case u.Scheme != "http" && u.Scheme != "https":
-		spec.badURL = fmt.Errorf("invalid URL %q: want an http:// or https:// URL", spec.url)
-	case spec.tags.Endpoint == "":
-		spec.tags.Endpoint = endpointOf(u)
-	}
+	spec.checkURL()
 	return spec, nil
 }
 
