@@ -4,11 +4,13 @@ import "github.com/grafana/sobek"
 
 // module is one built-in module a script can import: its import name, the
 // names it exports (besides default), and the constructor of its object
-// for one VU.
+// for one VU. A specifier that starts with one of prefixes also names it
+// (the remote URLs of a jslib that is built in here).
 type module struct {
-	name    string
-	exports []string
-	new     func(vu *VU) *sobek.Object
+	name     string
+	exports  []string
+	new      func(vu *VU) *sobek.Object
+	prefixes []string
 }
 
 // moduleTable is the one list of built-in modules: adding a module is one
@@ -16,8 +18,10 @@ type module struct {
 func moduleTable() map[string]module {
 	list := []module{
 		{name: "k6", exports: []string{"check", "group", "sleep", "fail"}, new: newK6Module},
+		{name: "k6/data", exports: []string{"SharedArray"}, new: newDataModule},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
+		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))
 	for _, mod := range list {
