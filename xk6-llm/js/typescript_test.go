@@ -65,7 +65,7 @@ func TestTypeScriptErrorsPointIntoTheTSFile(t *testing.T) {
 			"lib.ts":    tsLib},
 			true, []string{"lib.ts:7:11: iteration: Error: boom 2"}},
 		{"a directory with a space", map[string]string{
-			"script.ts": "import { helper } from './sub dir/lib.ts';\nexport default function () {\n  helper(3);\n}\n",
+			"script.ts":      "import { helper } from './sub dir/lib.ts';\nexport default function () {\n  helper(3);\n}\n",
 			"sub dir/lib.ts": tsLib},
 			true, []string{"sub dir/lib.ts:7:11: iteration: Error: boom 3"}},
 	}
