@@ -1,6 +1,10 @@
 package js
 
-import "github.com/grafana/sobek"
+import (
+	"sort"
+
+	"github.com/grafana/sobek"
+)
 
 // module is one built-in module a script can import: its import name, the
 // names it exports (besides default), and the constructor of its object
@@ -30,11 +34,12 @@ func moduleTable() map[string]module {
 	return m
 }
 
-// ModuleNames lists the built-in modules' import names.
+// ModuleNames lists the built-in modules' import names, sorted.
 func ModuleNames() []string {
 	var names []string
 	for n := range moduleTable() {
 		names = append(names, n)
 	}
+	sort.Strings(names)
 	return names
 }

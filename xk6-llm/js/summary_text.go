@@ -127,7 +127,10 @@ func metricLines(ms map[string]SummaryMetric, stats []string, unit string, paint
 		for i, s := range stats {
 			v, ok := m.Values[s]
 			text := "-"
-			if ok {
+			switch {
+			case ok && s == "count":
+				text = formatNumber(v)
+			case ok:
 				text = formatValue(v, m.Contains, unit)
 			}
 			row[i] = s + "=" + text

@@ -12,6 +12,22 @@ import (
 // transpiled to JavaScript before sobek parses them.
 var typeScriptExts = []string{".ts", ".mts"}
 
+// ScriptExtensions are the file extensions of the scripts `llmchaos run`
+// runs: JavaScript modules and TypeScript.
+func ScriptExtensions() []string { return append([]string{".js", ".mjs"}, typeScriptExts...) }
+
+// IsScript reports whether path names a script by its extension (see
+// ScriptExtensions), in any case.
+func IsScript(path string) bool {
+	ext := filepath.Ext(path)
+	for _, e := range ScriptExtensions() {
+		if strings.EqualFold(ext, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // isTypeScript reports whether path names a TypeScript module.
 func isTypeScript(path string) bool {
 	ext := strings.ToLower(filepath.Ext(path))
