@@ -14,8 +14,9 @@ import (
 // and offline.
 const summaryJSLib = "https://jslib.k6.io/k6-summary/"
 
-// newSummaryModule is `k6/x/summary`: textSummary(data, options) and
-// jUnit(data, options) over handleSummary's data, as the k6-summary jslib's.
+// newSummaryModule is `k6/x/summary`: textSummary(data, options),
+// jUnit(data, options) and humanizeValue(value, metric, timeUnit) over
+// handleSummary's data, as the k6-summary jslib's.
 func newSummaryModule(vu *VU) *sobek.Object {
 	rt := vu.rt
 	o := rt.NewObject()
@@ -30,6 +31,15 @@ func newSummaryModule(vu *VU) *sobek.Object {
 		var opts JUnitSummaryOptions
 		vu.jsonArg("jUnit", call.Argument(1), &opts)
 		return rt.ToValue(JUnitSummary(d, opts))
+	})
+	set(o, "humanizeValue", func(call sobek.FunctionCall) sobek.Value {
+		var m SummaryMetric
+		vu.jsonArg("humanizeValue", call.Argument(1), &m)
+		unit := ""
+		if u := call.Argument(2); !sobek.IsUndefined(u) && !sobek.IsNull(u) {
+			unit = u.String()
+		}
+		return rt.ToValue(HumanizeValue(call.Argument(0).ToFloat(), m, unit))
 	})
 	return o
 }

@@ -25,7 +25,7 @@ func moduleTable() map[string]module {
 		{name: "k6/data", exports: []string{"SharedArray"}, new: newDataModule},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
-		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
+		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))
 	for _, mod := range list {

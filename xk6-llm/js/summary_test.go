@@ -145,14 +145,16 @@ func TestJUnitSummary(t *testing.T) {
 }
 
 func TestHandleSummaryWithTheK6SummaryJSLib(t *testing.T) {
-	vu, _, err := loadVU(t, writeScripts(t, map[string]string{"script.js": `import { textSummary, jUnit } from 'https://jslib.k6.io/k6-summary/0.0.2/index.js';
+	vu, _, err := loadVU(t, writeScripts(t, map[string]string{"script.js": `import { textSummary, jUnit, humanizeValue } from 'https://jslib.k6.io/k6-summary/0.0.2/index.js';
 import * as builtin from 'k6/x/summary';
 export default function () {}
-export function handleSummary(data) {
+export async function handleSummary(data) {
+  await null;
   return {
     stdout: textSummary(data, { indent: '>', enableColors: false }),
     'out/junit.xml': jUnit(data),
-    'raw.json': { n: data.state.testRunDurationMs, same: builtin.textSummary === textSummary },
+    'raw.json': { n: data.state.testRunDurationMs, same: builtin.textSummary === textSummary,
+      h: [humanizeValue(1500, data.metrics.ttft), humanizeValue(0.85, data.metrics.checks), humanizeValue(2, data.metrics.ttft, 's')] },
     'bytes.bin': new Uint8Array([104, 105]).buffer,
     skipped: undefined,
   };
@@ -180,7 +182,7 @@ export function handleSummary(data) {
 	if !strings.Contains(got["out/junit.xml"], `failures="1"`) {
 		t.Errorf("junit:\n%s", got["out/junit.xml"])
 	}
-	if got["raw.json"] != `{"n":2000,"same":true}` || got["bytes.bin"] != "hi" {
+	if got["raw.json"] != `{"n":2000,"same":true,"h":["1.50s","85.00%","0.00s"]}` || got["bytes.bin"] != "hi" {
 		t.Errorf("got raw.json %q and bytes.bin %q", got["raw.json"], got["bytes.bin"])
 	}
 }
@@ -194,6 +196,8 @@ func TestHandleSummaryErrors(t *testing.T) {
 			[]string{"script.js:3:", "handleSummary: TypeError"}},
 		{"returns a string", "export default function () {}\nexport function handleSummary() { return 'text'; }\n",
 			[]string{"must return an object of outputs", "not a string"}},
+		{"async, rejects", "export default function () {}\nexport async function handleSummary() {\n  await null;\n  throw new Error('late');\n}\n",
+			[]string{"script.js:4:", "handleSummary: Error: late"}},
 		{"textSummary without data", "import { textSummary } from 'k6/x/summary';\nexport default function () {}\nexport function handleSummary() {\n  return { stdout: textSummary() };\n}\n",
 			[]string{"script.js:4:", "textSummary: the first argument must be handleSummary's data"}},
 	}

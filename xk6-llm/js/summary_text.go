@@ -253,3 +253,13 @@ func formatNumber(v float64) string {
 	}
 	return s
 }
+
+// HumanizeValue writes one value of metric m as the text summary does: a
+// rate as a percentage, a duration in timeUnit ("" chooses), else a
+// number.
+func HumanizeValue(v float64, m SummaryMetric, timeUnit string) string {
+	if m.Type == "rate" {
+		return strconv.FormatFloat(100*v, 'f', 2, 64) + "%"
+	}
+	return formatValue(v, m.Contains, timeUnit)
+}

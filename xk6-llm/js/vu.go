@@ -337,7 +337,8 @@ type SummaryOutput struct {
 // HandleSummary calls the script's handleSummary(data) when it exports
 // one (ok is false otherwise) and returns the outputs its result names, in
 // its key order: a string is written as it is, an ArrayBuffer as its
-// bytes, any other value as JSON. An exception is a *ScriptError.
+// bytes, any other value as JSON. An async handleSummary's promise is
+// awaited. An exception is a *ScriptError.
 func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []SummaryOutput, ok bool, err error) {
 	if !vu.HasExport("handleSummary") {
 		return nil, false, nil
@@ -354,6 +355,15 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 	v, err := vu.call(ctx, "handleSummary", arg)
 	if err != nil {
 		return nil, true, scriptError("handleSummary", err)
+	}
+	if p, isPromise := v.Export().(*sobek.Promise); isPromise { // an async handleSummary
+		switch p.State() {
+		case sobek.PromiseStateRejected:
+			return nil, true, rejection("handleSummary", p.Result())
+		case sobek.PromiseStatePending:
+			return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: "handleSummary: its promise did not settle (nothing runs after the test to settle it)"}
+		}
+		v = p.Result()
 	}
 	o, isObj := v.(*sobek.Object)
 	if !isObj {

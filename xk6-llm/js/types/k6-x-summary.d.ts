@@ -28,8 +28,10 @@ declare module 'k6/x/summary' {
   export function textSummary(data: object, options?: TextSummaryOptions): string;
   /** handleSummary's thresholds as JUnit XML, one test case per threshold. */
   export function jUnit(data: object, options?: JUnitOptions): string;
+  /** One value of a metric (`data.metrics.NAME`) as text: a rate in %, a duration in timeUnit ('s', 'ms', 'us'; chosen when absent). */
+  export function humanizeValue(value: number, metric: object, timeUnit?: string): string;
 }
 
 declare module 'https://jslib.k6.io/k6-summary/*' {
-  export { textSummary, jUnit, TextSummaryOptions, JUnitOptions } from 'k6/x/summary';
+  export { textSummary, jUnit, humanizeValue, TextSummaryOptions, JUnitOptions } from 'k6/x/summary';
 }
