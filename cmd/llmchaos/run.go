@@ -57,7 +57,7 @@ func newRunCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run an experiment, or a k6-style script (FILE.js): load, faults on a timeline, steady state, thresholds, verdict",
+		Short: "Run an experiment, or a k6-style script (FILE.js or FILE.ts): load, faults on a timeline, steady state, thresholds, verdict",
 		Long: `run executes an experiment file (see llmchaos validate and the README's
 "Experiments" section): it starts the built-in simulator for target.sim, puts
 fault proxies in front of the endpoints when proxy faults need them, checks
@@ -99,15 +99,7 @@ file is invalid, or an endpoint failed the pre-flight check (a model it does
 not serve, a wrong path, a refused key; --no-preflight skips it); 1 llmchaos
 itself failed.
 
-A FILE ending in .js is a k6-style script (export const options, a default
-function, setup/teardown; modules k6, k6/metrics, k6/x/llm, k6/http and
-k6/x/sse): it runs
-with -e KEY=VALUE (its __ENV), and --vus, --duration and --iterations
-replace its scenarios as k6's flags do; --out DIR writes DIR/run.json, and
---junit and --html their reports. A script that does not parse, imports an
-unknown module or throws in its init code or setup exits 2 before any load
-(FILE:LINE:COL and the stack on stderr); an exception in an iteration
-fails that iteration only (counted in iterations_failed).`,
+` + scriptHelp(),
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'

@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// scriptFlags are run's flags for a k6-style script (FILE.js), as k6's.
+// scriptFlags are run's flags for a k6-style script (FILE.js or FILE.ts),
+// as k6's.
 type scriptFlags struct {
 	Env        []string // -e KEY=VALUE
 	VUs        int
@@ -23,13 +24,34 @@ type scriptFlags struct {
 
 // add registers the script flags on fs.
 func (f *scriptFlags) add(fs *pflag.FlagSet) {
-	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a .js script: set __ENV.KEY, as KEY=VALUE (repeatable)")
-	fs.IntVar(&f.VUs, "vus", 0, "for a .js script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
-	fs.IntVar(&f.Iterations, "iterations", 0, "for a .js script: run this many iterations shared by the VUs (replaces the script's scenarios)")
+	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a script (.js, .ts): set __ENV.KEY, as KEY=VALUE (repeatable)")
+	fs.IntVar(&f.VUs, "vus", 0, "for a script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
+	fs.IntVar(&f.Iterations, "iterations", 0, "for a script: run this many iterations shared by the VUs (replaces the script's scenarios)")
 }
 
-// isScript says whether run's FILE is a k6-style script.
-func isScript(file string) bool { return strings.EqualFold(filepath.Ext(file), ".js") }
+// isScript says whether run's FILE is a k6-style script (.js, .mjs, .ts;
+// see js.ScriptExtensions).
+func isScript(file string) bool { return js.IsScript(file) }
+
+// scriptHelp is the paragraph of run's help about scripts; the file
+// extensions and the modules come from their tables in package js.
+func scriptHelp() string {
+	exts := js.ScriptExtensions()
+	return "A FILE ending in " + strings.Join(exts[:len(exts)-1], ", ") + " or " + exts[len(exts)-1] +
+		` is a k6-style script
+(export const options, a default function, setup/teardown, handleSummary;
+modules: ` + strings.Join(js.ModuleNames(), ", ") + `). TypeScript is
+transpiled in-process, types are not checked, and positions point into the
+.ts file. A script runs with -e KEY=VALUE (its __ENV), and --vus,
+--duration and --iterations replace its scenarios as k6's flags do; --out
+DIR writes DIR/run.json, and --junit and --html their reports. When the
+script exports handleSummary(data), what it returns (stdout, stderr or file
+paths to contents) replaces the end-of-test summary; --out, --junit and
+--html are still written. A script that does not parse, imports an unknown
+module or throws in its init code or setup exits 2 before any load
+(FILE:LINE:COL and the stack on stderr); an exception in an iteration fails
+that iteration only (counted in iterations_failed).`
+}
 
 // scriptUnsupported are run's flags that do not apply to a script yet.
 var scriptUnsupported = []string{"threshold", "dry-run", "save-requests", "metrics-listen", "remote-write", "otlp-endpoint", "no-preflight", "no-guard"}
@@ -40,7 +62,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	var errs []error
 	for _, name := range scriptUnsupported {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			errs = append(errs, fmt.Errorf("--%s is not supported with a .js script yet", name))
+			errs = append(errs, fmt.Errorf("--%s is not supported with a script (%s) yet", name, filepath.Ext(c.File)))
 		}
 	}
 	env := map[string]string{}
@@ -73,6 +95,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		Overrides:   runner.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
+		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
 	}
 	if c.Seed != nil {
 		cfg.Seed = *c.Seed

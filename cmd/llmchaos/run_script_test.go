@@ -53,7 +53,26 @@ func TestRunScriptExitCodes(t *testing.T) {
 			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
 		{name: "unknown import", code: ExitUsage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
-			stderr: []string{`unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse"}},
+			stderr: []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/data"}},
+		{name: "typescript", code: ExitOK,
+			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "typescript.ts"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=2"}},
+		{name: "typescript syntax error", code: ExitUsage,
+			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.ts")},
+			stderr: []string{"syntax-error.ts:8:34", "SyntaxError"}},
+		{name: "custom trend threshold holds", code: ExitOK,
+			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4"}},
+		{name: "custom trend threshold fails", code: ExitThresholds,
+			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4", "-e", "LONG_MAX_MS=1"}},
+		{name: "handleSummary replaces the summary, --junit is still written", code: ExitOK,
+			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "handle-summary.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model,
+				"-e", "SUMMARY_JSON=" + filepath.Join(dir, "summary.json"), "--junit", filepath.Join(dir, "hs-junit.xml")},
+			checkOut: func(t *testing.T) {
+				for _, f := range []string{"summary.json", "hs-junit.xml"} {
+					if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || len(b) == 0 {
+						t.Errorf("%s: %v", f, err)
+					}
+				}
+			}},
 		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
 	}
 	for _, tt := range tests {

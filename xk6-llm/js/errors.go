@@ -3,6 +3,8 @@ package js
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"regexp"
 	"strings"
 
@@ -73,7 +75,7 @@ func exceptionError(what string, ex *sobek.Exception) *ScriptError {
 		if p.Filename == "" || p.Line == 0 {
 			continue
 		}
-		pos := fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+		pos := fmt.Sprintf("%s:%d:%d", framePath(p.Filename), p.Line, p.Column)
 		if se.Pos == "" {
 			se.Pos = pos
 		}
@@ -85,6 +87,26 @@ func exceptionError(what string, ex *sobek.Exception) *ScriptError {
 	}
 	se.Stack = b.String()
 	return se
+}
+
+// framePath is the file of a stack frame. A position that came through a
+// source map is a URL, with spaces and such escaped: such a path is
+// unescaped when the unescaped file exists and the escaped one does not.
+func framePath(name string) string {
+	if !strings.Contains(name, "%") {
+		return name
+	}
+	u, err := url.PathUnescape(name)
+	if err != nil {
+		return name
+	}
+	if _, err := os.Stat(name); err == nil {
+		return name
+	}
+	if _, err := os.Stat(u); err == nil {
+		return u
+	}
+	return name
 }
 
 // exceptionMessage is a thrown value's text: an Error's "Name: message",

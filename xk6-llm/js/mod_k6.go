@@ -2,12 +2,15 @@ package js
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/grafana/sobek"
 )
 
-// newK6Module is the `k6` module: check, group, sleep and fail.
+// newK6Module is the `k6` module: check, group, sleep and fail. Checks
+// are counted by name in the group they ran in (handleSummary's
+// root_group) besides the checks rate.
 func newK6Module(vu *VU) *sobek.Object {
 	rt := vu.rt
 	o := rt.NewObject()
@@ -29,12 +32,20 @@ func newK6Module(vu *VU) *sobek.Object {
 				if err := vu.shared.AddSample(MetricChecks, tags, boolFloat(pass)); err != nil {
 					panic(rt.NewGoError(err))
 				}
+				vu.shared.checks.add(vu.group, name, pass)
 				all = all && pass
 			}
 		}
 		return rt.ToValue(all)
 	})
 	set(o, "group", func(name string, fn sobek.Callable) sobek.Value {
+		if strings.Contains(name, groupSeparator) {
+			panic(rt.NewTypeError("group name %q: it must not contain %q", name, groupSeparator))
+		}
+		outer := vu.group
+		vu.group = outer + groupSeparator + name
+		defer func() { vu.group = outer }()
+		vu.shared.checks.group(vu.group)
 		v, err := fn(sobek.Undefined())
 		if err != nil {
 			panic(err)

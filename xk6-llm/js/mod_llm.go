@@ -114,6 +114,7 @@ func (vu *VU) llmCall(key clientKey, opts llmClientOptions, chat bool, arg sobek
 }
 
 // resultObject is what chat() and complete() return; durations in ms.
+// types/k6-x-llm.d.ts declares every key (a test keeps them in step).
 func resultObject(res *recording.Result, text string) map[string]any {
 	ms := func(d time.Duration, ok bool) any {
 		if !ok {
@@ -125,7 +126,7 @@ func resultObject(res *recording.Result, text string) map[string]any {
 	e2e, okE := res.E2E()
 	tpot, okP := res.TPOT()
 	return map[string]any{
-		"ok": res.Outcome == recording.OutcomeOK, "status": res.HTTPStatus, "errorClass": string(res.Class),
+		"ok": res.Outcome == recording.OutcomeOK, "outcome": res.Outcome.String(), "status": res.HTTPStatus, "errorClass": string(res.Class),
 		"error": res.Err, "text": text, "finishReason": res.FinishReason,
 		"usage": map[string]any{
 			"prompt_tokens": res.InputTokens, "completion_tokens": res.OutputTokens,

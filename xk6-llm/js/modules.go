@@ -1,14 +1,20 @@
 package js
 
-import "github.com/grafana/sobek"
+import (
+	"sort"
+
+	"github.com/grafana/sobek"
+)
 
 // module is one built-in module a script can import: its import name, the
 // names it exports (besides default), and the constructor of its object
-// for one VU.
+// for one VU. A specifier that starts with one of prefixes also names it
+// (the remote URLs of a jslib that is built in here).
 type module struct {
-	name    string
-	exports []string
-	new     func(vu *VU) *sobek.Object
+	name     string
+	exports  []string
+	new      func(vu *VU) *sobek.Object
+	prefixes []string
 }
 
 // moduleTable is the one list of built-in modules: adding a module is one
@@ -16,12 +22,14 @@ type module struct {
 func moduleTable() map[string]module {
 	list := []module{
 		{name: "k6", exports: []string{"check", "group", "sleep", "fail"}, new: newK6Module},
+		{name: "k6/data", exports: []string{"SharedArray"}, new: newDataModule},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
 		{name: "k6/http", exports: []string{"get", "head", "post", "put", "patch", "del", "options", "request", "batch",
 			"expectedStatuses", "setResponseCallback"}, new: newHTTPModule},
 		{name: "k6/x/sse", exports: []string{"open"}, new: newSSEModule},
 		{name: "k6/experimental/sse", exports: []string{"open"}, new: newSSEModule},
+		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))
 	for _, mod := range list {
@@ -30,11 +38,12 @@ func moduleTable() map[string]module {
 	return m
 }
 
-// ModuleNames lists the built-in modules' import names.
+// ModuleNames lists the built-in modules' import names, sorted.
 func ModuleNames() []string {
 	var names []string
 	for n := range moduleTable() {
 		names = append(names, n)
 	}
+	sort.Strings(names)
 	return names
 }

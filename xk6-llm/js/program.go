@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/grafana/sobek"
+	"github.com/grafana/sobek/ast"
+	"github.com/grafana/sobek/parser"
 )
 
 // requireGlobal is the hidden global through which the generated source of
@@ -32,6 +34,7 @@ type Program struct {
 	cache  map[string]sobek.ModuleRecord // by absolute path or built-in name
 	errs   map[string]error
 	pathOf map[sobek.ModuleRecord]string
+	asts   map[sobek.ModuleRecord]*ast.Program // of the script's files, for the positions of their imports
 }
 
 // Load reads, parses and links the script at path and the modules it
@@ -45,6 +48,7 @@ func Load(path string) (*Program, error) {
 	p := &Program{
 		Path: abs, Dir: filepath.Dir(abs), modules: moduleTable(),
 		cache: map[string]sobek.ModuleRecord{}, errs: map[string]error{}, pathOf: map[sobek.ModuleRecord]string{},
+		asts: map[sobek.ModuleRecord]*ast.Program{},
 	}
 	m, err := p.resolve(nil, abs)
 	if err != nil {
@@ -63,28 +67,76 @@ func Load(path string) (*Program, error) {
 
 // resolve is sobek's HostResolveImportedModule: a specifier that starts
 // with ".", ".." or "/" is a file relative to the importing module, any
-// other is a name in the table of built-in modules.
+// other is a name in the table of built-in modules. An unknown name or a
+// missing file is a *ScriptError at the import statement that asked for
+// it.
 func (p *Program) resolve(referrer any, spec string) (sobek.ModuleRecord, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key, err := p.key(referrer, spec)
 	if err != nil {
-		return nil, err
+		return nil, p.importError(referrer, spec, err)
 	}
 	if m, ok := p.cache[key]; ok {
 		return m, nil
 	}
 	if err, ok := p.errs[key]; ok {
-		return nil, err
+		return nil, p.importError(referrer, spec, err)
 	}
 	m, err := p.parse(key)
 	if err != nil {
 		p.errs[key] = err
-		return nil, err
+		return nil, p.importError(referrer, spec, err)
 	}
 	p.cache[key] = m
 	p.pathOf[m] = key
 	return m, nil
+}
+
+// errModuleNotFound is a relative import whose file does not exist.
+var errModuleNotFound = errors.New("not found")
+
+// importError places a failed resolution at the import statement of spec
+// in referrer. An error that already says where (a syntax error inside the
+// imported file) is returned as it is.
+func (p *Program) importError(referrer any, spec string, err error) error {
+	if _, ok := errors.AsType[*ScriptError](err); ok {
+		return err
+	}
+	if !errors.Is(err, errModuleNotFound) && !errors.Is(err, errUnknownModule) {
+		return err
+	}
+	r, ok := referrer.(sobek.ModuleRecord)
+	if !ok {
+		return err
+	}
+	body := p.asts[r]
+	if body == nil || body.File == nil {
+		return err
+	}
+	for _, st := range body.Body {
+		var idx int
+		var from string
+		switch d := st.(type) {
+		case *ast.ImportDeclaration:
+			idx, from = int(d.Idx0()), d.ModuleSpecifier.String()
+			if d.FromClause != nil {
+				from = d.FromClause.ModuleSpecifier.String()
+			}
+		case *ast.ExportDeclaration:
+			if d.FromClause == nil {
+				continue
+			}
+			idx, from = int(d.Idx0()), d.FromClause.ModuleSpecifier.String()
+		default:
+			continue
+		}
+		if from == spec {
+			pos := body.File.Position(idx - body.File.Base())
+			return &ScriptError{Pos: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column), Msg: "import: " + err.Error()}
+		}
+	}
+	return err
 }
 
 // key names the module spec refers to from referrer: an absolute path or
@@ -105,28 +157,77 @@ func (p *Program) key(referrer any, spec string) (string, error) {
 	if _, ok := p.modules[spec]; ok {
 		return spec, nil
 	}
+	for _, m := range p.modules {
+		for _, prefix := range m.prefixes {
+			if strings.HasPrefix(spec, prefix) {
+				return m.name, nil
+			}
+		}
+	}
+	if strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://") {
+		return "", fmt.Errorf("%w %q: remote modules are not fetched (llmchaos runs offline); save the file next to the script and import it as ./name.js", errUnknownModule, spec)
+	}
 	names := make([]string, 0, len(p.modules))
 	for n := range p.modules {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return "", fmt.Errorf("unknown module %q: the modules that exist are %s, and files imported as ./path.js",
-		spec, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q: the modules that exist are %s, and files imported as ./path.js or ./path.ts",
+		errUnknownModule, spec, strings.Join(names, ", "))
 }
 
-// parse makes the module record of key.
+// errUnknownModule is an import of a name that is not a built-in module.
+var errUnknownModule = errors.New("unknown module")
+
+// parse makes the module record of key. A TypeScript file is transpiled
+// first (see transpileTS); an import of ./name.js that does not exist
+// falls back to ./name.ts, as TypeScript's own module resolution does.
 func (p *Program) parse(key string) (sobek.ModuleRecord, error) {
 	if mod, ok := p.modules[key]; ok {
 		return sobek.ParseModule(key, builtinSource(mod), p.resolve)
 	}
-	src, err := os.ReadFile(key)
+	path := key
+	src, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && strings.EqualFold(filepath.Ext(path), ".js") {
+		ts := strings.TrimSuffix(path, filepath.Ext(path)) + ".ts"
+		if b, tsErr := os.ReadFile(ts); tsErr == nil {
+			path, src, err = ts, b, nil
+		}
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("module %s not found", key)
+			return nil, fmt.Errorf("module %s %w", key, errModuleNotFound)
 		}
 		return nil, fmt.Errorf("read module: %w", err)
 	}
-	return sobek.ParseModule(key, string(src), p.resolve)
+	text := string(src)
+	if isTypeScript(path) {
+		if text, err = transpileTS(path, text); err != nil {
+			return nil, err
+		}
+	}
+	body, err := sobek.Parse(path, text, parser.IsModule, parser.WithSourceMapLoader(loadSourceMap))
+	if err != nil {
+		return nil, err
+	}
+	m, err := sobek.ModuleFromAST(body, p.resolve)
+	if err != nil {
+		return nil, err
+	}
+	p.asts[m] = body
+	return m, nil
+}
+
+// loadSourceMap reads the source map a module's sourceMappingURL names;
+// a map that is not there is no error (the positions are then the
+// generated file's), as a bundle shipped without its maps still runs.
+func loadSourceMap(path string) ([]byte, error) {
+	path = strings.TrimPrefix(path, "file://")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
 }
 
 // builtinSource is the ES module text of a built-in module: it takes the

@@ -107,7 +107,10 @@ type Shared struct {
 	mu      sync.Mutex
 	clients map[clientKey]*client.Client
 
-	http *httpClient // k6/http's and the SSE modules' one connection pool
+	http   *httpClient             // k6/http's and the SSE modules' one connection pool
+	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
+
+	checks checkTally
 }
 
 // clientKey is what makes two llm.Client objects need different HTTP
@@ -134,6 +137,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests}),
 		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{}, http: newHTTPClient(),
+		arrays: map[string]*sharedArray{},
 	}, nil
 }
 

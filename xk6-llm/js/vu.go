@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,6 +33,7 @@ type VU struct {
 	objects map[string]*sobek.Object // built-in module objects, by name
 	inInit  bool
 	iter    int64
+	group   string // path of the group() in progress, "" outside any
 
 	// ctx is the context of the call in progress (init, setup, an
 	// iteration, teardown): Go functions called from JavaScript (sleep,
@@ -323,4 +325,72 @@ func (vu *VU) context() context.Context {
 		return context.Background()
 	}
 	return vu.ctx
+}
+
+// SummaryOutput is one output handleSummary asked for: Key is "stdout",
+// "stderr" or a file path; Content what to write there.
+type SummaryOutput struct {
+	Key     string
+	Content []byte
+}
+
+// HandleSummary calls the script's handleSummary(data) when it exports
+// one (ok is false otherwise) and returns the outputs its result names, in
+// its key order: a string is written as it is, an ArrayBuffer as its
+// bytes, any other value as JSON. An async handleSummary's promise is
+// awaited. An exception is a *ScriptError.
+func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []SummaryOutput, ok bool, err error) {
+	if !vu.HasExport("handleSummary") {
+		return nil, false, nil
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, true, fmt.Errorf("handleSummary: encode its data: %w", err)
+	}
+	parse, _ := sobek.AssertFunction(vu.rt.Get("JSON").ToObject(vu.rt).Get("parse"))
+	arg, err := parse(sobek.Undefined(), vu.rt.ToValue(string(b)))
+	if err != nil {
+		return nil, true, scriptError("handleSummary", err)
+	}
+	v, err := vu.call(ctx, "handleSummary", arg)
+	if err != nil {
+		return nil, true, scriptError("handleSummary", err)
+	}
+	if p, isPromise := v.Export().(*sobek.Promise); isPromise { // an async handleSummary
+		switch p.State() {
+		case sobek.PromiseStateRejected:
+			return nil, true, rejection("handleSummary", p.Result())
+		case sobek.PromiseStatePending:
+			return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: "handleSummary: its promise did not settle (nothing runs after the test to settle it)"}
+		}
+		v = p.Result()
+	}
+	o, isObj := v.(*sobek.Object)
+	if !isObj {
+		if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+			return nil, true, nil
+		}
+		return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: "handleSummary: it must return an object of outputs (stdout, stderr or a file path → content), not " + describe(v)}
+	}
+	for _, k := range o.Keys() {
+		c := o.Get(k)
+		var content []byte
+		switch x := c.Export().(type) {
+		case string:
+			content = []byte(x)
+		case sobek.ArrayBuffer:
+			content = x.Bytes()
+		default:
+			if sobek.IsUndefined(c) {
+				continue
+			}
+			j, err := c.ToObject(vu.rt).MarshalJSON()
+			if err != nil {
+				return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: fmt.Sprintf("handleSummary: output %q: %v", k, err)}
+			}
+			content = j
+		}
+		outs = append(outs, SummaryOutput{Key: k, Content: content})
+	}
+	return outs, true, nil
 }

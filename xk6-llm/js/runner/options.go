@@ -43,6 +43,11 @@ type Options struct {
 	Iterations int                 `json:"iterations"`
 	Scenarios  map[string]Scenario `json:"scenarios"`
 	Thresholds map[string]any      `json:"thresholds"`
+	// SummaryTrendStats are the trend statistics of the end-of-test
+	// summary and of handleSummary's data (k6's, e.g. ["avg", "p(95)"]);
+	// SummaryTimeUnit fixes the unit of its durations (s, ms or us).
+	SummaryTrendStats []string `json:"summaryTrendStats"`
+	SummaryTimeUnit   string   `json:"summaryTimeUnit"`
 }
 
 // Scenario is one entry of options.scenarios, with k6's field names.

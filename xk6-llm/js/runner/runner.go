@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type Config struct {
 	// ToolVersion goes into the report's meta; Seed seeds request ids.
 	ToolVersion string
 	Seed        uint64
+	// StdoutTTY and StderrTTY say whether Stdout and Stderr are
+	// terminals (handleSummary's data.state).
+	StdoutTTY, StderrTTY bool
 }
 
 // Run runs the script cfg names and writes its reports. A problem of the
@@ -82,6 +86,10 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	ths, err := assertions.ParseConfigIn(sh.Metrics, opts.Thresholds)
 	if err != nil {
 		return nil, &js.ScriptError{Pos: prog.Path, Msg: "options.thresholds: " + err.Error()}
+	}
+	sumOpts, err := summaryOptions(opts, &cfg.Text)
+	if err != nil {
+		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
 	names := make([]string, 0, len(scenarios))
 	for n := range scenarios {
@@ -132,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	errs.summary()
 
 	doc, err := report.Build(report.Meta{
-		ToolVersion: cfg.ToolVersion, Name: strings.TrimSuffix(baseName(prog.Path), ".js"), StartedAt: sh.Clock.Start(),
+		ToolVersion: cfg.ToolVersion, Name: strings.TrimSuffix(baseName(prog.Path), filepath.Ext(prog.Path)), StartedAt: sh.Clock.Start(),
 		Config: map[string]any{"script": prog.Path, "options": opts, "scenarios": scenarios},
 	}, sh.Recorder.Finish(end))
 	if err != nil {
@@ -143,11 +151,45 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	}
 	doc.Evaluate(ths, interrupted)
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
-	werr = errors.Join(werr, report.WriteTextWith(cfg.Stdout, doc, cfg.Text))
-	if teardownErr != nil {
-		return doc, teardownErr
+	state := js.SummaryState{IsStdOutTTY: cfg.StdoutTTY, IsStdErrTTY: cfg.StderrTTY, TestRunDurationMs: float64(end) / float64(time.Millisecond)}
+	printDefault, herr := handleSummary(context.WithoutCancel(ctx), vu0, summaryData(doc, sh, sumOpts, state, data), cfg.Stdout, cfg.Stderr)
+	werr = errors.Join(werr, herr)
+	if printDefault {
+		werr = errors.Join(werr, report.WriteTextWith(cfg.Stdout, doc, cfg.Text))
 	}
-	return doc, werr
+	// A teardown that threw does not hide a report that could not be
+	// written: both are returned.
+	return doc, errors.Join(teardownErr, werr)
+}
+
+// summaryOptions are the summary options of the script's options: its
+// summaryTrendStats, when given, also become the terminal summary's
+// columns unless the command line chose them (text). Without either, k6's
+// default statistics.
+func summaryOptions(opts Options, text *report.TextOptions) (js.SummaryOptions, error) {
+	so := js.SummaryOptions{SummaryTrendStats: opts.SummaryTrendStats, SummaryTimeUnit: opts.SummaryTimeUnit, NoColor: !text.Color}
+	switch opts.SummaryTimeUnit {
+	case "", "s", "ms", "us":
+	default:
+		return so, fmt.Errorf("options.summaryTimeUnit %q: want s, ms or us", opts.SummaryTimeUnit)
+	}
+	if len(opts.SummaryTrendStats) > 0 {
+		ts, err := report.ParseTrendStats(strings.Join(opts.SummaryTrendStats, ","))
+		if err != nil {
+			return so, fmt.Errorf("options.summaryTrendStats: %w", err)
+		}
+		if text.TrendStats == nil {
+			text.TrendStats = ts
+		}
+		return so, nil
+	}
+	for _, ts := range text.TrendStats {
+		so.SummaryTrendStats = append(so.SummaryTrendStats, ts.Name)
+	}
+	if len(so.SummaryTrendStats) == 0 {
+		so.SummaryTrendStats = js.DefaultSummaryTrendStats()
+	}
+	return so, nil
 }
 
 // runScenario runs x from its startTime, with its iterations interrupted

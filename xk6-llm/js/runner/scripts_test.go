@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -130,7 +132,9 @@ func TestBadExampleScriptsStopBeforeLoad(t *testing.T) {
 		want []string
 	}{
 		{"syntax-error.js", []string{"syntax-error.js:4:13", "SyntaxError"}},
-		{"unknown-import.js", []string{`unknown module "k6/ws"`, "k6/x/llm"}},
+		{"unknown-import.js", []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/x/llm"}},
+		{"syntax-error.ts", []string{"syntax-error.ts:8:34", "SyntaxError", "Expected"}},
+		{"init-error.ts", []string{"init-error.ts:12:11", "init: Error: no prompts for model", "at load ("}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -147,9 +151,9 @@ func TestBadExampleScriptsStopBeforeLoad(t *testing.T) {
 	}
 }
 
-// runExample runs the example script file with env and fails the test
+// runPassingExample runs the example script file with env and fails the test
 // unless the run passes its thresholds.
-func runExample(t *testing.T, file string, env map[string]string) *report.Document {
+func runPassingExample(t *testing.T, file string, env map[string]string) *report.Document {
 	t.Helper()
 	var out strings.Builder
 	doc, err := Run(context.Background(), Config{Script: filepath.Join(examples(t), file), Env: env, Stdout: &out, Stderr: &out})
@@ -177,7 +181,7 @@ func customSum(doc *report.Document, name string, f recording.TagFilter) (sum fl
 
 func TestSSERawExample(t *testing.T) {
 	url, model := startSim(t)
-	doc := runExample(t, "sse-raw.js", map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "10", "MAX_TOKENS": "16"})
+	doc := runPassingExample(t, "sse-raw.js", map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "10", "MAX_TOKENS": "16"})
 	stream := recording.TagFilter{Class: "chat-stream"}
 	for _, m := range []struct {
 		name      string
@@ -230,7 +234,7 @@ func TestAgentHTTPExample(t *testing.T) {
 	tools := httptest.NewServer(mux)
 	t.Cleanup(tools.Close)
 
-	doc := runExample(t, "agent-http.js", map[string]string{"BASE_URL": url, "MODEL": model, "TOOL_URL": tools.URL, "ITERATIONS": "6"})
+	doc := runPassingExample(t, "agent-http.js", map[string]string{"BASE_URL": url, "MODEL": model, "TOOL_URL": tools.URL, "ITERATIONS": "6"})
 	sum := doc.Summary()
 	if c := sum.Counts(recording.TagFilter{}); c.OK != 12 || c.Failed != 0 {
 		t.Errorf("LLM turns: got %d ok and %d failed, want 12 and 0", c.OK, c.Failed)
@@ -261,5 +265,199 @@ func TestAgentHTTPExample(t *testing.T) {
 	}
 	if !evaluated {
 		t.Errorf("the http_req_duration{class:weather} threshold was not evaluated: %+v", doc.Thresholds)
+	}
+}
+
+// runExample runs examples/scripts/file against a simulator with env
+// (BASE_URL and MODEL added) and returns the document and the output.
+func runExample(t *testing.T, file string, env map[string]string, outs ...report.Output) (*report.Document, string) {
+	t.Helper()
+	url, model := startSim(t)
+	e := map[string]string{"BASE_URL": url, "MODEL": model}
+	for k, v := range env {
+		e[k] = v
+	}
+	var out strings.Builder
+	doc, err := Run(context.Background(), Config{Script: filepath.Join(examples(t), file), Env: e, Outputs: outs, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("run %s: %v\n%s", file, err, out.String())
+	}
+	return doc, out.String()
+}
+
+// thresholdsOf returns the outcomes of metric's thresholds by key+expr.
+func thresholdsOf(doc *report.Document, metric string) map[string]bool {
+	out := map[string]bool{}
+	for _, th := range doc.Thresholds {
+		if th.Metric == metric {
+			out[th.Key()+": "+th.Expr] = th.OK
+		}
+	}
+	return out
+}
+
+func TestTypeScriptExample(t *testing.T) {
+	doc, out := runExample(t, "typescript.ts", nil)
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
+	}
+	sum := doc.Summary()
+	if c := sum.Counts(recording.TagFilter{}); c.OK != 6 || c.Failed != 0 {
+		t.Errorf("got %d ok and %d failed requests, want 6 and 0", c.OK, c.Failed)
+	}
+	for _, m := range []struct {
+		name string
+		want int64
+	}{{js.MetricChecks, 18}, {js.MetricIterations, 6}, {"answered", 6}, {"decode_time", 6}} {
+		if got := sum.Custom(m.name, recording.TagFilter{}).Count; got != m.want {
+			t.Errorf("%s: got %d samples, want %d", m.name, got, m.want)
+		}
+	}
+	if got := sum.Custom(js.MetricChecks, recording.TagFilter{}).Rate(); got != 1 {
+		t.Errorf("checks rate %v, want 1\n%s", got, out)
+	}
+	if doc.Name != "typescript" {
+		t.Errorf("report name %q, want typescript", doc.Name)
+	}
+	if got := thresholdsOf(doc, "answered"); !got["answered: count>0"] {
+		t.Errorf("the custom counter's threshold: %v", got)
+	}
+}
+
+func TestSharedArrayExampleSendsEveryPromptOnce(t *testing.T) {
+	doc, out := runExample(t, "shared-array.js", nil)
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
+	}
+	b, err := os.ReadFile(filepath.Join(examples(t), "data", "prompts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts []struct{ ID, Prompt string }
+	if err := json.Unmarshal(b, &prompts); err != nil {
+		t.Fatal(err)
+	}
+	sum := doc.Summary()
+	chars := 0
+	for _, p := range prompts {
+		chars += len(p.Prompt)
+		if c := sum.Counts(recording.TagFilter{Class: p.ID}); c.OK != 1 {
+			t.Errorf("prompt %s: %d ok requests, want 1", p.ID, c.OK)
+		}
+	}
+	if c := sum.Counts(recording.TagFilter{}); c.OK != int64(len(prompts)) {
+		t.Errorf("got %d ok requests, want %d", c.OK, len(prompts))
+	}
+	if got := sum.Custom("prompt_chars", recording.TagFilter{}).Sum; got != float64(chars) {
+		t.Errorf("prompt_chars: got %v, want %d", got, chars)
+	}
+	if got := sum.Custom(js.MetricChecks, recording.TagFilter{}); got.Count != int64(2*len(prompts)) || got.Rate() != 1 {
+		t.Errorf("checks: %d, rate %v, want %d passed", got.Count, got.Rate(), 2*len(prompts))
+	}
+}
+
+func TestHandleSummaryExampleReplacesTheSummary(t *testing.T) {
+	dir := t.TempDir()
+	summaryPath := filepath.Join(dir, "sub", "summary.json")
+	jsonPath := filepath.Join(dir, "run.json")
+	doc, out := runExample(t, "handle-summary.js", map[string]string{"SUMMARY_JSON": summaryPath},
+		report.Output{Format: report.FormatJSON, Path: jsonPath})
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
+	}
+	b, err := os.ReadFile(summaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data js.SummaryData
+	if err := json.Unmarshal(b, &data); err != nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	if got := data.Metrics["iterations"].Values["count"]; got != 6 {
+		t.Errorf("summary.json: iterations count %v, want 6", got)
+	}
+	ttft := data.Metrics["ttft"]
+	if ttft.Type != "trend" || ttft.Contains != "time" || ttft.Values["count"] != 6 || ttft.Values["p(95)"] <= 0 || !ttft.Thresholds["p(95)<2000"].OK {
+		t.Errorf("summary.json: ttft %+v", ttft)
+	}
+	if c := data.Metrics["checks"]; c.Values["passes"] != 6 || c.Values["fails"] != 0 || c.Values["rate"] != 1 || !c.Thresholds["rate==1"].OK {
+		t.Errorf("summary.json: checks %+v", c)
+	}
+	if len(data.RootGroup.Groups) != 1 || data.RootGroup.Groups[0].Path != "::chat" || data.RootGroup.Groups[0].Checks[0].Passes != 6 {
+		t.Errorf("summary.json: root_group %+v", data.RootGroup)
+	}
+	if got := data.Options.SummaryTrendStats; strings.Join(got, ",") != "avg,p(95),max,count" {
+		t.Errorf("summary.json: summaryTrendStats %v", got)
+	}
+	if data.State.TestRunDurationMs <= 0 {
+		t.Errorf("summary.json: state %+v", data.State)
+	}
+	// stdout has textSummary's text instead of the default summary; the
+	// --out report is written all the same.
+	for _, w := range []string{"     █ chat", "       ✓ status 200", " ✓ ttft....", "iterations", "count=6\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "PASS") {
+		t.Errorf("stdout has the default summary's verdict line:\n%s", out)
+	}
+	if _, err := os.Stat(jsonPath); err != nil {
+		t.Errorf("--out report: %v", err)
+	}
+}
+
+func TestCustomTrendExampleThresholds(t *testing.T) {
+	doc, out := runExample(t, "custom-trend.js", nil)
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
+	}
+	want := map[string]bool{"decode_time: count>0": true, "decode_time: p(95)<5000": true, "decode_time{class:long}: max<5000": true}
+	if got := thresholdsOf(doc, "decode_time"); !maps.Equal(got, want) {
+		t.Errorf("got thresholds %v, want %v", got, want)
+	}
+	sum := doc.Summary()
+	for class, n := range map[string]int64{"short": 4, "long": 4} {
+		if s := sum.Custom("decode_time", recording.TagFilter{Class: class}); s == nil || s.Count != n {
+			t.Errorf("decode_time{class:%s}: %+v, want %d samples", class, s, n)
+		}
+	}
+
+	doc, out = runExample(t, "custom-trend.js", map[string]string{"LONG_MAX_MS": "1", "ITERATIONS": "4"})
+	if doc.Verdict != report.VerdictFail {
+		t.Errorf("got verdict %s with an unreachable bound, want fail\n%s", doc.Verdict, out)
+	}
+	want = map[string]bool{"decode_time: count>0": true, "decode_time: p(95)<5000": true, "decode_time{class:long}: max<1": false}
+	if got := thresholdsOf(doc, "decode_time"); !maps.Equal(got, want) {
+		t.Errorf("got thresholds %v, want %v", got, want)
+	}
+}
+
+func TestCancelAfterExampleRecordsClientCancels(t *testing.T) {
+	doc, out := runExample(t, "cancel-after.js", map[string]string{"CANCEL_AFTER": "5"})
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
+	}
+	sum := doc.Summary()
+	c := sum.Counts(recording.TagFilter{})
+	if c.OK != 4 || c.Cancelled != 4 || c.Failed != 0 {
+		t.Errorf("got %d ok, %d cancelled and %d failed requests, want 4, 4 and 0", c.OK, c.Cancelled, c.Failed)
+	}
+	if got := c.ErrorsByClass()[string(recording.ClassCancelled)]; got != 4 {
+		t.Errorf("got %d requests of class cancelled, want 4 (%v)", got, c.ErrorsByClass())
+	}
+	if doc.Quality.ErrorRate != 0 {
+		t.Errorf("error_rate %v, want 0: a cancel asked for is no error", doc.Quality.ErrorRate)
+	}
+	// The cancelled requests stopped at 5 tokens (the script records their
+	// outputTokens); output_tokens holds the 4 that ran to 20.
+	if s := sum.Custom("cancelled_tokens", recording.TagFilter{}); s == nil || s.Count != 4 || math.Round(s.Min()) != 5 || math.Round(s.Max()) != 5 {
+		t.Errorf("cancelled_tokens: %d samples from %v to %v, want 4 of 5", s.Count, s.Min(), s.Max())
+	}
+	if h := sum.Histogram(recording.MetricOutputTokens, recording.TagFilter{}); h.TotalCount() != 4 || h.Min() != 20 || h.Max() != 20 {
+		t.Errorf("output_tokens: %d samples from %d to %d, want 4 of 20", h.TotalCount(), h.Min(), h.Max())
+	}
+	if got := sum.Custom(js.MetricChecks, recording.TagFilter{}); got.Count != 16 || got.Rate() != 1 {
+		t.Errorf("checks: %d, rate %v, want 16 passed\n%s", got.Count, got.Rate(), out)
 	}
 }
