@@ -38,6 +38,9 @@ type Document struct {
 	// Experiment is the experiment file the run executed (llmchaos run);
 	// absent for a plain load.
 	Experiment *Experiment `json:"experiment,omitempty"`
+	// Shard says which part of a sharded load the run was (--shard);
+	// absent for a whole load and in a merged report.
+	Shard *Shard `json:"shard,omitempty"`
 	// Verdict is VerdictPass, VerdictFail, VerdictAborted or VerdictNone
 	// (no thresholds; see Verdict). Build sets VerdictNone; SetThresholds
 	// and Evaluate set it from the thresholds' outcomes.
@@ -309,6 +312,8 @@ type Meta struct {
 	// Config is the run's configuration (a map or a struct that encodes as
 	// a JSON object); Build redacts it with Redact.
 	Config any
+	// Shard is the run's part of a sharded load (nil: the whole load).
+	Shard *Shard
 }
 
 // Build assembles the report of a finished run.
@@ -330,6 +335,7 @@ func Build(meta Meta, sum *recording.Summary) (*Document, error) {
 		DurationS:     sum.Duration.Seconds(),
 		Seed:          meta.Seed,
 		Config:        cfg,
+		Shard:         meta.Shard,
 		Requests: Requests{
 			Scheduled: req.Scheduled, Sent: req.Sent, OK: req.OK, Failed: req.Failed,
 			Cancelled: req.Cancelled, Dropped: req.Dropped, Lost: req.Lost,

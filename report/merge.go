@@ -20,6 +20,8 @@ type MergedRun struct {
 	DurationS   float64   `json:"duration_s"`
 	Seed        int64     `json:"seed"`
 	Verdict     string    `json:"verdict,omitempty"`
+	// Shard is the run's part of a sharded load (absent for a whole run).
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // Merge combines runs into one document, the basis of sharded load: several
@@ -43,7 +45,9 @@ type MergedRun struct {
 //     run's maximum the largest of those: an upper bound, since the shards'
 //     peaks need not coincide within the second. The mean is exact.
 //   - started_at is the earliest start; name, seed, tool version and
-//     configuration are the first run's, and merged_from lists every run.
+//     configuration are the first run's, and merged_from lists every run
+//     (with its shard, for the shards of a split load: CheckShards checks
+//     that they are one set). The merged run is no shard.
 //   - custom metrics: each run's are registered in the merged run's table
 //     (a name must have the same kind and unit in every run); per tag tuple
 //     a trend's histograms add up, a rate's passes and totals and a
@@ -153,7 +157,7 @@ func Merge(docs ...*Document) (*Document, error) {
 		}
 		merged = append(merged, MergedRun{
 			Name: d.Name, ToolVersion: d.ToolVersion, StartedAt: d.StartedAt,
-			DurationS: d.DurationS, Seed: d.Seed, Verdict: d.Verdict,
+			DurationS: d.DurationS, Seed: d.Seed, Shard: d.Shard, Verdict: d.Verdict,
 		})
 	}
 	mergeCustom(docs, tuples)

@@ -219,6 +219,7 @@ type e2e struct {
 	seed     uint64
 	grace    time.Duration
 	rampUp   time.Duration
+	shard    workload.Shard
 	client   client.Options
 	model    string
 	// during, when set, runs while the engine runs (it may cancel ctx,
@@ -265,7 +266,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	}
 	eng, err := engine.New(engine.Config{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
-		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp,
+		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp, Shard: c.shard,
 		Tagger: c.tagger, Observe: c.observe,
 	})
 	if err != nil {

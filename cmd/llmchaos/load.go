@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -56,6 +57,8 @@ type loadFlags struct {
 	Duration     time.Duration
 	Requests     int
 	Seed         int64
+	Shard        string
+	StartAt      string
 
 	// Workload.
 	Preset           string
@@ -121,6 +124,11 @@ type loadConfig struct {
 	Workload workload.Config
 	RampUp   time.Duration
 	Seed     int64
+	// Shard is this process's part of the load (--shard; zero: all of
+	// it); StartAt the instant the load starts at (--start-at; zero: as
+	// soon as it is built).
+	Shard   workload.Shard
+	StartAt time.Time
 
 	APIKeyEnv   string
 	Headers     http.Header
@@ -175,6 +183,8 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.DurationVar(&f.Duration, "duration", 0, "length of the schedule; in-flight requests then get --grace to finish")
 	fs.IntVar(&f.Requests, "requests", 0, "number of requests (sessions) to schedule; with --duration, whichever ends first")
 	fs.Int64Var(&f.Seed, "seed", 0, "seed of the schedule, the workload and request ids: the same seed repeats the schedule and prompts (default: a random seed, recorded in the report)")
+	fs.StringVar(&f.Shard, "shard", "", "run part INDEX of the load split over COUNT processes, as INDEX/COUNT from 0/COUNT (e.g. a Kubernetes Indexed Job's $(JOB_COMPLETION_INDEX)/COUNT): every shard gets the same flags and --seed and sends arrivals k of the whole schedule with k mod COUNT = INDEX (a closed loop: its share of the virtual users); merge the reports with llmchaos merge")
+	fs.StringVar(&f.StartAt, "start-at", "", "start the schedule at this wall-clock instant, RFC 3339 (e.g. 2025-06-01T12:00:00Z), so that shards on several machines start together; waits for it after the pre-flight check (Ctrl-C ends the wait); now: at once")
 
 	fs.StringVar(&f.Preset, "workload", "", "preset traffic class: chat, batch, completion or agent (flags given on top override it)")
 	fs.StringVar(&f.API, "api", "", "chat (/chat/completions) or completions (/completions) (default chat)")
@@ -259,6 +269,21 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		c.Seed = int64(binary.LittleEndian.Uint64(b[:]) >> 11)
 	} else if f.Seed < 0 {
 		bad("--seed %d must not be negative", f.Seed)
+	}
+
+	if f.Shard != "" {
+		sh, err := workload.ParseShard(f.Shard)
+		if err != nil {
+			bad("--shard: %w", err)
+		}
+		c.Shard = sh
+	}
+	if f.StartAt != "" {
+		at, err := parseStartAt(f.StartAt, time.Now())
+		if err != nil {
+			bad("--start-at: %w", err)
+		}
+		c.StartAt = at
 	}
 
 	// Load shape: the user's settings, on top of the preset's.
@@ -378,6 +403,8 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	c.Arrival, c.Workload = arrival.WithDefaults(), wl.WithDefaults()
 	if err := c.Arrival.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if err := c.Shard.CheckSplit(c.Arrival); err != nil {
+		bad("--shard %s: %w", c.Shard, err)
 	}
 	if err := c.Workload.Validate(); err != nil {
 		errs = append(errs, workloadErrors(err, f.Preset == "" && prompt == "" && f.Dataset == "" && !workloadFlagErr, prompt != "" || workloadFlagErr, promptFlag)...)
@@ -532,6 +559,29 @@ func parseSharedPrefixes(s string) (n, l int, share float64, err error) {
 	return n, l, share, nil
 }
 
+// parseStartAt reads --start-at: "now" (the zero time: start at once) or
+// an RFC 3339 instant, with fractional seconds or without, and with a space
+// or a T between date and time (date --rfc-3339 writes a space). An instant
+// more than loadrun.StartLateTolerance before now is an error.
+func parseStartAt(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "now") {
+		return time.Time{}, nil
+	}
+	v := s
+	if len(v) > 10 && v[10] == ' ' {
+		v = v[:10] + "T" + v[11:]
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 instant such as 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.5+02:00 (date -u -d '+30 seconds' +%%Y-%%m-%%dT%%H:%%M:%%SZ), or now", s)
+	}
+	if late := now.Sub(at); late > loadrun.StartLateTolerance {
+		return time.Time{}, fmt.Errorf("%s is %v in the past: give an instant far enough ahead for every shard to be started and checked, or now", at.Format(time.RFC3339Nano), late.Round(time.Millisecond))
+	}
+	return at, nil
+}
+
 // redactHeaderArg hides what may be a credential in a malformed --header.
 func redactHeaderArg(h string) string {
 	if len(h) <= 3 {
@@ -558,6 +608,20 @@ End it with --duration and/or --requests; requests in flight then get
 --grace before they are cancelled. --seed repeats an open-loop run's
 schedule, prompts and request ids exactly (a closed loop's timing follows
 the server's answers).
+
+Shards: a load too large for one machine runs as COUNT processes, each given
+the same flags and --seed plus --shard INDEX/COUNT and one --start-at
+instant (their clocks must agree, e.g. by NTP). Every shard draws the whole
+schedule and sends the arrivals k with k mod COUNT = INDEX: round-robin, so
+each shard is a COUNT-times thinner copy of the load spread over the whole
+run, and the shards together send exactly the single-process schedule, each
+request with its single-process sequence number and request id (sessions of
+one turn; later turns are numbered by their shard). A closed loop is split
+by virtual user (shard INDEX runs users u with u mod COUNT = INDEX, as in one
+process), and --max-in-flight and a closed loop's --requests are split as
+evenly as whole numbers allow; when a closed loop's users send still
+follows the server's answers. Each shard's JSON report carries its shard;
+llmchaos merge checks that the reports are one set and adds them up.
 
 Workload: a preset (--workload chat|batch|completion|agent) or your own
 lengths (--input-tokens, or its other name --prompt-tokens; --output-tokens)
@@ -594,7 +658,11 @@ or a failed pre-flight check; 1 anything else.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
   llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --input-tokens 1024 --output-tokens 256 --ignore-eos
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml
-  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html`,
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html
+  # one load of 400 req/s from two machines, then one report:
+  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 0/2 --start-at 2025-06-01T12:00:00Z --out a.json   # machine A
+  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 1/2 --start-at 2025-06-01T12:00:00Z --out b.json   # machine B
+  llmchaos merge a.json b.json -o all.json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())

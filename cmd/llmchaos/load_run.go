@@ -55,6 +55,9 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	quiet := cfg.Summary.Quiet
 	if !quiet {
 		fmt.Fprintln(human, describeLoad(cfg))
+		if !cfg.StartAt.IsZero() {
+			fmt.Fprintf(human, "llmchaos load: starts at %s (in %v)\n", cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Until(cfg.StartAt).Round(time.Millisecond))
+		}
 	}
 	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
 	if cfg.Name != "" {
@@ -77,7 +80,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 	)
 	l, runErr := loadrun.Run(ctx, loadrun.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
-		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp,
+		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard, StartAt: cfg.StartAt,
 		Client: client.Options{
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
 			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
@@ -125,16 +128,23 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 			return usageError(fmt.Errorf("--header: %w", se.Err))
 		case loadrun.StageEngine:
 			return usageError(se.Err)
-		case loadrun.StagePreflight:
+		case loadrun.StagePreflight, loadrun.StageStart:
 			if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
 				return usageError(se.Err)
 			}
 			if ctx.Err() != nil {
-				// Interrupted while checking the targets: an abort (98),
-				// before any request of the load was sent.
-				err := fmt.Errorf("aborted during the pre-flight check (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
+				// Interrupted while checking the targets or waiting for
+				// the start: an abort (98), before any request was sent.
+				during := "the pre-flight check"
+				if se.Stage == loadrun.StageStart {
+					during = "the wait for --start-at"
+				}
+				err := fmt.Errorf("aborted during %s (%s): no load was sent", during, report.InterruptAbort(context.Cause(ctx)))
 				fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
 				return withCode(ExitAborted, err)
+			}
+			if se.Stage == loadrun.StageStart {
+				return usageError(fmt.Errorf("--start-at: %w", se.Err))
 			}
 		}
 		return se.Err
@@ -161,7 +171,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		}
 	}
 	doc, err := l.Document(report.Meta{
-		ToolVersion: toolVersion(), Name: cfg.Name, StartedAt: l.Clock.Start(), Seed: cfg.Seed, Config: cfg.record(),
+		ToolVersion: toolVersion(), Name: cfg.Name, StartedAt: l.Clock.Start(), Seed: cfg.Seed, Config: cfg.record(), Shard: cfg.shardRecord(),
 	})
 	if err != nil {
 		obs.finish(ctx, nil)
@@ -182,8 +192,20 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 
 // describeLoad is the line printed when a load starts.
 func describeLoad(cfg loadConfig) string {
-	return fmt.Sprintf("llmchaos load: %s, workload %s, %d target(s), seed %d",
+	s := fmt.Sprintf("llmchaos load: %s, workload %s, %d target(s), seed %d",
 		cfg.Arrival.Describe(), cfg.Workload.Name, len(cfg.Targets), cfg.Seed)
+	if !cfg.Shard.Whole() {
+		s += fmt.Sprintf("; shard %s: this process sends its part of that load", cfg.Shard)
+	}
+	return s
+}
+
+// shardRecord is the report's shard (nil for the whole load).
+func (c loadConfig) shardRecord() *report.Shard {
+	if c.Shard.Whole() {
+		return nil
+	}
+	return &report.Shard{Index: c.Shard.Index, Count: c.Shard.Count, StartAt: c.StartAt}
 }
 
 // describeFailures names failed thresholds and their observed values.
@@ -299,6 +321,12 @@ func (c loadConfig) record() map[string]any {
 		"headers":       headerRecord(c.Headers),
 	}
 	c.Observe.record(m)
+	if !c.Shard.Whole() {
+		m["shard"] = c.Shard.String()
+	}
+	if !c.StartAt.IsZero() {
+		m["start_at"] = c.StartAt.UTC().Format(time.RFC3339Nano)
+	}
 	if c.Preset != "" {
 		m["preset"] = c.Preset
 	}

@@ -3,6 +3,7 @@ package loadrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -23,6 +24,12 @@ const UncappedPool = 1 << 16
 // but could not hand over (the engine could not be built).
 const observeCloseTimeout = 20 * time.Second
 
+// StartLateTolerance is how far past Config.StartAt a load may still
+// start: its clock's zero stays the start instant, so that shards started
+// at one instant stay on one schedule, and the arrivals already due are
+// sent at once (their send lag shows it). Later than that, Run refuses.
+const StartLateTolerance = time.Second
+
 // Config is one load, checked by its caller.
 type Config struct {
 	// Targets are the base URLs the engine sends to; Model the model asked for.
@@ -34,6 +41,16 @@ type Config struct {
 	Workload workload.Config
 	// Seed seeds the workload's setup, the schedule and request ids.
 	Seed uint64
+	// Shard is this process's part of a load split over several (see
+	// workload.Shard and engine.Config.Shard); zero: the whole load.
+	Shard workload.Shard
+	// StartAt, when set, is the wall-clock instant the load's clock starts
+	// at (its zero: the first arrivals of the schedule): Run builds
+	// everything, then waits for it (ctx ends the wait), so that shards on
+	// several machines started with one instant send on one schedule.
+	// Run refuses an instant more than StartLateTolerance past once the
+	// load is built. Zero: start as soon as the load is built.
+	StartAt time.Time
 	// Grace is what requests in flight get to finish once the schedule
 	// ended; RampUp spreads a closed loop's users' start.
 	Grace  time.Duration
@@ -73,12 +90,16 @@ const (
 	StageClient    Stage = "client"
 	StageObservers Stage = "observability"
 	StageEngine    Stage = "engine"
+	// StageStart is the wait for Config.StartAt: the instant had passed,
+	// or ctx ended first (Err is then the context's error).
+	StageStart Stage = "start"
 )
 
 // StageError is an error of Run before the load started: a configuration
 // the workload, the client, the observers or the engine refused, or a
 // target that failed the pre-flight check (Err is then a
-// *PreflightError, or the context's error).
+// *PreflightError, or the context's error), or a start instant that had
+// passed or was not reached (StageStart).
 type StageError struct {
 	Stage Stage
 	Err   error
@@ -143,6 +164,10 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		}
 	}
 	clock := recording.NewRunClock()
+	if !cfg.StartAt.IsZero() {
+		// time.Now carries the monotonic reading the clock runs on.
+		clock = recording.NewRunClockAt(time.Now().Add(time.Until(cfg.StartAt)))
+	}
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
 	client, err := client.New(copts)
@@ -171,16 +196,18 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	}
 	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
-		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp,
+		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard,
 		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,
 	})
 	if err != nil {
-		if l.Observers != nil {
-			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
-			_ = l.Observers.Close(c) // the engine's error is the one to report
-			cancel()
-		}
+		l.closeObservers(ctx)
 		return nil, &StageError{StageEngine, err}
+	}
+	if !cfg.StartAt.IsZero() {
+		if err := waitStart(ctx, clock); err != nil {
+			l.closeObservers(ctx)
+			return nil, &StageError{StageStart, err}
+		}
 	}
 
 	runCtx, stop := context.WithCancelCause(ctx)
@@ -204,6 +231,37 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	after(stats, err)
 	l.Stats = stats
 	return l, err
+}
+
+// closeObservers closes the observers Run started when it cannot hand
+// them over: the error that stopped Run is the one to report.
+func (l *Load) closeObservers(ctx context.Context) {
+	if l.Observers == nil {
+		return
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout)
+	_ = l.Observers.Close(c)
+	cancel()
+}
+
+// waitStart waits until clock's zero, or until ctx ends. A zero more than
+// StartLateTolerance past is an error.
+func waitStart(ctx context.Context, clock *recording.RunClock) error {
+	wait := time.Until(clock.Start())
+	if wait < -StartLateTolerance {
+		return fmt.Errorf("the start instant %s passed %v ago, while the load was being prepared (pre-flight check, dataset): give a later one", clock.Start().UTC().Format(time.RFC3339Nano), (-wait).Round(time.Millisecond))
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Document builds the load's report: the recorded run up to its end,

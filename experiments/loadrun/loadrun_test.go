@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,51 @@ func TestRunStageError(t *testing.T) {
 	if !ok || se.Stage != StageWorkload || l != nil {
 		t.Errorf("Run = %v, %v; want a workload *StageError and no load", l, err)
 	}
+}
+
+// TestRunStartAt: a load with a start instant is built, then waits for
+// it: its clock's zero is the instant and nothing is sent before it. An
+// instant long past is refused, and ctx ending during the wait is a start
+// error that sent nothing.
+func TestRunStartAt(t *testing.T) {
+	url := streamServer(t)
+	t.Run("waits", func(t *testing.T) {
+		cfg := testConfig(url)
+		cfg.StartAt = time.Now().Add(300 * time.Millisecond)
+		l, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := l.Clock.Start().Sub(cfg.StartAt); d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("clock zero %v from the start instant", d)
+		}
+		if l.Stats.Scheduled != 10 || time.Since(cfg.StartAt) < 0 {
+			t.Errorf("scheduled %d, ended %v after the start instant", l.Stats.Scheduled, time.Since(cfg.StartAt))
+		}
+		doc, err := l.Document(report.Meta{ToolVersion: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Requests.OK != 10 {
+			t.Errorf("ok %d, want 10", doc.Requests.OK)
+		}
+	})
+	t.Run("past", func(t *testing.T) {
+		cfg := testConfig(url)
+		cfg.StartAt = time.Now().Add(-5 * time.Second)
+		_, err := Run(context.Background(), cfg)
+		if se, ok := errors.AsType[*StageError](err); !ok || se.Stage != StageStart || !strings.Contains(err.Error(), "passed") {
+			t.Errorf("Run = %v, want a start error saying the instant passed", err)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		cfg := testConfig(url)
+		cfg.StartAt = time.Now().Add(time.Hour)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := Run(ctx, cfg)
+		if se, ok := errors.AsType[*StageError](err); !ok || se.Stage != StageStart || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Run = %v, want a start error from the cancelled context", err)
+		}
+	})
 }

@@ -96,6 +96,16 @@ type Config struct {
 	// it (live exporters, tracing). It runs on the request's goroutine,
 	// must be cheap, and must not keep res: the engine reuses it.
 	Observe func(res *recording.Result)
+	// Shard is this process's part of a load split over several (see
+	// workload.Shard); the zero value runs the whole load. Every other
+	// field describes the whole load: an open-loop shard sends the
+	// arrivals k with k mod Count == Index of the whole schedule; a closed
+	// loop runs the virtual users u with u mod Count == Index; the
+	// in-flight cap and a closed loop's request count are split with
+	// Shard.Split. A shard numbers its Results Shard.Global(j) for its
+	// j-th request, and its multi-turn sessions the same way in a closed
+	// loop, so that the numbers of all shards never collide.
+	Shard workload.Shard
 	// Scheduled, when set, is told of every request the schedule makes
 	// due, when its time comes (before it waits for a slot or is
 	// dropped), with its tags: endpoint, request class, and the Tagger's
@@ -158,12 +168,23 @@ type RunStats struct {
 // each user's sequence of synthetic draws repeats (a dataset's order is
 // shared by all users, so which user gets which entry does not).
 //
+// Shards (Config.Shard): the open-loop shards of one seed send, together,
+// exactly the single-process schedule (see Schedule); with sessions of one
+// turn, each request keeps its single-process Seq and request id. Later
+// turns of sessions are scheduled from their previous turn's end, as in one
+// process, so their numbers are the shard's own (unique over the shards).
+// A closed loop's shards run the single-process virtual users between them,
+// each from its own seed stream and ramp-up offset; what they send when
+// still follows the server's answers, a closed loop's --requests is split
+// as a count per shard (in one process the first users to claim them get
+// them), and a dataset's order is each shard's own.
+//
 // Every goroutine the engine starts is waited for before Run returns.
 // An Engine runs once.
 type Engine struct {
 	cfg     Config
-	arr     workload.Arrivals // nil for a closed loop
-	targets []string          // redacted, for Tags.Endpoint
+	sched   *Schedule // nil for a closed loop
+	targets []string  // redacted, for Tags.Endpoint
 	ran     atomic.Bool
 }
 
@@ -203,6 +224,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if err := cfg.Arrival.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if err := cfg.Shard.Validate(); err != nil {
+		errs = append(errs, err)
+	} else if err := cfg.Shard.CheckSplit(cfg.Arrival); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -215,11 +240,11 @@ func New(cfg Config) (*Engine, error) {
 		e.targets = append(e.targets, client.RedactURL(t))
 	}
 	if cfg.Arrival.OpenLoop() {
-		arr, err := workload.NewArrivals(cfg.Arrival, rand.New(rand.NewPCG(cfg.Seed, SeedStreamArrivals)))
+		sched, err := NewSchedule(ScheduleConfig{Arrival: cfg.Arrival, Workload: cfg.Workload, Seed: cfg.Seed, Targets: len(cfg.Targets), Shard: cfg.Shard})
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
-		e.arr = arr
+		e.sched = sched
 	}
 	return e, nil
 }
@@ -239,7 +264,7 @@ func (e *Engine) Run(ctx context.Context) (RunStats, error) {
 	defer cancelReqs(nil)
 	r.cancelReqs = cancelReqs
 	var g errgroup.Group
-	if e.arr != nil {
+	if e.sched != nil {
 		r.startOpenLoop(hard, &g)
 	} else {
 		r.startClosedLoop(hard)
@@ -286,10 +311,11 @@ type run struct {
 
 	work      sync.WaitGroup // the pacer, workers and virtual users
 	scheduled atomic.Uint64
-	seq       atomic.Uint64 // next Result.Seq
-	sessions  atomic.Uint64 // last multi-turn session id given
-	endpoint  atomic.Uint64 // round-robin position
-	claimed   atomic.Int64  // closed loop: sessions started (for --requests)
+	seq       atomic.Uint64 // requests numbered so far (Result.Seq is shard.Global of it)
+	sessions  atomic.Uint64 // closed loop: multi-turn sessions numbered so far
+	endpoint  atomic.Uint64 // closed loop: round-robin position
+	claimed   atomic.Int64  // closed loop: sessions started (for requests)
+	requests  int64         // closed loop: this shard's part of --requests (0: none)
 	results   sync.Pool     // *Result
 }
 
@@ -306,11 +332,16 @@ func newRun(e *Engine) *run {
 	}
 	r.pacer = NewPacer(r.clock, cfg.Pacer)
 	if n := cfg.Arrival.MaxInFlight; n > 0 && cfg.Arrival.OpenLoop() {
-		r.sem = make(chan struct{}, n)
+		r.sem = make(chan struct{}, cfg.Shard.Split(n))
 		r.drop = cfg.Arrival.OnSaturation == workload.SaturationDrop
 	}
+	r.requests = int64(cfg.Shard.Split(cfg.Arrival.Requests))
 	return r
 }
+
+// nextSeq numbers a request: the shard's j-th is Shard.Global(j), which
+// for the whole load is j.
+func (r *run) nextSeq() uint64 { return r.cfg.Shard.Global(r.seq.Add(1) - 1) }
 
 // endSchedule records that the schedule ended at at; the first call wins.
 func (r *run) endSchedule(at time.Duration) {
@@ -334,7 +365,7 @@ func (r *run) scheduleEnded() bool {
 // worker has returned.
 func (r *run) control(ctx context.Context, workDone <-chan struct{}) {
 	var durC <-chan time.Time
-	if d := r.cfg.Arrival.Duration; d > 0 && r.e.arr == nil {
+	if d := r.cfg.Arrival.Duration; d > 0 && r.e.sched == nil {
 		t := time.NewTimer(time.Until(r.clock.Time(d)))
 		defer t.Stop()
 		durC = t.C
@@ -377,19 +408,12 @@ func (r *run) control(ctx context.Context, workDone <-chan struct{}) {
 	}
 }
 
-// planned is an arrival with the session drawn for it.
-type planned struct {
-	a workload.Arrival
-	s *workload.Session
-}
-
 // feed is the Arrivals the pacer runs: it reads the generator's planned
 // arrivals and keeps the last one for fire. Owned by the pacer goroutine.
 type feed struct {
-	ch   <-chan planned
+	ch   <-chan Planned
 	stop <-chan struct{}
-	cur  planned
-	n    int
+	cur  Planned
 }
 
 var _ workload.Arrivals = (*feed)(nil)
@@ -402,8 +426,7 @@ func (f *feed) Next() (workload.Arrival, bool) {
 			return workload.Arrival{}, false
 		}
 		f.cur = p
-		f.n++
-		return p.a, true
+		return p.Arrival, true
 	case <-f.stop:
 		return workload.Arrival{}, false
 	}
@@ -421,19 +444,17 @@ type job struct {
 // startOpenLoop starts the generator (in g) and the pacer (in work); hard
 // is the requests' context.
 func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
-	plans := make(chan planned, 256)
+	plans := make(chan Planned, 256)
 	genStop := make(chan struct{})
 	g.Go(func() error {
 		defer close(plans)
-		rng := rand.New(rand.NewPCG(r.cfg.Seed, SeedStreamWorkload))
 		for {
-			a, ok := r.e.arr.Next()
+			p, ok := r.e.sched.Next()
 			if !ok {
 				return nil
 			}
-			s := r.cfg.Workload.Next(rng, a)
 			select {
-			case plans <- planned{a, s}:
+			case plans <- p:
 			case <-genStop:
 				return nil
 			}
@@ -442,10 +463,7 @@ func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
 	jobs := make(chan job)
 	f := &feed{ch: plans, stop: hard.Done()}
 	fire := func(_ uint64, a workload.Arrival, _ time.Duration) bool {
-		j := job{seq: r.seq.Add(1) - 1, endpoint: r.nextEndpoint(), a: a, s: f.cur.s}
-		if len(j.s.Turns) > 1 {
-			j.session = r.sessions.Add(1)
-		}
+		j := job{seq: r.nextSeq(), session: f.cur.SessionID, endpoint: f.cur.Endpoint, a: a, s: f.cur.Session}
 		r.noteScheduled(a.At, j.endpoint, j.s)
 		select {
 		case jobs <- j: // an idle worker took it
@@ -458,7 +476,7 @@ func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
 		err := r.pacer.Run(hard, f, fire)
 		now := r.clock.Now()
 		end := now
-		if err == nil && hard.Err() == nil && (r.cfg.Arrival.Requests == 0 || f.n < r.cfg.Arrival.Requests) {
+		if err == nil && hard.Err() == nil && (r.cfg.Arrival.Requests == 0 || r.e.sched.Drawn() < uint64(r.cfg.Arrival.Requests)) {
 			// The schedule ran out of time, not of requests: it lasts
 			// its whole span.
 			end = max(now, scheduleSpan(r.cfg.Arrival))
@@ -533,7 +551,7 @@ func (r *run) runSession(hard context.Context, s *workload.Session, session uint
 		if err := r.pacer.SleepUntil(hard, at); err != nil {
 			return end
 		}
-		seq := r.seq.Add(1) - 1
+		seq := r.nextSeq()
 		r.noteScheduled(at, endpoint, s)
 		req = workload.BuildRequest(r.cfg.Model, s, i+1, history)
 		res = r.newResult(seq, session, i+1, at, endpoint, s)
@@ -651,6 +669,9 @@ func (r *run) releaseResult(res *recording.Result) {
 func (r *run) startClosedLoop(hard context.Context) {
 	c := r.cfg.Arrival
 	for i := range c.Concurrency {
+		if !r.cfg.Shard.Keeps(uint64(i)) {
+			continue // another shard's user
+		}
 		offset := time.Duration(0)
 		if r.cfg.RampUp > 0 {
 			offset = r.cfg.RampUp * time.Duration(i) / time.Duration(c.Concurrency)
@@ -668,12 +689,12 @@ func (r *run) virtualUser(hard context.Context, at time.Duration, rng *rand.Rand
 		if (c.Duration > 0 && at >= c.Duration) || r.scheduleEnded() {
 			return
 		}
-		if c.Requests > 0 {
+		if r.requests > 0 {
 			n := r.claimed.Add(1)
-			if n > int64(c.Requests) {
+			if n > r.requests {
 				return
 			}
-			if n == int64(c.Requests) {
+			if n == r.requests {
 				r.endSchedule(r.clock.Now())
 			}
 		}
@@ -685,9 +706,9 @@ func (r *run) virtualUser(hard context.Context, at time.Duration, rng *rand.Rand
 		}
 		var session uint64
 		if len(s.Turns) > 1 {
-			session = r.sessions.Add(1)
+			session = r.cfg.Shard.Global(r.sessions.Add(1)-1) + 1
 		}
-		seq := r.seq.Add(1) - 1
+		seq := r.nextSeq()
 		r.noteScheduled(at, endpoint, s)
 		res := r.newResult(seq, session, 0, at, endpoint, s)
 		end := r.runSession(hard, s, session, endpoint, res, req)
