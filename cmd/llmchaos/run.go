@@ -106,13 +106,25 @@ replace its scenarios as k6's flags do; --out DIR writes DIR/run.json, and
 --junit and --html their reports. A script that does not parse, imports an
 unknown module or throws in its init code or setup exits 2 before any load
 (FILE:LINE:COL and the stack on stderr); an exception in an iteration
-fails that iteration only (counted in iterations_failed).`,
+fails that iteration only (counted in iterations_failed). With a script,
+--threshold adds to the script's thresholds (and may name its custom
+metrics); --dry-run prints the scenarios, thresholds and LLM clients and
+sends nothing; the pre-flight check (--no-preflight skips it) checks the
+base URL and model of each llm.Client the init code made, before the other
+VUs start; --save-requests, --metrics-listen (the script's own metrics are
+served too: llmchaos_checks_total, llmchaos_<trend>, ...), --remote-write,
+--otlp-endpoint and the server monitor (of the clients' base URLs) work as
+for an experiment. An abortOnFail threshold is checked every second (LLM
+metrics over the last 10 s, the script's own metrics over the run so far)
+and stops the run, exit 98. --no-guard does not apply (a script injects no
+fault).`,
 		Example: `  llmchaos run experiments/catalog/quickstart.yaml
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
-  llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml`,
+  llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml
+  llmchaos run examples/scripts/chat-arrival-rate.js --dry-run --threshold 'ttft: p(99)<500ms'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.File = args[0]
