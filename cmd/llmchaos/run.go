@@ -15,6 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 )
@@ -292,6 +293,9 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
 		return usageError(err)
 	}
+	if _, ok := errors.AsType[*js.ScriptError](err); ok {
+		return usageError(err) // a script workload's, before its load
+	}
 	return withCode(ExitInternal, err)
 }
 
@@ -345,7 +349,7 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		seen[w.Path+"\x00"+w.Msg] = true
 	}
 	var bad []string
-	for _, p := range exp.Validate() {
+	for _, p := range exp.ValidateFile(c.File) {
 		switch {
 		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())
