@@ -21,9 +21,10 @@ type Workload struct {
 	// preset (see ScriptKeys for the keys that apply with it).
 	Script string            `yaml:"script,omitempty" json:"script,omitempty" doc:"A k6-style JavaScript file (a path relative to the experiment file) that drives the load instead of a preset: its options give the scenarios; duration, concurrency (its VUs), requests (its iterations) and rate (a constant arrival rate) override them as llmchaos run's flags do. The runner sets __ENV.BASE_URL (the first endpoint, through its fault proxy), BASE_URLS (all of them, comma-separated) and MODEL: build the script's llm.Client from them."`
 	Env    map[string]string `yaml:"env,omitempty" json:"env,omitempty" doc:"With script: more __ENV variables of the script (over the process environment), as llmchaos run -e KEY=VALUE."`
-	Preset string            `yaml:"preset,omitempty" json:"preset,omitempty" doc:"Built-in traffic class: chat, batch, completion or agent. Its request shape and load shape apply under the keys set here."`
-	Class  string            `yaml:"class,omitempty" json:"class,omitempty" doc:"Request class tag of every result (thresholds select it with class:NAME). Default: the preset's name, else custom."`
-	API    string            `yaml:"api,omitempty" json:"api,omitempty" doc:"chat or completions. Default chat."`
+
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty" doc:"Built-in traffic class: chat, batch, completion or agent. Its request shape and load shape apply under the keys set here."`
+	Class  string `yaml:"class,omitempty" json:"class,omitempty" doc:"Request class tag of every result (thresholds select it with class:NAME). Default: the preset's name, else custom."`
+	API    string `yaml:"api,omitempty" json:"api,omitempty" doc:"chat or completions. Default chat."`
 
 	Rate       float64  `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Open-loop arrival rate in requests per second (.inf: every request at once; needs requests)."`
 	Arrival    string   `yaml:"arrival,omitempty" json:"arrival,omitempty" doc:"Inter-arrival shape for rate, ramp and stages: constant, poisson or gamma. Default poisson."`
