@@ -16,6 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 )
@@ -328,8 +329,17 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		}
 		exp.Workload.Duration = spec.Duration(c.Duration)
 	}
+	var reg *metrics.Registry // a script workload's custom metrics
+	if exp.Workload.Script != "" && len(c.Thresholds) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), spec.ScriptInspectTimeout)
+		plan, err := exp.InspectScript(ctx, filepath.Dir(c.File))
+		cancel()
+		if err == nil {
+			reg = plan.Metrics
+		} // else the validation below reports it
+	}
 	for _, arg := range c.Thresholds {
-		ths, err := assertions.Parse(arg)
+		ths, err := assertions.ParseIn(reg, arg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--threshold %q: %w", arg, err))
 			continue

@@ -324,3 +324,31 @@ func TestRunScriptRemoteWriteAndSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptedExperimentCommands: validate and run --dry-run read a
+// scripted experiment: --threshold may name the script's custom metrics,
+// and a script that does not parse is reported at the experiment's
+// script key with the script's own position, exit 2.
+func TestScriptedExperimentCommands(t *testing.T) {
+	catalog := filepath.Join("..", "..", "experiments", "catalog", "script-latency.yaml")
+	code, stdout, stderr := run(t, "run", "--dry-run", catalog, "--threshold", "tokens_per_second{phase:fault}: avg>2")
+	if code != ExitOK || !strings.Contains(stdout, "tokens_per_second{phase:fault}: avg>2") || !strings.Contains(stdout, "chat: constant-arrival-rate, rate 10 per 1s") {
+		t.Errorf("dry run: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "broken.js"), []byte("export default function () {\n  const x = ;\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "exp.yaml")
+	src := "apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: {name: broken}\ntarget: {sim: {replicas: 1}}\nworkload: {script: broken.js}\n"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "run"} {
+		code, stdout, stderr := run(t, cmd, file)
+		if want := file + ":5:20: workload.script: " + filepath.Join(dir, "broken.js") + ":2:13: load: SyntaxError"; code != ExitUsage || !strings.Contains(stdout+stderr, want) {
+			t.Errorf("%s: exit %d, output %q; want %d with %q", cmd, code, stdout+stderr, ExitUsage, want)
+		}
+	}
+}
