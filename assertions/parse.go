@@ -125,8 +125,11 @@ func ParseFlags(flags []string) ([]Threshold, error) {
 }
 
 // ParseKey reads a config key, `metric{tag:value,...}`, alone.
-func ParseKey(key string) (metric string, tags Tags, err error) {
-	p := &parser{what: "threshold", in: key}
+func ParseKey(key string) (metric string, tags Tags, err error) { return ParseKeyIn(nil, key) }
+
+// ParseKeyIn is ParseKey with the metrics of reg (see ParseIn).
+func ParseKeyIn(reg *metrics.Registry, key string) (metric string, tags Tags, err error) {
+	p := &parser{what: "threshold", in: key, reg: reg}
 	m, _, tags, ok := p.key()
 	if ok {
 		p.skipSpace()

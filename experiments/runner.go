@@ -368,7 +368,7 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	}()
 
 	p := r.p
-	r.out.printf("llmchaos run %q: %s, %s; run directory %s", p.spec.Metadata.Name, r.describeTarget(), describeArrival(p.ac), r.dir)
+	r.out.printf("llmchaos run %q: %s, %s; run directory %s", p.spec.Metadata.Name, r.describeTarget(), p.describeLoad(), r.dir)
 	if err := r.setUp(runCtx); err != nil {
 		// Interrupted while starting (the simulator, a proxy): an abort
 		// like any other, with its record.

@@ -21,6 +21,9 @@ import (
 // its time is up or when ctx ends).
 func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	p := r.p
+	if p.script != nil {
+		return r.loadScript(ctx)
+	}
 	live, err := assertions.NewLive(p.stops)
 	if err != nil {
 		return engine.RunStats{}, err
@@ -64,7 +67,7 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 	r.rec = l.Recorder
 	r.obs.setObservers(l.Observers)
 	r.clock.Store(l.Clock)
-	r.obs.event(report.EventSourceRunner, "load_started", "", describeArrival(p.ac))
+	r.obs.event(report.EventSourceRunner, "load_started", "", p.describeLoad())
 
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup

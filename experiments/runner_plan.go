@@ -18,6 +18,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
@@ -33,6 +34,9 @@ type plan struct {
 
 	wc workload.Config
 	ac workload.ArrivalConfig
+	// script, for a script workload, is the script resolved (wc and ac are
+	// then zero).
+	script *scriptPlan
 
 	thresholds []assertions.Threshold
 	// stops are the stop conditions and the thresholds marked abortOnFail.
@@ -62,7 +66,7 @@ type plannedFault struct {
 // newPlan validates exp and resolves it. seed, when not nil, replaces the
 // experiment's.
 func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
-	if err := exp.Validate().Err(); err != nil {
+	if err := exp.ValidateFile(file).Err(); err != nil {
 		return nil, err
 	}
 	p := &plan{spec: exp.WithDefaults(), file: file}
@@ -72,12 +76,18 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 	p.seed = *p.spec.Seed
 	s := &p.spec
 	var err error
-	if p.wc, p.ac, err = s.Workload.Configs(); err != nil {
-		return nil, err
-	}
 	base := "."
 	if file != "" {
 		base = filepath.Dir(file)
+	}
+	var reg *metrics.Registry // a script's custom metrics
+	if s.Workload.Script != "" {
+		if p.script, err = newScriptPlan(s, base); err != nil {
+			return nil, err
+		}
+		reg = p.script.inspected.Metrics
+	} else if p.wc, p.ac, err = s.Workload.Configs(); err != nil {
+		return nil, err
 	}
 	if p.wc.Dataset != "" && !filepath.IsAbs(p.wc.Dataset) {
 		p.wc.Dataset = filepath.Join(base, p.wc.Dataset)
@@ -85,8 +95,12 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 	if p.ac.TraceFile != "" && !filepath.IsAbs(p.ac.TraceFile) {
 		p.ac.TraceFile = filepath.Join(base, p.ac.TraceFile)
 	}
-	if p.thresholds, err = s.Thresholds.Config().Thresholds(); err != nil {
+	if p.thresholds, err = s.Thresholds.Config().ThresholdsIn(reg); err != nil {
 		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	if p.script != nil {
+		// The script's own thresholds hold in the experiment too.
+		p.thresholds = append(p.thresholds, p.script.inspected.Thresholds...)
 	}
 	for _, th := range p.thresholds {
 		if th.AbortOnFail {
@@ -94,7 +108,7 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 		}
 	}
 	for i, c := range s.StopConditions {
-		ths, err := c.Thresholds()
+		ths, err := c.ThresholdsIn(reg)
 		if err != nil {
 			return nil, fmt.Errorf("stop_conditions[%d]: %w", i, err)
 		}
@@ -179,10 +193,26 @@ func (p *plan) beforeCheckAt() time.Duration {
 		return p.byTime()[0].spec.At.D()
 	}
 	w := p.spec.Recovery.Window.D()
-	if d := p.ac.Duration; d > 0 && d < w {
+	if d := p.loadDuration(); d > 0 && d < w {
 		return d
 	}
 	return w
+}
+
+// loadDuration is how long the load's schedule lasts (0: not a set time).
+func (p *plan) loadDuration() time.Duration {
+	if p.script != nil {
+		return p.script.length
+	}
+	return p.ac.Duration
+}
+
+// describeLoad says what load the plan makes.
+func (p *plan) describeLoad() string {
+	if p.script != nil {
+		return p.script.describe()
+	}
+	return describeArrival(p.ac)
 }
 
 // pickEndpoints returns the endpoint indexes of n that a proxy fault acts
@@ -308,8 +338,12 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	}
 
 	b.WriteString("\nload:\n")
-	fmt.Fprintf(&b, "  %s\n", describeArrival(p.ac))
-	fmt.Fprintf(&b, "  workload %s (%s API), round-robin over the endpoints\n", p.wc.Name, p.wc.API)
+	if p.script != nil {
+		p.script.write(&b)
+	} else {
+		fmt.Fprintf(&b, "  %s\n", describeArrival(p.ac))
+		fmt.Fprintf(&b, "  workload %s (%s API), round-robin over the endpoints\n", p.wc.Name, p.wc.API)
+	}
 
 	if len(s.SteadyState) > 0 {
 		b.WriteString("\nsteady state (before the load and the faults, and after the load):\n")
@@ -344,8 +378,12 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	for _, e := range evs {
 		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
 	}
-	if d := p.ac.Duration; d > 0 {
-		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %v)\n", fmtOffset(d), p.spec.Workload.GraceOrDefault())
+	if d := p.loadDuration(); d > 0 {
+		grace := p.spec.Workload.GraceOrDefault().String()
+		if p.script != nil {
+			grace = "each scenario's gracefulStop"
+		}
+		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %s)\n", fmtOffset(d), grace)
 	}
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)

@@ -15,6 +15,8 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 )
@@ -105,7 +107,8 @@ itself failed.
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
-  llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml`,
+  llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml
+  llmchaos run examples/scripts/chat-arrival-rate.js --dry-run --threshold 'ttft: p(99)<500ms'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.File = args[0]
@@ -273,6 +276,9 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
 		return usageError(err)
 	}
+	if _, ok := errors.AsType[*js.ScriptError](err); ok {
+		return usageError(err) // a script workload's, before its load
+	}
 	return withCode(ExitInternal, err)
 }
 
@@ -305,8 +311,17 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		}
 		exp.Workload.Duration = spec.Duration(c.Duration)
 	}
+	var reg *metrics.Registry // a script workload's custom metrics
+	if exp.Workload.Script != "" && len(c.Thresholds) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), spec.ScriptInspectTimeout)
+		plan, err := exp.InspectScript(ctx, filepath.Dir(c.File))
+		cancel()
+		if err == nil {
+			reg = plan.Metrics
+		} // else the validation below reports it
+	}
 	for _, arg := range c.Thresholds {
-		ths, err := assertions.Parse(arg)
+		ths, err := assertions.ParseIn(reg, arg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--threshold %q: %w", arg, err))
 			continue
@@ -326,7 +341,7 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		seen[w.Path+"\x00"+w.Msg] = true
 	}
 	var bad []string
-	for _, p := range exp.Validate() {
+	for _, p := range exp.ValidateFile(c.File) {
 		switch {
 		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())

@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -50,19 +58,37 @@ paths to contents) replaces the end-of-test summary; --out, --junit and
 --html are still written. A script that does not parse, imports an unknown
 module or throws in its init code or setup exits 2 before any load
 (FILE:LINE:COL and the stack on stderr); an exception in an iteration fails
-that iteration only (counted in iterations_failed).`
+that iteration only (counted in iterations_failed). With a script,
+--threshold adds to the script's thresholds (and may name its custom
+metrics); --dry-run prints the scenarios, thresholds and LLM clients and
+sends nothing; the pre-flight check (--no-preflight skips it) checks the
+base URL and model of each llm.Client the init code made, before the other
+VUs start; --save-requests, --metrics-listen (the script's own metrics are
+served too: llmchaos_checks_total, llmchaos_<trend>, ...), --remote-write,
+--otlp-endpoint and the server monitor (of the clients' base URLs) work as
+for an experiment. An abortOnFail threshold is checked every second (LLM
+metrics over the last 10 s, the script's own metrics over the run so far)
+and stops the run, exit 98. --no-guard does not apply (a script injects no
+fault).`
 }
 
-// scriptUnsupported are run's flags that do not apply to a script yet.
-var scriptUnsupported = []string{"threshold", "dry-run", "save-requests", "metrics-listen", "remote-write", "otlp-endpoint", "no-preflight", "no-guard"}
+// scriptRefused are run's flags that mean nothing for a script, with why.
+var scriptRefused = map[string]string{
+	"no-guard": "a script injects no fault, so there is no journal for a guard to replay",
+}
+
+// scriptCmd is how `llmchaos run FILE.js` names itself in messages.
+const scriptCmd = "llmchaos run"
 
 // runScript runs a k6-style script: exit 2 for a script error before any
-// load, 99 for a failed threshold.
+// load (or a pre-flight check the server refused), 99 for a failed
+// threshold, 98 when an abortOnFail threshold or a signal stopped it.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
+	ctx := cmd.Context()
 	var errs []error
-	for _, name := range scriptUnsupported {
+	for name, why := range scriptRefused {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			errs = append(errs, fmt.Errorf("--%s is not supported with a script (%s) yet", name, filepath.Ext(c.File)))
+			errs = append(errs, fmt.Errorf("--%s does not apply to a script: %s", name, why))
 		}
 	}
 	env := map[string]string{}
@@ -96,17 +122,200 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
+		Thresholds:  c.Thresholds,
 	}
 	if c.Seed != nil {
 		cfg.Seed = *c.Seed
 	}
-	return scriptResult(runner.Run(cmd.Context(), cfg))
+	if c.DryRun {
+		return scriptDryRun(ctx, cfg, c, stdout)
+	}
+	getenv := func(name string) string {
+		if v, ok := env[name]; ok {
+			return v
+		}
+		return os.Getenv(name)
+	}
+	if !c.NoPreflight {
+		cfg.Preflight = func(ctx context.Context, clients []js.ClientInfo) error {
+			return scriptPreflight(ctx, clients, getenv, stderr)
+		}
+	}
+	var saveFile *os.File
+	if c.SaveRequests != "" {
+		var err error
+		if saveFile, err = os.Create(c.SaveRequests); err != nil {
+			return usageError(fmt.Errorf("--save-requests: %w", err))
+		}
+		defer saveFile.Close()
+		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
+	}
+	var obs *runObservers
+	cfg.Attach = func(a *runner.Attached) (runner.Alongside, error) {
+		o, al, err := scriptObservers(ctx, c, a, stderr)
+		if o != nil {
+			obs = o
+			if u := o.MetricsURL(); u != "" && !c.Summary.Quiet {
+				fmt.Fprintf(stdout, "%s: live metrics at %s\n", scriptCmd, u)
+			}
+		}
+		return al, err
+	}
+
+	doc, runErr := runner.Run(ctx, cfg)
+	if cfg.SaveRequests != nil {
+		err := cfg.SaveRequests.Flush()
+		if cerr := saveFile.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("--save-requests: %w", err))
+		}
+	}
+	if obs != nil {
+		obs.finish(ctx, doc)
+	}
+	switch {
+	case doc != nil && doc.Verdict == report.VerdictAborted && doc.Abort != nil:
+		fmt.Fprintf(stderr, "%s: aborted by %s\n", scriptCmd, doc.Abort)
+	case errors.Is(runErr, errPreflightInterrupted):
+		fmt.Fprintf(stderr, "%s: %v\n", scriptCmd, runErr) // execute does not print an abort's error
+	}
+	return scriptResult(doc, runErr)
+}
+
+// scriptDryRun prints what the script would run (scenarios, thresholds,
+// the LLM clients, the outputs) and sends nothing: no pre-flight check,
+// no setup(), no iteration.
+func scriptDryRun(ctx context.Context, cfg runner.Config, c runConfig, stdout io.Writer) error {
+	plan, err := runner.Inspect(ctx, cfg)
+	if err != nil {
+		return scriptResult(nil, err)
+	}
+	if err := plan.Describe(stdout); err != nil {
+		return err
+	}
+	var outs []string
+	for _, o := range cfg.Outputs {
+		outs = append(outs, o.Format+" "+o.Path)
+	}
+	if c.SaveRequests != "" {
+		outs = append(outs, "requests "+c.SaveRequests)
+	}
+	if c.Observe.MetricsListen != "" {
+		outs = append(outs, "live metrics on "+c.Observe.MetricsListen)
+	}
+	if c.Observe.RemoteWrite != "" {
+		outs = append(outs, "remote write to "+redactURL(c.Observe.RemoteWrite))
+	}
+	if c.Observe.OTLPEndpoint != "" {
+		outs = append(outs, "spans to "+redactURL(c.Observe.OTLPEndpoint))
+	}
+	if len(outs) > 0 {
+		fmt.Fprintf(stdout, "outputs: %s\n", strings.Join(outs, ", "))
+	}
+	preflight := "each llm client's base URL and model are checked before the load"
+	if c.NoPreflight {
+		preflight = "off (--no-preflight)"
+	}
+	fmt.Fprintf(stdout, "pre-flight check: %s\n", preflight)
+	fmt.Fprintln(stdout, "dry run: nothing was sent")
+	return nil
+}
+
+// errPreflightInterrupted is what the pre-flight check of a script
+// returns when the run was interrupted while it waited.
+var errPreflightInterrupted = errors.New("aborted during the pre-flight check: no load was sent")
+
+// scriptPreflight checks, before any VU but the first is initialized,
+// each distinct base URL and model of the llm.Client objects the init code
+// of VU 0 made, as `llmchaos load` checks its targets: a model the server
+// does not list and refuses, a wrong path or a refused key is a
+// *loadrun.PreflightError (exit 2); a server that does not answer only
+// warns. A client made without a model (the requests name it) is checked
+// by the load itself. getenv reads the variables the script's clients
+// read their keys from (-e first, then the environment).
+func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(string) string, stderr io.Writer) error {
+	var errs []error
+	for _, cl := range clients {
+		if cl.Model == "" {
+			continue
+		}
+		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{
+			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions",
+			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, Getenv: getenv},
+		})
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", scriptCmd, w)
+		}
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w (%s)", errPreflightInterrupted, report.InterruptAbort(context.Cause(ctx)))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scriptObservers starts the live outputs a script run asks for
+// (--metrics-listen, --remote-write, --otlp-endpoint, the server monitor
+// of the clients' base URLs) on the run's clock, with the script's custom
+// metrics, and returns the hooks that feed them; nil observers when none
+// is asked for.
+func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stderr io.Writer) (*runObservers, runner.Alongside, error) {
+	var targets []string
+	seen := map[string]bool{}
+	for _, cl := range a.Clients {
+		if !seen[cl.BaseURL] {
+			seen[cl.BaseURL] = true
+			targets = append(targets, cl.BaseURL)
+		}
+	}
+	o := c.Observe.options(targets)
+	if o.MetricsListen == "" && o.RemoteWriteURL == "" && o.OTLPEndpoint == "" && len(o.ScrapeTargets) == 0 {
+		return nil, runner.Alongside{}, nil
+	}
+	clock, rec := a.Clock, a.Recorder
+	o.Metrics, o.Clock, o.RunStart = a.Metrics, clock.Now, clock.Start()
+	o.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
+	o.TraceAttributes = map[string]string{"llmchaos.script": filepath.Base(c.File)}
+	if c.Seed != nil {
+		o.TraceAttributes["llmchaos.seed"] = strconv.FormatUint(*c.Seed, 10)
+	}
+	o.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", scriptCmd, err) }
+	obs, err := observe.Start(ctx, o)
+	if err != nil {
+		return nil, runner.Alongside{}, fmt.Errorf("live outputs: %w", err)
+	}
+	ths := a.Thresholds
+	return &runObservers{Observers: obs, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger},
+		runner.Alongside{
+			Hooks: js.Hooks{
+				Observe: func(res *recording.Result) {
+					obs.Scheduled(&res.Tags) // a script's request is due when it is sent
+					obs.Observe(res)
+				},
+				Sample: obs.AddSample,
+			},
+			LiveChecked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(ths, failed) },
+			Document:    func(doc *report.Document) { doc.Server = obs.ServerSeries(clock.Now()) },
+		}, nil
 }
 
 // scriptResult maps how a script run ended to the command's exit code.
 func scriptResult(doc *report.Document, err error) error {
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
 		return usageError(err)
+	}
+	if _, ok := errors.AsType[*runner.ThresholdError](err); ok {
+		return usageError(fmt.Errorf("--%w", err))
+	}
+	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+		return usageError(err)
+	}
+	if errors.Is(err, errPreflightInterrupted) {
+		return withCode(ExitAborted, err)
 	}
 	if err != nil {
 		return withCode(ExitInternal, err)

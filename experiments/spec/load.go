@@ -81,7 +81,7 @@ func parse(name string, data []byte) (*Spec, Problems) {
 		dec.decode("", root, reflect.ValueOf(spec).Elem())
 		// Semantic checks of what decoded; a problem on or around a value
 		// that did not decode would only repeat it.
-		for _, is := range spec.check(dec.zeros) {
+		for _, is := range spec.check(dec.zeros, baseDir(name)) {
 			if !dec.overlaps(is) {
 				iss = append(iss, is)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
@@ -181,11 +182,15 @@ func (c StopCondition) MarshalJSON() ([]byte, error) {
 
 // Thresholds parses the condition into thresholds with AbortOnFail set;
 // a promql condition has none.
-func (c StopCondition) Thresholds() ([]assertions.Threshold, error) {
+func (c StopCondition) Thresholds() ([]assertions.Threshold, error) { return c.ThresholdsIn(nil) }
+
+// ThresholdsIn is Thresholds with the metrics of reg (a script workload's
+// custom metrics; nil: the built-ins).
+func (c StopCondition) ThresholdsIn(reg *metrics.Registry) ([]assertions.Threshold, error) {
 	if c.PromQL != nil && c.Threshold == "" {
 		return nil, nil
 	}
-	ths, err := assertions.Parse(c.Threshold)
+	ths, err := assertions.ParseIn(reg, c.Threshold)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@ import (
 // replaces the preset's). Exactly one load shape results: rate, ramp,
 // stages, trace or concurrency. Configs resolves it.
 type Workload struct {
+	// Script is a k6-style script that drives the load instead of a
+	// preset (see ScriptKeys for the keys that apply with it).
+	Script string            `yaml:"script,omitempty" json:"script,omitempty" doc:"A k6-style JavaScript file (a path relative to the experiment file) that drives the load instead of a preset: its options give the scenarios; duration, concurrency (its VUs), requests (its iterations) and rate (a constant arrival rate) override them as llmchaos run's flags do. The runner sets __ENV.BASE_URL (the first endpoint, through its fault proxy), BASE_URLS (all of them, comma-separated) and MODEL: build the script's llm.Client from them."`
+	Env    map[string]string `yaml:"env,omitempty" json:"env,omitempty" doc:"With script: more __ENV variables of the script (over the process environment), as llmchaos run -e KEY=VALUE."`
+
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty" doc:"Built-in traffic class: chat, batch, completion or agent. Its request shape and load shape apply under the keys set here."`
 	Class  string `yaml:"class,omitempty" json:"class,omitempty" doc:"Request class tag of every result (thresholds select it with class:NAME). Default: the preset's name, else custom."`
 	API    string `yaml:"api,omitempty" json:"api,omitempty" doc:"chat or completions. Default chat."`
@@ -88,7 +93,8 @@ func (Workload) keyHints() map[string]string {
 		"preset_name":  `write preset`,
 		"arrival_rate": `write rate`,
 		"users":        `write concurrency (closed loop of N users)`,
-		"vus":          `write concurrency (closed loop of N users)`,
+		"vus":          `write concurrency (closed loop of N users; with a script, its VUs)`,
+		"iterations":   `write requests (with a script, its iterations)`,
 	}
 }
 

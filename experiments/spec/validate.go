@@ -19,6 +19,7 @@ import (
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
@@ -39,8 +40,14 @@ import (
 // is an error (it would not run as written); a fault that leaves less than
 // the recovery hold before the load ends is a warning (its recovery cannot
 // be seen, so it will report recovered: false).
-func (s *Spec) Validate() Problems {
-	iss := s.check(nil)
+func (s *Spec) Validate() Problems { return s.ValidateFile("") }
+
+// ValidateFile is Validate for the spec of the experiment file at file:
+// the relative paths it holds (workload.script) are resolved from the
+// file's directory ("" file: the working directory), as the runner
+// resolves them.
+func (s *Spec) ValidateFile(file string) Problems {
+	iss := s.check(nil, baseDir(file))
 	if len(iss) == 0 {
 		return nil
 	}
@@ -71,12 +78,22 @@ type validator struct {
 	zeros map[string]bool
 	// lookupEnv reads the environment (os.LookupEnv).
 	lookupEnv func(string) (string, bool)
+	// dir is the directory relative paths are resolved from.
+	dir string
+	// metrics is the metric table thresholds may name: the built-ins, and
+	// a script workload's custom metrics (nil: the built-ins).
+	metrics *metrics.Registry
+	// scriptFailed is set when a script workload could not be inspected:
+	// its end and its custom metrics are not known, so neither the fault
+	// times nor the metric names can be checked against them.
+	scriptFailed bool
 }
 
 // check runs every check; zeros are the paths of explicit zeros in the file
-// the spec was decoded from (nil when it was built in code).
-func (s *Spec) check(zeros map[string]bool) issues {
-	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}, zeros: zeros, lookupEnv: os.LookupEnv}
+// the spec was decoded from (nil when it was built in code), dir the
+// directory its relative paths are resolved from.
+func (s *Spec) check(zeros map[string]bool, dir string) issues {
+	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}, zeros: zeros, lookupEnv: os.LookupEnv, dir: dir}
 	v.dec = newDecoder(&v.iss)
 	v.header()
 	v.metadata()
@@ -354,6 +371,10 @@ func (v *validator) workload() {
 		v.iss.add("workload", "missing: set a preset and/or a load shape, e.g. {preset: chat, rate: 10, duration: 60s}")
 		return
 	}
+	if w.Script != "" || len(w.Env) > 0 {
+		v.scriptWorkload()
+		return
+	}
 	if w.Preset != "" {
 		if _, err := workload.LookupPreset(w.Preset); err != nil {
 			var names []string
@@ -473,7 +494,7 @@ func (v *validator) faultList() {
 	for i, f := range v.s.Faults {
 		v.fault(i, f)
 	}
-	if len(v.s.Faults) > 0 && v.loadEnd == 0 {
+	if len(v.s.Faults) > 0 && v.loadEnd == 0 && !v.scriptFailed {
 		v.iss.warn("workload", "the load does not end at a set time (no duration), so fault times cannot be checked against it")
 	}
 }
@@ -699,7 +720,7 @@ func (v *validator) httpProbe(p string, h HTTPProbe) {
 
 // flagThreshold checks a threshold in the flag form at path, and its tags.
 func (v *validator) flagThreshold(path, s string) {
-	ths, err := assertions.Parse(s)
+	ths, err := assertions.ParseIn(v.metrics, s)
 	if err != nil {
 		v.parseErrors(path, false, 0, err)
 		return
@@ -762,6 +783,9 @@ func (v *validator) parseErrors(path string, key bool, skip int, err error) {
 		return
 	}
 	for _, pe := range pes {
+		if v.scriptFailed && strings.HasPrefix(pe.Msg, "unknown metric") {
+			continue // maybe one of the script's, which could not be read
+		}
 		v.iss.addAt(path, key, max(pe.Offset-skip, 0), fmt.Sprintf("%s in %q", pe.Msg, pe.Input[min(skip, len(pe.Input)):]))
 	}
 }
@@ -882,7 +906,7 @@ func (v *validator) thresholds() {
 	slices.Sort(keys)
 	for _, k := range keys {
 		p := child("thresholds", k)
-		_, tags, err := assertions.ParseKey(k)
+		_, tags, err := assertions.ParseKeyIn(v.metrics, k)
 		keyOK := err == nil
 		if err != nil {
 			v.parseErrors(p, true, 0, err)
@@ -903,7 +927,7 @@ func (v *validator) thresholds() {
 			if e.DelayAbortEval < 0 {
 				v.iss.add(index(p, j)+".delayAbortEval", "%v is negative", e.DelayAbortEval)
 			}
-			ths, err := assertions.ParseEntries(k, []assertions.Entry{{Threshold: e.Threshold}})
+			ths, err := assertions.ParseEntriesIn(v.metrics, k, []assertions.Entry{{Threshold: e.Threshold}})
 			if err == nil {
 				v.bareTimes(q, 0, e.Threshold, ths)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
 	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	"github.com/llmchaos/llmchaos/telemetry/tracing"
+	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -96,6 +97,12 @@ type Options struct {
 	// InFlightInterval is how often InFlight is read
 	// (DefaultInFlightInterval).
 	InFlightInterval time.Duration
+
+	// Metrics, when set, is the run's metric table: its custom metrics (a
+	// script's checks, Trends, Rates, Counters and Gauges), all registered
+	// before Start, are exported as llmchaos_<name> series fed by
+	// AddSample.
+	Metrics *metrics.Registry
 
 	// Warn receives the problems that do not stop a run, at most once per
 	// cause (see the package documentation), from the observers'
@@ -213,6 +220,7 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 
 	if opts.MetricsListen != "" || opts.RemoteWriteURL != "" {
 		exp, err := telemetry.New(telemetry.Options{ // a registry of its own
+			Metrics:   opts.Metrics,
 			RunLabels: map[string]string{telemetry.LabelRun: opts.Run, telemetry.LabelExperiment: opts.Experiment}})
 		if err != nil {
 			return nil, fmt.Errorf("live metrics: %w", err)
@@ -330,6 +338,16 @@ func (o *Observers) Observe(res *recording.Result) {
 	}
 	if o.tracer != nil {
 		o.tracer.Record(res)
+	}
+}
+
+// AddSample exports one sample of a custom metric of Options.Metrics in
+// its live series (see telemetry.Exporter.AddSample); a metric registered
+// after Start is not exported. Safe for concurrent use; it fits
+// js.Hooks.Sample.
+func (o *Observers) AddSample(name string, tags recording.Tags, v float64) {
+	if o.exporter != nil {
+		_ = o.exporter.AddSample(name, tags, v) // only an unknown metric fails: it has no series
 	}
 }
 

@@ -72,6 +72,13 @@ func (vu *VU) llmClientConstructor(call sobek.ConstructorCall) *sobek.Object {
 		timeout = d
 	}
 	key := clientKey{apiKeyEnv: opts.APIKeyEnv, timeout: timeout}
+	if vu.ID == 0 && vu.inInit {
+		api := "chat"
+		if !chat {
+			api = "completions"
+		}
+		vu.shared.noteClient(ClientInfo{BaseURL: opts.BaseURL, Model: opts.Model, API: api, APIKeyEnv: opts.APIKeyEnv})
+	}
 	o := call.This
 	set(o, "chat", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(key, opts, true, c.Argument(0)) })
 	set(o, "complete", func(c sobek.FunctionCall) sobek.Value { return vu.llmCall(key, opts, false, c.Argument(0)) })
@@ -109,7 +116,7 @@ func (vu *VU) llmCall(key clientKey, opts llmClientOptions, chat bool, arg sobek
 	sh.Recorder.RequestStarted(now)
 	text := cl.DoContent(vu.context(), opts.BaseURL, req, res)
 	sh.Recorder.RequestEnded(res.End)
-	sh.Recorder.Record(res)
+	sh.record(res)
 	return rt.ToValue(resultObject(res, text))
 }
 

@@ -89,6 +89,9 @@ type SharedOptions struct {
 	Seed uint64
 	// SaveRequests, when set, receives one JSON line per LLM request.
 	SaveRequests *recording.RequestWriter
+	// SLO are the per-request SLOs of the goodput metric (none: goodput
+	// counts every ok request).
+	SLO recording.SLO
 }
 
 // Shared is what every VU of one run shares: the run's clock, metric table,
@@ -111,6 +114,9 @@ type Shared struct {
 	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
 
 	checks checkTally
+	made    []ClientInfo // VU 0's llm.Client objects (see Clients)
+
+	hooks Hooks // set before the load (SetHooks), read-only during it
 }
 
 // clientKey is what makes two llm.Client objects need different HTTP
@@ -135,7 +141,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	}
 	return &Shared{
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
-		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests}),
+		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
 		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{}, http: newHTTPClient(),
 		arrays: map[string]*sharedArray{},
 	}, nil
@@ -199,7 +205,17 @@ func (s *Shared) logf(format string, args ...any) {
 }
 
 // AddSample records a sample of a registered metric (see
-// recording.Recorder.AddSample).
+// recording.Recorder.AddSample), tagged by Hooks.Tag and handed to
+// Hooks.Sample.
 func (s *Shared) AddSample(name string, tags recording.Tags, v float64) error {
-	return s.Recorder.AddSample(name, tags, v)
+	if s.hooks.Tag != nil {
+		s.hooks.Tag(s.Clock.Now(), &tags)
+	}
+	if err := s.Recorder.AddSample(name, tags, v); err != nil {
+		return err
+	}
+	if s.hooks.Sample != nil {
+		s.hooks.Sample(name, tags, v)
+	}
+	return nil
 }

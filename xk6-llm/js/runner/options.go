@@ -75,11 +75,15 @@ const (
 
 // Overrides are the command line's --vus, --duration and --iterations
 // (0: not given). Any of them replaces the script's scenarios by the
-// shortcut they describe, as k6's flags do.
+// shortcut they describe, as k6's flags do. Rate (an experiment's
+// workload.rate; k6 has no such flag) replaces them by one
+// constant-arrival-rate scenario of Rate iterations per second for the
+// duration, with VUs pre-allocated VUs (default RateVUs).
 type Overrides struct {
 	VUs        int
 	Duration   time.Duration
 	Iterations int
+	Rate       float64
 }
 
 // parseOptions decodes the options JSON and applies o.

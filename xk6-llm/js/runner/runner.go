@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
@@ -44,6 +42,34 @@ type Config struct {
 	// StdoutTTY and StderrTTY say whether Stdout and Stderr are
 	// terminals (handleSummary's data.state).
 	StdoutTTY, StderrTTY bool
+
+	// SaveRequests, when set, receives one JSON line per LLM request (the
+	// caller flushes it); SLO are goodput's per-request objectives.
+	SaveRequests *recording.RequestWriter
+	SLO          recording.SLO
+	// Thresholds are more thresholds, "METRIC{TAGS}: EXPR" as --threshold
+	// writes them, evaluated with the script's; they may name its custom
+	// metrics. One that does not parse is a *ThresholdError.
+	Thresholds []string
+	// Preflight, when set, is called once VU 0's init code ran, before
+	// the other VUs are initialized and before any request, with the
+	// llm.Client objects that code made; its error ends the run, returned
+	// as is.
+	Preflight func(ctx context.Context, clients []js.ClientInfo) error
+	// Attach, when set, starts what runs with the load (live outputs, an
+	// experiment's fault timeline) once every VU is initialized and the
+	// run's clock started, before setup(); see Attached and Alongside. Its
+	// error ends the run, returned as is.
+	Attach func(a *Attached) (Alongside, error)
+	// ExternalStops says that the caller checks the abortOnFail
+	// thresholds itself (an experiment's stop conditions); otherwise Run
+	// checks them every second and stops the run, with a *StopError cause
+	// and an abort in the report, on the first that fails.
+	ExternalStops bool
+	// NoSummary says that the caller reports the run itself (an
+	// experiment): neither the script's handleSummary nor the terminal
+	// summary runs.
+	NoSummary bool
 }
 
 // Run runs the script cfg names and writes its reports. A problem of the
@@ -58,47 +84,21 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	prog, err := js.Load(cfg.Script)
+	pr, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	sh, err := js.NewShared(js.SharedOptions{Env: environ(cfg.Env), Console: cfg.Stderr, Seed: cfg.Seed})
-	if err != nil {
-		return nil, err
-	}
+	prog, sh, vu0, opts, scenarios, ths, names := pr.prog, pr.sh, pr.vu0, pr.opts, pr.scenarios, pr.ths, pr.names
 	defer sh.Close()
-	vu0, err := js.NewVU(ctx, 0, prog, sh)
-	if err != nil {
-		return nil, err
-	}
-	optsJSON, err := vu0.Options()
-	if err != nil {
-		return nil, err
-	}
-	opts, err := parseOptions(optsJSON, cfg.Overrides)
-	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
-	}
-	scenarios, err := opts.scenarios()
-	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
-	}
-	ths, err := assertions.ParseConfigIn(sh.Metrics, opts.Thresholds)
-	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: "options.thresholds: " + err.Error()}
-	}
 	sumOpts, err := summaryOptions(opts, &cfg.Text)
 	if err != nil {
 		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
-	names := make([]string, 0, len(scenarios))
-	for n := range scenarios {
-		names = append(names, n)
-		if !vu0.HasExport(scenarios[n].Exec) {
-			return nil, &js.ScriptError{Pos: prog.Path, Msg: fmt.Sprintf("scenario %s: the script exports no function %q", n, scenarios[n].Exec)}
+	if cfg.Preflight != nil {
+		if err := cfg.Preflight(ctx, sh.Clients()); err != nil {
+			return nil, err
 		}
 	}
-	sort.Strings(names)
 	runs := make([]*scenarioRun, 0, len(names))
 	id := 1
 	for _, n := range names {
@@ -116,6 +116,11 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	}
 
 	sh.RestartClock()
+	ctx, att, err := attach(ctx, cfg, sh, ths)
+	if err != nil {
+		return nil, err
+	}
+	defer att.release()
 	data, err := vu0.Setup(ctx)
 	if err != nil {
 		return nil, err
@@ -131,6 +136,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 		wg.Go(func() { runScenario(ctx, sh, x, errs) })
 	}
 	wg.Wait()
+	att.end()
 	interrupted := ctx.Err() != nil
 	var teardownErr error
 	if !interrupted {
@@ -147,10 +153,14 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 		return nil, fmt.Errorf("build the report: %w", err)
 	}
 	if interrupted {
-		doc.Abort = report.InterruptAbort(context.Cause(ctx))
+		doc.Abort = abortOf(context.Cause(ctx))
 	}
+	att.document(doc)
 	doc.Evaluate(ths, interrupted)
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
+	if cfg.NoSummary {
+		return doc, errors.Join(teardownErr, werr)
+	}
 	state := js.SummaryState{IsStdOutTTY: cfg.StdoutTTY, IsStdErrTTY: cfg.StderrTTY, TestRunDurationMs: float64(end) / float64(time.Millisecond)}
 	printDefault, herr := handleSummary(context.WithoutCancel(ctx), vu0, summaryData(doc, sh, sumOpts, state, data), cfg.Stdout, cfg.Stderr)
 	werr = errors.Join(werr, herr)

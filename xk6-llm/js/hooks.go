@@ -1,0 +1,73 @@
+package js
+
+import (
+	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+// Hooks connect a script run to what runs alongside it: an experiment's
+// fault timeline, which tags every sample with its phase and fault, and the
+// live outputs (Prometheus exporter, remote write, tracing). Every field
+// is optional; each is called from the VUs' goroutines and must be safe
+// for concurrent use.
+type Hooks struct {
+	// Tag, when set, fills the run-level tags of a result or a sample
+	// recorded at run-clock time at (an LLM result is tagged at its send,
+	// with its endpoint already set), before the recorder sees it: the
+	// experiment runner's phase and fault, as the load engine's Tagger.
+	Tag func(at time.Duration, tags *recording.Tags)
+	// Observe, when set, sees every LLM result once it is recorded (live
+	// series, spans); it must not keep the result.
+	Observe func(res *recording.Result)
+	// Sample, when set, sees every sample of a metric registered in the
+	// run's table (checks, iterations, the script's custom metrics) once
+	// it is recorded, with its tags.
+	Sample func(name string, tags recording.Tags, v float64)
+}
+
+// SetHooks installs h. Call it before setup() and before any VU runs an
+// iteration: the hooks are read without a lock afterwards.
+func (s *Shared) SetHooks(h Hooks) { s.hooks = h }
+
+// ClientInfo is one llm.Client the init code of VU 0 constructed: what a
+// pre-flight check and a dry run need to know about where the script
+// sends its requests.
+type ClientInfo struct {
+	BaseURL   string `json:"baseURL"`
+	Model     string `json:"model,omitempty"`
+	API       string `json:"api"` // "chat" or "completions"
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+}
+
+// Clients returns the distinct llm.Client objects VU 0's init code made,
+// in the order it made them.
+func (s *Shared) Clients() []ClientInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ClientInfo(nil), s.made...)
+}
+
+// noteClient records an llm.Client made by VU 0's init code, once.
+func (s *Shared) noteClient(c ClientInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.made {
+		if m == c {
+			return
+		}
+	}
+	s.made = append(s.made, c)
+}
+
+// record tags res (Hooks.Tag, at its send), records it and hands it to
+// Hooks.Observe.
+func (s *Shared) record(res *recording.Result) {
+	if s.hooks.Tag != nil {
+		s.hooks.Tag(res.Scheduled, &res.Tags)
+	}
+	s.Recorder.Record(res)
+	if s.hooks.Observe != nil {
+		s.hooks.Observe(res)
+	}
+}
