@@ -122,7 +122,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
-		Thresholds:  c.Thresholds,
+		Thresholds: c.Thresholds,
 	}
 	if c.Seed != nil {
 		cfg.Seed = *c.Seed

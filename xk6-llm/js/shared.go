@@ -114,7 +114,7 @@ type Shared struct {
 	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
 
 	checks checkTally
-	made    []ClientInfo // VU 0's llm.Client objects (see Clients)
+	made   []ClientInfo // VU 0's llm.Client objects (see Clients)
 
 	hooks Hooks // set before the load (SetHooks), read-only during it
 }
