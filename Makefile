@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short lint bench image clean
+.PHONY: build test test-short test-k8s k8s-controlplane lint bench image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -21,6 +21,20 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -p 1 -run '$(TIMING_TESTS)' -v ./sim/server/ ./xk6-llm/
+
+# The Kubernetes tests run against a real control plane (internal/k8stest)
+# whose binaries are built once per version into $$HOME/.cache/llmchaos/k8s
+# (about 10 CPU-minutes the first time, nothing after). `make test` runs
+# them when it is built and skips them, saying so, when it is not; .ci/run
+# builds it and sets LLMCHAOS_REQUIRE_K8S=1 so that they cannot skip there.
+k8s-controlplane:
+	scripts/k8s-controlplane.sh build
+
+# test-k8s builds the control plane if needed and runs only the packages
+# whose tests use it.
+K8S_TEST_PKGS = ./internal/k8stest/ $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '{ for (i = 2; i <= NF; i++) if ($$i ~ /\/internal\/k8stest$$/) { print $$1; break } }')
+test-k8s: k8s-controlplane
+	LLMCHAOS_REQUIRE_K8S=1 $(GO) test -race -count=1 -timeout 20m $(sort $(K8S_TEST_PKGS))
 
 test-short:
 	$(GO) test -short -count=1 ./...

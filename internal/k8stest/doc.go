@@ -1,0 +1,25 @@
+// Package k8stest gives tests a real Kubernetes control plane: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok fake nodes
+// (pods go Running and Ready with an IP, without containers), started by
+// scripts/k8s-controlplane.sh on private 127.0.0.1 ports with certificates
+// made at start-up.
+//
+// One control plane serves a whole test binary: the first Start starts it
+// (about 20 s), later ones reuse it; give each test its own namespace with
+// Cluster.Namespace. A test binary that uses it should have
+//
+//	func TestMain(m *testing.M) { k8stest.Main(m) }
+//
+// so that the control plane stops when the tests end; without it a watcher
+// stops it when the test process exits.
+//
+// The binaries are built once per version into a cache outside the
+// repository (scripts/k8s-controlplane.sh build, or make test-k8s). When they
+// are not built, Start skips the test saying so, unless LLMCHAOS_REQUIRE_K8S=1
+// (set by make test-k8s), where it fails it.
+//
+// The client-go this module uses (v0.34) does not ask for watch-list streams,
+// which the Debian etcd 3.4 under the apiserver cannot serve; a test asserts
+// that, so that a client-go upgrade that turns them on is noticed (set
+// KUBE_FEATURE_WatchListClient=false then).
+package k8stest
