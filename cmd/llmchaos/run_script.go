@@ -243,7 +243,7 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 		}
 		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{
 			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions",
-			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, Getenv: getenv},
+			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv},
 		})
 		for _, w := range warns {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", scriptCmd, w)

@@ -99,7 +99,11 @@ func preflightHeader(o client.Options) http.Header {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if key := getenv(env); key != "" {
+	key := o.APIKey
+	if key == "" {
+		key = getenv(env)
+	}
+	if key != "" {
 		h.Set("Authorization", "Bearer "+key)
 	}
 	for k, vs := range o.Headers {

@@ -125,6 +125,12 @@ func TestPreflightAuth(t *testing.T) {
 	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "warming up") {
 		t.Errorf("503: got %q, %v; want one warning with the server's message and no error", warns, err)
 	}
+	// A literal key (a script's llm.Client apiKey) is used over the environment.
+	opts := client.Options{APIKey: "good", Getenv: func(string) string { return "bad" }}
+	warns, err = Preflight(context.Background(), PreflightConfig{Targets: []string{srv.URL + "/v1"}, Model: "m", Chat: true, Client: opts})
+	if err != nil || len(warns) != 1 {
+		t.Errorf("literal key: got %q, %v; want the key accepted (one 503 warning)", warns, err)
+	}
 }
 
 // TestRunPreflight: Run stops a load whose model the server does not

@@ -85,6 +85,11 @@ type Options struct {
 	// DefaultAPIKeyEnv. The key never appears in errors, logs or Results.
 	APIKeyEnv string
 
+	// APIKey is the API key itself, for callers that hold it (a script's
+	// llm.Client{apiKey}); when set, APIKeyEnv is not read. It is sent and
+	// scrubbed as a key from APIKeyEnv is.
+	APIKey string
+
 	// Getenv reads the environment. Default os.Getenv.
 	Getenv func(string) string
 
@@ -212,7 +217,11 @@ func New(opts Options) (*Client, error) {
 
 	c.header.Set("Content-Type", "application/json")
 	c.header.Set("User-Agent", "llmchaos")
-	if key := opts.Getenv(opts.APIKeyEnv); key != "" {
+	key := opts.APIKey
+	if key == "" {
+		key = opts.Getenv(opts.APIKeyEnv)
+	}
+	if key != "" {
 		c.header.Set("Authorization", "Bearer "+key)
 		c.secrets = append(c.secrets, key)
 	}
@@ -312,13 +321,15 @@ func (c *Client) Clock() *recording.RunClock { return c.clock }
 // OutcomeCancelled. A request cut short because the run ended or a timeout
 // fired did not get its answer: it is a timeout failure, in error_rate.
 func (c *Client) Do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result) {
-	c.do(ctx, baseURL, req, res, false)
+	c.do(ctx, baseURL, req, res, nil)
 }
 
 // DoContent is Do that also returns the response's output text (content
 // for chat, text for completions), for multi-turn history.
 func (c *Client) DoContent(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result) string {
-	return c.do(ctx, baseURL, req, res, true)
+	out := &collector{}
+	c.do(ctx, baseURL, req, res, out)
+	return out.text
 }
 
 // reqTrace records the connection events of one attempt. The transport may
@@ -364,7 +375,9 @@ func (t *reqTrace) lostReused(parent, rctx context.Context, err error) bool {
 		classifyErr(parent, rctx, err, true) == recording.ClassReset
 }
 
-func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, keep bool) string {
+// do sends req and fills res; out, when not nil, collects the answer's
+// text (and what else it asks for).
+func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, out *collector) {
 	resetClientFields(res)
 	res.PromptTokensSent = req.PromptTokens
 	if res.Tags.Endpoint == "" {
@@ -379,7 +392,7 @@ func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, 
 		now := c.clock.Now()
 		res.Sent, res.End = now, now
 		c.fail(res, recording.ClassProtocol, fmt.Errorf("encode request: %w", err))
-		return ""
+		return
 	}
 	path := "/completions"
 	if req.Chat {
@@ -400,7 +413,7 @@ func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, 
 		now := c.clock.Now()
 		res.Sent, res.End = now, now
 		c.fail(res, recording.ClassConnect, fmt.Errorf("build request: %w", err))
-		return ""
+		return
 	}
 	hreq.Header = c.requestHeader(req.Stream, res.RequestID)
 	if c.host != "" {
@@ -437,18 +450,19 @@ func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, 
 	if err != nil {
 		res.End = c.clock.Now()
 		c.failErr(ctx, rctx, res, err, trace.connected())
-		return ""
+		return
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		c.failStatus(ctx, rctx, res, resp)
-		return ""
+		return
 	}
 	if isEventStream(resp.Header.Get("Content-Type")) {
-		return c.readStream(ctx, rctx, cancel, req, res, resp.Body, st, keep)
+		c.readStream(ctx, rctx, cancel, req, res, resp.Body, st, out)
+		return
 	}
-	return c.readJSON(ctx, rctx, res, resp.Body, st, keep)
+	c.readJSON(ctx, rctx, res, resp.Body, st, out)
 }
 
 // retryFresh sends hreq once more, on a new connection that is closed
@@ -555,22 +569,47 @@ type completionBody struct {
 }
 
 // encodeRequest builds the JSON body. Streaming requests always ask for
-// usage in the final chunk (stream_options.include_usage).
+// usage in the final chunk (stream_options.include_usage). The request's
+// Extra fields are merged over the body's own.
 func encodeRequest(req *workload.Request) ([]byte, error) {
 	var so *streamOptions
 	if req.Stream {
 		so = &streamOptions{IncludeUsage: true}
 	}
+	var body any
 	if req.Chat {
 		msgs := req.Messages
 		if msgs == nil {
 			msgs = []workload.Message{}
 		}
-		return json.Marshal(chatBody{Model: req.Model, Messages: msgs, MaxTokens: req.MaxTokens, MinTokens: req.MinTokens,
-			IgnoreEOS: req.IgnoreEOS, Stream: req.Stream, StreamOptions: so, Seed: req.Seed})
+		body = chatBody{Model: req.Model, Messages: msgs, MaxTokens: req.MaxTokens, MinTokens: req.MinTokens,
+			IgnoreEOS: req.IgnoreEOS, Stream: req.Stream, StreamOptions: so, Seed: req.Seed}
+	} else {
+		body = completionBody{Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens, MinTokens: req.MinTokens,
+			IgnoreEOS: req.IgnoreEOS, Stream: req.Stream, StreamOptions: so, Seed: req.Seed}
 	}
-	return json.Marshal(completionBody{Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens, MinTokens: req.MinTokens,
-		IgnoreEOS: req.IgnoreEOS, Stream: req.Stream, StreamOptions: so, Seed: req.Seed})
+	b, err := json.Marshal(body)
+	if err != nil || len(req.Extra) == 0 {
+		return b, err
+	}
+	return mergeExtra(b, req.Extra)
+}
+
+// mergeExtra sets the fields of extra in the JSON object b (over b's own)
+// and returns the object's encoding, keys sorted.
+func mergeExtra(b []byte, extra map[string]any) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		m[k] = raw
+	}
+	return json.Marshal(m)
 }
 
 // idleWatch cancels a request when nothing was read for its timeout. It

@@ -27,6 +27,9 @@ type chunkFields struct {
 	text      []byte // choices[0].text (completions), if a string
 	reasoning bool   // choices[0].delta.reasoning_content or .reasoning is a non-empty string
 	toolCalls bool   // choices[0].delta.tool_calls is a non-empty array
+	// toolCallsRaw is that array's JSON text, as it came (nil unless
+	// toolCalls): merging tool-call deltas decodes it off the hot path.
+	toolCallsRaw []byte
 
 	finish    []byte // choices[0].finish_reason (decoded), if a string
 	hasFinish bool
@@ -152,7 +155,7 @@ func (p *chunkParser) end() error {
 
 func (p *chunkParser) choices() error {
 	o := &p.out
-	o.content, o.text, o.reasoning, o.toolCalls, o.finish, o.hasFinish = nil, nil, false, false, nil, false
+	o.content, o.text, o.reasoning, o.toolCalls, o.toolCallsRaw, o.finish, o.hasFinish = nil, nil, false, false, nil, nil, false
 	p.ws()
 	if p.i >= len(p.s) || p.s[p.i] != '[' {
 		return p.skipValue()
@@ -193,7 +196,7 @@ func (p *chunkParser) choice() error {
 		}
 		switch string(key) {
 		case "delta":
-			o.content, o.reasoning, o.toolCalls = nil, false, false
+			o.content, o.reasoning, o.toolCalls, o.toolCallsRaw = nil, false, false, nil
 			p.ws()
 			if p.i < len(p.s) && p.s[p.i] == '{' {
 				err = p.delta()
@@ -238,7 +241,13 @@ func (p *chunkParser) delta() error {
 		case "reasoning":
 			reasoning, err = p.nonEmptyString()
 		case "tool_calls":
+			p.ws()
+			start := p.i
 			o.toolCalls, err = p.nonEmptyArray()
+			o.toolCallsRaw = nil
+			if o.toolCalls {
+				o.toolCallsRaw = p.s[start:p.i]
+			}
 		default:
 			err = p.skipValue()
 		}

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -16,6 +17,7 @@ type chunkWant struct {
 	Content, Text  *string
 	Reasoning      bool
 	ToolCalls      bool
+	ToolCallsJSON  any // the tool_calls array, decoded (nil unless ToolCalls)
 	Finish         *string
 	Usage          bool
 	Prompt, Compl  int
@@ -40,6 +42,13 @@ func chunkWantOf(f *chunkFields) chunkWant {
 	}
 	if f.hasFinish {
 		w.Finish = chunkStrp(string(f.finish))
+	}
+	if f.toolCallsRaw != nil {
+		dec := json.NewDecoder(bytes.NewReader(f.toolCallsRaw))
+		dec.UseNumber()
+		if err := dec.Decode(&w.ToolCallsJSON); err != nil {
+			w.ToolCallsJSON = "undecodable: " + string(f.toolCallsRaw)
+		}
 	}
 	return w
 }
@@ -97,6 +106,9 @@ func refChunk(data []byte) (w chunkWant, ok bool) {
 				w.Reasoning = rc != "" || r != ""
 				tc, _ := d["tool_calls"].([]any)
 				w.ToolCalls = len(tc) > 0
+				if w.ToolCalls {
+					w.ToolCallsJSON = tc
+				}
 			}
 		}
 	}
@@ -132,7 +144,9 @@ func TestChunkParser(t *testing.T) {
 		{"reasoning", pre + `"delta":{"reasoning":"think","content":null}` + post, chunkWant{Reasoning: true, CarriesToken: true}},
 		{"empty reasoning", pre + `"delta":{"reasoning_content":""}` + post, chunkWant{}},
 		{"tool call", pre + `"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}` + post,
-			chunkWant{ToolCalls: true, CarriesToken: true}},
+			chunkWant{ToolCalls: true, CarriesToken: true, ToolCallsJSON: []any{map[string]any{"index": json.Number("0"), "id": "call_1", "type": "function",
+				"function": map[string]any{"name": "f", "arguments": `{"a":`}}}}},
+		{"tool calls replaced by a later key", `{"choices":[{"delta":{"tool_calls":[{"index":0}],"tool_calls":[]}}]}`, chunkWant{}},
 		{"finish", pre + `"delta":{},"finish_reason":"length"` + post, chunkWant{Finish: chunkStrp("length")}},
 		{"completions text", `{"choices":[{"index":0,"text":"Hi","logprobs":null,"finish_reason":null}]}`,
 			chunkWant{Text: chunkStrp("Hi"), CarriesToken: true, OutputForCount: "Hi"}},
@@ -190,7 +204,7 @@ func chunkShow(w chunkWant) string {
 		" reasoning=" + strconv.FormatBool(w.Reasoning) + " tools=" + strconv.FormatBool(w.ToolCalls) +
 		" usage=" + strconv.FormatBool(w.Usage) + "/" + strconv.Itoa(w.Prompt) + "/" + strconv.Itoa(w.Compl) +
 		" error=" + strconv.FormatBool(w.ErrorObj) + " carries=" + strconv.FormatBool(w.CarriesToken) +
-		" out=" + strconv.Quote(w.OutputForCount)
+		" out=" + strconv.Quote(w.OutputForCount) + fmt.Sprintf(" toolcalls=%v", w.ToolCallsJSON)
 }
 
 func TestChunkParserRejects(t *testing.T) {

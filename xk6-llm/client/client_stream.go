@@ -86,7 +86,7 @@ func (c *Client) getStream() *streamState {
 // finish_reason) ends the request OK. A cut connection is a reset; a clean
 // body end with neither [DONE] nor a finish_reason, a malformed data line
 // or an over-long line is a protocol error.
-func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, req *workload.Request, res *recording.Result, body io.Reader, st *streamState, keep bool) (content string) {
+func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, req *workload.Request, res *recording.Result, body io.Reader, st *streamState, out *collector) {
 	st.rd.r = body
 	st.dec.Reset(&st.rd, c.opts.MaxLineBytes)
 	if cap(res.ITLMicros) == 0 && req.MaxTokens > 1 {
@@ -96,8 +96,8 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 		st.ngram.finish()
 		res.NgramsTotal, res.NgramsRepeated = st.ngram.total, st.ngram.repeated
 		c.statReads.Add(int64(st.dec.Reads()))
-		if keep {
-			content = string(st.content)
+		if out != nil {
+			out.text = string(st.content)
 		}
 	}()
 	var (
@@ -151,11 +151,20 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 				res.ITLMicros = append(res.ITLMicros, gapMicros(at-last))
 			}
 			last = at
-			if out := f.output(); len(out) > 0 {
-				res.OutputChars += utf8.RuneCount(out)
-				st.ngram.write(out)
-				if keep {
-					st.content = append(st.content, out...)
+			text := f.output()
+			if len(text) > 0 {
+				res.OutputChars += utf8.RuneCount(text)
+				st.ngram.write(text)
+				if out != nil {
+					st.content = append(st.content, text...)
+				}
+			}
+			if out != nil {
+				if out.tools && f.toolCallsRaw != nil {
+					out.calls.add(f.toolCallsRaw)
+				}
+				if out.onToken != nil {
+					out.onToken(text)
 				}
 			}
 		}
@@ -248,48 +257,59 @@ func jsonRawString(raw json.RawMessage) string {
 // readJSON consumes a non-streamed response (or a server that ignored
 // "stream": true). There is one "chunk": FirstToken is End, so TTFT equals
 // E2E, and ContentChunks is 1 when the answer carries anything.
-func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, body io.Reader, st *streamState, keep bool) string {
+func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, body io.Reader, st *streamState, out *collector) {
 	data, err := io.ReadAll(io.LimitReader(body, maxJSONBody+1))
 	res.End = c.clock.Now()
 	if err != nil {
 		c.failErr(parent, rctx, res, err, true)
-		return ""
+		return
 	}
 	if len(data) > maxJSONBody {
 		c.fail(res, recording.ClassProtocol, fmt.Errorf("response body over %d bytes", maxJSONBody))
-		return ""
+		return
 	}
 	var r jsonResponse
 	if err := json.Unmarshal(data, &r); err != nil {
 		c.fail(res, recording.ClassProtocol, fmt.Errorf("malformed response JSON: %w", err))
-		return ""
+		return
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
 		class, msg := streamError(data)
 		c.fail(res, class, errors.New(msg))
-		return ""
+		return
 	}
 	if len(r.Choices) == 0 {
 		c.fail(res, recording.ClassProtocol, errors.New("response has no choices"))
-		return ""
+		return
 	}
 	ch := r.Choices[0]
-	var out string
+	var text string
 	var carries bool
 	if m := ch.Message; m != nil {
-		out = jsonRawString(m.Content)
+		text = jsonRawString(m.Content)
 		carries = jsonRawString(m.ReasoningContent) != "" || jsonRawString(m.Reasoning) != "" || len(m.ToolCalls) > 0
+		if out != nil && out.tools {
+			for _, e := range m.ToolCalls {
+				var d toolCallDelta
+				if json.Unmarshal(e, &d) == nil {
+					out.calls.merge(&d, true)
+				}
+			}
+		}
 	}
-	if out == "" {
-		out = jsonRawString(ch.Text)
+	if text == "" {
+		text = jsonRawString(ch.Text)
 	}
-	if out != "" || carries {
+	if text != "" || carries {
 		res.FirstToken = res.End
 		st.firstToken.Store(true)
 		res.ContentChunks = 1
+		if out != nil && out.onToken != nil {
+			out.onToken([]byte(text))
+		}
 	}
-	res.OutputChars = utf8.RuneCountInString(out)
-	st.ngram.write([]byte(out))
+	res.OutputChars = utf8.RuneCountInString(text)
+	st.ngram.write([]byte(text))
 	st.ngram.finish()
 	res.NgramsTotal, res.NgramsRepeated = st.ngram.total, st.ngram.repeated
 	res.FinishReason = jsonRawString(ch.FinishReason)
@@ -298,8 +318,7 @@ func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, b
 		res.InputTokens, res.OutputTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 	}
 	res.Outcome = recording.OutcomeOK
-	if keep {
-		return out
+	if out != nil {
+		out.text = text
 	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package js
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -38,6 +39,18 @@ type ClientInfo struct {
 	Model     string `json:"model,omitempty"`
 	API       string `json:"api"` // "chat" or "completions"
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// APIKey is the literal key the script gave (apiKey), for the
+	// pre-flight check's requests only: never encoded, printed or logged.
+	APIKey string `json:"-"`
+}
+
+// String is c without its key, so that printing a ClientInfo never shows it.
+func (c ClientInfo) String() string {
+	key := ""
+	if c.APIKey != "" {
+		key = " apiKey=[redacted]"
+	}
+	return fmt.Sprintf("{baseURL=%s model=%s api=%s apiKeyEnv=%s%s}", c.BaseURL, c.Model, c.API, c.APIKeyEnv, key)
 }
 
 // Clients returns the distinct llm.Client objects VU 0's init code made,

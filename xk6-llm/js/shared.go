@@ -123,6 +123,7 @@ type Shared struct {
 // clients; the others share one connection pool.
 type clientKey struct {
 	apiKeyEnv string
+	apiKey    string // a literal key (llm.Client's apiKey), over apiKeyEnv
 	timeout   time.Duration
 }
 
@@ -182,7 +183,7 @@ func (s *Shared) client(k clientKey) (*client.Client, error) {
 		return c, nil
 	}
 	c, err := client.New(client.Options{
-		Clock: s.Clock, Concurrency: 1024, Seed: s.seed, APIKeyEnv: k.apiKeyEnv, RequestTimeout: k.timeout,
+		Clock: s.Clock, Concurrency: 1024, Seed: s.seed, APIKeyEnv: k.apiKeyEnv, APIKey: k.apiKey, RequestTimeout: k.timeout,
 		Getenv: func(name string) string {
 			if v, ok := s.Env[name]; ok {
 				return v

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -65,14 +66,24 @@ func jsNames(v any) []string {
 
 func TestLLMTypeDeclarationsMatchTheModule(t *testing.T) {
 	decl := dtsInterfaces(t, filepath.Join("types", "k6-x-llm.d.ts"))
-	res := resultObject(&recording.Result{}, "")
+	res := resultObject(&recording.Result{ITLMicros: []uint32{1000, 3000}}, client.Output{ToolCalls: []client.ToolCall{{ID: "c", Name: "f"}}})
 	usage, _ := res["usage"].(map[string]any)
+	itl, _ := res["itl"].(map[string]any)
+	calls, _ := res["toolCalls"].([]any)
+	if len(calls) != 1 {
+		t.Fatalf("toolCalls = %v, want one", res["toolCalls"])
+	}
+	call, _ := calls[0].(map[string]any)
+	fn, _ := call["function"].(map[string]any)
 	checks := []struct {
 		iface string
 		names []string
 	}{
 		{"Result", mapKeys(res)},
 		{"Usage", mapKeys(usage)},
+		{"ITL", mapKeys(itl)},
+		{"ToolCall", mapKeys(call)},
+		{"ToolCallFunction", mapKeys(fn)},
 		{"ClientOptions", jsNames(llmClientOptions{})},
 		{"Request", jsNames(llmRequest{})},
 		{"Message", []string{"role", "content"}},
@@ -89,9 +100,21 @@ func TestLLMTypeDeclarationsMatchTheModule(t *testing.T) {
 		}
 	}
 	// And nothing declared that the module does not return.
-	for _, n := range decl["Result"] {
-		if _, ok := res[n]; !ok {
-			t.Errorf("types/k6-x-llm.d.ts: Result declares %q, which chat() does not return", n)
+	for _, c := range []struct {
+		iface string
+		obj   map[string]any
+	}{{"Result", res}, {"Usage", usage}, {"ITL", itl}, {"ToolCall", call}, {"ToolCallFunction", fn}} {
+		for _, n := range decl[c.iface] {
+			if _, ok := c.obj[n]; !ok {
+				t.Errorf("types/k6-x-llm.d.ts: %s declares %q, which chat() does not return", c.iface, n)
+			}
+		}
+	}
+	// The request fields the module sends as they are, and the message
+	// fields it passes through.
+	for _, n := range []string{"tool_calls", "tool_call_id", "name"} {
+		if !slices.Contains(decl["Message"], n) {
+			t.Errorf("types/k6-x-llm.d.ts: Message does not declare %q", n)
 		}
 	}
 }

@@ -22,6 +22,14 @@ type Request struct {
 	Stream    bool // almost always true; stream_options.include_usage is then always sent
 	Seed      *int64
 
+	// Extra are more fields of the JSON body (temperature, top_p, stop,
+	// tools, tool_choice, response_format, or any other the server takes),
+	// set over the client's own: an Extra "messages" replaces Messages in
+	// the body (for messages with fields Message lacks, like tool calls).
+	// Values are encoded with encoding/json. nil: none, and the body is
+	// encoded without a second pass.
+	Extra map[string]any
+
 	// PromptTokens is the client's estimate of the prompt length, built with
 	// the simulator's documented approximation; server usage stays authoritative.
 	PromptTokens int

@@ -11,6 +11,7 @@ package benchserver
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,19 +68,22 @@ func Serve(t *testing.T) {
 }
 
 // Handler streams max_tokens chunks for each request, each its own flushed
-// write, X-Bench-ITL apart, then a finish chunk, a usage chunk and [DONE].
+// write, X-Bench-ITL apart (or the body's "bench_itl", for clients that
+// send no custom header, like a script's llm.Client), then a finish chunk,
+// a usage chunk and [DONE].
 func Handler() http.Handler {
 	role := []byte("data: " + roleChunk + "\n\n")
 	frame := []byte("data: " + Chunk + "\n\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			MaxTokens int `json:"max_tokens"`
+			MaxTokens int    `json:"max_tokens"`
+			BenchITL  string `json:"bench_itl"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		itl, _ := time.ParseDuration(r.Header.Get("X-Bench-ITL"))
+		itl, _ := time.ParseDuration(cmp.Or(r.Header.Get("X-Bench-ITL"), body.BenchITL))
 		tail := []byte("data: " + finishChunk + "\n\ndata: " + usageChunk(100, body.MaxTokens) + "\n\ndata: [DONE]\n\n")
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)

@@ -14,6 +14,12 @@ declare module 'k6/x/llm' {
     baseURL: string;
     /** The model requests name unless a request gives its own. */
     model?: string;
+    /**
+     * The API key itself, sent as a bearer token (over `apiKeyEnv`). Never
+     * logged, printed or reported; prefer `apiKeyEnv` (or `apiKey: __ENV.KEY`)
+     * to keep it out of the script.
+     */
+    apiKey?: string;
     /** The environment variable (or `-e` key) holding the API key, sent as a bearer token. */
     apiKeyEnv?: string;
     /** `request()`'s endpoint: `/chat/completions` (`chat`, the default) or `/completions`. */
@@ -24,10 +30,39 @@ declare module 'k6/x/llm' {
     class?: string;
   }
 
-  /** One chat message. */
+  /**
+   * One chat message. A message with more than `role` and a string
+   * `content` (an assistant's `tool_calls`, a tool's `tool_call_id`, content
+   * parts) is sent as it is.
+   */
   export interface Message {
     role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
-    content: string;
+    content: string | null | unknown[];
+    /** An assistant message's tool calls (a result's `toolCalls` fits here). */
+    tool_calls?: ToolCall[];
+    /** A tool message's answer to this call id. */
+    tool_call_id?: string;
+    name?: string;
+  }
+
+  /** One tool call, in OpenAI's shape. */
+  export interface ToolCall {
+    id: string;
+    type: 'function' | (string & {});
+    function: ToolCallFunction;
+  }
+
+  /** The function a tool call calls. */
+  export interface ToolCallFunction {
+    name: string;
+    /** The arguments' JSON text as the model wrote it (parse it with JSON.parse; it may be malformed). */
+    arguments: string;
+  }
+
+  /** One tool the model may call (OpenAI's `tools` element), sent as it is. */
+  export interface Tool {
+    type: 'function';
+    function: { name: string; description?: string; parameters?: object; strict?: boolean };
   }
 
   /** What `chat()`, `complete()` and `request()` take. */
@@ -43,7 +78,20 @@ declare module 'k6/x/llm' {
     min_tokens?: number;
     /** vLLM's ignore_eos: generate max_tokens whatever the model says. */
     ignore_eos?: boolean;
-    /** Stream the answer (default true): TTFT and ITL are measured on the stream. */
+    temperature?: number;
+    top_p?: number;
+    stop?: string | string[];
+    /** Tools the model may call, sent as they are; the calls come back in the result's `toolCalls`. */
+    tools?: Tool[];
+    tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+    /** e.g. `{type: 'json_object'}` or `{type: 'json_schema', json_schema: {...}}`, sent as it is. */
+    response_format?: object;
+    /** More body fields, sent as they are (`{top_k: 20, repetition_penalty: 1.1}`); the named fields above win. */
+    extra_body?: Record<string, unknown>;
+    /**
+     * Stream the answer (default true): TTFT and ITL are measured on the
+     * stream. false asks for one JSON answer, still timed (TTFT equals E2E).
+     */
     stream?: boolean;
     seed?: number;
     /**
@@ -51,8 +99,31 @@ declare module 'k6/x/llm' {
      * outcome is `cancelled` (errorClass `cancelled`), which is no error.
      */
     cancelAfterTokens?: number;
+    /**
+     * Called with the text of each token chunk (empty for a chunk that
+     * carries only reasoning or a tool call), in order, before the call
+     * returns. The stream is read and every chunk's arrival is timed in Go on
+     * another goroutine, which queues the texts; the callback runs on the
+     * VU's own, so a slow callback never changes a timing. If it throws, the
+     * request is cancelled (recorded with outcome `cancelled`) and the
+     * exception propagates.
+     */
+    onToken?: (text: string) => void;
     /** Tags of the request; `class` sets its request class. */
     tags?: { class?: string; [key: string]: string | undefined };
+  }
+
+  /**
+   * The request's inter-token latencies: the gaps between its token chunks
+   * (what the `itl` metric pools over all requests), in milliseconds.
+   */
+  export interface ITL {
+    /** The median gap (nearest rank); null without a gap. */
+    p50: number | null;
+    /** The longest gap; null without a gap. */
+    max: number | null;
+    /** How many gaps: token chunks − 1 (0 for at most one chunk). */
+    count: number;
   }
 
   /** Token usage as the server reported it (zeros when it did not). */
@@ -80,8 +151,10 @@ declare module 'k6/x/llm' {
     error: string;
     /** The output text (content for chat, text for completions). */
     text: string;
-    /** The finish_reason (`stop`, `length`, ...); '' when none came. */
+    /** The finish_reason (`stop`, `length`, `tool_calls`, ...); '' when none came. */
     finishReason: string;
+    /** The tool calls the answer made (merged from the stream's deltas); [] when none. */
+    toolCalls: ToolCall[];
     usage: Usage;
     /** Time to first token: send to the first content chunk. */
     ttft: number | null;
@@ -89,6 +162,8 @@ declare module 'k6/x/llm' {
     e2e: number | null;
     /** (e2e - ttft) / (outputTokens - 1); null with at most one token. */
     tpot: number | null;
+    /** The gaps between token chunks. */
+    itl: ITL;
     /** Output tokens: usage.completion_tokens when reported, else content chunks counted. */
     outputTokens: number;
     /** The x-request-id sent. */
