@@ -53,7 +53,7 @@ func TestRunScriptExitCodes(t *testing.T) {
 			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
 		{name: "unknown import", code: ExitUsage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
-			stderr: []string{`unknown module "k6/ws"`, "k6, k6/metrics, k6/x/llm"}},
+			stderr: []string{`unknown module "k6/ws"`, "k6, k6/execution, k6/metrics, k6/x/llm"}},
 		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
 	}
 	for _, tt := range tests {

@@ -15,7 +15,8 @@ type module struct {
 // file and one row here.
 func moduleTable() map[string]module {
 	list := []module{
-		{name: "k6", exports: []string{"check", "group", "sleep", "fail"}, new: newK6Module},
+		{name: "k6", exports: []string{"check", "group", "sleep", "fail", "randomSeed"}, new: newK6Module},
+		{name: "k6/execution", exports: []string{"vu", "scenario", "instance", "test"}, new: newExecutionModule},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
 	}

@@ -49,7 +49,7 @@ func TestBadScriptsAreScriptErrorsWithPositions(t *testing.T) {
 		{"syntax error", map[string]string{"script.js": "export default function () {\n  let x = ;\n}\n"},
 			[]string{"script.js:2:11", "SyntaxError"}},
 		{"unknown module", map[string]string{"script.js": "import x from 'k6/nope';\nexport default function () {}\n"},
-			[]string{`unknown module "k6/nope"`, "k6, k6/metrics, k6/x/llm"}},
+			[]string{`unknown module "k6/nope"`, "k6, k6/execution, k6/metrics, k6/x/llm"}},
 		{"missing relative file", map[string]string{"script.js": "import x from './lib.js';\nexport default function () {}\n"},
 			[]string{"lib.js not found"}},
 		{"init exception", map[string]string{"script.js": "import { helper } from './lib.js';\nhelper();\nexport default function () {}\n",
@@ -105,9 +105,12 @@ export default function () {
 	if err != nil || opts != `{"vus":2,"duration":"1s"}` {
 		t.Errorf("got options %s, %v", opts, err)
 	}
+	if err := vu.Activate(&Scenario{Name: "default", Exec: "default"}); err != nil {
+		t.Fatal(err)
+	}
 	var failed []string
 	for range 3 {
-		it := vu.Run(context.Background(), "default", recording.Tags{})
+		it := vu.Run(context.Background())
 		if it.Err != nil {
 			failed = append(failed, it.Err.Error())
 		}

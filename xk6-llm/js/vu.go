@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/grafana/sobek"
@@ -31,12 +32,35 @@ type VU struct {
 	exports *sobek.Object
 	objects map[string]*sobek.Object // built-in module objects, by name
 	inInit  bool
-	iter    int64
+	env     *sobek.Object // __ENV
+
+	// The scenario the VU runs (nil before Activate), its iterations
+	// (iter: all of the VU's, as __ITER; inScenario: in this scenario) and
+	// the current iteration's number in the scenario.
+	scenario   *Scenario
+	iter       int64
+	inScenario int64
+	scIter     int64
+
+	// tags are the VU's tags (exec.vu.tags), recTags the part of them the
+	// recorder keeps, kept in step by setTag and SetTags.
+	tags    map[string]string
+	recTags recording.Tags
 
 	// ctx is the context of the call in progress (init, setup, an
 	// iteration, teardown): Go functions called from JavaScript (sleep,
 	// requests) have no other way to reach it. Set and cleared by call.
 	ctx context.Context
+
+	// intMu orders the interruption of a call by its context's end with
+	// the call's return: callGen changes when a call ends, so a late
+	// interruption of an ended call is dropped instead of stopping the
+	// next one.
+	intMu   sync.Mutex
+	callGen uint64
+	// selfInterrupted is set when the call interrupted itself
+	// (exec.test.abort()), so that its end clears the interruption.
+	selfInterrupted bool
 
 	data     sobek.Value // setup's data as this VU's value
 	dataJSON string
@@ -48,7 +72,7 @@ type VU struct {
 func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx}
+	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
 	if err := vu.globals(); err != nil {
 		return nil, err
 	}
@@ -125,15 +149,88 @@ func (vu *VU) globals() error {
 			return err
 		}
 	}
+	vu.env = env
 	for name, v := range map[string]any{
-		"__ENV": env, "__VU": vu.ID, "__ITER": 0, "console": console,
+		"__ENV": env, "__VU": vu.ID, "console": console,
 		"open": vu.open, requireGlobal: vu.builtin,
 	} {
 		if err := rt.Set(name, v); err != nil {
 			return fmt.Errorf("global %s: %w", name, err)
 		}
 	}
+	// __ITER is read when the script reads it rather than set before
+	// every iteration: most scripts never read it.
+	iter := rt.ToValue(func() int64 { return vu.iter })
+	if err := rt.GlobalObject().DefineAccessorProperty("__ITER", iter, nil, sobek.FLAG_FALSE, sobek.FLAG_TRUE); err != nil {
+		return fmt.Errorf("global __ITER: %w", err)
+	}
 	return nil
+}
+
+// Activate hands the VU to scenario sc before its first iteration there:
+// its iterations call sc.Exec, __ENV gains sc.Env and its samples carry
+// sc.Tags. Call it from the goroutine that owns the VU.
+func (vu *VU) Activate(sc *Scenario) error {
+	for k, v := range sc.Env {
+		if err := vu.env.Set(k, v); err != nil {
+			return fmt.Errorf("scenario %s: __ENV.%s: %w", sc.Name, k, err)
+		}
+	}
+	vu.scenario, vu.inScenario = sc, 0
+	vu.SetTags(sc.Tags)
+	return nil
+}
+
+// SetTags replaces the VU's tags (exec.vu.tags): those of the samples it
+// records from now on. Activate sets a scenario's; the runner gives the VU
+// that runs setup and teardown options.tags.
+func (vu *VU) SetTags(tags map[string]string) {
+	vu.tags = make(map[string]string, len(tags))
+	for k, v := range tags {
+		vu.tags[k] = v
+	}
+	vu.recTags = recordingTags(vu.tags)
+}
+
+// setTag sets (or with del deletes) one of the VU's tags.
+func (vu *VU) setTag(k, v string, del bool) {
+	if del {
+		delete(vu.tags, k)
+	} else {
+		vu.tags[k] = v
+	}
+	vu.recTags = recordingTags(vu.tags)
+}
+
+// withTags is the VU's tags with the non-empty fields of t on top: the
+// tags of a sample the script records with tags t.
+func (vu *VU) withTags(t recording.Tags) recording.Tags {
+	out := vu.recTags
+	if t.Phase != "" {
+		out.Phase = t.Phase
+	}
+	if t.Fault != "" {
+		out.Fault = t.Fault
+	}
+	if t.Class != "" {
+		out.Class = t.Class
+	}
+	if t.Endpoint != "" {
+		out.Endpoint = t.Endpoint
+	}
+	if t.Scenario != "" {
+		out.Scenario = t.Scenario
+	}
+	return out
+}
+
+// recordingTags is the part of a tag map the recorder keeps: class (also
+// given as name), phase, fault, endpoint and scenario.
+func recordingTags(m map[string]string) recording.Tags {
+	return recording.Tags{
+		Phase: m["phase"], Fault: m["fault"], Class: cmpOr(m["class"], m["name"]),
+		Endpoint: m["endpoint"], Scenario: m["scenario"],
+	}
 }
 
 // builtin returns the VU's object of the built-in module name, made once.
@@ -258,8 +355,7 @@ func (vu *VU) SetData(data string) error {
 	if data == "" {
 		return nil
 	}
-	parse, _ := sobek.AssertFunction(vu.rt.Get("JSON").ToObject(vu.rt).Get("parse"))
-	v, err := parse(sobek.Undefined(), vu.rt.ToValue(data))
+	v, err := vu.parseJSON(data)
 	if err != nil {
 		return fmt.Errorf("setup data: %w", err)
 	}
@@ -274,29 +370,45 @@ type Iteration struct {
 	Interrupted bool         // cut short because its context ended
 }
 
-// Run runs one iteration of the exported function fn ("default" for the
-// default function) with setup's data. An exception fails the iteration
-// only; when ctx ends the runtime is interrupted. Run records iterations,
-// iteration_duration and iterations_failed.
-func (vu *VU) Run(ctx context.Context, fn string, tags recording.Tags) Iteration {
-	if err := vu.rt.Set("__ITER", vu.iter); err != nil {
-		return Iteration{Err: &ScriptError{Msg: err.Error()}}
+// Run runs one iteration of the scenario the VU was activated for (its
+// Exec function, with setup's data). An exception fails the iteration
+// only; when ctx ends the runtime is interrupted and the iteration counts
+// as interrupted. Run records iterations, iteration_duration and
+// iterations_failed, or iterations_interrupted, under the VU's tags.
+func (vu *VU) Run(ctx context.Context) Iteration {
+	sc := vu.scenario
+	if sc == nil {
+		return Iteration{Err: &ScriptError{Pos: vu.prog.Path, Msg: "internal: the VU was not activated for a scenario"}}
 	}
-	vu.iter++
+	if ctx.Err() != nil {
+		vu.interrupted()
+		return Iteration{Interrupted: true}
+	}
+	vu.scIter = sc.iterations.Add(1) - 1
+	defer func() { vu.iter++; vu.inScenario++ }()
 	start := vu.shared.Clock.Now()
-	_, err := vu.call(ctx, fn, vu.data)
+	_, err := vu.call(ctx, sc.Exec, vu.data)
 	it := Iteration{Duration: vu.shared.Clock.Now() - start}
 	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || (err != nil && ctx.Err() != nil) {
 		it.Interrupted = true
+		vu.interrupted()
 		return it
 	}
+	tags := vu.recTags
 	if err != nil {
 		it.Err = scriptError("iteration", err)
 		_ = vu.shared.AddSample(MetricIterationsFailed, tags, 1)
 	}
+	vu.shared.Exec.completed.Add(1)
 	_ = vu.shared.AddSample(MetricIterations, tags, 1)
 	_ = vu.shared.AddSample(MetricIterationDuration, tags, float64(it.Duration)/float64(time.Millisecond))
 	return it
+}
+
+// interrupted counts an interrupted iteration.
+func (vu *VU) interrupted() {
+	vu.shared.Exec.interrupted.Add(1)
+	_ = vu.shared.AddSample(MetricIterationsInterrupted, vu.recTags, 1)
 }
 
 // call calls the exported function name with args, interrupting the
@@ -308,13 +420,36 @@ func (vu *VU) call(ctx context.Context, name string, args ...sobek.Value) (sobek
 	}
 	vu.ctx = ctx
 	defer func() { vu.ctx = nil }()
-	stop := context.AfterFunc(ctx, func() { vu.rt.Interrupt(errIterationInterrupted) })
+	vu.intMu.Lock()
+	gen := vu.callGen
+	vu.intMu.Unlock()
+	stop := context.AfterFunc(ctx, func() { vu.interrupt(gen, errIterationInterrupted) })
 	defer func() {
-		if !stop() {
-			vu.rt.ClearInterrupt()
+		if !stop() || vu.selfInterrupted {
+			vu.selfInterrupted = false
+			vu.endInterruptedCall()
 		}
 	}()
 	return fn(sobek.Undefined(), args...)
+}
+
+// interrupt stops the runtime with v if the call gen is still running.
+func (vu *VU) interrupt(gen uint64, v any) {
+	vu.intMu.Lock()
+	defer vu.intMu.Unlock()
+	if vu.callGen == gen {
+		vu.rt.Interrupt(v)
+	}
+}
+
+// endInterruptedCall ends a call that was (or was about to be)
+// interrupted: later interruptions of it are dropped and the runtime is
+// made usable again.
+func (vu *VU) endInterruptedCall() {
+	vu.intMu.Lock()
+	defer vu.intMu.Unlock()
+	vu.callGen++
+	vu.rt.ClearInterrupt()
 }
 
 // context is the context of the call in progress.

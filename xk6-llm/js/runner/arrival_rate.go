@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
+)
+
+// runArrivals is the shape of the arrival-rate executors: it starts one
+// iteration at each arrival of arr (offsets from the scenario's start) on
+// a free VU, on the engine's pacer, whose absolute-time sleep makes a late
+// start delay only itself. An arrival that finds every VU busy is not
+// started: it counts in dropped_iterations, and while fewer than maxVUs
+// are initialized one more VU is initialized in the background, as k6
+// does; it joins the free VUs when ready. Returns once the schedule is over
+// and every iteration it started has ended.
+func runArrivals(x *scenarioRun, arr workload.Arrivals, maxVUs int) {
+	free := make(chan *js.VU, max(maxVUs, len(x.vus)))
+	for _, vu := range x.vus {
+		free <- vu
+	}
+	initialized := len(x.vus) // VUs made or being made; fire's alone
+	var wg sync.WaitGroup
+	fire := func(_ uint64, a workload.Arrival, _ time.Duration) bool {
+		select {
+		case vu := <-free:
+			wg.Go(func() {
+				if x.started != nil {
+					x.started(a.At, x.clock.Now())
+				}
+				x.exec.AddActive(1)
+				x.iterate(x.iter, vu)
+				x.exec.AddActive(-1)
+				free <- vu
+			})
+		default:
+			x.dropped()
+			if initialized < maxVUs && x.grow != nil {
+				initialized++
+				wg.Go(func() {
+					if vu, err := x.grow(x.sched); err == nil {
+						free <- vu
+					}
+				})
+			}
+		}
+		return true
+	}
+	// The pacer ends with sched; nothing fires after.
+	_ = x.pacer.Run(x.sched, offsetArrivals{arr: arr, by: x.start}, fire)
+	wg.Wait()
+}
+
+// offsetArrivals shifts a schedule that starts at 0 to start at by.
+type offsetArrivals struct {
+	arr workload.Arrivals
+	by  time.Duration
+}
+
+func (o offsetArrivals) Next() (workload.Arrival, bool) {
+	a, ok := o.arr.Next()
+	a.At += o.by
+	return a, ok
+}
+
+// arrivalConfig is the schedule of an arrival-rate scenario as the load
+// engine's arrival config: constant spacing (k6 starts iterations evenly),
+// rates per second from rates per timeUnit, the constant rate for
+// duration, or the stages ramping linearly from startRate. The i-th start
+// is then the inverse of the integrated rate at i (workload.Arrivals).
+func arrivalConfig(s Scenario) workload.ArrivalConfig {
+	perSecond := func(n int) float64 { return float64(n) / s.TimeUnit.D().Seconds() }
+	cfg := workload.ArrivalConfig{Arrival: workload.ArrivalConstant, Burstiness: 1, OnSaturation: workload.SaturationDrop}
+	if len(s.Stages) == 0 {
+		cfg.Rate, cfg.Duration = perSecond(s.Rate), s.Duration.D()
+		return cfg
+	}
+	cfg.StartRate, cfg.Duration = perSecond(s.StartRate), stagesLength(s.Stages)
+	for _, st := range s.Stages {
+		cfg.Stages = append(cfg.Stages, workload.Stage{Duration: st.Duration.D(), Target: perSecond(st.Target)})
+	}
+	return cfg
+}
+
+// arrivalDefaults are the arrival-rate executors' defaults: maxVUs is
+// preAllocatedVUs.
+func arrivalDefaults(s Scenario) Scenario {
+	if s.MaxVUs == 0 {
+		s.MaxVUs = s.PreAllocatedVUs
+	}
+	return s
+}
+
+// validateVUPool reports the problems of an arrival-rate executor's VUs.
+func validateVUPool(s Scenario) []error {
+	var errs []error
+	switch {
+	case s.PreAllocatedVUs < 0:
+		errs = append(errs, errors.New("preAllocatedVUs must not be negative"))
+	case s.MaxVUs <= 0:
+		errs = append(errs, errPositive("preAllocatedVUs"))
+	case s.MaxVUs < s.PreAllocatedVUs:
+		errs = append(errs, fmt.Errorf("maxVUs %d must be at least preAllocatedVUs %d", s.MaxVUs, s.PreAllocatedVUs))
+	}
+	if s.TimeUnit <= 0 {
+		errs = append(errs, errPositive("timeUnit"))
+	}
+	return errs
+}
+
+// startArrivals builds x's schedule and runs it.
+func startArrivals(x *scenarioRun) {
+	arr, err := workload.NewArrivals(arrivalConfig(x.sc), nil)
+	if err != nil {
+		// validate admitted a schedule the engine refuses: a bug.
+		panic(fmt.Sprintf("scenario %s: %v", x.name, err))
+	}
+	runArrivals(x, arr, x.sc.MaxVUs)
+}
