@@ -389,7 +389,7 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 	start := vu.shared.Clock.Now()
 	_, err := vu.call(ctx, sc.Exec, vu.data)
 	it := Iteration{Duration: vu.shared.Clock.Now() - start}
-	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || (err != nil && ctx.Err() != nil) {
+	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || ctx.Err() != nil {
 		it.Interrupted = true
 		vu.interrupted()
 		return it
@@ -430,7 +430,14 @@ func (vu *VU) call(ctx context.Context, name string, args ...sobek.Value) (sobek
 			vu.endInterruptedCall()
 		}
 	}()
-	return fn(sobek.Undefined(), args...)
+	v, err := fn(sobek.Undefined(), args...)
+	if err == nil && ctx.Err() != nil {
+		// ctx ended while the call ran (a sleep cut short, say) and the
+		// call returned before its interruption took effect: it did not
+		// complete either.
+		err = errIterationInterrupted
+	}
+	return v, err
 }
 
 // interrupt stops the runtime with v if the call gen is still running.

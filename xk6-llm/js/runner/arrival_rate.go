@@ -16,16 +16,18 @@ import (
 // start delay only itself. An arrival that finds every VU busy is not
 // started: it counts in dropped_iterations, and while fewer than maxVUs
 // are initialized one more VU is initialized in the background, as k6
-// does; it joins the free VUs when ready. Returns once the schedule is over
-// and every iteration it started has ended.
+// does; it joins the free VUs when ready. Returns once the schedule is
+// over and every iteration it started has ended.
 func runArrivals(x *scenarioRun, arr workload.Arrivals, maxVUs int) {
 	free := make(chan *js.VU, max(maxVUs, len(x.vus)))
 	for _, vu := range x.vus {
 		free <- vu
 	}
 	initialized := len(x.vus) // VUs made or being made; fire's alone
+	fired := 0
 	var wg sync.WaitGroup
 	fire := func(_ uint64, a workload.Arrival, _ time.Duration) bool {
+		fired++
 		select {
 		case vu := <-free:
 			wg.Go(func() {
@@ -50,19 +52,36 @@ func runArrivals(x *scenarioRun, arr workload.Arrivals, maxVUs int) {
 		}
 		return true
 	}
-	// The pacer ends with sched; nothing fires after.
-	_ = x.pacer.Run(x.sched, offsetArrivals{arr: arr, by: x.start}, fire)
+	// Every arrival is due before sched ends, but a loaded machine may
+	// wake the pacer late: it fires late arrivals late (their start lag
+	// shows it) until the iterations' time is over too. Those it could
+	// not fire by then count as dropped, unless the run itself was
+	// stopped.
+	sched := &offsetArrivals{arr: arr, by: x.start}
+	if x.pacer.Run(x.iter, sched, fire) != nil && x.run.Err() == nil {
+		for _, ok := sched.Next(); ok; _, ok = sched.Next() {
+			// pulled counts it
+		}
+		for range sched.pulled - fired {
+			x.dropped()
+		}
+	}
 	wg.Wait()
 }
 
-// offsetArrivals shifts a schedule that starts at 0 to start at by.
+// offsetArrivals shifts a schedule that starts at 0 to start at by, and
+// counts the arrivals taken from it.
 type offsetArrivals struct {
-	arr workload.Arrivals
-	by  time.Duration
+	arr    workload.Arrivals
+	by     time.Duration
+	pulled int
 }
 
-func (o offsetArrivals) Next() (workload.Arrival, bool) {
+func (o *offsetArrivals) Next() (workload.Arrival, bool) {
 	a, ok := o.arr.Next()
+	if ok {
+		o.pulled++
+	}
 	a.At += o.by
 	return a, ok
 }

@@ -61,6 +61,9 @@ type scenarioRun struct {
 	sched context.Context
 	// iter is the iterations' context: it ends gracefulStop after sched.
 	iter context.Context
+	// run is the run's context: it ends on the caller's end (Ctrl-C) or
+	// an abort, before or after the scenario's.
+	run context.Context
 	// start is when the scenario started, on clock.
 	start time.Duration
 	clock *recording.RunClock

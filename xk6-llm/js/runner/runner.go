@@ -366,7 +366,7 @@ func (r *run) runScenario(x *scenarioRun, errs *iterationErrors) {
 	})
 	defer stopGrace()
 	dropTags := x.state.RecordingTags()
-	x.sched, x.iter, x.pacer = sched, iter, r.pacer
+	x.sched, x.iter, x.run, x.pacer = sched, iter, ctx, r.pacer
 	x.start, x.clock = sh.Clock.Now(), sh.Clock
 	x.state.MarkStarted(time.Now())
 	x.iterate = func(ctx context.Context, vu *js.VU) {
