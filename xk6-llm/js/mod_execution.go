@@ -63,7 +63,6 @@ func newExecutionModule(vu *VU) *sobek.Object {
 		ex.abortRun(reason)
 		// Stop this call at once: the interruption takes effect when the
 		// runtime resumes, and the call's end clears it.
-		vu.selfInterrupted = true
 		vu.rt.Interrupt(&AbortError{Reason: reason})
 		return sobek.Undefined()
 	})

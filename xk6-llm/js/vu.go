@@ -38,6 +38,7 @@ type VU struct {
 	// (iter: all of the VU's, as __ITER; inScenario: in this scenario) and
 	// the current iteration's number in the scenario.
 	scenario   *Scenario
+	exec       sobek.Callable // the scenario's Exec function, looked up once
 	iter       int64
 	inScenario int64
 	scIter     int64
@@ -52,15 +53,16 @@ type VU struct {
 	// requests) have no other way to reach it. Set and cleared by call.
 	ctx context.Context
 
-	// intMu orders the interruption of a call by its context's end with
-	// the call's return: callGen changes when a call ends, so a late
-	// interruption of an ended call is dropped instead of stopping the
-	// next one.
-	intMu   sync.Mutex
-	callGen uint64
-	// selfInterrupted is set when the call interrupted itself
-	// (exec.test.abort()), so that its end clears the interruption.
-	selfInterrupted bool
+	// The watch that interrupts a call when its context ends: one
+	// context.AfterFunc per context (keyed by its Done channel), not per
+	// call, as the iterations of a scenario share one. watchGen names the
+	// registration in force; intMu guards it and inCall, so that an
+	// interruption lands only inside a call of the context it watches.
+	intMu       sync.Mutex
+	watchGen    uint64
+	inCall      bool
+	watchedDone <-chan struct{} // the owner's alone, as is stopWatch
+	stopWatch   func() bool
 
 	data     sobek.Value // setup's data as this VU's value
 	dataJSON string
@@ -176,7 +178,11 @@ func (vu *VU) Activate(sc *Scenario) error {
 			return fmt.Errorf("scenario %s: __ENV.%s: %w", sc.Name, k, err)
 		}
 	}
-	vu.scenario, vu.inScenario = sc, 0
+	fn, err := vu.export(sc.Exec)
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	vu.scenario, vu.exec, vu.inScenario = sc, fn, 0
 	vu.SetTags(sc.Tags)
 	return nil
 }
@@ -387,7 +393,7 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 	vu.scIter = sc.iterations.Add(1) - 1
 	defer func() { vu.iter++; vu.inScenario++ }()
 	start := vu.shared.Clock.Now()
-	_, err := vu.call(ctx, sc.Exec, vu.data)
+	_, err := vu.invoke(ctx, vu.exec, vu.data)
 	it := Iteration{Duration: vu.shared.Clock.Now() - start}
 	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || ctx.Err() != nil {
 		it.Interrupted = true
@@ -414,21 +420,43 @@ func (vu *VU) interrupted() {
 // call calls the exported function name with args, interrupting the
 // runtime when ctx ends.
 func (vu *VU) call(ctx context.Context, name string, args ...sobek.Value) (sobek.Value, error) {
+	fn, err := vu.export(name)
+	if err != nil {
+		return nil, err
+	}
+	return vu.invoke(ctx, fn, args...)
+}
+
+// export is the exported function name.
+func (vu *VU) export(name string) (sobek.Callable, error) {
 	fn, ok := sobek.AssertFunction(vu.exports.Get(name))
 	if !ok {
 		return nil, &ScriptError{Pos: vu.prog.Path, Msg: "the script exports no function " + strconv.Quote(name)}
 	}
-	vu.ctx = ctx
-	defer func() { vu.ctx = nil }()
+	return fn, nil
+}
+
+// invoke calls fn with args, interrupting the runtime when ctx ends. A
+// call whose ctx ended before or while it ran returns an error (the
+// runtime's interruption, or errIterationInterrupted).
+func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value) (sobek.Value, error) {
+	vu.watch(ctx)
 	vu.intMu.Lock()
-	gen := vu.callGen
+	if ctx.Err() != nil {
+		vu.intMu.Unlock()
+		return nil, errIterationInterrupted
+	}
+	vu.inCall = true
 	vu.intMu.Unlock()
-	stop := context.AfterFunc(ctx, func() { vu.interrupt(gen, errIterationInterrupted) })
+	vu.ctx = ctx
 	defer func() {
-		if !stop() || vu.selfInterrupted {
-			vu.selfInterrupted = false
-			vu.endInterruptedCall()
-		}
+		vu.ctx = nil
+		vu.intMu.Lock()
+		vu.inCall = false
+		// Whatever interrupted the call (its context, exec.test.abort())
+		// has done so: the runtime is usable again.
+		vu.rt.ClearInterrupt()
+		vu.intMu.Unlock()
 	}()
 	v, err := fn(sobek.Undefined(), args...)
 	if err == nil && ctx.Err() != nil {
@@ -440,23 +468,32 @@ func (vu *VU) call(ctx context.Context, name string, args ...sobek.Value) (sobek
 	return v, err
 }
 
-// interrupt stops the runtime with v if the call gen is still running.
-func (vu *VU) interrupt(gen uint64, v any) {
-	vu.intMu.Lock()
-	defer vu.intMu.Unlock()
-	if vu.callGen == gen {
-		vu.rt.Interrupt(v)
+// watch makes ctx's end interrupt the calls made under it, keeping the
+// registration for the next call with the same context.
+func (vu *VU) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == vu.watchedDone {
+		return
 	}
-}
-
-// endInterruptedCall ends a call that was (or was about to be)
-// interrupted: later interruptions of it are dropped and the runtime is
-// made usable again.
-func (vu *VU) endInterruptedCall() {
+	if vu.stopWatch != nil {
+		vu.stopWatch()
+		vu.stopWatch = nil
+	}
 	vu.intMu.Lock()
-	defer vu.intMu.Unlock()
-	vu.callGen++
-	vu.rt.ClearInterrupt()
+	vu.watchGen++
+	gen := vu.watchGen
+	vu.intMu.Unlock()
+	vu.watchedDone = done
+	if done == nil {
+		return // ctx never ends
+	}
+	vu.stopWatch = context.AfterFunc(ctx, func() {
+		vu.intMu.Lock()
+		defer vu.intMu.Unlock()
+		if vu.watchGen == gen && vu.inCall {
+			vu.rt.Interrupt(errIterationInterrupted)
+		}
+	})
 }
 
 // context is the context of the call in progress.

@@ -18,34 +18,43 @@ import (
 // are initialized one more VU is initialized in the background, as k6
 // does; it joins the free VUs when ready. Returns once the schedule is
 // over and every iteration it started has ended.
+//
+// Each VU has a goroutine of its own that waits for its next arrival, so
+// that an iteration costs a channel hand-off, not a new goroutine (whose
+// stack would grow again for the JavaScript call).
 func runArrivals(x *scenarioRun, arr workload.Arrivals, maxVUs int) {
-	free := make(chan *js.VU, max(maxVUs, len(x.vus)))
+	free := make(chan *arrivalWorker, max(maxVUs, len(x.vus)))
+	var (
+		mu      sync.Mutex
+		workers []*arrivalWorker
+		running sync.WaitGroup // the workers' loops
+		growing sync.WaitGroup // VUs being initialized
+	)
+	start := func(vu *js.VU) {
+		w := &arrivalWorker{vu: vu, next: make(chan time.Duration, 1)}
+		mu.Lock()
+		workers = append(workers, w)
+		mu.Unlock()
+		running.Go(func() { w.loop(x, free) })
+		free <- w
+	}
 	for _, vu := range x.vus {
-		free <- vu
+		start(vu)
 	}
 	initialized := len(x.vus) // VUs made or being made; fire's alone
 	fired := 0
-	var wg sync.WaitGroup
 	fire := func(_ uint64, a workload.Arrival, _ time.Duration) bool {
 		fired++
 		select {
-		case vu := <-free:
-			wg.Go(func() {
-				if x.started != nil {
-					x.started(a.At, x.clock.Now())
-				}
-				x.exec.AddActive(1)
-				x.iterate(x.iter, vu)
-				x.exec.AddActive(-1)
-				free <- vu
-			})
+		case w := <-free:
+			w.next <- a.At // never blocks: a free worker's slot is empty
 		default:
 			x.dropped()
 			if initialized < maxVUs && x.grow != nil {
 				initialized++
-				wg.Go(func() {
+				growing.Go(func() {
 					if vu, err := x.grow(x.sched); err == nil {
-						free <- vu
+						start(vu)
 					}
 				})
 			}
@@ -66,7 +75,32 @@ func runArrivals(x *scenarioRun, arr workload.Arrivals, maxVUs int) {
 			x.dropped()
 		}
 	}
-	wg.Wait()
+	growing.Wait()
+	for _, w := range workers { // no arrival is handed over any more
+		close(w.next)
+	}
+	running.Wait()
+}
+
+// arrivalWorker is one VU of an arrival-rate scenario and the slot its
+// next arrival is handed over in.
+type arrivalWorker struct {
+	vu   *js.VU
+	next chan time.Duration // cap 1; closed when the schedule is over
+}
+
+// loop runs an iteration for each arrival handed over, going back to free
+// after each.
+func (w *arrivalWorker) loop(x *scenarioRun, free chan<- *arrivalWorker) {
+	for at := range w.next {
+		if x.started != nil {
+			x.started(at, x.clock.Now())
+		}
+		x.exec.AddActive(1)
+		x.iterate(x.iter, w.vu)
+		x.exec.AddActive(-1)
+		free <- w
+	}
 }
 
 // offsetArrivals shifts a schedule that starts at 0 to start at by, and

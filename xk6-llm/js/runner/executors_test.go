@@ -16,7 +16,7 @@ import (
 )
 
 // writeScript writes src as script.js in a temporary directory.
-func writeScript(t *testing.T, src string) string {
+func writeScript(t testing.TB, src string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "script.js")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
