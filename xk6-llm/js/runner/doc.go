@@ -5,5 +5,8 @@
 // reports through report.Formats, as `llmchaos load` does.
 //
 // Executors are one file each (executor_*.go) and one row in the table in
-// executors.go.
+// executors.go; the VU-based ones share eachVU, the arrival-rate ones
+// runArrivals (arrival_rate.go: the engine's pacer, VUs grown up to
+// maxVUs). A run ends as aborted, with its report, when its context ends
+// or the script calls exec.test.abort(), whatever the phase.
 package runner
