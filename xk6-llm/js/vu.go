@@ -50,7 +50,7 @@ type VU struct {
 
 	// ctx is the context of the call in progress (init, setup, an
 	// iteration, teardown): Go functions called from JavaScript (sleep,
-	// requests) have no other way to reach it. Set and cleared by call.
+	// requests) have no other way to reach it. Set and cleared by invoke.
 	ctx context.Context
 
 	// The watch that interrupts a call when its context ends: one

@@ -190,27 +190,34 @@ func TestAbortsEndTheRunAsAborted(t *testing.T) {
 		cancelOn  string // cancel the caller's context when the console shows this
 		wantCause string
 		wantIters bool
+		// wantInterrupted: some iteration was cut short and counted.
+		wantInterrupted bool
 	}{
 		{"exec.test.abort() in an iteration", `import exec from 'k6/execution';
 import { sleep } from 'k6';
 export const options = { scenarios: { a: { executor: 'constant-vus', vus: 1, duration: '30s' } } };
 export default function () { if (__ITER === 2) { exec.test.abort('stop now'); } sleep(0.01); }
 export function teardown() { console.log('teardown ran'); }
-`, "", report.AbortScript, true},
+`, "", report.AbortScript, true, true},
 		{"exec.test.abort() in setup", `import exec from 'k6/execution';
 export const options = { vus: 1, duration: '30s' };
 export function setup() { exec.test.abort('stop now'); }
 export default function () {}
-`, "", report.AbortScript, false},
+`, "", report.AbortScript, false, false},
 		{"exec.test.abort() in the init context", `import exec from 'k6/execution';
 exec.test.abort('stop now');
 export default function () {}
-`, "", report.AbortScript, false},
+`, "", report.AbortScript, false, false},
 		{"Ctrl-C during setup", `import { sleep } from 'k6';
 export const options = { vus: 1, duration: '30s' };
 export function setup() { console.log('setup started'); sleep(30); }
 export default function () {}
-`, "setup started", report.AbortInterrupted, false},
+`, "setup started", report.AbortInterrupted, false, false},
+		{"Ctrl-C during the load", `import { sleep } from 'k6';
+export const options = { vus: 2, duration: '30s' };
+export default function () { console.log('iterating'); sleep(30); }
+export function teardown() { console.log('teardown ran'); }
+`, "iterating", report.AbortInterrupted, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +236,9 @@ export default function () {}
 			}
 			if got := custom(doc, js.MetricIterations, recording.TagFilter{}).Sum; (got > 0) != tt.wantIters {
 				t.Errorf("got %v iterations, want some: %v", got, tt.wantIters)
+			}
+			if got := custom(doc, js.MetricIterationsInterrupted, recording.TagFilter{}).Sum; (got > 0) != tt.wantInterrupted {
+				t.Errorf("got %v iterations interrupted, want some: %v", got, tt.wantInterrupted)
 			}
 			if strings.Contains(out.String(), "teardown ran") {
 				t.Errorf("teardown ran after the abort")
