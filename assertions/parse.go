@@ -33,7 +33,7 @@ import (
 //	ident_char  ::= letter | digit | "_"
 //	tag_list    ::= tag { ws "," ws tag }
 //	tag         ::= tag_key ws ":" ws tag_value
-//	tag_key     ::= "phase" | "fault" | "class" | "endpoint"
+//	tag_key     ::= "phase" | "fault" | "class" | "endpoint" | "scenario"
 //	tag_value   ::= bare | dquoted | squoted             (+ quoting)
 //	bare        ::= bare_char { bare_char }               (trailing ws trimmed)
 //	bare_char   ::= any character but "," "{" "}" '"' "'"
@@ -266,10 +266,10 @@ func (p *parser) tags() (Tags, bool) {
 		good := true
 		switch {
 		case key == "":
-			p.errorf(p.pos, "expected a tag name (phase, fault, class or endpoint)")
+			p.errorf(p.pos, "expected a tag name (phase, fault, class, endpoint or scenario)")
 			good = false
 		case tags.field(key) == nil:
-			p.errorf(keyAt, "unknown tag %q (want phase, fault, class or endpoint)", key)
+			p.errorf(keyAt, "unknown tag %q (want phase, fault, class, endpoint or scenario)", key)
 		case seen[key]:
 			p.errorf(keyAt, "tag %q given twice", key)
 		}

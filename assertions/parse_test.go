@@ -198,14 +198,14 @@ func TestParseInvalid(t *testing.T) {
 		{"missing comma", "ttft: p(99)<5 p(50)<1", 14, `unexpected 'p' after the expression (separate expressions with ",")`},
 		{"trailing junk", "ttft: p(99)<5ms)", 15, `unexpected ')' after the expression (separate expressions with ",")`},
 		{"bad phase", "ttft{phase:warmup}: avg<1", 11, `unknown phase "warmup" (want baseline, fault, recovery or after)`},
-		{"bad tag", "ttft{phsae:fault}: avg<1", 5, `unknown tag "phsae" (want phase, fault, class or endpoint)`},
+		{"bad tag", "ttft{phsae:fault}: avg<1", 5, `unknown tag "phsae" (want phase, fault, class, endpoint or scenario)`},
 		{"duplicate tag", "ttft{phase:fault,phase:fault}: avg<1", 17, `tag "phase" given twice`},
 		{"unclosed tags", "ttft{phase:fault: avg<1", 23, `missing "}" to close the tag list`},
 		{"unterminated quote", `ttft{class:"chat}: avg<1`, 11, "unterminated quoted tag value"},
 		{"bad escape", `ttft{class:"a\qb"}: avg<1`, 11, `bad quoted tag value "a\qb" (use Go string escapes such as \" and \\)`},
 		{"empty quoted", `ttft{class:""}: avg<1`, 11, "empty tag value"},
 		{"empty value", "ttft{class:}: avg<1", 11, "expected a tag value"},
-		{"no tag name", "ttft{:chat}: avg<1", 5, "expected a tag name (phase, fault, class or endpoint)"},
+		{"no tag name", "ttft{:chat}: avg<1", 5, "expected a tag name (phase, fault, class, endpoint or scenario)"},
 		{"tag without colon", "ttft{class}: avg<1", 10, `expected ":" after tag "class"`},
 		{"brace in bare value", "ttft{class:a{b}: avg<1", 12, `expected "," or "}" after the tag value, found '{'`},
 	}
@@ -246,7 +246,7 @@ func TestParseReportsAllProblems(t *testing.T) {
 	want := []problem{
 		{0, `unknown metric "ttfx" (did you mean "ttft"?)`},
 		{11, `unknown phase "nope" (want baseline, fault, recovery or after)`},
-		{16, `unknown tag "colour" (want phase, fault, class or endpoint)`},
+		{16, `unknown tag "colour" (want phase, fault, class, endpoint or scenario)`},
 		{36, `unknown unit "xs" (want ms, s or us)`},
 		{40, `unknown aggregation "avgg" (want avg, min, max, med, p(N), count, rate or value)`},
 	}

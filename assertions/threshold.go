@@ -174,10 +174,12 @@ type Tags struct {
 	Class string `json:"class,omitempty"`
 	// Endpoint is the base URL requests went to.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Scenario is the script scenario that recorded the samples.
+	Scenario string `json:"scenario,omitempty"`
 }
 
 // TagKeys lists the tag keys a threshold may use, in canonical order.
-func TagKeys() []string { return []string{"phase", "fault", "class", "endpoint"} }
+func TagKeys() []string { return []string{"phase", "fault", "class", "endpoint", "scenario"} }
 
 // Phases lists the values of the phase tag.
 func Phases() []string { return []string{"baseline", "fault", "recovery", "after"} }
@@ -191,7 +193,8 @@ func (t Tags) Matches(got Tags) bool {
 	return (t.Phase == "" || t.Phase == got.Phase) &&
 		(t.Fault == "" || t.Fault == got.Fault) &&
 		(t.Class == "" || t.Class == got.Class) &&
-		(t.Endpoint == "" || t.Endpoint == got.Endpoint)
+		(t.Endpoint == "" || t.Endpoint == got.Endpoint) &&
+		(t.Scenario == "" || t.Scenario == got.Scenario)
 }
 
 // field returns a pointer to the field for key, or nil for an unknown key.
@@ -205,6 +208,8 @@ func (t *Tags) field(key string) *string {
 		return &t.Class
 	case "endpoint":
 		return &t.Endpoint
+	case "scenario":
+		return &t.Scenario
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -124,16 +125,23 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		},
 	}
 	doc, err := runner.Run(ctx, cfg)
-	if doc == nil {
-		if !started {
-			return engine.RunStats{}, scriptStageError(err)
-		}
+	switch {
+	case !started && (doc == nil || err != nil):
+		return engine.RunStats{}, scriptStageError(err)
+	case !started:
+		// Ended before its load (Ctrl-C or exec.test.abort() in the init
+		// code): nothing ran alongside it.
+		return engine.RunStats{}, fmt.Errorf("load: the script ended before its load: %s", doc.Abort)
+	case doc == nil:
 		return engine.RunStats{End: r.now(), Interrupted: ctx.Err() != nil}, fmt.Errorf("load: %w", err)
 	}
 	if err != nil {
 		// teardown() threw, or a report could not be written: the load
 		// itself ran.
 		r.out.printf("warning: script: %v", err)
+	}
+	if doc.Abort != nil && doc.Abort.Cause == report.AbortScript {
+		r.out.printf("warning: script: the load ended early: %s", doc.Abort)
 	}
 	return engine.RunStats{Scheduled: requests.Load(), End: r.now(), Interrupted: ctx.Err() != nil}, nil
 }

@@ -500,7 +500,7 @@ func encodeHDR(t *recording.TupleStats) (map[string]string, error) {
 // carries.
 func tagMap(t recording.Tags) map[string]string {
 	m := make(map[string]string)
-	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint)} {
+	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint), "scenario": t.Scenario} {
 		if v != "" {
 			m[k] = v
 		}

@@ -48,6 +48,9 @@ const (
 	// AbortError: the run failed (a panic, a fault it could not journal)
 	// and was stopped.
 	AbortError = "error"
+	// AbortScript: a k6-style script called exec.test.abort();
+	// Abort.Detail is the reason it gave.
+	AbortScript = "script"
 )
 
 // Abort says why an aborted run ended early.
@@ -81,6 +84,8 @@ func (a *Abort) String() string {
 		label = "an interruption"
 	case AbortError:
 		label = "an error"
+	case AbortScript:
+		label = "the script (exec.test.abort())"
 	}
 	if r := a.Reason(); r != "" {
 		return label + sep + r

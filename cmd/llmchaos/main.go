@@ -36,9 +36,9 @@ const (
 	// and may still be applied; `llmchaos recover` retries (llmchaos run,
 	// llmchaos recover). It wins over every other code but ExitUsage.
 	ExitRevertFailed = 97
-	// ExitAborted means the run was aborted: a stop condition, or a
-	// signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) for llmchaos load and run;
-	// the reports name the cause.
+	// ExitAborted means the run was aborted: a stop condition, a signal
+	// (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) for llmchaos load and run, or a
+	// script's exec.test.abort(); the reports name the cause.
 	ExitAborted = 98
 	// ExitThresholds means at least one threshold failed (as k6).
 	ExitThresholds = 99

@@ -150,7 +150,7 @@ func TestRunScriptDryRun(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"chat: constant-arrival-rate, rate 7 per 1s, preAllocatedVUs 10, duration 30s",
+		"chat: constant-arrival-rate, rate 7 per 1s, preAllocatedVUs 10, maxVUs 10, duration 30s",
 		"ttft: p(99)<2s", "ttft: p(50)<300ms", "tokens_per_second: avg>1",
 		url + `  model "m", api chat`, "dry run: nothing was sent",
 	} {

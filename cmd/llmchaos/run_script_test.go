@@ -21,11 +21,17 @@ func TestRunScriptExitCodes(t *testing.T) {
 	model := sim.DefaultConfig().Model
 	chat := filepath.Join("..", "..", "examples", "scripts", "chat-arrival-rate.js")
 	dir := t.TempDir()
+	abort := filepath.Join(dir, "abort.js")
+	if err := os.WriteFile(abort, []byte("import exec from 'k6/execution';\n"+
+		"export function setup() { exec.test.abort('no target'); }\nexport default function () {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
 		code     int
 		stderr   []string
+		stdout   []string
 		checkOut func(t *testing.T)
 	}{
 		{name: "pass with reports", code: ExitOK,
@@ -53,7 +59,7 @@ func TestRunScriptExitCodes(t *testing.T) {
 			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
 		{name: "unknown import", code: ExitUsage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
-			stderr: []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/data"}},
+			stderr: []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/data", "k6/execution", "k6/x/summary"}},
 		{name: "typescript", code: ExitOK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "typescript.ts"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=2"}},
 		{name: "typescript syntax error", code: ExitUsage,
@@ -73,6 +79,8 @@ func TestRunScriptExitCodes(t *testing.T) {
 					}
 				}
 			}},
+		{name: "exec.test.abort() is an abort", code: ExitAborted,
+			args: []string{"run", abort}, stdout: []string{"verdict: ABORTED by the script (exec.test.abort()): no target"}},
 		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
 	}
 	for _, tt := range tests {
@@ -84,6 +92,11 @@ func TestRunScriptExitCodes(t *testing.T) {
 			for _, w := range tt.stderr {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout %q lacks %q", stdout, w)
 				}
 			}
 			if tt.checkOut != nil {

@@ -48,6 +48,9 @@ func TestValidateScriptWorkload(t *testing.T) {
 	write("throws.js", "export const options = { vus: 1 };\nthrow new Error('no dataset');\nexport default function () {}\n")
 	write("elsewhere.js", strings.Replace(goodScript, "__ENV.BASE_URL", "'http://127.0.0.1:8000/v1'", 1))
 	write("short.js", strings.Replace(goodScript, "'20s'", "'4s'", 1))
+	// A ramping scenario's schedule ends with its stages: 1 s + 3 s.
+	write("ramping.js", strings.Replace(goodScript, "{ executor: 'constant-arrival-rate', rate: Number(__ENV.RATE), duration: '20s', preAllocatedVUs: 2 }",
+		"{ executor: 'ramping-vus', stages: [{ duration: '1s', target: 2 }, { duration: '3s', target: 0 }] }", 1))
 	doc := func(script string) string { return strings.Replace(scriptDoc, "SCRIPT", script, 1) }
 	tests := []struct {
 		name string
@@ -64,6 +67,8 @@ func TestValidateScriptWorkload(t *testing.T) {
 		{name: "a client that bypasses the target", src: doc("elsewhere.js"),
 			want: []string{"t.yaml:6:20: workload.script: the script's llm.Client sends to http://127.0.0.1:8000/v1, not to the experiment's target: build it with baseURL: __ENV.BASE_URL"}},
 		{name: "a fault after the script's end", src: doc("short.js"),
+			want: []string{"t.yaml:8:59: faults[0].duration: the fault would end at 5s, after the load ends at 4s"}},
+		{name: "a fault after a ramping script's last stage", src: doc("ramping.js"),
 			want: []string{"t.yaml:8:59: faults[0].duration: the fault would end at 5s, after the load ends at 4s"}},
 		{name: "keys that do not apply, a variable the runner sets", src: strings.Replace(doc("good.js"), `env: {RATE: "5"}`, `env: {RATE: "5", BASE_URL: "x"}, preset: chat, output_tokens: 16`, 1),
 			want: []string{

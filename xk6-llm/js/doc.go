@@ -3,18 +3,21 @@
 // evaluated in one runtime per virtual user (a runtime is not
 // goroutine-safe), `export const options`, `export default function`,
 // `setup()`, `teardown(data)` and `handleSummary(data)`, and the modules of
-// the explicit table in modules.go (`k6`, `k6/data`, `k6/metrics`,
-// `k6/x/llm`, `k6/http`, `k6/x/sse` with its alias `k6/experimental/sse`,
-// and `k6/x/summary`, which the k6-summary jslib's URL also names).
-// TypeScript modules (.ts) are transpiled in-process with esbuild, with a
-// source map that keeps positions in the .ts file.
+// the explicit table in modules.go (`k6`, `k6/data`, `k6/execution`,
+// `k6/metrics`, `k6/x/llm`, `k6/http`, `k6/x/sse` with its alias
+// `k6/experimental/sse`, and `k6/x/summary`, which the k6-summary jslib's
+// URL also names). TypeScript modules (.ts) are transpiled in-process with
+// esbuild, with a source map that keeps positions in the .ts file.
 //
 // Load parses and links a script and its relative imports, reporting a
 // syntax error or an unknown import as a *ScriptError with file:line:col
 // (an unknown import at its import statement).
-// NewVU evaluates the script's init code in a fresh runtime; VU.Run runs
-// one iteration, where an exception fails that iteration only. The
-// executors and the run pipeline live in the runner sub-package.
+// NewVU evaluates the script's init code in a fresh runtime; VU.Activate
+// hands it to a Scenario (the function it calls, __ENV additions, tags)
+// and VU.Run runs one iteration, where an exception fails that iteration
+// only. Shared.Exec and Scenario hold the execution state k6/execution
+// shows. The executors and the run pipeline live in the runner
+// sub-package.
 //
 // Timings of LLM requests are taken in Go by the load engine's client and
 // recorded into the run's recorder exactly as `llmchaos load` records

@@ -172,7 +172,7 @@ func runIteration(ctx context.Context, t *testing.T, src string, env map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := vu.Run(ctx, "default", recording.Tags{})
+	it := runDefault(ctx, t, vu)
 	mu.Lock()
 	defer mu.Unlock()
 	return scriptRun{it: it, sum: sh.Recorder.Finish(sh.Clock.Now()), console: console.String()}

@@ -175,6 +175,7 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 		return nil, err
 	}
 	spec.checkURL()
+	spec.tags = m.vu.withTags(spec.tags) // the VU's (scenario) tags under the request's
 	return spec, nil
 }
 

@@ -2,21 +2,22 @@ package js
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/grafana/sobek"
 )
 
-// newK6Module is the `k6` module: check, group, sleep and fail. Checks
-// are counted by name in the group they ran in (handleSummary's
-// root_group) besides the checks rate.
+// newK6Module is the `k6` module: check, group, sleep, fail and
+// randomSeed. Checks are counted by name in the group they ran in
+// (handleSummary's root_group) besides the checks rate.
 func newK6Module(vu *VU) *sobek.Object {
 	rt := vu.rt
 	o := rt.NewObject()
 	set(o, "check", func(call sobek.FunctionCall) sobek.Value {
 		val := call.Argument(0)
-		tags := tagsArg(call.Argument(2))
+		tags := vu.withTags(tagsArg(call.Argument(2)))
 		all := true
 		if sets, ok := call.Argument(1).(*sobek.Object); ok {
 			for _, name := range sets.Keys() {
@@ -65,6 +66,12 @@ func newK6Module(vu *VU) *sobek.Object {
 	})
 	set(o, "fail", func(msg string) {
 		panic(rt.NewGoError(errors.New(msg)))
+	})
+	// randomSeed makes this VU's Math.random repeatable: the same seed
+	// gives the same sequence, in any VU, run after run.
+	set(o, "randomSeed", func(seed int64) {
+		r := rand.New(rand.NewPCG(uint64(seed), 0))
+		rt.SetRandSource(r.Float64)
 	})
 	return o
 }

@@ -136,7 +136,7 @@ func (vu *VU) llmCall(key clientKey, opts llmClientOptions, chat bool, arg sobek
 	}
 	sh := vu.shared
 	now := sh.Clock.Now()
-	res := &recording.Result{Seq: sh.seq.Add(1) - 1, Scheduled: now, Dequeued: now, Tags: recording.Tags{Class: cmpOr(in.Tags["class"], opts.Class)}}
+	res := &recording.Result{Seq: sh.seq.Add(1) - 1, Scheduled: now, Dequeued: now, Tags: vu.withTags(recording.Tags{Class: cmpOr(in.Tags["class"], opts.Class)})}
 	sh.Recorder.RequestStarted(now)
 	out, cbErr := vu.llmDo(cl, opts.BaseURL, req, res, in.OnToken)
 	sh.Recorder.RequestEnded(res.End)

@@ -46,7 +46,7 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 			if _, ok := v.Export().(bool); ok {
 				f = boolFloat(v.ToBoolean())
 			}
-			if err := vu.shared.AddSample(name, tagsArg(c.Argument(1)), f); err != nil {
+			if err := vu.shared.AddSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
 				panic(rt.NewGoError(err))
 			}
 			return sobek.Undefined()
@@ -56,8 +56,8 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 }
 
 // tagsArg reads a tags object. The recorder keeps the tags thresholds and
-// reports select on: class (also as "name"), phase, fault and endpoint;
-// other keys are accepted and not kept.
+// reports select on: class (also as "name"), phase, fault, endpoint and
+// scenario; other keys are accepted and not kept.
 func tagsArg(v sobek.Value) recording.Tags {
 	var t recording.Tags
 	o, ok := v.(*sobek.Object)
@@ -75,6 +75,8 @@ func tagsArg(v sobek.Value) recording.Tags {
 			t.Fault = s
 		case "endpoint":
 			t.Endpoint = s
+		case "scenario":
+			t.Scenario = s
 		}
 	}
 	return t

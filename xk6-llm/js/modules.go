@@ -21,8 +21,9 @@ type module struct {
 // file and one row here.
 func moduleTable() map[string]module {
 	list := []module{
-		{name: "k6", exports: []string{"check", "group", "sleep", "fail"}, new: newK6Module},
+		{name: "k6", exports: []string{"check", "group", "sleep", "fail", "randomSeed"}, new: newK6Module},
 		{name: "k6/data", exports: []string{"SharedArray"}, new: newDataModule},
+		{name: "k6/execution", exports: []string{"vu", "scenario", "instance", "test"}, new: newExecutionModule},
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
 		{name: "k6/http", exports: []string{"get", "head", "post", "put", "patch", "del", "options", "request", "batch",

@@ -40,6 +40,18 @@ func loadVU(t *testing.T, dir string) (*VU, *Shared, error) {
 	return vu, sh, err
 }
 
+// runDefault runs one iteration of the script's default function on vu,
+// first handing the VU to a "default" scenario unless it has one.
+func runDefault(ctx context.Context, t testing.TB, vu *VU) Iteration {
+	t.Helper()
+	if vu.scenario == nil {
+		if err := vu.Activate(&Scenario{Name: "default", Exec: "default"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return vu.Run(ctx)
+}
+
 func TestBadScriptsAreScriptErrorsWithPositions(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -49,7 +61,7 @@ func TestBadScriptsAreScriptErrorsWithPositions(t *testing.T) {
 		{"syntax error", map[string]string{"script.js": "export default function () {\n  let x = ;\n}\n"},
 			[]string{"script.js:2:11", "SyntaxError"}},
 		{"unknown module", map[string]string{"script.js": "import { check } from 'k6';\n\n  import x from 'k6/nope';\nexport default function () {}\n"},
-			[]string{"script.js:3:3", `unknown module "k6/nope"`, "k6/data", "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse"}},
+			[]string{"script.js:3:3", `unknown module "k6/nope"`, "k6/data", "k6/execution", "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/x/summary"}},
 		{"unknown module re-exported by an imported file", map[string]string{"script.js": "import { x } from './lib.js';\nexport default function () {}\n",
 			"lib.js": "// lib\nexport { x } from 'k6/nope';\n"},
 			[]string{"lib.js:2:1", `unknown module "k6/nope"`}},
@@ -110,9 +122,12 @@ export default function () {
 	if err != nil || opts != `{"vus":2,"duration":"1s"}` {
 		t.Errorf("got options %s, %v", opts, err)
 	}
+	if err := vu.Activate(&Scenario{Name: "default", Exec: "default"}); err != nil {
+		t.Fatal(err)
+	}
 	var failed []string
 	for range 3 {
-		it := vu.Run(context.Background(), "default", recording.Tags{})
+		it := vu.Run(context.Background())
 		if it.Err != nil {
 			failed = append(failed, it.Err.Error())
 		}

@@ -14,13 +14,19 @@ import (
 )
 
 // The metrics every script run records besides the LLM ones, as k6 names
-// them (iterations_failed is ours: k6 only logs a failed iteration).
+// them (iterations_failed and iterations_interrupted are ours: k6 only
+// logs a failed iteration and shows the interrupted ones in its progress
+// line). iterations counts the iterations that ran to their end, passed
+// or failed.
 const (
-	MetricChecks            = "checks"
-	MetricIterations        = "iterations"
-	MetricIterationDuration = "iteration_duration"
-	MetricIterationsFailed  = "iterations_failed"
-	MetricDroppedIterations = "dropped_iterations"
+	MetricChecks                = "checks"
+	MetricIterations            = "iterations"
+	MetricIterationDuration     = "iteration_duration"
+	MetricIterationsFailed      = "iterations_failed"
+	MetricIterationsInterrupted = "iterations_interrupted"
+	MetricDroppedIterations     = "dropped_iterations"
+	MetricVUs                   = "vus"
+	MetricVUsMax                = "vus_max"
 )
 
 // The metrics of HTTP requests made by k6/http and the SSE modules, as k6
@@ -52,7 +58,10 @@ var runMetrics = []runMetric{
 	{MetricIterations, metrics.Counter, ""},
 	{MetricIterationDuration, metrics.Trend, metrics.UnitMillis},
 	{MetricIterationsFailed, metrics.Counter, ""},
+	{MetricIterationsInterrupted, metrics.Counter, ""},
 	{MetricDroppedIterations, metrics.Counter, ""},
+	{MetricVUs, metrics.Gauge, ""},
+	{MetricVUsMax, metrics.Gauge, ""},
 }
 
 // httpMetrics is the table of the metrics k6/http and the SSE modules
@@ -101,6 +110,9 @@ type Shared struct {
 	Clock    *recording.RunClock
 	Metrics  *metrics.Registry
 	Recorder *recording.Recorder
+	// Exec is the run's execution state (k6/execution's instance and
+	// test), kept by the runner and the VUs.
+	Exec Execution
 
 	console io.Writer
 	conMu   sync.Mutex

@@ -66,7 +66,7 @@ func TestSharedArrayIsBuiltOnceAndReadOnlyInEveryVU(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("VU %d: %v", i+1, errs[i])
 		}
-		if it := vu.Run(context.Background(), "default", recording.Tags{}); it.Err != nil {
+		if it := runDefault(context.Background(), t, vu); it.Err != nil {
 			t.Fatalf("VU %d: %v", i+1, it.Err)
 		}
 	}
@@ -111,7 +111,7 @@ func TestSharedArrayMisuseIsAScriptError(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				it := vu.Run(context.Background(), "default", recording.Tags{})
+				it := runDefault(context.Background(), t, vu)
 				if it.Err == nil {
 					t.Fatal("the iteration passed")
 				}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 func TestChecksAreCountedByGroup(t *testing.T) {
@@ -27,7 +25,7 @@ export default function () {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if it := vu.Run(context.Background(), "default", recording.Tags{}); it.Err != nil {
+		if it := runDefault(context.Background(), t, vu); it.Err != nil {
 			t.Fatal(it.Err)
 		}
 	}

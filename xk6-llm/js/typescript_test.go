@@ -86,7 +86,7 @@ func TestTypeScriptErrorsPointIntoTheTSFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				it := vu.Run(context.Background(), "default", recording.Tags{})
+				it := runDefault(context.Background(), t, vu)
 				if it.Err == nil {
 					t.Fatal("the iteration passed, want it to throw")
 				}
@@ -137,7 +137,7 @@ export default async function (): Promise<void> {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it := vu.Run(context.Background(), "default", recording.Tags{}); it.Err != nil {
+	if it := runDefault(context.Background(), t, vu); it.Err != nil {
 		t.Fatal(it.Err)
 	}
 	sum := sh.Recorder.Finish(sh.Clock.Now())

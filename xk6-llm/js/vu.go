@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/grafana/sobek"
@@ -32,13 +33,38 @@ type VU struct {
 	exports *sobek.Object
 	objects map[string]*sobek.Object // built-in module objects, by name
 	inInit  bool
-	iter    int64
-	group   string // path of the group() in progress, "" outside any
+	env     *sobek.Object // __ENV
+	group   string        // path of the group() in progress, "" outside any
+
+	// The scenario the VU runs (nil before Activate), its iterations
+	// (iter: all of the VU's, as __ITER; inScenario: in this scenario) and
+	// the current iteration's number in the scenario.
+	scenario   *Scenario
+	exec       sobek.Callable // the scenario's Exec function, looked up once
+	iter       int64
+	inScenario int64
+	scIter     int64
+
+	// tags are the VU's tags (exec.vu.tags), recTags the part of them the
+	// recorder keeps, kept in step by setTag and SetTags.
+	tags    map[string]string
+	recTags recording.Tags
 
 	// ctx is the context of the call in progress (init, setup, an
 	// iteration, teardown): Go functions called from JavaScript (sleep,
-	// requests) have no other way to reach it. Set and cleared by call.
+	// requests) have no other way to reach it. Set and cleared by invoke.
 	ctx context.Context
+
+	// The watch that interrupts a call when its context ends: one
+	// context.AfterFunc per context (keyed by its Done channel), not per
+	// call, as the iterations of a scenario share one. watchGen names the
+	// registration in force; intMu guards it and inCall, so that an
+	// interruption lands only inside a call of the context it watches.
+	intMu       sync.Mutex
+	watchGen    uint64
+	inCall      bool
+	watchedDone <-chan struct{} // the owner's alone, as is stopWatch
+	stopWatch   func() bool
 
 	data     sobek.Value // setup's data as this VU's value
 	dataJSON string
@@ -50,7 +76,7 @@ type VU struct {
 func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx}
+	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
 	if err := vu.globals(); err != nil {
 		return nil, err
 	}
@@ -127,15 +153,92 @@ func (vu *VU) globals() error {
 			return err
 		}
 	}
+	vu.env = env
 	for name, v := range map[string]any{
-		"__ENV": env, "__VU": vu.ID, "__ITER": 0, "console": console,
+		"__ENV": env, "__VU": vu.ID, "console": console,
 		"open": vu.open, requireGlobal: vu.builtin,
 	} {
 		if err := rt.Set(name, v); err != nil {
 			return fmt.Errorf("global %s: %w", name, err)
 		}
 	}
+	// __ITER is read when the script reads it rather than set before
+	// every iteration: most scripts never read it.
+	iter := rt.ToValue(func() int64 { return vu.iter })
+	if err := rt.GlobalObject().DefineAccessorProperty("__ITER", iter, nil, sobek.FLAG_FALSE, sobek.FLAG_TRUE); err != nil {
+		return fmt.Errorf("global __ITER: %w", err)
+	}
 	return nil
+}
+
+// Activate hands the VU to scenario sc before its first iteration there:
+// its iterations call sc.Exec, __ENV gains sc.Env and its samples carry
+// sc.Tags. Call it from the goroutine that owns the VU.
+func (vu *VU) Activate(sc *Scenario) error {
+	for k, v := range sc.Env {
+		if err := vu.env.Set(k, v); err != nil {
+			return fmt.Errorf("scenario %s: __ENV.%s: %w", sc.Name, k, err)
+		}
+	}
+	fn, err := vu.export(sc.Exec)
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	vu.scenario, vu.exec, vu.inScenario = sc, fn, 0
+	vu.SetTags(sc.Tags)
+	return nil
+}
+
+// SetTags replaces the VU's tags (exec.vu.tags): those of the samples it
+// records from now on. Activate sets a scenario's; the runner gives the VU
+// that runs setup and teardown options.tags.
+func (vu *VU) SetTags(tags map[string]string) {
+	vu.tags = make(map[string]string, len(tags))
+	for k, v := range tags {
+		vu.tags[k] = v
+	}
+	vu.recTags = recordingTags(vu.tags)
+}
+
+// setTag sets (or with del deletes) one of the VU's tags.
+func (vu *VU) setTag(k, v string, del bool) {
+	if del {
+		delete(vu.tags, k)
+	} else {
+		vu.tags[k] = v
+	}
+	vu.recTags = recordingTags(vu.tags)
+}
+
+// withTags is the VU's tags with the non-empty fields of t on top: the
+// tags of a sample the script records with tags t.
+func (vu *VU) withTags(t recording.Tags) recording.Tags {
+	out := vu.recTags
+	if t.Phase != "" {
+		out.Phase = t.Phase
+	}
+	if t.Fault != "" {
+		out.Fault = t.Fault
+	}
+	if t.Class != "" {
+		out.Class = t.Class
+	}
+	if t.Endpoint != "" {
+		out.Endpoint = t.Endpoint
+	}
+	if t.Scenario != "" {
+		out.Scenario = t.Scenario
+	}
+	return out
+}
+
+// recordingTags is the part of a tag map the recorder keeps: class (also
+// given as name), phase, fault, endpoint and scenario.
+func recordingTags(m map[string]string) recording.Tags {
+	return recording.Tags{
+		Phase: m["phase"], Fault: m["fault"], Class: cmpOr(m["class"], m["name"]),
+		Endpoint: m["endpoint"], Scenario: m["scenario"],
+	}
 }
 
 // builtin returns the VU's object of the built-in module name, made once.
@@ -260,8 +363,7 @@ func (vu *VU) SetData(data string) error {
 	if data == "" {
 		return nil
 	}
-	parse, _ := sobek.AssertFunction(vu.rt.Get("JSON").ToObject(vu.rt).Get("parse"))
-	v, err := parse(sobek.Undefined(), vu.rt.ToValue(data))
+	v, err := vu.parseJSON(data)
 	if err != nil {
 		return fmt.Errorf("setup data: %w", err)
 	}
@@ -276,47 +378,124 @@ type Iteration struct {
 	Interrupted bool         // cut short because its context ended
 }
 
-// Run runs one iteration of the exported function fn ("default" for the
-// default function) with setup's data. An exception fails the iteration
-// only; when ctx ends the runtime is interrupted. Run records iterations,
-// iteration_duration and iterations_failed.
-func (vu *VU) Run(ctx context.Context, fn string, tags recording.Tags) Iteration {
-	if err := vu.rt.Set("__ITER", vu.iter); err != nil {
-		return Iteration{Err: &ScriptError{Msg: err.Error()}}
+// Run runs one iteration of the scenario the VU was activated for (its
+// Exec function, with setup's data). An exception fails the iteration
+// only; when ctx ends the runtime is interrupted and the iteration counts
+// as interrupted. Run records iterations, iteration_duration and
+// iterations_failed, or iterations_interrupted, under the VU's tags.
+func (vu *VU) Run(ctx context.Context) Iteration {
+	sc := vu.scenario
+	if sc == nil {
+		return Iteration{Err: &ScriptError{Pos: vu.prog.Path, Msg: "internal: the VU was not activated for a scenario"}}
 	}
-	vu.iter++
+	if ctx.Err() != nil {
+		vu.interrupted()
+		return Iteration{Interrupted: true}
+	}
+	vu.scIter = sc.iterations.Add(1) - 1
+	defer func() { vu.iter++; vu.inScenario++ }()
 	start := vu.shared.Clock.Now()
-	_, err := vu.call(ctx, fn, vu.data)
+	_, err := vu.invoke(ctx, vu.exec, vu.data)
 	it := Iteration{Duration: vu.shared.Clock.Now() - start}
-	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || (err != nil && ctx.Err() != nil) {
+	if _, ok := errors.AsType[*sobek.InterruptedError](err); ok || ctx.Err() != nil {
 		it.Interrupted = true
+		vu.interrupted()
 		return it
 	}
+	tags := vu.recTags
 	if err != nil {
 		it.Err = scriptError("iteration", err)
 		_ = vu.shared.AddSample(MetricIterationsFailed, tags, 1)
 	}
+	vu.shared.Exec.completed.Add(1)
 	_ = vu.shared.AddSample(MetricIterations, tags, 1)
 	_ = vu.shared.AddSample(MetricIterationDuration, tags, float64(it.Duration)/float64(time.Millisecond))
 	return it
 }
 
+// interrupted counts an interrupted iteration.
+func (vu *VU) interrupted() {
+	vu.shared.Exec.interrupted.Add(1)
+	_ = vu.shared.AddSample(MetricIterationsInterrupted, vu.recTags, 1)
+}
+
 // call calls the exported function name with args, interrupting the
 // runtime when ctx ends.
 func (vu *VU) call(ctx context.Context, name string, args ...sobek.Value) (sobek.Value, error) {
+	fn, err := vu.export(name)
+	if err != nil {
+		return nil, err
+	}
+	return vu.invoke(ctx, fn, args...)
+}
+
+// export is the exported function name.
+func (vu *VU) export(name string) (sobek.Callable, error) {
 	fn, ok := sobek.AssertFunction(vu.exports.Get(name))
 	if !ok {
 		return nil, &ScriptError{Pos: vu.prog.Path, Msg: "the script exports no function " + strconv.Quote(name)}
 	}
+	return fn, nil
+}
+
+// invoke calls fn with args, interrupting the runtime when ctx ends. A
+// call whose ctx ended before or while it ran returns an error (the
+// runtime's interruption, or errIterationInterrupted).
+func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value) (sobek.Value, error) {
+	vu.watch(ctx)
+	vu.intMu.Lock()
+	if ctx.Err() != nil {
+		vu.intMu.Unlock()
+		return nil, errIterationInterrupted
+	}
+	vu.inCall = true
+	vu.intMu.Unlock()
 	vu.ctx = ctx
-	defer func() { vu.ctx = nil }()
-	stop := context.AfterFunc(ctx, func() { vu.rt.Interrupt(errIterationInterrupted) })
 	defer func() {
-		if !stop() {
-			vu.rt.ClearInterrupt()
-		}
+		vu.ctx = nil
+		vu.intMu.Lock()
+		vu.inCall = false
+		// Whatever interrupted the call (its context, exec.test.abort())
+		// has done so: the runtime is usable again.
+		vu.rt.ClearInterrupt()
+		vu.intMu.Unlock()
 	}()
-	return fn(sobek.Undefined(), args...)
+	v, err := fn(sobek.Undefined(), args...)
+	if err == nil && ctx.Err() != nil {
+		// ctx ended while the call ran (a sleep cut short, say) and the
+		// call returned before its interruption took effect: it did not
+		// complete either.
+		err = errIterationInterrupted
+	}
+	return v, err
+}
+
+// watch makes ctx's end interrupt the calls made under it, keeping the
+// registration for the next call with the same context.
+func (vu *VU) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == vu.watchedDone {
+		return
+	}
+	if vu.stopWatch != nil {
+		vu.stopWatch()
+		vu.stopWatch = nil
+	}
+	vu.intMu.Lock()
+	vu.watchGen++
+	gen := vu.watchGen
+	vu.intMu.Unlock()
+	vu.watchedDone = done
+	if done == nil {
+		return // ctx never ends
+	}
+	vu.stopWatch = context.AfterFunc(ctx, func() {
+		vu.intMu.Lock()
+		defer vu.intMu.Unlock()
+		if vu.watchGen == gen && vu.inCall {
+			vu.rt.Interrupt(errIterationInterrupted)
+		}
+	})
 }
 
 // context is the context of the call in progress.

@@ -133,6 +133,7 @@ func appendResultJSON(b []byte, res *Result) []byte {
 	o.strNZ("fault", res.Tags.Fault)
 	o.strNZ("class", res.Tags.Class)
 	o.strNZ("endpoint", res.Tags.Endpoint)
+	o.strNZ("scenario", res.Tags.Scenario)
 	o.str("outcome", res.Outcome.String())
 	o.strNZ("error_class", string(res.Class))
 	o.intNZ("http_status", int64(res.HTTPStatus))

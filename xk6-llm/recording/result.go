@@ -60,12 +60,14 @@ var ErrorClasses = []ErrorClass{ClassConnect, ClassReset, ClassTimeout, ClassHTT
 
 // Tags label a result so thresholds and reports can select subsets of a run.
 // The runner fills Phase and Fault from its timeline; Class is the workload's
-// request class (a preset or a user label); Endpoint is the base URL used.
+// request class (a preset or a user label); Endpoint is the base URL used;
+// Scenario is the script scenario that recorded it (k6's `scenario` tag).
 type Tags struct {
 	Phase    string // baseline, fault, recovery, after ("" outside experiments)
 	Fault    string // name of the active fault, if any
 	Class    string // request class, e.g. "chat"
 	Endpoint string // base URL the request went to
+	Scenario string // script scenario ("" outside scripts)
 }
 
 // Result is the record of one scheduled request. Times are offsets on the

@@ -307,10 +307,11 @@ type TagFilter struct {
 	Fault    string
 	Class    string
 	Endpoint string
+	Scenario string
 }
 
 // ParseTagFilter builds a filter from threshold tags (phase, fault, class,
-// endpoint), reporting every unknown key at once.
+// endpoint, scenario), reporting every unknown key at once.
 func ParseTagFilter(tags map[string]string) (TagFilter, error) {
 	var f TagFilter
 	var bad []string
@@ -324,13 +325,15 @@ func ParseTagFilter(tags map[string]string) (TagFilter, error) {
 			f.Class = v
 		case "endpoint":
 			f.Endpoint = v
+		case "scenario":
+			f.Scenario = v
 		default:
 			bad = append(bad, k)
 		}
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
-		return TagFilter{}, fmt.Errorf("unknown tag key(s) %q: want phase, fault, class or endpoint", bad)
+		return TagFilter{}, fmt.Errorf("unknown tag key(s) %q: want phase, fault, class, endpoint or scenario", bad)
 	}
 	return f, nil
 }
@@ -340,7 +343,8 @@ func (f TagFilter) Match(t Tags) bool {
 	return (f.Phase == "" || f.Phase == t.Phase) &&
 		(f.Fault == "" || f.Fault == t.Fault) &&
 		(f.Class == "" || f.Class == t.Class) &&
-		(f.Endpoint == "" || f.Endpoint == t.Endpoint)
+		(f.Endpoint == "" || f.Endpoint == t.Endpoint) &&
+		(f.Scenario == "" || f.Scenario == t.Scenario)
 }
 
 // TupleStats holds everything recorded for one tag tuple: the counters and
@@ -371,7 +375,7 @@ func (t *TupleStats) clone() *TupleStats {
 
 func compareTags(a, b Tags) int {
 	return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(a.Fault, b.Fault),
-		cmp.Compare(a.Class, b.Class), cmp.Compare(a.Endpoint, b.Endpoint))
+		cmp.Compare(a.Class, b.Class), cmp.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Scenario, b.Scenario))
 }
 
 // countsOf sums the counters of the tuples f selects.

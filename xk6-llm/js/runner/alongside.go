@@ -57,10 +57,16 @@ func (e *StopError) Error() string {
 	return "stopped by a failing abortOnFail threshold: " + e.Abort.Detail
 }
 
-// abortOf is the report's Abort of a run whose context ended with cause.
+// abortOf is the report's Abort of a run whose context ended with cause:
+// a failed abortOnFail threshold (*StopError), the script's
+// exec.test.abort() (*js.AbortError), else an interruption (Ctrl-C, the
+// caller's end).
 func abortOf(cause error) *report.Abort {
 	if se, ok := errors.AsType[*StopError](cause); ok {
 		return se.Abort
+	}
+	if ae, ok := errors.AsType[*js.AbortError](cause); ok {
+		return &report.Abort{Cause: report.AbortScript, Detail: ae.Reason}
 	}
 	return report.InterruptAbort(cause)
 }
@@ -69,7 +75,6 @@ func abortOf(cause error) *report.Abort {
 // live check of the abortOnFail thresholds.
 type attachment struct {
 	al      Alongside
-	cancel  context.CancelCauseFunc
 	endOnce sync.Once
 	done    chan struct{}  // closed by end: stops the live check
 	wg      sync.WaitGroup // the live check
@@ -77,20 +82,18 @@ type attachment struct {
 
 // attach starts what runs with the load of sh: the live check of the
 // abortOnFail thresholds among ths (unless cfg.ExternalStops) and
-// cfg.Attach's companions, and installs their hooks. The returned context
-// ends when one of them stops the run; call end when the last iteration
-// ended, and release before returning.
-func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Threshold) (context.Context, *attachment, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	a := &attachment{cancel: cancel, done: make(chan struct{})}
+// cfg.Attach's companions, and installs their hooks. Either stops the run
+// with stop. Call end once the last iteration ended (and before
+// returning).
+func attach(cfg Config, sh *js.Shared, ths []assertions.Threshold, stop context.CancelCauseFunc) (*attachment, error) {
+	a := &attachment{done: make(chan struct{})}
 	if cfg.Attach != nil {
 		al, err := cfg.Attach(&Attached{
 			Clock: sh.Clock, Recorder: sh.Recorder, Metrics: sh.Metrics, Clients: sh.Clients(), Thresholds: ths,
-			Stop: func(cause error) { cancel(cause) },
+			Stop: func(cause error) { stop(cause) },
 		})
 		if err != nil {
-			cancel(nil)
-			return nil, nil, err
+			return nil, err
 		}
 		a.al = al
 	}
@@ -98,11 +101,11 @@ func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Thr
 	if !cfg.ExternalStops {
 		if l := newLiveStops(ths, sh, cfg.SLO); l != nil {
 			hooks.Sample = l.custom.chain(hooks.Sample)
-			a.wg.Go(func() { l.run(a.done, func(err error) { cancel(err) }, a.al.LiveChecked) })
+			a.wg.Go(func() { l.run(a.done, func(err error) { stop(err) }, a.al.LiveChecked) })
 		}
 	}
 	sh.SetHooks(hooks)
-	return ctx, a, nil
+	return a, nil
 }
 
 // end stops the live check and the caller's companions, once.
@@ -114,12 +117,6 @@ func (a *attachment) end() {
 			a.al.Ended()
 		}
 	})
-}
-
-// release ends everything and the run's context.
-func (a *attachment) release() {
-	a.end()
-	a.cancel(nil)
 }
 
 // document hands doc to the caller's companions.

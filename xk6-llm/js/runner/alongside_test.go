@@ -168,7 +168,9 @@ func TestAttachHooks(t *testing.T) {
 					Tag:     func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
 					Observe: func(res *recording.Result) { observed.Add(1) },
 					Sample: func(name string, tags recording.Tags, _ float64) {
-						if tags.Phase == "fault" {
+						// vus and vus_max are sampled on the clock, not per
+						// iteration: not counted.
+						if tags.Phase == "fault" && name != js.MetricVUs && name != js.MetricVUsMax {
 							sampled.Add(1)
 						}
 					},
@@ -222,5 +224,150 @@ func TestAttachHooks(t *testing.T) {
 	}
 	if got := n.Load(); got != 0 {
 		t.Errorf("%d requests were sent after a refusal, want none", got)
+	}
+}
+
+// TestInspectKnowsWhenRampingScenariosEnd: a scenario with stages ends
+// when they do, which an experiment plans its faults on; the rate and
+// duration overrides replace the stages.
+func TestInspectKnowsWhenRampingScenariosEnd(t *testing.T) {
+	url, n := countingServer(t, http.StatusOK)
+	for _, tt := range []struct {
+		script    string
+		env       map[string]string
+		overrides Overrides
+		want      time.Duration
+		executor  string
+		describe  string
+	}{
+		{"ramping-vus.js", map[string]string{"STAGE": "2s"}, Overrides{}, 6 * time.Second, "ramping-vus", "stages [2s→10, 2s→10, 2s→0] (6s)"},
+		{"ramping-arrival-rate.js", map[string]string{"STAGE": "1500ms"}, Overrides{}, 3 * time.Second, "ramping-arrival-rate", "stages [1.5s→30, 1.5s→30] (3s)"},
+		{"ramping-vus.js", map[string]string{"STAGE": "2s"}, Overrides{Duration: 4 * time.Second}, 4 * time.Second, "constant-vus", "duration 4s"},
+		{"ramping-vus.js", map[string]string{"STAGE": "2s"}, Overrides{Rate: 3, Duration: 5 * time.Second}, 5 * time.Second, "constant-arrival-rate", "rate 3 per 1s"},
+	} {
+		env := map[string]string{"BASE_URL": url, "MODEL": "m"}
+		for k, v := range tt.env {
+			env[k] = v
+		}
+		plan, err := Inspect(context.Background(), Config{Script: filepath.Join(examples(t), tt.script), Env: env, Overrides: tt.overrides})
+		if err != nil {
+			t.Fatalf("%s %+v: %v", tt.script, tt.overrides, err)
+		}
+		if l, known := plan.Length(); l != tt.want || !known {
+			t.Errorf("%s %+v: Length() = %v, %v; want %v, true", tt.script, tt.overrides, l, known, tt.want)
+		}
+		if len(plan.Names) != 1 || plan.Scenarios[plan.Names[0]].Executor != tt.executor {
+			t.Errorf("%s %+v: scenarios %+v, want one %s", tt.script, tt.overrides, plan.Scenarios, tt.executor)
+		}
+		var b strings.Builder
+		if err := plan.Describe(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.describe) {
+			t.Errorf("%s %+v: Describe lacks %q:\n%s", tt.script, tt.overrides, tt.describe, b.String())
+		}
+	}
+	if got := n.Load(); got != 0 {
+		t.Errorf("Inspect sent %d requests, want none", got)
+	}
+}
+
+// TestHooksTagScenariosSamples: a run's hooks tag every result and sample
+// (an experiment's phase) and the scenario tag stays on them, LLM results,
+// k6/http requests and the script's own metrics alike.
+func TestHooksTagScenariosSamples(t *testing.T) {
+	url, model := startSim(t)
+	tools, n := countingServer(t, http.StatusOK)
+	script := writeScript(t, `import http from 'k6/http';
+import llm from 'k6/x/llm';
+import { Counter } from 'k6/metrics';
+const turns = new Counter('turns');
+const client = new llm.Client({ baseURL: __ENV.BASE_URL, model: __ENV.MODEL });
+export const options = { scenarios: {
+  a: { executor: 'per-vu-iterations', vus: 1, iterations: 2 },
+  b: { executor: 'shared-iterations', vus: 2, iterations: 3, tags: { class: 'b-class' } },
+} };
+export default function () {
+  client.chat({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+  http.get(__ENV.TOOL_URL + '/models');
+  turns.add(1);
+}
+`)
+	var sampled atomic.Int64
+	doc, err := Run(context.Background(), Config{
+		Script: script, Env: map[string]string{"BASE_URL": url, "MODEL": model, "TOOL_URL": tools},
+		Attach: func(*Attached) (Alongside, error) {
+			return Alongside{Hooks: js.Hooks{
+				Tag: func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
+				Sample: func(name string, tags recording.Tags, _ float64) {
+					if name == "turns" && tags.Phase == "fault" && tags.Scenario != "" {
+						sampled.Add(1)
+					}
+				},
+			}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 5 {
+		t.Errorf("the tool server got %d requests, want 5", n.Load())
+	}
+	sum := doc.Summary()
+	for _, sc := range []struct {
+		name  string
+		class string
+		want  int64
+	}{{"a", "", 2}, {"b", "b-class", 3}} {
+		f := recording.TagFilter{Phase: "fault", Scenario: sc.name, Class: sc.class}
+		if c := sum.Counts(f); c.OK != sc.want {
+			t.Errorf("LLM results %+v: %d ok, want %d", f, c.OK, sc.want)
+		}
+		for _, m := range []string{"turns", js.MetricHTTPReqs, js.MetricIterations} {
+			if got := custom(doc, m, f).Sum; got != float64(sc.want) {
+				t.Errorf("%s %+v: got %v, want %d", m, f, got, sc.want)
+			}
+		}
+	}
+	if got := sampled.Load(); got != 5 {
+		t.Errorf("Sample saw %d turns tagged with a phase and a scenario, want 5", got)
+	}
+}
+
+// TestAbortInSetupEndsWhatRunsAlongside: exec.test.abort() in setup() ends
+// the run as aborted with its report, and what Attach started is ended and
+// sees the report; an abort in the init code ends it before Attach.
+func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
+	for _, tt := range []struct {
+		name, script string
+		attached     bool
+	}{
+		{"setup", "import exec from 'k6/execution';\nexport function setup() { exec.test.abort('no target'); }\nexport default function () {}\n", true},
+		{"init", "import exec from 'k6/execution';\nexec.test.abort('no target');\nexport default function () {}\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var attached, ended, documented, preflight bool
+			var out strings.Builder
+			doc, err := Run(context.Background(), Config{
+				Script: writeScript(t, tt.script), Stdout: &out,
+				Preflight: func(context.Context, []js.ClientInfo) error { preflight = true; return nil },
+				Attach: func(*Attached) (Alongside, error) {
+					attached = true
+					return Alongside{Ended: func() { ended = true }, Document: func(*report.Document) { documented = ended }}, nil
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Verdict != report.VerdictAborted || doc.Abort == nil || doc.Abort.Cause != report.AbortScript || doc.Abort.Detail != "no target" {
+				t.Fatalf("got verdict %s, abort %+v; want aborted by the script", doc.Verdict, doc.Abort)
+			}
+			if attached != tt.attached || preflight != tt.attached || ended != tt.attached || documented != tt.attached {
+				t.Errorf("preflight %v, attached %v, ended %v, documented after the end %v; want all %v", preflight, attached, ended, documented, tt.attached)
+			}
+			if !strings.Contains(out.String(), "ABORTED") {
+				t.Errorf("the summary does not say the run was aborted:\n%s", out.String())
+			}
+		})
 	}
 }

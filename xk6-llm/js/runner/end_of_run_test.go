@@ -12,18 +12,8 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
-// writeScript writes a script into a temporary directory.
-func writeScript(t *testing.T, name, src string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestTeardownErrorDoesNotHideReportErrors(t *testing.T) {
-	script := writeScript(t, "script.js", "export default function () {}\nexport function teardown() {\n  throw new Error('teardown broke');\n}\n")
+	script := writeScript(t, "export default function () {}\nexport function teardown() {\n  throw new Error('teardown broke');\n}\n")
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -44,7 +34,7 @@ func TestTeardownErrorDoesNotHideReportErrors(t *testing.T) {
 }
 
 func TestHandleSummaryThatThrowsFallsBackToTheDefaultSummary(t *testing.T) {
-	script := writeScript(t, "script.js", `import { check } from 'k6';
+	script := writeScript(t, `import { check } from 'k6';
 export default function () { check(1, { 'one': (x) => x === 1 }); }
 export function handleSummary(data) {
   return { stdout: data.metrics.nope.values.count };
@@ -68,7 +58,7 @@ export function handleSummary(data) {
 }
 
 func TestSummaryTrendStatsOption(t *testing.T) {
-	script := writeScript(t, "script.js", `import { Trend } from 'k6/metrics';
+	script := writeScript(t, `import { Trend } from 'k6/metrics';
 const t = new Trend('waits', true);
 export const options = { iterations: 5, summaryTrendStats: ['min', 'p(99.9)', 'count'], summaryTimeUnit: 'ms' };
 export default function () { t.add(10 * (__ITER + 1)); }
@@ -87,7 +77,7 @@ export function handleSummary(data) {
 		t.Errorf("got %s\nwant %s", stdout.String(), want)
 	}
 
-	bad := writeScript(t, "script.js", "export const options = { summaryTrendStats: ['avg', 'p(200)'] };\nexport default function () {}\n")
+	bad := writeScript(t, "export const options = { summaryTrendStats: ['avg', 'p(200)'] };\nexport default function () {}\n")
 	if _, err := Run(context.Background(), Config{Script: bad}); err == nil || !strings.Contains(err.Error(), `"p(200)"`) {
 		t.Errorf("got %v, want an error naming p(200)", err)
 	}

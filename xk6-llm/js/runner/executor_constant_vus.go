@@ -12,7 +12,7 @@ var constantVUs = executor{
 	run: func(x *scenarioRun) {
 		eachVU(x, func(vu *js.VU) {
 			for x.sched.Err() == nil {
-				x.iterate(vu)
+				x.iterate(x.iter, vu)
 			}
 		})
 	},

@@ -9,10 +9,13 @@ var perVUIterations = executor{
 		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
 	},
 	vus: func(s Scenario) int { return s.VUs },
+	progress: func(x *scenarioRun) float64 {
+		return max(timeProgress(x), float64(x.state.Iterations())/float64(x.sc.VUs*x.sc.Iterations))
+	},
 	run: func(x *scenarioRun) {
 		eachVU(x, func(vu *js.VU) {
 			for i := 0; i < x.sc.Iterations && x.sched.Err() == nil; i++ {
-				x.iterate(vu)
+				x.iterate(x.iter, vu)
 			}
 		})
 	},

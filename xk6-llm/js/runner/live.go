@@ -128,7 +128,7 @@ func (l *liveCustom) merged(name string, sel assertions.Tags) *metrics.Sink {
 	if !ok {
 		return nil
 	}
-	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint}
+	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario}
 	out := metrics.NewSink(kind)
 	l.mu.Lock()
 	defer l.mu.Unlock()

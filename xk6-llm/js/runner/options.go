@@ -32,46 +32,104 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes d as k6 reads it back: a duration string ("1m30s").
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
 // D is d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Options are the parts of a script's `export const options` the runner
 // uses.
 type Options struct {
-	VUs        int                 `json:"vus"`
-	Duration   Duration            `json:"duration"`
-	Iterations int                 `json:"iterations"`
-	Scenarios  map[string]Scenario `json:"scenarios"`
-	Thresholds map[string]any      `json:"thresholds"`
+	VUs        int                 `json:"vus,omitempty"`
+	Duration   Duration            `json:"duration,omitempty"`
+	Iterations int                 `json:"iterations,omitempty"`
+	Stages     []Stage             `json:"stages,omitempty"`
+	Scenarios  map[string]Scenario `json:"scenarios,omitempty"`
+	Thresholds map[string]any      `json:"thresholds,omitempty"`
+	// Tags are added to every sample of the run (k6's test-wide tags).
+	Tags map[string]string `json:"tags,omitempty"`
 	// SummaryTrendStats are the trend statistics of the end-of-test
-	// summary and of handleSummary's data (k6's, e.g. ["avg", "p(95)"]);
+	// summary and of handleSummary's data (k6's, e.g. ["avg", "p(95)"];
+	// report.ParseTrendStats); --summary-trend-stats wins.
 	// SummaryTimeUnit fixes the unit of its durations (s, ms or us).
-	SummaryTrendStats []string `json:"summaryTrendStats"`
-	SummaryTimeUnit   string   `json:"summaryTimeUnit"`
+	SummaryTrendStats []string `json:"summaryTrendStats,omitempty"`
+	SummaryTimeUnit   string   `json:"summaryTimeUnit,omitempty"`
+	// SetupTimeout and TeardownTimeout bound setup() and teardown()
+	// (default 60s each, as k6).
+	SetupTimeout    *Duration `json:"setupTimeout,omitempty"`
+	TeardownTimeout *Duration `json:"teardownTimeout,omitempty"`
+}
+
+// Stage is one step of the ramping executors (and of the `stages`
+// shortcut): the target (VUs, or iterations per timeUnit) is reached
+// linearly over duration, from the previous stage's target.
+type Stage struct {
+	Duration Duration `json:"duration"`
+	Target   int      `json:"target"`
 }
 
 // Scenario is one entry of options.scenarios, with k6's field names.
 type Scenario struct {
-	Executor        string    `json:"executor"`
-	VUs             int       `json:"vus"`
-	Duration        Duration  `json:"duration"`
-	Iterations      int       `json:"iterations"`
-	MaxDuration     Duration  `json:"maxDuration"`
-	Rate            int       `json:"rate"`
-	TimeUnit        Duration  `json:"timeUnit"`
-	PreAllocatedVUs int       `json:"preAllocatedVUs"`
-	MaxVUs          int       `json:"maxVUs"`
-	StartTime       Duration  `json:"startTime"`
-	GracefulStop    *Duration `json:"gracefulStop"`
-	Exec            string    `json:"exec"`
+	Executor         string    `json:"executor"`
+	VUs              int       `json:"vus,omitempty"`
+	Duration         Duration  `json:"duration,omitempty"`
+	Iterations       int       `json:"iterations,omitempty"`
+	MaxDuration      Duration  `json:"maxDuration,omitempty"`
+	Rate             int       `json:"rate,omitempty"`
+	TimeUnit         Duration  `json:"timeUnit,omitempty"`
+	PreAllocatedVUs  int       `json:"preAllocatedVUs,omitempty"`
+	MaxVUs           int       `json:"maxVUs,omitempty"`
+	Stages           []Stage   `json:"stages,omitempty"`
+	StartVUs         *int      `json:"startVUs,omitempty"`
+	StartRate        int       `json:"startRate,omitempty"`
+	StartTime        Duration  `json:"startTime,omitempty"`
+	GracefulStop     *Duration `json:"gracefulStop,omitempty"`
+	GracefulRampDown *Duration `json:"gracefulRampDown,omitempty"`
+	Exec             string    `json:"exec,omitempty"`
+	// Env is added to __ENV in the scenario's VUs; Tags to its samples.
+	Env  map[string]string `json:"env,omitempty"`
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // Defaults as k6's.
 const (
-	DefaultGracefulStop = 30 * time.Second
-	DefaultMaxDuration  = 10 * time.Minute
-	DefaultScenario     = "default"
+	DefaultGracefulStop     = 30 * time.Second
+	DefaultGracefulRampDown = 30 * time.Second
+	DefaultMaxDuration      = 10 * time.Minute
+	DefaultSetupTimeout     = 60 * time.Second
+	DefaultTeardownTimeout  = 60 * time.Second
+	DefaultScenario         = "default"
 )
+
+// length is how long the scenario's schedule runs: its stages, its
+// duration, or its maxDuration.
+func (s Scenario) length() time.Duration {
+	switch {
+	case len(s.Stages) > 0:
+		return stagesLength(s.Stages)
+	case s.Duration > 0:
+		return s.Duration.D()
+	}
+	return s.MaxDuration.D()
+}
+
+// stagesLength is the sum of the stages' durations.
+func stagesLength(stages []Stage) time.Duration {
+	var total time.Duration
+	for _, st := range stages {
+		total += st.Duration.D()
+	}
+	return total
+}
+
+// timeout returns *d, or def when d is nil.
+func timeout(d *Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.D()
+}
 
 // Overrides are the command line's --vus, --duration and --iterations
 // (0: not given). Any of them replaces the script's scenarios by the
@@ -101,10 +159,10 @@ func parseOptions(js string, o Overrides) (Options, error) {
 			opts.VUs = o.VUs
 		}
 		if o.Duration > 0 {
-			opts.Duration, opts.Iterations = Duration(o.Duration), 0
+			opts.Duration, opts.Iterations, opts.Stages = Duration(o.Duration), 0, nil
 		}
 		if o.Iterations > 0 {
-			opts.Iterations = o.Iterations
+			opts.Iterations, opts.Stages = o.Iterations, nil
 		}
 	}
 	return opts, nil
@@ -115,8 +173,8 @@ func parseOptions(js string, o Overrides) (Options, error) {
 func (o Options) scenarios() (map[string]Scenario, error) {
 	out := map[string]Scenario{}
 	if len(o.Scenarios) > 0 {
-		if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 {
-			return nil, errors.New("options: give either scenarios or vus/duration/iterations, not both")
+		if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0 {
+			return nil, errors.New("options: give either scenarios or vus/duration/iterations/stages, not both")
 		}
 		for n, s := range o.Scenarios {
 			out[n] = s
@@ -124,6 +182,12 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 	} else {
 		vus := max(o.VUs, 1)
 		switch {
+		case len(o.Stages) > 0:
+			if o.Duration > 0 || o.Iterations > 0 {
+				return nil, errors.New("options: stages set the run's length: give no duration or iterations with them")
+			}
+			start := vus
+			out[DefaultScenario] = Scenario{Executor: "ramping-vus", StartVUs: &start, Stages: o.Stages}
 		case o.Iterations > 0:
 			out[DefaultScenario] = Scenario{Executor: "shared-iterations", VUs: vus, Iterations: o.Iterations, MaxDuration: o.Duration}
 		case o.Duration > 0:
@@ -156,6 +220,9 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 		}
 		if s.TimeUnit == 0 {
 			s.TimeUnit = Duration(time.Second)
+		}
+		if def := executors[s.Executor].defaults; def != nil {
+			s = def(s)
 		}
 		if err := executors[s.Executor].validate(s); err != nil {
 			errs = append(errs, fmt.Errorf("scenario %s (%s): %w", n, s.Executor, err))

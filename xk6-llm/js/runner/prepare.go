@@ -2,11 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,19 +15,6 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 )
-
-// prepared is a script loaded, its VU 0 initialized and its options,
-// scenarios and thresholds resolved: what Run starts from and what
-// Inspect describes.
-type prepared struct {
-	prog      *js.Program
-	sh        *js.Shared
-	vu0       *js.VU
-	opts      Options
-	scenarios map[string]Scenario
-	names     []string // scenario names, sorted
-	ths       []assertions.Threshold
-}
 
 // ThresholdError is a threshold of Config.Thresholds (--threshold) that
 // does not parse, or names a metric neither built in nor registered by
@@ -40,9 +27,10 @@ type ThresholdError struct {
 func (e *ThresholdError) Error() string { return fmt.Sprintf("threshold %q: %v", e.Text, e.Err) }
 func (e *ThresholdError) Unwrap() error { return e.Err }
 
-// prepare loads the script of cfg, runs VU 0's init code and resolves the
-// options. The caller closes p.sh; on an error nothing is left open.
-func prepare(ctx context.Context, cfg Config) (p *prepared, err error) {
+// newRun loads the script of cfg and makes the run's shared state and
+// context, which exec.test.abort() ends with a *js.AbortError. The caller
+// calls close.
+func newRun(ctx context.Context, cfg Config) (*run, error) {
 	prog, err := js.Load(cfg.Script)
 	if err != nil {
 		return nil, err
@@ -56,50 +44,98 @@ func prepare(ctx context.Context, cfg Config) (p *prepared, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			sh.Close()
-		}
-	}()
-	vu0, err := js.NewVU(ctx, 0, prog, sh)
-	if err != nil {
-		return nil, err
+	runCtx, cancel := context.WithCancelCause(ctx)
+	sh.Exec.SetAbort(func(reason string) { cancel(&js.AbortError{Reason: reason}) })
+	return &run{cfg: cfg, prog: prog, sh: sh, ctx: runCtx, cancel: cancel, text: cfg.Text}, nil
+}
+
+// close stops what runs with the load, ends the run's context and
+// releases the shared state's connections.
+func (r *run) close() {
+	if r.att != nil {
+		r.att.end()
 	}
+	r.cancel(nil)
+	r.sh.Close()
+}
+
+// prepare runs VU 0's init code and resolves the options (readOptions).
+func (r *run) prepare() error {
+	vu0, err := js.NewVU(r.ctx, 0, r.prog, r.sh)
+	if err != nil {
+		return err
+	}
+	r.vu0 = vu0
 	optsJSON, err := vu0.Options()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if err := r.readOptions(optsJSON); err != nil {
+		return err
+	}
+	vu0.SetTags(r.opts.Tags)
+	return nil
+}
+
+// readOptions reads the script's options (as VU 0 read them) with the
+// overrides: the scenarios, the thresholds (the script's, then
+// Config.Thresholds), the summary options and columns, and what
+// exec.test.options shows. Every problem of the script's is reported at
+// once, as a *js.ScriptError; a Config.Thresholds entry that does not
+// parse is a *ThresholdError.
+func (r *run) readOptions(optsJSON string) error {
+	prog, cfg := r.prog, r.cfg
 	opts, err := parseOptions(optsJSON, cfg.Overrides)
 	if err == nil && cfg.Overrides.Rate != 0 {
 		opts, err = cfg.Overrides.withRate(opts)
 	}
 	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
 	scenarios, err := opts.scenarios()
 	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
-	ths, err := assertions.ParseConfigIn(sh.Metrics, opts.Thresholds)
+	var errs []error
+	ths, err := assertions.ParseConfigIn(r.sh.Metrics, opts.Thresholds)
 	if err != nil {
-		return nil, &js.ScriptError{Pos: prog.Path, Msg: "options.thresholds: " + err.Error()}
+		errs = append(errs, errors.New("options.thresholds: "+err.Error()))
+	}
+	sumOpts, err := summaryOptions(opts, &r.text)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, t := range []struct {
+		name string
+		d    *Duration
+	}{{"setupTimeout", opts.SetupTimeout}, {"teardownTimeout", opts.TeardownTimeout}} {
+		if t.d != nil && *t.d <= 0 {
+			errs = append(errs, fmt.Errorf("options.%s must be positive", t.name))
+		}
+	}
+	names := sortedNames(scenarios)
+	for _, n := range names {
+		if exec := scenarios[n].Exec; !r.vu0.HasExport(exec) {
+			errs = append(errs, fmt.Errorf("scenario %s: the script exports no function %q", n, exec))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
 	for _, t := range cfg.Thresholds {
-		more, err := assertions.ParseIn(sh.Metrics, t)
+		more, err := assertions.ParseIn(r.sh.Metrics, t)
 		if err != nil {
-			return nil, &ThresholdError{Text: t, Err: err}
+			return &ThresholdError{Text: t, Err: err}
 		}
 		ths = append(ths, more...)
 	}
-	names := make([]string, 0, len(scenarios))
-	for n := range scenarios {
-		names = append(names, n)
-		if !vu0.HasExport(scenarios[n].Exec) {
-			return nil, &js.ScriptError{Pos: prog.Path, Msg: fmt.Sprintf("scenario %s: the script exports no function %q", n, scenarios[n].Exec)}
-		}
+	r.opts, r.scenarios, r.names, r.ths, r.sumOpts = opts, scenarios, names, ths, sumOpts
+	shown := opts
+	shown.Scenarios = scenarios
+	if b, err := json.Marshal(shown); err == nil {
+		r.sh.Exec.SetOptions(string(b))
 	}
-	sort.Strings(names)
-	return &prepared{prog: prog, sh: sh, vu0: vu0, opts: opts, scenarios: scenarios, names: names, ths: ths}, nil
+	return nil
 }
 
 // withRate replaces the scenarios of opts by the constant-arrival-rate
@@ -135,7 +171,7 @@ func (o Overrides) withRate(opts Options) (Options, error) {
 		sc.Rate, sc.TimeUnit = int(math.Round(o.Rate*1000)), Duration(1000*time.Second)
 	}
 	opts.Scenarios = map[string]Scenario{DefaultScenario: sc}
-	opts.VUs, opts.Duration, opts.Iterations = 0, 0, 0
+	opts.VUs, opts.Duration, opts.Iterations, opts.Stages = 0, 0, 0, nil
 	return opts, nil
 }
 
@@ -171,29 +207,29 @@ type Plan struct {
 // the plan of the run without running it: no setup(), no iteration, no
 // request. Its errors are Run's before the load.
 func Inspect(ctx context.Context, cfg Config) (*Plan, error) {
-	p, err := prepare(ctx, cfg)
+	r, err := newRun(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer p.sh.Close()
-	return p.plan(), nil
+	defer r.close()
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	return r.plan(), nil
 }
 
-// plan describes p.
-func (p *prepared) plan() *Plan {
-	return &Plan{Script: p.prog.Path, Scenarios: p.scenarios, Names: p.names, Thresholds: p.ths,
-		Metrics: p.sh.Metrics, Clients: p.sh.Clients()}
+// plan describes the prepared run r.
+func (r *run) plan() *Plan {
+	return &Plan{Script: r.prog.Path, Scenarios: r.scenarios, Names: r.names, Thresholds: r.ths,
+		Metrics: r.sh.Metrics, Clients: r.sh.Clients()}
 }
 
 // End is when a scenario's schedule ends, from the start of the run: its
-// startTime plus its duration. known is false for a scenario that runs a
-// number of iterations: end is then the latest it may end (its
-// maxDuration).
+// startTime plus its length (its stages' durations, or its duration).
+// known is false for a scenario that runs a number of iterations: end is
+// then the latest it may end (its maxDuration).
 func (s Scenario) End() (end time.Duration, known bool) {
-	if s.Duration > 0 {
-		return s.StartTime.D() + s.Duration.D(), true
-	}
-	return s.StartTime.D() + s.MaxDuration.D(), false
+	return s.StartTime.D() + s.length(), len(s.Stages) > 0 || s.Duration > 0
 }
 
 // Length is when the last scenario's schedule ends, from the start of the
@@ -278,12 +314,25 @@ func describeScenario(s Scenario) string {
 	if s.MaxVUs > 0 {
 		add("maxVUs %d", s.MaxVUs)
 	}
+	if s.StartVUs != nil {
+		add("startVUs %d", *s.StartVUs)
+	}
+	if s.StartRate > 0 {
+		add("startRate %d per %v", s.StartRate, s.TimeUnit.D())
+	}
 	if s.Iterations > 0 {
 		add("iterations %d", s.Iterations)
 	}
-	if s.Duration > 0 {
+	switch {
+	case len(s.Stages) > 0:
+		stages := make([]string, len(s.Stages))
+		for i, st := range s.Stages {
+			stages[i] = fmt.Sprintf("%v→%d", st.Duration.D(), st.Target)
+		}
+		add("stages [%s] (%v)", strings.Join(stages, ", "), s.length())
+	case s.Duration > 0:
 		add("duration %v", s.Duration.D())
-	} else {
+	default:
 		add("maxDuration %v", s.MaxDuration.D())
 	}
 	if s.StartTime > 0 {
@@ -291,6 +340,9 @@ func describeScenario(s Scenario) string {
 	}
 	if s.GracefulStop != nil {
 		add("gracefulStop %v", s.GracefulStop.D())
+	}
+	if s.GracefulRampDown != nil {
+		add("gracefulRampDown %v", s.GracefulRampDown.D())
 	}
 	add("exec %s", s.Exec)
 	return strings.Join(parts, ", ")

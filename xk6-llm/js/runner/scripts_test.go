@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"net/http"
@@ -459,5 +460,110 @@ func TestCancelAfterExampleRecordsClientCancels(t *testing.T) {
 	}
 	if got := sum.Custom(js.MetricChecks, recording.TagFilter{}); got.Count != 16 || got.Rate() != 1 {
 		t.Errorf("checks: %d, rate %v, want 16 passed\n%s", got.Count, got.Rate(), out)
+	}
+}
+
+func TestRampingVUsExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 1.5 s load")
+	}
+	url, model := startSim(t)
+	var out strings.Builder
+	doc, err := Run(context.Background(), Config{
+		Script: filepath.Join(examples(t), "ramping-vus.js"),
+		Env:    map[string]string{"BASE_URL": url, "MODEL": model, "PEAK_VUS": "4", "STAGE": "500ms"},
+		Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out.String())
+	}
+	c := doc.Summary().Counts(recording.TagFilter{Scenario: DefaultScenario})
+	it := custom(doc, js.MetricIterations, recording.TagFilter{Scenario: DefaultScenario}).Sum
+	// About 4 VUs for 1 s (the ramps average half), each iteration about
+	// 100 ms: some 20 to 30 requests; loose bounds for a loaded machine.
+	if c.OK < 8 || c.Failed != 0 || float64(c.OK) != it {
+		t.Errorf("got %d ok and %d failed requests and %v iterations, want at least 8 ok, all of them iterations, none failed", c.OK, c.Failed, it)
+	}
+	if got := custom(doc, js.MetricVUsMax, recording.TagFilter{}).Last; got != 4 {
+		t.Errorf("vus_max: got %v, want the peak 4", got)
+	}
+}
+
+func TestRampingArrivalRateExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 2 s load")
+	}
+	url, model := startSim(t)
+	var out strings.Builder
+	doc, err := Run(context.Background(), Config{
+		Script: filepath.Join(examples(t), "ramping-arrival-rate.js"),
+		Env:    map[string]string{"BASE_URL": url, "MODEL": model, "RATE": "30", "STAGE": "1s"},
+		Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out.String())
+	}
+	// 0 → 30/s over 1 s, then 30/s for 1 s: 15 + 30 = 45 starts. Each
+	// request streams 64 tokens (about 150 ms here), so some 5 VUs are
+	// busy at once, grown from the one pre-allocated.
+	c := doc.Summary().Counts(recording.TagFilter{})
+	dropped := custom(doc, js.MetricDroppedIterations, recording.TagFilter{Scenario: "ramp"}).Sum
+	if float64(c.OK)+dropped != 45 || c.Failed != 0 || dropped > 20 {
+		t.Errorf("got %d ok and %d failed requests, %v dropped, want 45 ok or dropped, at most 20 dropped", c.OK, c.Failed, dropped)
+	}
+	if got := custom(doc, js.MetricVUsMax, recording.TagFilter{}).Last; got < 3 || got > 20 {
+		t.Errorf("vus_max: got %v, want 3 to 20 (grown from 1 up to maxVUs)", got)
+	}
+}
+
+func TestExecutionExample(t *testing.T) {
+	url, model := startSim(t)
+	var out strings.Builder
+	doc, err := Run(context.Background(), Config{
+		Script: filepath.Join(examples(t), "execution.js"),
+		Env:    map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "40"},
+		Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if doc.Verdict != report.VerdictPass {
+		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out.String())
+	}
+	if c := doc.Summary().Counts(recording.TagFilter{}); c.OK != 40 {
+		t.Errorf("got %d ok requests, want 40", c.OK)
+	}
+	// exec.scenario.iterationInTest is unique across the 4 VUs: each index
+	// from 0 to 39 was seen once.
+	for i := range 40 {
+		f := recording.TagFilter{Class: fmt.Sprintf("iter-%d", i)}
+		if got := custom(doc, "iteration_seen", f).Sum; got != 1 {
+			t.Errorf("iteration index %d: seen %v times, want once", i, got)
+		}
+	}
+	// exec.vu.tags.class reached the requests.
+	if c := doc.Summary().Counts(recording.TagFilter{Class: "prompt-0"}); c.OK != 8 {
+		t.Errorf("requests tagged class prompt-0: got %d, want 8", c.OK)
+	}
+
+	// exec.test.abort() ends the run early, as aborted.
+	doc, err = Run(context.Background(), Config{
+		Script: filepath.Join(examples(t), "execution.js"),
+		Env:    map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "1000", "ABORT_AFTER": "10"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Verdict != report.VerdictAborted || doc.Abort.Cause != report.AbortScript || !strings.Contains(doc.Abort.Detail, "enough iterations: 10") {
+		t.Errorf("got verdict %s, abort %+v, want aborted by the script", doc.Verdict, doc.Abort)
+	}
+	if c := doc.Summary().Counts(recording.TagFilter{}); c.OK < 10 || c.OK > 20 {
+		t.Errorf("got %d ok requests after aborting at 10 iterations, want 10 to 20 (one more per VU at most)", c.OK)
 	}
 }

@@ -69,7 +69,7 @@ func summaryMetric(m metrics.Metric, sum *recording.Summary, src *assertions.Sum
 	if m.IsTime() {
 		sm.Contains = "time"
 	}
-	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint}
+	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario}
 	secs := sum.Duration.Seconds()
 	switch m.Kind {
 	case metrics.Trend:
