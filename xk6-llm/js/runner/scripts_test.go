@@ -73,10 +73,16 @@ func TestChatArrivalRateExample(t *testing.T) {
 	for _, m := range []struct {
 		name      string
 		wantCount int64
-	}{{js.MetricIterations, 60}, {js.MetricChecks, 180}, {"tokens_per_second", 60}} {
+	}{{js.MetricIterations, 60}, {js.MetricChecks, 180}} {
 		if got := sum.Custom(m.name, recording.TagFilter{}).Count; got != m.wantCount {
 			t.Errorf("%s: got %d samples, want %d", m.name, got, m.wantCount)
 		}
+	}
+	// The script adds a tokens_per_second sample only when e2e > ttft: on
+	// a loaded machine a whole stream can arrive in one read (e2e == ttft),
+	// so a few of the 60 may lack one.
+	if got := sum.Custom("tokens_per_second", recording.TagFilter{}).Count; got < 50 || got > 60 {
+		t.Errorf("tokens_per_second: got %d samples, want 50 to 60 (one per request whose stream spanned time)", got)
 	}
 	var evaluated bool
 	for _, th := range doc.Thresholds {
