@@ -33,7 +33,10 @@ import (
 //	ident_char  ::= letter | digit | "_"
 //	tag_list    ::= tag { ws "," ws tag }
 //	tag         ::= tag_key ws ":" ws tag_value
-//	tag_key     ::= "phase" | "fault" | "class" | "endpoint" | "scenario"
+//	tag_key     ::= "phase" | "fault" | "class" | "endpoint" | "scenario" | "name"
+//
+// "name" is k6's request-name tag; llmchaos records it as the class, so
+// {name:X} selects what {class:X} selects.
 //	tag_value   ::= bare | dquoted | squoted             (+ quoting)
 //	bare        ::= bare_char { bare_char }               (trailing ws trimmed)
 //	bare_char   ::= any character but "," "{" "}" '"' "'"

@@ -331,6 +331,15 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
+func TestParseKeyNameIsClass(t *testing.T) {
+	// k6 scripts select a request by its name tag; it is recorded as the
+	// class, so http_req_duration{name:weather} works unchanged.
+	m, tags, err := assertions.ParseKey("e2e{name:weather}")
+	if err != nil || m != "e2e" || tags != (assertions.Tags{Class: "weather"}) {
+		t.Errorf("got %q %+v %v, want e2e {Class:weather}", m, tags, err)
+	}
+}
+
 func TestTagsMatches(t *testing.T) {
 	got := assertions.Tags{Phase: "fault", Fault: "oom", Class: "chat", Endpoint: "http://a"}
 	tests := []struct {

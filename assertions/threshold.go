@@ -204,7 +204,7 @@ func (t *Tags) field(key string) *string {
 		return &t.Phase
 	case "fault":
 		return &t.Fault
-	case "class":
+	case "class", "name": // k6 scripts select a request by its name tag, recorded as the class
 		return &t.Class
 	case "endpoint":
 		return &t.Endpoint

@@ -321,7 +321,7 @@ func ParseTagFilter(tags map[string]string) (TagFilter, error) {
 			f.Phase = v
 		case "fault":
 			f.Fault = v
-		case "class":
+		case "class", "name": // k6's name tag is recorded as the class
 			f.Class = v
 		case "endpoint":
 			f.Endpoint = v
