@@ -93,7 +93,10 @@ func TestLossMeasured(t *testing.T) {
 
 			measured := 100 * float64(n-got) / n
 			t.Logf("sent %d, received %d, rule dropped %d: loss %.2f%%", n, got, drops, measured)
-			if got+int(drops) != n {
+			// A rule that does not match the probe may still drop the
+			// namespace's own traffic (neighbour discovery leaving B):
+			// the accounting is exact only for rules that match the probe.
+			if tt.wantLoss && got+int(drops) != n {
 				t.Errorf("received %d + dropped by the rule %d = %d, want %d: something else lost packets",
 					got, drops, got+int(drops), n)
 			}
