@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -130,12 +131,6 @@ func phaseFigures(sum *recording.Summary) ([]PhaseStats, []Histogram, error) {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortStableFunc(keys, func(a, b key) int {
-		if c := strings.Compare(a.phase, b.phase); c != 0 {
-			return c
-		}
-		return strings.Compare(a.fault, b.fault)
-	})
 	var phases []PhaseStats
 	var hists []Histogram
 	for _, k := range keys {
@@ -165,7 +160,20 @@ func phaseFigures(sum *recording.Summary) ([]PhaseStats, []Histogram, error) {
 			hists = append(hists, Histogram{Phase: k.phase, Fault: k.fault, Metric: HistogramKey(m), HDR: string(enc)})
 		}
 	}
+	sortParts(phases, hists)
 	return phases, hists, nil
+}
+
+// sortParts puts phase rows and histograms in the order a store returns
+// them: by phase, fault and metric, bytewise (not by a database's
+// collation).
+func sortParts(phases []PhaseStats, hists []Histogram) {
+	slices.SortStableFunc(phases, func(a, b PhaseStats) int {
+		return cmp.Or(strings.Compare(a.Phase, b.Phase), strings.Compare(a.Fault, b.Fault))
+	})
+	slices.SortStableFunc(hists, func(a, b Histogram) int {
+		return cmp.Or(strings.Compare(a.Phase, b.Phase), strings.Compare(a.Fault, b.Fault), strings.Compare(a.Metric, b.Metric))
+	})
 }
 
 // hdrhistogramV2 selects the encoding run.json uses for its histograms.

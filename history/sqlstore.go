@@ -319,6 +319,11 @@ FROM llmchaos_run_recovery WHERE run_id IN (%s) ORDER BY run_id, idx`,
 				return nil
 			}},
 	}
+	defer func() {
+		for i := range runs {
+			sortParts(runs[i].Phases, runs[i].Histograms)
+		}
+	}()
 	for _, p := range parts {
 		if detail&p.flag == 0 {
 			continue
