@@ -137,21 +137,19 @@ func phaseFigures(sum *recording.Summary) ([]PhaseStats, []Histogram, error) {
 		f := recording.TagFilter{Phase: k.phase, Fault: k.fault}
 		c := sum.Counts(f)
 		ps := PhaseStats{Phase: k.phase, Fault: k.fault, Requests: c.Finished(), Failed: c.Failed, ErrorRate: c.ErrorRate()}
-		for _, x := range []struct {
-			m   recording.Metric
-			dst *Percentiles
-		}{
-			{recording.MetricTTFT, &ps.TTFT}, {recording.MetricE2E, &ps.E2E},
-			{recording.MetricITL, &ps.ITL}, {recording.MetricTPOT, &ps.TPOT},
-		} {
-			d := recording.Summarize(sum.Histogram(x.m, f))
-			*x.dst = Percentiles{Count: d.Count, P50: float64(d.P50) / 1000, P90: float64(d.P90) / 1000, P99: float64(d.P99) / 1000}
+		lat := map[recording.Metric]*Percentiles{
+			recording.MetricTTFT: &ps.TTFT, recording.MetricE2E: &ps.E2E,
+			recording.MetricITL: &ps.ITL, recording.MetricTPOT: &ps.TPOT,
 		}
-		phases = append(phases, ps)
 		for m := range recording.NumMetrics {
 			h := sum.Histogram(m, f)
 			if h == nil || h.TotalCount() == 0 {
 				continue
+			}
+			if dst, ok := lat[m]; ok {
+				// ValueAtPercentile, as the report's figures (µs → ms).
+				v := h.ValueAtPercentiles([]float64{50, 90, 99})
+				*dst = Percentiles{Count: h.TotalCount(), P50: float64(v[50]) / 1000, P90: float64(v[90]) / 1000, P99: float64(v[99]) / 1000}
 			}
 			enc, err := h.Encode(hdrhistogramV2)
 			if err != nil {
@@ -159,6 +157,7 @@ func phaseFigures(sum *recording.Summary) ([]PhaseStats, []Histogram, error) {
 			}
 			hists = append(hists, Histogram{Phase: k.phase, Fault: k.fault, Metric: HistogramKey(m), HDR: string(enc)})
 		}
+		phases = append(phases, ps)
 	}
 	sortParts(phases, hists)
 	return phases, hists, nil

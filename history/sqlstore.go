@@ -378,7 +378,7 @@ func floatPtr(v sql.NullFloat64) *float64 {
 // compress gzips b.
 func compress(b []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
