@@ -322,6 +322,16 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 		fmt.Fprintf(&b, "history: not checked for regressions: %s\n", r.Note)
 	default:
 		regs := r.Regressions()
+		judged := 0
+		for _, f := range r.Findings {
+			if f.Judged {
+				judged++
+			}
+		}
+		short := ""
+		if n := len(r.Findings) - judged; n > 0 {
+			short = fmt.Sprintf("; %d not judged: too few comparable runs with data, %d needed", n, r.Rule.MinRuns)
+		}
 		for _, f := range r.Findings {
 			if f.Regression || verbose {
 				mark := "  ok        "
@@ -332,11 +342,11 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 			}
 		}
 		if len(regs) == 0 {
-			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged; beyond %s and %g run-to-run spreads)\n",
-				len(r.Comparable), len(r.Findings), strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K)
+			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged: none beyond %s and %g run-to-run spreads%s)\n",
+				len(r.Comparable), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
 		} else {
-			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures (beyond %s and %g run-to-run spreads)\n",
-				len(r.Comparable), len(regs), len(r.Findings), strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K)
+			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures judged (beyond %s and %g run-to-run spreads%s)\n",
+				len(r.Comparable), len(regs), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {

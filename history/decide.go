@@ -70,6 +70,8 @@ type Evidence struct {
 type Decision struct {
 	// Regression is true when the figure regressed.
 	Regression bool `json:"regression"`
+	// Judged is false when the history was too short to judge the figure.
+	Judged bool `json:"judged"`
 	// Runs is how many history values were judged against.
 	Runs int `json:"runs"`
 	// Median is the history's median; Spread its run-to-run spread (see
@@ -118,6 +120,7 @@ func Decide(e Evidence, r Rule) Decision {
 		d.Reason = fmt.Sprintf("only %d comparable runs (%d needed)", d.Runs, minRuns)
 		return d
 	}
+	d.Judged = true
 	d.Median = median(hist)
 	d.Spread = noiseSpread(hist)
 	d.Limit = max(d.Median*(1+r.MaxRegression), d.Median+r.K*d.Spread, d.Median+e.Floor)

@@ -17,6 +17,11 @@ import (
 // caching this file between runs.
 const DefaultPath = ".llmchaos/history.db"
 
+// EnvLocation names the environment variable that, when set, replaces
+// DefaultPath as the history the CLI uses without --history: a CI job
+// sets it once (to a postgres:// URL, say) for every command.
+const EnvLocation = "LLMCHAOS_HISTORY"
+
 // busyTimeoutMs is how long a SQLite writer waits for another process's
 // lock on the file before it fails.
 const busyTimeoutMs = 15000
@@ -88,6 +93,23 @@ func resolve(location string) (d dialect, dsn, shown string, err error) {
 	}
 	dsn = fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", p, busyTimeoutMs)
 	return sqliteDialect, dsn, p, nil
+}
+
+// CheckLocation reports a location Open cannot take (a URL of another
+// database, a SQLite path holding ? or #), without opening or creating
+// anything: for checking flags before a long run.
+func CheckLocation(location string) error {
+	switch {
+	case strings.HasPrefix(location, "postgres://"), strings.HasPrefix(location, "postgresql://"):
+		if _, err := url.Parse(location); err != nil {
+			return fmt.Errorf("history: %s: not a PostgreSQL URL: %w", redactURL(location), err)
+		}
+	case strings.Contains(location, "://"):
+		return fmt.Errorf("history %q: want a postgres:// URL or a file path for SQLite", redactURL(location))
+	case strings.ContainsAny(strings.TrimPrefix(location, "sqlite:"), "?#"):
+		return fmt.Errorf("history %q: a SQLite path must not hold ? or #", location)
+	}
+	return nil
 }
 
 // redactURL removes the password of a URL, for messages; text that does not

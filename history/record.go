@@ -202,24 +202,27 @@ func ExperimentName(doc *report.Document) string {
 
 // specIgnored are the keys of a run's recorded configuration that SpecHash
 // leaves out: what differs between two samples of one experiment (the seed,
-// the run directory, ports of the runner's own endpoints, outputs), its
-// name and description (the experiment column has the name), and where it
-// ran (the Target column).
+// the run directory, ports of the runner's own endpoints, outputs), what
+// judges a run without changing what it measures (thresholds, stop
+// conditions), its name and description (the experiment column has the
+// name), and where it ran (the Target column).
 var specIgnored = map[string]bool{
 	"seed": true, "run_dir": true, "out": true, "name": true, "metadata": true, "endpoints": true,
+	"thresholds": true, "stop_conditions": true,
 	"save_requests": true, "server_monitor": true, "scrape_interval": true, "api_key_env": true,
 	"target": true, "targets": true, "model": true, "start_at": true, "headers": true,
 }
 
-// SpecHash identifies what a run ran, apart from where and which sample:
-// the first 16 hex digits of the SHA-256 of its recorded configuration
-// (run.json's config: the experiment as resolved, with its defaults and
-// the command's overrides such as --duration and --threshold) in
-// canonical JSON (keys sorted, no spaces), leaving out the top-level keys
-// that differ between two samples of one experiment or name where it ran
-// (seed, run directory, endpoints, target, model, outputs, metadata).
-// Editing a comment of the file leaves it; changing a rate, a fault, a
-// threshold or a default does not. A report without a configuration
+// SpecHash identifies what a run measured, apart from where and which
+// sample: the first 16 hex digits of the SHA-256 of its recorded
+// configuration (run.json's config: the experiment as resolved, with its
+// defaults and the command's overrides such as --duration) in canonical
+// JSON (keys sorted, no spaces), leaving out the top-level keys that
+// differ between two samples of one experiment, name where it ran, or
+// only judge it (seed, run directory, endpoints, target, model, outputs,
+// metadata, thresholds, stop conditions). Editing a comment or a
+// threshold of the file leaves it; changing a rate, a fault, the recovery
+// settings or a default does not. A report without a configuration
 // hashes its experiment file's text.
 func SpecHash(doc *report.Document) string {
 	h := sha256.New()

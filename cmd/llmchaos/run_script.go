@@ -100,7 +100,8 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if c.Seed != nil {
 		cfg.Seed = *c.Seed
 	}
-	return scriptResult(runner.Run(cmd.Context(), cfg))
+	doc, err := runner.Run(cmd.Context(), cfg)
+	return c.History.finish(cmd.Context(), "llmchaos run", doc, scriptResult(doc, err), c.Summary, stdout, stderr)
 }
 
 // scriptResult maps how a script run ended to the command's exit code.
