@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/llmchaos/llmchaos/report"
 )
 
 // WriteList writes runs (newest first, as List returns them) as a table:
@@ -127,15 +129,12 @@ func WriteRun(w io.Writer, r *Run) error {
 			if !th.OK {
 				mark = "✗"
 			}
-			v := "no data"
-			if th.Value != nil {
-				v = strconv.FormatFloat(*th.Value, 'g', 6, 64)
-			}
+			v := report.ThresholdResult{Metric: th.Metric, Tags: th.Tags, Expr: th.Expr, Value: th.Value, OK: th.OK, NoData: th.NoData}.Observed()
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", mark, th.Key(), th.Expr, v)
 		}
 	}
 	if len(r.Phases) > 0 {
-		fmt.Fprintln(tw, "\nphase\tfault\trequests\terror rate\tttft p50\tttft p99\te2e p99\titl p99\t")
+		fmt.Fprintln(tw, "\n  phase\tfault\trequests\terror rate\tttft p50\tttft p99\te2e p99\titl p99\t")
 		for _, p := range r.Phases {
 			name := p.Phase
 			if name == WholeRun {
@@ -154,7 +153,7 @@ func WriteRun(w io.Writer, r *Run) error {
 		}
 	}
 	if len(r.Recovery) > 0 {
-		fmt.Fprintln(tw, "\nrecovery\trecovered\ttime\tfrom revert\t")
+		fmt.Fprintln(tw, "\n  recovery\trecovered\ttime\tfrom revert\t")
 		for _, rc := range r.Recovery {
 			t, ttr := "-", "-"
 			if rc.RecoveryTimeS != nil {

@@ -223,7 +223,8 @@ func verdictClass(v string) string {
 func unixS(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // trendSpan is the x range of an experiment's plots: its first to its last
-// run, padded by a twentieth each side (an hour when it has one run).
+// run, padded by a twentieth each side (half an hour when all its runs
+// share one instant).
 func trendSpan(e TrendExperiment) (from, to float64) {
 	from, to = math.Inf(1), math.Inf(-1)
 	for _, r := range e.Runs {
@@ -236,11 +237,14 @@ func trendSpan(e TrendExperiment) (from, to float64) {
 			}
 		}
 	}
-	if math.IsInf(from, 0) {
+	switch {
+	case math.IsInf(from, 0):
 		now := unixS(time.Now())
-		return now - 3600, now + 3600
+		return now - 1800, now + 1800
+	case to-from < 1:
+		return from - 1800, to + 1800
 	}
-	pad := math.Max((to-from)/20, 1800)
+	pad := (to - from) / 20
 	return from - pad, to + pad
 }
 
@@ -325,23 +329,39 @@ func (tp *timePlot) renderWith(from, to float64, marks []TrendMark, height vg.Le
 	return nil
 }
 
-// dateTicks labels the x axis (seconds since the epoch) with dates at
-// whole days, or with times of day at whole hours for a span under two
-// days, about six of them.
+// dateTicks labels the x axis (seconds since the epoch) with about six
+// ticks at round instants: dates for a span of days, times of day for
+// hours, with seconds for minutes.
 type dateTicks struct{}
 
 var _ plot.Ticker = dateTicks{}
+
+// tickSteps are the steps dateTicks chooses from, in seconds.
+var tickSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600,
+	86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 182 * 86400, 364 * 86400}
 
 func (dateTicks) Ticks(lo, hi float64) []plot.Tick {
 	span := hi - lo
 	if !(span > 0) {
 		return nil
 	}
-	unit, layout := 86400.0, "Jan 2"
-	if span < 2*86400 {
-		unit, layout = 3600, "15:04"
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if span/s <= 7 {
+			step = s
+			break
+		}
 	}
-	step := unit * math.Max(1, math.Ceil(span/unit/6))
+	layout := "Jan 2"
+	switch {
+	case step < 60:
+		layout = "15:04:05"
+	case step < 86400:
+		layout = "15:04"
+		if span > 86400 {
+			layout = "Jan 2 15:04"
+		}
+	}
 	var out []plot.Tick
 	for x := math.Ceil(lo/step) * step; x <= hi; x += step {
 		out = append(out, plot.Tick{Value: x, Label: time.Unix(int64(x), 0).UTC().Format(layout)})
@@ -404,7 +424,12 @@ func (mp *markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		cx := trX(x)
 		c.StrokeLine2(line, cx, c.Min.Y, cx, c.Max.Y)
 		if c.Max.Y-c.Min.Y > 60 {
-			c.FillText(sty, vg.Point{X: cx + 3, Y: c.Max.Y - 2}, m.Label)
+			// Right of the line, or left of it where it would run off.
+			at, st := vg.Point{X: cx + 3, Y: c.Max.Y - 2}, sty
+			if cx+3+sty.Width(m.Label) > c.Max.X {
+				at.X, st.XAlign = cx-3, draw.XRight
+			}
+			c.FillText(st, at, m.Label)
 		}
 	}
 }
