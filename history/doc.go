@@ -7,8 +7,8 @@
 // commit), start time, verdict and exit code, every threshold's value and
 // outcome, per-phase percentiles (TTFT, E2E, ITL, TPOT p50/p90/p99) and error
 // rates, recovery times, requests lost, the resilience score when the run
-// has one, the HDR histograms per phase (encoded as run.json encodes them)
-// and the whole run.json, gzip-compressed. Two implementations share one
+// has one, the latency HDR histograms per phase (encoded as run.json
+// encodes them) and the whole run.json, gzip-compressed. Two implementations share one
 // SQL layer: an embedded SQLite file (pure Go, modernc.org/sqlite, so the
 // static binary needs no cgo; .llmchaos/history.db by default) and
 // PostgreSQL (github.com/jackc/pgx/v5) for a team sharing one history. Open

@@ -141,7 +141,7 @@ func phaseFigures(sum *recording.Summary) ([]PhaseStats, []Histogram, error) {
 			recording.MetricTTFT: &ps.TTFT, recording.MetricE2E: &ps.E2E,
 			recording.MetricITL: &ps.ITL, recording.MetricTPOT: &ps.TPOT,
 		}
-		for m := range recording.NumMetrics {
+		for _, m := range storedHistograms {
 			h := sum.Histogram(m, f)
 			if h == nil || h.TotalCount() == 0 {
 				continue
@@ -173,6 +173,13 @@ func sortParts(phases []PhaseStats, hists []Histogram) {
 	slices.SortStableFunc(hists, func(a, b Histogram) int {
 		return cmp.Or(strings.Compare(a.Phase, b.Phase), strings.Compare(a.Fault, b.Fault), strings.Compare(a.Metric, b.Metric))
 	})
+}
+
+// storedHistograms are the metrics whose histograms a Run keeps per phase:
+// the latencies report.Compare bootstraps, and the output length. The
+// stored run.json keeps every metric's, per tag tuple.
+var storedHistograms = []recording.Metric{
+	recording.MetricTTFT, recording.MetricITL, recording.MetricTPOT, recording.MetricE2E, recording.MetricOutputTokens,
 }
 
 // hdrhistogramV2 selects the encoding run.json uses for its histograms.

@@ -90,7 +90,8 @@ type Run struct {
 	Phases []PhaseStats `json:"phases,omitempty"`
 	// Recovery holds recovery_time per fault.
 	Recovery []Recovery `json:"recovery,omitempty"`
-	// Histograms hold the HDR histograms of each Phases row, per metric.
+	// Histograms hold the HDR histograms of each Phases row: ttft, itl,
+	// tpot, e2e (µs) and output_tokens.
 	Histograms []Histogram `json:"histograms,omitempty"`
 	// Report is the run's JSON report (run.json), uncompressed; only
 	// with Detail WithReport.
