@@ -221,9 +221,9 @@ func newHistoryCmd() *cobra.Command {
 		Short: "List the runs recorded in the history (llmchaos history show RUN prints one)",
 		Long: `history lists the runs recorded in the history, newest first: every
 llmchaos run (unless --no-history), and llmchaos load with --history. The
-history is the SQLite file ` + history.DefaultPath + ` in the working directory, or
-the one --history names (a SQLite file, or a postgres:// URL for a history
-a team shares).
+history is the one --history names (a SQLite file, or a postgres:// URL for
+a history a team shares), else $` + history.EnvLocation + `, else the SQLite file
+` + history.DefaultPath + ` in the working directory.
 
 Each run is listed with its id, start, experiment, verdict (and a
 regression against the history, when one was found), exit code, TTFT and

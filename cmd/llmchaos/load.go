@@ -665,7 +665,7 @@ Exit codes: 0 the run passed (or had no thresholds: no verdict); 99 a
 reports are still written and name the cause); 2 bad flags or configuration,
 or a failed pre-flight check; 1 anything else.
 
-History: with --history (` + "`" + `.llmchaos/history.db` + "`" + `, another SQLite file, or a
+History: with --history (.llmchaos/history.db, another SQLite file, or a
 postgres:// URL) the run is recorded there, labelled (--label KEY=VALUE) and
 checked against its comparable runs as llmchaos run does (--max-regression,
 --fail-on-regression: exit 99, --regression-runs); a history that cannot be

@@ -96,18 +96,18 @@ exports one span per request, and the server monitor scrapes each endpoint's
 /metrics every --scrape-interval into run.json's server series (--no-scrape:
 off).
 
-History: every run is recorded into the history (` + "`" + `.llmchaos/history.db` + "`" + `, a SQLite
-file in the working directory; --history FILE or a postgres:// URL for
-another; --no-history: not at all) with its labels (--label KEY=VALUE, and
-git_commit from the CI's variables or git), and checked against the median
-of its last --regression-runs comparable runs (same spec hash and target): a
-figure (TTFT and E2E p50 and p99 and the error rate per phase, each fault's
-recovery time) regresses when it exceeds that median by more than
---max-regression (default 10%) and by more than the history's run-to-run
-spread, with a significant bootstrap for a percentile. A regression is
-reported; with --fail-on-regression it exits 99. A history that cannot be
-opened or written is a warning: it never changes the verdict. See llmchaos
-history and llmchaos trend.
+History: every run is recorded into the history (--history: a SQLite file
+or a postgres:// URL; else $LLMCHAOS_HISTORY; else .llmchaos/history.db in
+the working directory; --no-history: not at all) with its labels (--label
+KEY=VALUE, and git_commit from the CI's variables or git), and checked
+against the median of its last --regression-runs comparable runs (same spec
+hash and target): a figure (TTFT and E2E p50 and p99 and the error rate per
+phase, each fault's recovery time) regresses when it exceeds that median by
+more than --max-regression (default 10%) and by more than 4 of the history's
+run-to-run spreads, with a significant bootstrap for a percentile. A
+regression is reported; with --fail-on-regression it exits 99. A history
+that cannot be opened or written is a warning: it never changes the
+verdict. See llmchaos history and llmchaos trend.
 
 Exit codes: 0 pass; 99 a threshold failed, or the steady state did not hold
 after the load, or (--fail-on-regression) the run regressed against the
