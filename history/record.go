@@ -71,12 +71,13 @@ func FromDocument(doc *report.Document, opts RecordOptions) (*Run, error) {
 		sum = back.Summary()
 	}
 	run := &Run{
-		Experiment:  ExperimentName(doc),
-		Kind:        KindLoad,
-		SpecHash:    SpecHash(doc),
-		Target:      Target(doc),
-		StartedAt:   doc.StartedAt.UTC(),
-		RecordedAt:  opts.Now,
+		Experiment: ExperimentName(doc),
+		Kind:       KindLoad,
+		SpecHash:   SpecHash(doc),
+		Target:     Target(doc),
+		// Stores keep microseconds: so does the Run, to read back equal.
+		StartedAt:   doc.StartedAt.UTC().Truncate(time.Microsecond),
+		RecordedAt:  opts.Now.UTC().Truncate(time.Microsecond),
 		DurationS:   doc.DurationS,
 		Verdict:     doc.Verdict,
 		ExitCode:    opts.ExitCode,
@@ -90,7 +91,7 @@ func FromDocument(doc *report.Document, opts RecordOptions) (*Run, error) {
 		Report:      buf.Bytes(),
 	}
 	if run.StartedAt.IsZero() {
-		run.StartedAt = time.Now().UTC()
+		run.StartedAt = time.Now().UTC().Truncate(time.Microsecond)
 	}
 	if doc.Experiment != nil {
 		run.Kind = KindExperiment

@@ -52,7 +52,7 @@ func (s *sqlStore) Insert(ctx context.Context, run *Run) (id int64, err error) {
 	}()
 	recorded := run.RecordedAt
 	if recorded.IsZero() {
-		recorded = time.Now()
+		recorded = time.Now().UTC().Truncate(time.Microsecond)
 	}
 	var regressed any
 	if run.Regressed != nil {

@@ -81,6 +81,7 @@ func insert(t *testing.T, s Store, doc *report.Document, opts RecordOptions) int
 func testRoundTrip(t *testing.T, loc string) {
 	s := open(t, loc)
 	doc := synthRun(t, synth{seed: 3, night: 2})
+	doc.StartedAt = doc.StartedAt.Add(123456789 * time.Nanosecond) // stores keep µs: the Run too
 	score, regressed := 87.5, true
 	now := time.Date(2026, 3, 3, 4, 5, 6, 123456000, time.UTC)
 	want, err := FromDocument(doc, RecordOptions{ExitCode: 99, Labels: map[string]string{"version": "1.4.2", LabelGitCommit: "abc123"},
