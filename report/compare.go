@@ -37,6 +37,11 @@ type CompareOptions struct {
 	// Rand drives the bootstrap; the same seed gives the same intervals.
 	// nil uses a generator seeded with 1.
 	Rand *rand.Rand
+	// Filter selects the tag tuples whose histograms the percentiles and
+	// their intervals come from (recording.TagFilter{Phase: "fault"}: the
+	// fault phase of both runs); the zero filter takes the whole runs.
+	// Rows always set the whole runs side by side.
+	Filter recording.TagFilter
 }
 
 // comparedPercentiles are the percentiles of the metrics the table marks
@@ -201,10 +206,9 @@ func Compare(base, next *Document, opts CompareOptions) (*Comparison, error) {
 		Resamples: opts.Resamples, Confidence: opts.Confidence, MaxRegression: opts.MaxRegression,
 	}
 	c.Rows = deltaRows(base, next)
-	all := recording.TagFilter{}
 	for _, m := range bootstrapMetrics() {
-		bc := newHistCDF(base.run.Histogram(m, all))
-		nc := newHistCDF(next.run.Histogram(m, all))
+		bc := newHistCDF(base.run.Histogram(m, opts.Filter))
+		nc := newHistCDF(next.run.Histogram(m, opts.Filter))
 		for _, p := range comparedPercentiles {
 			c.Percentiles = append(c.Percentiles, comparePercentile(m, p, bc, nc, opts, rng))
 		}

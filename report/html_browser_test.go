@@ -226,6 +226,24 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("image request not caught; requests = %q", got.requests)
 		}
 	})
+	// The trend page (WriteTrendHTML) in the report's look: plots at a
+	// readable width, nothing loaded, no error.
+	t.Run("trend", func(t *testing.T) {
+		file := filepath.Join(dir, "trend.html")
+		if err := WriteTrendHTMLFile(file, sampleTrend()); err != nil {
+			t.Fatal(err)
+		}
+		got := loadInBrowser(t, browser, file)
+		if len(got.console) > 0 || len(got.requests) != 1 {
+			t.Errorf("console %q, requests %q; want no error and only the page", got.console, got.requests)
+		}
+		l := got.layout
+		if l.Plots != 5 || l.MinPlotWidth < 520 || l.ScrollWidth > l.InnerWidth || l.Sections != 2 || !strings.Contains(l.Title, "nightly") {
+			t.Errorf("trend page %q: %d plots, narrowest %.0f px, %.0f px wide in %.0f, %d sections; want 5 plots ≥ 520 px, no sideways scroll, 2 sections",
+				l.Title, l.Plots, l.MinPlotWidth, l.ScrollWidth, l.InnerWidth, l.Sections)
+		}
+		checkNotBlank(t, got.shot)
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(dir, "report-"+tt.name+".html")

@@ -101,6 +101,7 @@ type loadFlags struct {
 	Summary      summaryFlags
 	Verdict      verdictFlags
 	Observe      observeFlags
+	History      historyFlags
 }
 
 // defaultLoadFlags returns the flag defaults.
@@ -160,6 +161,8 @@ type loadConfig struct {
 	SLO        recording.SLO
 	// Goodput is --goodput as given (for the report's config).
 	Goodput string
+	// History records the run into the history with --history.
+	History historyConfig
 }
 
 // addLoadFlags binds the load command's flags to f.
@@ -223,6 +226,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	f.Summary.add(fs, "print only the verdict line, and warnings and errors on stderr: no start line, no live progress, no summary table")
 	f.Verdict.add(fs)
 	f.Observe.add(fs)
+	f.History.add(fs, false)
 }
 
 // renamedFlags maps the flag names the workload's own validation uses to
@@ -476,6 +480,11 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		errs = append(errs, errors.Unwrap(err))
 	}
 	c.Thresholds, c.SLO = ths, slo
+	hist, err := f.History.config(fs, false)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.History = hist
 	return c, errors.Join(errs...)
 }
 
@@ -654,7 +663,13 @@ Exit codes: 0 the run passed (or had no thresholds: no verdict); 99 a
 --threshold failed; 98 the run was aborted, by a stop condition or by Ctrl-C
 (SIGINT, SIGTERM, SIGHUP, SIGQUIT: requests in flight are cancelled, the
 reports are still written and name the cause); 2 bad flags or configuration,
-or a failed pre-flight check; 1 anything else.`,
+or a failed pre-flight check; 1 anything else.
+
+History: with --history (.llmchaos/history.db, another SQLite file, or a
+postgres:// URL) the run is recorded there, labelled (--label KEY=VALUE) and
+checked against its comparable runs as llmchaos run does (--max-regression,
+--fail-on-regression: exit 99, --regression-runs); a history that cannot be
+written is a warning.`,
 		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
   llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --input-tokens 1024 --output-tokens 256 --ignore-eos
   llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml

@@ -32,7 +32,7 @@ var errStopCondition = errors.New("stopped by a failing abortOnFail threshold")
 // --html) and the verdict as the command's exit. When a report goes to
 // standard output (--out -), everything else the command prints goes to
 // stderr, so that stdout holds the report alone.
-func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) error {
+func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (result error) {
 	live, err := assertions.NewLive(cfg.Thresholds)
 	if err != nil {
 		return usageError(err)
@@ -178,6 +178,9 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) erro
 		return errors.Join(append(errs, err)...)
 	}
 	doc.Abort = abort
+	// With --history the run is recorded whatever its exit (only
+	// --fail-on-regression may turn a pass into 99).
+	defer func() { result = cfg.History.finish(ctx, cmdName, doc, result, cfg.Summary, human, stderr) }()
 	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written

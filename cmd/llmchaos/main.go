@@ -40,7 +40,9 @@ const (
 	// (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) for llmchaos load and run, or a
 	// script's exec.test.abort(); the reports name the cause.
 	ExitAborted = 98
-	// ExitThresholds means at least one threshold failed (as k6).
+	// ExitThresholds means at least one threshold failed (as k6); for run
+	// and load with --fail-on-regression also a regression against the
+	// history (the message says so).
 	ExitThresholds = 99
 )
 
@@ -164,6 +166,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSchemaCmd(),
 		newRunCmd(),
 		newRecoverCmd(),
+		newHistoryCmd(),
+		newTrendCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

@@ -46,6 +46,11 @@ type runConfig struct {
 	// --verbose, --summary-trend-stats); NoColor is --no-color.
 	Summary report.TextOptions
 	NoColor bool
+
+	// History records the run into the history and checks it against
+	// the history's comparable runs (--history, --no-history, --label,
+	// --max-regression, --fail-on-regression, --regression-runs).
+	History historyConfig
 }
 
 func newRunCmd() *cobra.Command {
@@ -56,6 +61,7 @@ func newRunCmd() *cobra.Command {
 		remoteWrite string
 		sumFlags    summaryFlags
 		scriptF     scriptFlags
+		histFlags   historyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -92,8 +98,22 @@ exports one span per request, and the server monitor scrapes each endpoint's
 /metrics every --scrape-interval into run.json's server series (--no-scrape:
 off).
 
+History: every run is recorded into the history (--history: a SQLite file
+or a postgres:// URL; else $LLMCHAOS_HISTORY; else .llmchaos/history.db in
+the working directory; --no-history: not at all) with its labels (--label
+KEY=VALUE, and git_commit from the CI's variables or git), and checked
+against the median of its last --regression-runs comparable runs (same spec
+hash and target): a figure (TTFT and E2E p50 and p99 and the error rate per
+phase, each fault's recovery time) regresses when it exceeds that median by
+more than --max-regression (default 10%) and by more than 4 of the history's
+run-to-run spreads, with a significant bootstrap for a percentile. A
+regression is reported; with --fail-on-regression it exits 99. A history
+that cannot be opened or written is a warning: it never changes the
+verdict. See llmchaos history and llmchaos trend.
+
 Exit codes: 0 pass; 99 a threshold failed, or the steady state did not hold
-after the load; 98 aborted (a stop condition, or Ctrl-C, SIGTERM, SIGHUP,
+after the load, or (--fail-on-regression) the run regressed against the
+history; 98 aborted (a stop condition, or Ctrl-C, SIGTERM, SIGHUP,
 SIGQUIT; the reports name the cause); 97 a fault could
 not be reverted (it may still be applied: run llmchaos recover); 96 the steady
 state did not hold before the faults, so none was injected; 2 the experiment
@@ -106,6 +126,8 @@ itself failed.
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
+  llmchaos run experiment.yaml --label version=1.4.2 --fail-on-regression
+  llmchaos run experiment.yaml --history postgres://llmchaos@db:5432/chaos --max-regression 15%
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
   llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml
   llmchaos run examples/scripts/chat-arrival-rate.js --dry-run --threshold 'ttft: p(99)<500ms'`,
@@ -131,6 +153,9 @@ itself failed.
 				return usageError(errors.Join(errs...))
 			}
 			c.Observe = obs
+			if c.History, err = histFlags.config(cmd.Flags(), true); err != nil {
+				return usageError(err)
+			}
 			if isScript(c.File) {
 				return runScript(cmd, c, scriptF, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
@@ -153,12 +178,14 @@ itself failed.
 	obsFlags.add(fs)
 	scriptF.add(fs)
 	fs.StringVar(&remoteWrite, "remote-write", "", "push the live llmchaos_* series by Prometheus remote write (v1) to this receiver, e.g. http://127.0.0.1:9090/api/v1/write")
+	histFlags.add(fs, true)
 	return cmd
 }
 
 // runExperiment loads, runs and reports one experiment, and maps how it
-// ended to the command's exit code.
-func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
+// ended to the command's exit code; a run that produced a report is then
+// recorded into the history (see historyConfig.finish).
+func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (result error) {
 	exp, warns, err := spec.Load(c.File)
 	if err != nil {
 		return usageError(loadError(err, stderr))
@@ -211,6 +238,9 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		return runError(runErr)
 	}
 	doc := out.Doc
+	// Whatever the run's exit, it is recorded; only --fail-on-regression
+	// may turn a pass into 99 (a history failure is a warning).
+	defer func() { result = c.History.finish(ctx, "llmchaos run", doc, result, c.Summary, stdout, stderr) }()
 	var errs []error
 	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {

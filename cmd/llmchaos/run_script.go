@@ -181,7 +181,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	case errors.Is(runErr, errPreflightInterrupted):
 		fmt.Fprintf(stderr, "%s: %v\n", scriptCmd, runErr) // execute does not print an abort's error
 	}
-	return scriptResult(doc, runErr)
+	return c.History.finish(ctx, "llmchaos run", doc, scriptResult(doc, runErr), c.Summary, stdout, stderr)
 }
 
 // scriptDryRun prints what the script would run (scenarios, thresholds,
