@@ -227,6 +227,7 @@ func (r *Result) WriteFile(path string) error {
 func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("encode capacity result: %w", err)
 	}
