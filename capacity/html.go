@@ -88,9 +88,9 @@ type key struct {
 type stepRow struct {
 	Step
 	Load, Measured, Sent, OK, Good string
-	Values               []sloCell
-	Word, Class          string
-	Note                 string
+	Values                         []sloCell
+	Word, Class                    string
+	Note                           string
 }
 
 type sloCell struct {
