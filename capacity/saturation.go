@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -22,9 +23,11 @@ type ClientLimits struct {
 	// with on_saturation drop) above this share.
 	MaxDropShare float64
 	// MaxCPU: the client machine's CPU busy above this share of all its
-	// CPUs (0 does not check it). When the server runs on the same
-	// machine, its CPU counts too: the measurement is then the
-	// machine's, not the server's alone.
+	// CPUs (0 does not check it), when this process (the client) spent
+	// at least half of that busy time: a machine kept busy by others (a
+	// server on the same machine, other jobs) starves the client too,
+	// but that shows as send lag and a shortfall of sent requests, which
+	// are checked on their own.
 	MaxCPU float64
 }
 
@@ -44,8 +47,9 @@ type ClientReading struct {
 	// Sent and Dropped count the requests of the window.
 	Sent, Dropped int64
 	SendLagP99    time.Duration
-	// CPU is the machine's busy share over the window; -1 unknown.
-	CPU float64
+	// CPU is the machine's busy share over the window, ProcessCPU this
+	// process's share of the machine; -1 unknown.
+	CPU, ProcessCPU float64
 }
 
 // Check returns why the client limited the step, or nothing.
@@ -53,8 +57,8 @@ func (l ClientLimits) Check(r ClientReading) []string {
 	var why []string
 	if r.Expected > 0 && l.MinSentShare > 0 {
 		if short := SentShortfall(r.Expected, r.CV, l.MinSentShare); float64(r.Sent) < short {
-			why = append(why, fmt.Sprintf("sent %d requests of the %.0f scheduled (%.0f%%): the client fell behind its schedule",
-				r.Sent, r.Expected, 100*float64(r.Sent)/r.Expected))
+			why = append(why, fmt.Sprintf("sent %d requests of the %s scheduled (%.0f%%): the client fell behind its schedule",
+				r.Sent, strconv.FormatFloat(r.Expected, 'f', decimals(r.Expected), 64), 100*float64(r.Sent)/r.Expected))
 		}
 	}
 	if l.MaxSendLag > 0 && r.SendLagP99 > l.MaxSendLag {
@@ -63,17 +67,26 @@ func (l ClientLimits) Check(r ClientReading) []string {
 	if total := r.Sent + r.Dropped; l.MaxDropShare >= 0 && total > 0 && r.Dropped > 0 && float64(r.Dropped) > l.MaxDropShare*float64(total) {
 		why = append(why, fmt.Sprintf("%d arrivals dropped at the in-flight cap (%.1f%%)", r.Dropped, 100*float64(r.Dropped)/float64(total)))
 	}
-	if l.MaxCPU > 0 && r.CPU >= l.MaxCPU {
-		why = append(why, fmt.Sprintf("client machine CPU %.0f%% busy (limit %.0f%%)", 100*r.CPU, 100*l.MaxCPU))
+	if l.MaxCPU > 0 && r.CPU >= l.MaxCPU && r.ProcessCPU >= r.CPU/2 {
+		why = append(why, fmt.Sprintf("client machine CPU %.0f%% busy, %.0f%% of it this process (limit %.0f%%)", 100*r.CPU, 100*r.ProcessCPU/r.CPU, 100*l.MaxCPU))
 	}
 	return why
 }
 
 // SentShortfall is the fewest requests a window that expects expected
 // arrivals may send before the client counts as behind: share of them,
-// less three standard deviations of the arrival count (cv√expected for a
-// renewal process whose gaps have coefficient of variation cv), so that a
-// Poisson schedule's own randomness is not taken for a slow client.
+// less one (a window holds a whole number of arrivals) and three standard
+// deviations of the arrival count (cv√expected for a renewal process
+// whose gaps have coefficient of variation cv), so that a Poisson
+// schedule's own randomness is not taken for a slow client.
 func SentShortfall(expected, cv, share float64) float64 {
-	return share*expected - 3*cv*math.Sqrt(expected)
+	return share*expected - 1 - 3*cv*math.Sqrt(expected)
+}
+
+// decimals is how many decimals show a count that may be fractional.
+func decimals(v float64) int {
+	if v >= 10 {
+		return 0
+	}
+	return 1
 }

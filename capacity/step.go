@@ -129,7 +129,7 @@ func measureStep(st *Step, cfg Config, sum *recording.Summary, measure time.Dura
 		st.SLOs[i] = SLOValue{SLO: th.String(), Metric: th.Metric, Bound: th.Expr.Bound(), Value: finite(o.Value), Observed: o.Observed(), NoData: o.NoData, OK: o.OK}
 	}
 	st.Client = cfg.Limits.Check(ClientReading{
-		Expected: st.Expected, CV: cv, Sent: st.Sent, Dropped: st.Dropped, SendLagP99: lag, CPU: st.CPU,
+		Expected: st.Expected, CV: cv, Sent: st.Sent, Dropped: st.Dropped, SendLagP99: lag, CPU: st.CPU, ProcessCPU: st.ProcessCPU,
 	})
 	switch {
 	case len(st.Client) > 0:

@@ -24,6 +24,9 @@ const (
 	// MaxStepRequests bounds what StepRequests asks for (p(99.99) would
 	// ask 100,000).
 	MaxStepRequests = 100_000
+	// MinShortRequests is the fewest requests a short (ramp) step
+	// measures: at a low rate it lasts longer than StepLength.Short.
+	MinShortRequests = 20
 	// tailSamples is the number of samples that must lie beyond the
 	// percentile (or be failures at the rate bound).
 	tailSamples = 10
@@ -65,17 +68,23 @@ type StepLength struct {
 }
 
 // Measure is the measurement of a step at rate requests per second: full
-// (Requests at rate, within [Min, Max]) or short (Short, or the full
-// length when that is shorter). full reports whether it is a full-length
-// measurement: a short one that already holds Requests requests is.
+// (Requests at rate, within [Min, Max]) or short (Short, long enough for
+// MinShortRequests at rate, or the full length when that is shorter).
+// full reports whether it is a full-length measurement: a short one that
+// already holds Requests requests is.
 func (l StepLength) Measure(rate float64, wantFull bool) (d time.Duration, full bool) {
-	fullLen := l.Max
+	fullLen, short := l.Max, l.Short
 	if rate > 0 {
-		need := time.Duration(float64(l.Requests) / rate * float64(time.Second))
-		fullLen = min(max(need, l.Min), l.Max)
+		fullLen = min(max(perRate(l.Requests, rate), l.Min), l.Max)
+		short = max(short, perRate(MinShortRequests, rate))
 	}
-	if wantFull || l.Short <= 0 || l.Short >= fullLen {
+	if wantFull || l.Short <= 0 || short >= fullLen {
 		return fullLen, true
 	}
-	return l.Short, false
+	return short, false
+}
+
+// perRate is how long n requests take at rate requests per second.
+func perRate(n int, rate float64) time.Duration {
+	return time.Duration(float64(n) / rate * float64(time.Second))
 }

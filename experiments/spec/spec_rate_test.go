@@ -3,6 +3,8 @@ package spec
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -135,6 +137,36 @@ func TestSchemaTakesRateShares(t *testing.T) {
 		err := sch.Validate(yamlInstance(t, []byte(capacityDoc(tt.workload))))
 		if (err == nil) != tt.ok {
 			t.Errorf("%s: schema error %v, want ok=%v", tt.workload, err, tt.ok)
+		}
+	}
+}
+
+// A capacity file given from outside (run --capacity, suite --capacity)
+// takes the place of the experiment's own, and makes a share without one
+// valid; a rate per second is left alone.
+func TestLoadWithCapacity(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		workload, wantCapacity string
+	}{
+		{`{preset: chat, rate: 80%, duration: 30s}`, filepath.Join(dir, "outside.json")},
+		{`{preset: chat, rate: 80%, capacity: own.json, duration: 30s}`, filepath.Join(dir, "outside.json")},
+		{`{preset: chat, rate: 20, duration: 30s}`, ""},
+	} {
+		file := filepath.Join(dir, "e.yaml")
+		if err := os.WriteFile(file, []byte(capacityDoc(tt.workload)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(dir)
+		s, _, err := LoadWith(file, LoadOptions{Capacity: "outside.json"})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.workload, err)
+		}
+		if s.Workload.Capacity != tt.wantCapacity {
+			t.Errorf("%s: capacity %q, want %q", tt.workload, s.Workload.Capacity, tt.wantCapacity)
+		}
+		if tt.wantCapacity != "" && s.Workload.CapacityPath(dir+"/elsewhere") != tt.wantCapacity {
+			t.Errorf("an absolute capacity path moved: %q", s.Workload.CapacityPath(dir+"/elsewhere"))
 		}
 	}
 }
