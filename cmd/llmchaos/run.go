@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -33,6 +34,10 @@ type runConfig struct {
 	Observe     observeConfig // live metrics, remote write, tracing, server monitor
 	NoGuard     bool          // no dead-man's switch (see experiments' guard)
 	NoPreflight bool          // skip the load's pre-flight check
+
+	// Capacity is --capacity: the capacity file a rate given as a share
+	// (workload.rate: 80%) is applied from, in place of workload.capacity.
+	Capacity string
 
 	// SaveRequests is the file of one JSON line per request ("": none).
 	SaveRequests string
@@ -148,6 +153,7 @@ itself failed.
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
+	fs.StringVar(&c.Capacity, "capacity", "", "the capacity file (llmchaos capacity --out) a workload rate given as a share (rate: 80%) is taken from, in place of workload.capacity")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	sumFlags.add(fs, "print only the verdict line on stdout; of the run's progress, only warnings and failures, on stderr")
 	obsFlags.add(fs)
@@ -159,12 +165,15 @@ itself failed.
 // runExperiment loads, runs and reports one experiment, and maps how it
 // ended to the command's exit code.
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	exp, warns, err := spec.Load(c.File)
+	exp, warns, err := spec.LoadWith(c.File, spec.LoadOptions{Capacity: c.Capacity})
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
+	}
+	if err := c.applyCapacity(exp, stdout, stderr); err != nil {
+		return usageError(err)
 	}
 	if err := c.overrides(exp, warns, stderr); err != nil {
 		return usageError(err)
@@ -351,6 +360,34 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("with --duration/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// applyCapacity sets a workload rate given as a share of a measured
+// capacity (rate: 80%) from its capacity file (--capacity, else
+// workload.capacity) and says what it set; a rate per second is left as
+// it is (with a warning when --capacity was given for it).
+func (c runConfig) applyCapacity(exp *spec.Spec, stdout, stderr io.Writer) error {
+	if !exp.Workload.Rate.IsShare() {
+		if c.Capacity != "" {
+			what := "is " + exp.Workload.Rate.String() + " requests per second"
+			if exp.Workload.Rate == (spec.Rate{}) {
+				what = "is not set"
+			}
+			fmt.Fprintf(stderr, "llmchaos run: warning: --capacity: workload.rate %s, not a share of a capacity (rate: 80%%): %s is not used\n", what, c.Capacity)
+		}
+		return nil
+	}
+	a, _, err := capacity.ApplyOwn(exp, c.File)
+	if err != nil {
+		return err
+	}
+	for _, w := range a.Warnings {
+		fmt.Fprintf(stderr, "llmchaos run: warning: %s\n", w)
+	}
+	if !c.Summary.Quiet {
+		fmt.Fprintf(stdout, "llmchaos run: workload.rate %s\n", a)
 	}
 	return nil
 }

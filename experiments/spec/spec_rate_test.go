@@ -113,6 +113,9 @@ func TestUnresolvedShareIsNotRun(t *testing.T) {
 	if !strings.Contains(string(b), `"rate":52`) || !strings.Contains(string(b), `"capacity":"capacity.json"`) {
 		t.Errorf("applied share marshals as %s", b)
 	}
+	if ps := s.ValidateFile("e.yaml"); len(ps) != 0 {
+		t.Errorf("an applied share does not validate again: %v", ps)
+	}
 	if got := s.Workload.Rate.String(); got != "80% (52 req/s)" {
 		t.Errorf("String() = %q", got)
 	}

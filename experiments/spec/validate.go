@@ -490,7 +490,7 @@ func (v *validator) capacityRate(w Workload) {
 	switch {
 	case w.Rate.IsShare() && w.Capacity == "":
 		v.iss.add("workload.rate", "%s is a share of a measured capacity: add capacity: FILE, the file llmchaos capacity --out FILE wrote (llmchaos suite --capacity and llmchaos run --capacity give it too), or write requests per second", w.Rate)
-	case w.Capacity != "" && w.Rate.PerSecond != 0:
+	case w.Capacity != "" && !w.Rate.IsShare() && w.Rate.PerSecond != 0:
 		v.iss.addKey("workload.capacity", "applies to a rate given as a percentage (rate: 80%%), and this workload's rate is not one: write rate: N%% or remove capacity")
 	case w.Capacity != "" && !w.Rate.IsShare():
 		// No rate (or one that did not decode, which this message, at
