@@ -55,7 +55,8 @@ func StepRequests(ths []assertions.Threshold) int {
 			}
 		}
 	}
-	return int(math.Ceil(math.Min(n, MaxStepRequests) - 1e-9))
+	// Rounded first: 10 / (1 − 0.999) is 10000.000000000009 in floating point.
+	return int(math.Ceil(math.Round(math.Min(n, MaxStepRequests)*1e6) / 1e6))
 }
 
 // StepLength bounds how long a step's measurement lasts: long enough for
