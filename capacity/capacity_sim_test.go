@@ -50,11 +50,11 @@ func (k knownSim) start(t *testing.T) (target, model string) {
 // the knee: a step a fraction of a percent off the knee would be decided
 // by the machine's timing noise rather than by the server. It returns the
 // start, the ideal steps' loads and that distance.
-func searchStart(t *testing.T, s SearchConfig, knee float64) (start float64, want []float64, margin float64) {
+func searchStart(t *testing.T, s SearchConfig, l StepLength, knee float64) (start float64, want []float64, margin float64) {
 	t.Helper()
 	for _, st := range []float64{4, 5, 6, 7, 9, 11, 13} {
 		s.Start = st
-		probes, _ := drive(t, s, kneeAt(knee))
+		probes, _ := driveLengths(t, s, kneeAt(knee), &l)
 		m := math.Inf(1)
 		for _, p := range probes {
 			m = math.Min(m, math.Abs(p.Load-knee)/knee)
@@ -84,7 +84,8 @@ func TestSearchFindsTheSimulatorsKnee(t *testing.T) {
 		t.Fatal(err)
 	}
 	search := SearchConfig{Growth: 2, Min: 1, Max: 1000, Precision: 0.05, MaxSteps: 30}
-	start, wantLoads, margin := searchStart(t, search, knee)
+	length := StepLength{Requests: 150, Min: 2 * time.Second, Max: 3 * time.Second, Short: time.Second}
+	start, wantLoads, margin := searchStart(t, search, length, knee)
 	if margin < 0.02 {
 		t.Fatalf("the ideal search comes within %.1f%% of the knee: choose another simulator", 100*margin)
 	}
@@ -97,7 +98,7 @@ func TestSearchFindsTheSimulatorsKnee(t *testing.T) {
 			OutputTokens: workload.FixedDist(sim.tokens), IgnoreEOS: true,
 		}.WithDefaults(),
 		SLOs: ths, Seed: 7, Search: search,
-		Length: StepLength{Requests: 150, Min: 2 * time.Second, Max: 3 * time.Second, Short: time.Second},
+		Length: length,
 		Warmup: 2 * time.Second, Settle: 300 * time.Millisecond, Grace: 2 * time.Second,
 		// This machine is shared with other tests: its CPU is no sign of
 		// this client's limit, and the race detector slows sends.

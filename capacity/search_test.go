@@ -25,6 +25,14 @@ func kneeAt(knee float64) oracle {
 // for it or shortFull says short steps are full length anyway.
 func drive(t *testing.T, cfg SearchConfig, o oracle) ([]Probe, Decision) {
 	t.Helper()
+	return driveLengths(t, cfg, o, nil)
+}
+
+// driveLengths is drive with the step lengths l decides (a short step
+// that is as long as a full one is full), as Run's steps are; nil: a step
+// is full when the search asks for it.
+func driveLengths(t *testing.T, cfg SearchConfig, o oracle, l *StepLength) ([]Probe, Decision) {
+	t.Helper()
 	var probes []Probe
 	for range 200 {
 		d := Next(cfg, probes)
@@ -34,10 +42,14 @@ func drive(t *testing.T, cfg SearchConfig, o oracle) ([]Probe, Decision) {
 		if d.Next < cfg.Min || d.Next > cfg.Max {
 			t.Fatalf("step %d: load %v outside [%v, %v]", len(probes), d.Next, cfg.Min, cfg.Max)
 		}
-		if d.Phase == PhaseBisect && !d.Full {
+		if d.Phase != PhaseRamp && !d.Full {
 			t.Fatalf("step %d: a bisection step at %v is short", len(probes), d.Next)
 		}
-		probes = append(probes, Probe{Load: d.Next, Verdict: o(d.Next, d.Full), Full: d.Full})
+		full := d.Full
+		if l != nil {
+			_, full = l.Measure(d.Next, d.Full)
+		}
+		probes = append(probes, Probe{Load: d.Next, Verdict: o(d.Next, full), Full: full})
 	}
 	t.Fatalf("no end after 200 steps: %v", probes)
 	return nil, Decision{}

@@ -108,7 +108,7 @@ func (r *Result) summary() string {
 		return fmt.Sprintf("Every SLO held at %s and %s at %s: the knee is %s, within %.1f%% below the real one.",
 			lo, r.failedAt(k.Hi), hi, lo, 100*k.Uncertainty)
 	case StatusClientLimited:
-		return fmt.Sprintf("The client, not the server, was the limit: every SLO held up to %s, and the client could not drive %s (%s); the server's capacity is at least %s — measure again from more client machines (llmchaos load --shard) or a bigger one.",
+		return fmt.Sprintf("The client, not the server, was the limit: every SLO held up to %s, and the client could not drive %s (%s); the server's capacity is at least %s. Measure again with a client that can drive more (a larger --max-in-flight, a bigger machine, or several: llmchaos load --shard).",
 			lo, hi, r.clientWhy(k.Hi), lo)
 	case StatusAboveMax:
 		return fmt.Sprintf("Every SLO held at the highest load the search may try, %s: the capacity is at least that (raise --max).", lo)
