@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +149,49 @@ func TestSearchFindsTheSimulatorsKnee(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", text.String())
+}
+
+// TestConcurrencySearch varies a closed loop's users against the same
+// kind of simulator: up to MaxNumSeqs users no request waits for a slot;
+// each user beyond waits a whole service time per round, so the mean
+// TTFT grows by (users − MaxNumSeqs) / users × S. With ttft avg < TTFT +
+// 30 ms that knee is at MaxNumSeqs + 2 users (27 ms for 22, 39 ms for 23
+// with S = 300 ms); a coarse precision keeps the test short.
+func TestConcurrencySearch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a search for seconds; skipped under -short")
+	}
+	sim := knownSim{seqs: 20, ttft: 50 * time.Millisecond, itl: 50 * time.Millisecond, tokens: 6}
+	target, model := sim.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{
+		Targets: []string{target}, Model: model, Mode: ModeConcurrency,
+		Workload: workload.Config{
+			Name: "known", API: workload.APIChat, InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(sim.tokens), IgnoreEOS: true,
+		}.WithDefaults(),
+		SLOs: mustParse(t, "ttft: avg<80ms"), Seed: 3,
+		Search: SearchConfig{Start: 4, Growth: 2, Precision: 0.25},
+		Length: StepLength{Requests: 100, Min: 2 * time.Second, Max: 3 * time.Second, Short: time.Second},
+		Warmup: time.Second, Settle: 200 * time.Millisecond, Grace: 2 * time.Second,
+		Limits: ClientLimits{MaxSendLag: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	_ = WriteText(&b, res)
+	t.Logf("\n%s", b.String())
+	knee := float64(sim.seqs + 2)
+	if res.Status != StatusFound || res.Unit != "users" || res.Knee.Lo > knee || res.Knee.Hi <= knee {
+		t.Errorf("status %s, bracket [%v, %v] %s; want found around %v users", res.Status, res.Knee.Lo, res.Knee.Hi, res.Unit, knee)
+	}
+	for _, st := range res.Steps {
+		if st.Load != math.Trunc(st.Load) {
+			t.Errorf("step %d at %v users", st.Index, st.Load)
+		}
+		if st.Full && st.Expected != 0 {
+			t.Errorf("step %d: a closed loop has no schedule to fall behind, expected %v", st.Index, st.Expected)
+		}
+	}
 }
