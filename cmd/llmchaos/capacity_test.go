@@ -114,9 +114,9 @@ func TestCapacityCommand(t *testing.T) {
 
 // experimentAt writes an experiment whose workload is given, against an
 // endpoint that is never contacted (the tests dry-run it).
-func experimentAt(t *testing.T, dir, workload string) string {
+func experimentAt(t *testing.T, dir, name, workload string) string {
 	t.Helper()
-	file := filepath.Join(dir, "e.yaml")
+	file := filepath.Join(dir, name+".yaml")
 	doc := "apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: {name: e}\ntarget: {llm: {url: \"http://127.0.0.1:9/v1\", model: m}}\nworkload: " + workload + "\n"
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestRunAppliesCapacity(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "capacity.json"), fixture, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	own := experimentAt(t, dir, "{rate: 80%, capacity: capacity.json, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	own := experimentAt(t, dir, "own", "{rate: 80%, capacity: capacity.json, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
 	code, out, errs := run(t, "run", "--dry-run", own)
 	if code != ExitOK || !strings.Contains(out, "workload.rate 80% of the knee 65 req/s ("+filepath.Join(dir, "capacity.json")+"): 52 req/s") ||
 		!strings.Contains(out, "constant arrivals at 52 req/s") {
@@ -144,7 +144,7 @@ func TestRunAppliesCapacity(t *testing.T) {
 	}
 
 	t.Chdir(dir)
-	shareOnly := experimentAt(t, dir, "{rate: 50%, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	shareOnly := experimentAt(t, dir, "share", "{rate: 50%, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
 	if code, _, errs := run(t, "run", "--dry-run", shareOnly); code != ExitUsage || !strings.Contains(errs, "workload.rate: 50% is a share of a measured capacity: add capacity: FILE") {
 		t.Errorf("a share without a capacity: exit %d, stderr %q", code, errs)
 	}
@@ -155,7 +155,28 @@ func TestRunAppliesCapacity(t *testing.T) {
 	if code, _, errs := run(t, "run", "--dry-run", "--capacity", "missing.json", shareOnly); code != ExitUsage || !strings.Contains(errs, "capacity file: open") {
 		t.Errorf("a missing capacity file: exit %d, stderr %q", code, errs)
 	}
-	perSecond := experimentAt(t, dir, "{rate: 5, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	perSecond := experimentAt(t, dir, "per-second", "{rate: 5, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	// --rate: any experiment at a share of the capacity (the catalog at 80 % of it).
+	for _, tt := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"--rate", "80%", "--capacity", "capacity.json"}, ExitOK, "constant arrivals at 52 req/s", ""},
+		{[]string{"--rate", "12"}, ExitOK, "constant arrivals at 12 req/s", ""},
+		{[]string{"--rate", "80%"}, ExitUsage, "", "--rate 80% is a share of a measured capacity: give the capacity file with --capacity FILE"},
+		{[]string{"--rate", "lots"}, ExitUsage, "", `--rate "lots": want requests per second`},
+		{[]string{"--rate", "0"}, ExitUsage, "", "--rate 0 requests per second sends nothing"},
+	} {
+		code, out, errs := run(t, append(append([]string{"run", "--dry-run"}, tt.args...), perSecond)...)
+		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errs, tt.err) {
+			t.Errorf("run %q: exit %d, stderr %q, stdout:\n%s", tt.args, code, errs, out)
+		}
+	}
+	concurrent := experimentAt(t, dir, "closed", "{concurrency: 4, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	if code, _, errs := run(t, "run", "--dry-run", "--rate", "80%", "--capacity", "capacity.json", concurrent); code != ExitUsage || !strings.Contains(errs, "with --duration/--threshold/--rate the experiment is invalid") {
+		t.Errorf("--rate on a closed loop: exit %d, stderr %q", code, errs)
+	}
 	if code, out, errs := run(t, "run", "--dry-run", "--capacity", "capacity.json", perSecond); code != ExitOK || !strings.Contains(errs, "--capacity: workload.rate is 5 requests per second") || !strings.Contains(out, "at 5 req/s") {
 		t.Errorf("--capacity with a rate per second: exit %d, stderr %q, stdout:\n%s", code, errs, out)
 	}

@@ -37,7 +37,10 @@ type runConfig struct {
 
 	// Capacity is --capacity: the capacity file a rate given as a share
 	// (workload.rate: 80%) is applied from, in place of workload.capacity.
+	// Rate is --rate as given ("" none): it replaces workload.rate, in
+	// requests per second or as a share of the capacity ("80%").
 	Capacity string
+	Rate     string
 
 	// SaveRequests is the file of one JSON line per request ("": none).
 	SaveRequests string
@@ -86,8 +89,11 @@ For a quick smoke run, --duration replaces workload.duration (and changes
 nothing else: rate, fault times and recovery stay as written; a fault that
 would start or end after the new end is an error that names it), and
 --threshold 'METRIC{TAGS}: EXPR' (repeatable, as in llmchaos load) adds a
-threshold to the experiment's, which all still apply. The run's config in
-run.json holds the values used.
+threshold to the experiment's, which all still apply. --rate replaces
+workload.rate: requests per second, or a share of the capacity llmchaos
+capacity measured, such as 80%, from the file --capacity gives (else the
+workload's capacity): any experiment at a share of the knee. The run's config
+in run.json holds the values used.
 
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
@@ -111,6 +117,7 @@ itself failed.
   llmchaos run --dry-run experiments/catalog/stream-stall.yaml
   llmchaos run experiments/catalog/stream-stall.yaml --duration 40s --threshold 'ttft{phase:baseline}: p(99)<1s'
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
+  llmchaos run experiments/catalog/replica-kill.yaml --rate 80% --capacity capacity.json
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
   llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml
   llmchaos run examples/scripts/chat-arrival-rate.js --dry-run --threshold 'ttft: p(99)<500ms'`,
@@ -153,6 +160,7 @@ itself failed.
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
+	fs.StringVar(&c.Rate, "rate", "", "replace the experiment's workload.rate: requests per second, or a share of the measured capacity such as 80% (with --capacity, or the workload's capacity file)")
 	fs.StringVar(&c.Capacity, "capacity", "", "the capacity file (llmchaos capacity --out) a workload rate given as a share (rate: 80%) is taken from, in place of workload.capacity")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	sumFlags.add(fs, "print only the verdict line on stdout; of the run's progress, only warnings and failures, on stderr")
@@ -171,6 +179,9 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
+	}
+	if err := c.overrideRate(exp); err != nil {
+		return usageError(err)
 	}
 	if err := c.applyCapacity(exp, stdout, stderr); err != nil {
 		return usageError(err)
@@ -298,7 +309,7 @@ func runError(err error) error {
 // that keeps them all, rather than a fault silently dropped: a smoke run
 // is meant to exercise the same faults.
 func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
-	if c.Duration == 0 && len(c.Thresholds) == 0 {
+	if c.Duration == 0 && len(c.Thresholds) == 0 && c.Rate == "" {
 		return nil
 	}
 	var errs []error
@@ -355,11 +366,38 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())
 		case !seen[p.Path+"\x00"+p.Msg]:
-			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold: %s\n", p.Error())
+			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold/--rate: %s\n", p.Error())
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("with --duration/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
+		return fmt.Errorf("with --duration/--threshold/--rate the experiment is invalid: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// overrideRate applies --rate: workload.rate becomes the value given; a
+// share of the capacity takes its file from --capacity, else from the
+// workload's capacity. The experiment is validated again afterwards
+// (overrides), which catches a workload that has another load shape.
+func (c runConfig) overrideRate(exp *spec.Spec) error {
+	if c.Rate == "" {
+		return nil
+	}
+	var r spec.Rate
+	if err := r.UnmarshalText([]byte(c.Rate)); err != nil {
+		return fmt.Errorf("--rate %w", err)
+	}
+	exp.Workload.Rate = r
+	switch {
+	case !r.IsShare():
+		exp.Workload.Capacity = ""
+	case c.Capacity != "":
+		exp.Workload.Capacity = c.Capacity
+		if abs, err := filepath.Abs(c.Capacity); err == nil {
+			exp.Workload.Capacity = abs
+		}
+	case exp.Workload.Capacity == "":
+		return fmt.Errorf("--rate %s is a share of a measured capacity: give the capacity file with --capacity FILE (llmchaos capacity --out FILE writes one)", c.Rate)
 	}
 	return nil
 }
