@@ -70,6 +70,8 @@ type page struct {
 	Steps  []stepRow
 	SLOs   []string
 	Method []fact
+	// NoteSpan is the columns a step's note spans (all but the first).
+	NoteSpan int
 }
 
 type card struct{ Label, Value, Sub string }
@@ -87,6 +89,7 @@ type key struct {
 
 type stepRow struct {
 	Step
+	PhaseText                      string
 	Load, Measured, Sent, OK, Good string
 	Values                         []sloCell
 	Word, Class                    string
@@ -101,7 +104,10 @@ type sloCell struct {
 type fact struct{ Name, Value string }
 
 func newPage(r *Result) (*page, error) {
-	p := &page{R: r, Style: report.PageStyle(), SLOs: r.SLOs}
+	p := &page{R: r, Style: report.PageStyle(), NoteSpan: 8 + len(r.SLOs)}
+	for _, slo := range r.SLOs {
+		p.SLOs = append(p.SLOs, sloHeader(slo))
+	}
 	u := r.Unit
 	switch r.Status {
 	case StatusFound, StatusAboveMax:
@@ -147,7 +153,7 @@ func newPage(r *Result) (*page, error) {
 		return nil, err
 	}
 	for _, st := range r.Steps {
-		row := stepRow{Step: st, Load: FormatLoad(st.Load), Measured: fmt.Sprintf("%.1fs · %d req", st.MeasureS, st.Sent), Sent: fmt.Sprintf("%.1f", st.AchievedRPS),
+		row := stepRow{Step: st, PhaseText: string(st.Phase), Load: FormatLoad(st.Load), Measured: fmt.Sprintf("%.1fs · %d req", st.MeasureS, st.Sent), Sent: fmt.Sprintf("%.1f", st.AchievedRPS),
 			OK: fmt.Sprintf("%.1f", st.ThroughputRPS), Good: fmt.Sprintf("%.1f", st.GoodputRPS), Word: verdictWord(st.Verdict)}
 		switch st.Verdict {
 		case Fail:
@@ -157,8 +163,8 @@ func newPage(r *Result) (*page, error) {
 			row.Note = strings.Join(st.Client, "; ")
 		}
 		if !st.Full {
-			row.Note = strings.TrimPrefix(row.Note+"; short step", "; ")
-		} else if int64(st.Needed) > st.Sent && st.Verdict != ClientLimited {
+			row.PhaseText = string(st.Phase) + " · short"
+		} else if r.cappedShort(st) {
 			row.Note = strings.TrimPrefix(row.Note+fmt.Sprintf("; %d requests, fewer than the %d the percentiles need", st.Sent, st.Needed), "; ")
 		}
 		for _, v := range st.SLOs {
@@ -333,6 +339,7 @@ var pageTemplate = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 td.ok { color: var(--pass); } td.bad { color: var(--fail); font-weight: 600; }
 dl.method { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; font-size: 14px; }
 dl.method dt { color: var(--muted); } dl.method dd { margin: 0; }
+tr.note-row td { border-top: 0; padding-top: 0; font-size: 13px; color: var(--muted); }
 </style>
 </head>
 <body>
@@ -349,7 +356,7 @@ dl.method dt { color: var(--muted); } dl.method dd { margin: 0; }
 <div class="cards">{{range .Cards}}<div class="card"><div class="label">{{.Label}}</div><div class="value">{{.Value}}</div><div class="sub">{{.Sub}}</div></div>{{end}}</div>
 <section id="curves">
 <h2>Latency and throughput against load</h2>
-<p class="hint">SLOs: {{range $i, $s := .SLOs}}{{if $i}}; {{end}}<code>{{$s}}</code>{{end}}. Each point is the measurement window of the step that counts at that load (its last full-length one).</p>
+<p class="hint">SLOs: {{range $i, $s := .R.SLOs}}{{if $i}}; {{end}}<code>{{$s}}</code>{{end}}. Each point is the measurement window of the step that counts at that load (its last full-length one).</p>
 <div class="plots">{{range .Plots}}
 <figure>
 <figcaption><span class="title">{{.Title}}</span>{{if .Unit}}<span class="unit">{{.Unit}}</span>{{end}}{{range .Keys}}<span class="key"><svg width="18" height="8" aria-hidden="true"><line x1="0" y1="4" x2="18" y2="4" stroke="{{.Color}}" stroke-width="2"{{if .Dashed}} stroke-dasharray="4 3"{{end}}/></svg>{{.Label}}</span>{{end}}</figcaption>
@@ -361,9 +368,10 @@ dl.method dt { color: var(--muted); } dl.method dd { margin: 0; }
 <section id="steps">
 <h2>Steps</h2>
 <div class="table-wrap"><table>
-<thead><tr><th class="num">#</th><th>phase</th><th class="num">load {{.R.Unit}}</th><th class="num">measured</th><th class="num">sent/s</th><th class="num">ok/s</th><th class="num">goodput/s</th>{{range .SLOs}}<th class="num">{{.}}</th>{{end}}<th class="num">send lag p99</th><th>verdict</th><th>note</th></tr></thead>
+<thead><tr><th class="num">#</th><th>phase</th><th class="num">load {{.R.Unit}}</th><th class="num">measured</th><th class="num">sent/s</th><th class="num">ok/s</th><th class="num">goodput/s</th>{{range .SLOs}}<th class="num" title="{{.}}">{{.}}</th>{{end}}<th class="num">send lag p99</th><th>verdict</th></tr></thead>
 <tbody>{{range .Steps}}
-<tr{{if .Class}} class="{{.Class}}"{{end}}><td class="num">{{.Index}}</td><td>{{.Phase}}</td><td class="num">{{.Load}}</td><td class="num">{{.Measured}}</td><td class="num">{{.Sent}}</td><td class="num">{{.OK}}</td><td class="num">{{.Good}}</td>{{range .Values}}<td class="num {{if .OK}}ok{{else}}bad{{end}}">{{.Text}}</td>{{end}}<td class="num">{{printf "%.1f" .SendLagP99Ms}}ms</td><td>{{.Word}}</td><td>{{.Note}}</td></tr>{{end}}
+<tr{{if .Class}} class="{{.Class}}"{{end}}><td class="num">{{.Index}}</td><td>{{.PhaseText}}</td><td class="num">{{.Load}}</td><td class="num">{{.Measured}}</td><td class="num">{{.Sent}}</td><td class="num">{{.OK}}</td><td class="num">{{.Good}}</td>{{range .Values}}<td class="num {{if .OK}}ok{{else}}bad{{end}}">{{.Text}}</td>{{end}}<td class="num">{{printf "%.1f" .SendLagP99Ms}}ms</td><td>{{.Word}}</td></tr>{{if .Note}}
+<tr class="note-row{{if .Class}} {{.Class}}{{end}}"><td></td><td colspan="{{$.NoteSpan}}">{{.Note}}</td></tr>{{end}}{{end}}
 </tbody></table></div>
 </section>
 <section id="method">

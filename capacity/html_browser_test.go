@@ -115,7 +115,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			bannerColor: banner ? getComputedStyle(banner).backgroundColor : "",
 			bannerText: banner ? banner.querySelector(".verdict-word").textContent : "",
 			kneeMarks: plots.filter(p => p.textContent.includes("knee 65")).length,
-			rows: document.querySelectorAll("#steps tbody tr").length,
+			rows: document.querySelectorAll("#steps tbody tr:not(.note-row)").length,
 		};
 	})()`, chromedp.EvalAwaitPromise))
 	if err != nil {

@@ -26,7 +26,7 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	short, few := false, false
 	for _, st := range r.Steps {
-		fmt.Fprintln(tw, strings.Join(stepCells(st, &short, &few), "\t"))
+		fmt.Fprintln(tw, strings.Join(stepCells(r, st, &short, &few), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -64,14 +64,14 @@ func stepLine(r *Result, st Step) string {
 }
 
 // stepCells is a step's row of the table.
-func stepCells(st Step, short, few *bool) []string {
+func stepCells(r *Result, st Step, short, few *bool) []string {
 	phase := string(st.Phase)
 	if !st.Full {
 		phase += "*"
 		*short = true
 	}
 	load := FormatLoad(st.Load)
-	if st.Full && int64(st.Needed) > st.Sent && st.Verdict != ClientLimited {
+	if r.cappedShort(st) {
 		load += "†"
 		*few = true
 	}
@@ -81,6 +81,13 @@ func stepCells(st Step, short, few *bool) []string {
 		cells = append(cells, v.Observed+" "+mark(v.OK))
 	}
 	return append(cells, verdictWord(st.Verdict), "")
+}
+
+// cappedShort reports whether a full step measured fewer requests than
+// its SLOs need because it hit the longest step allowed (not because a
+// random schedule sent a few less than its rate promised).
+func (r *Result) cappedShort(st Step) bool {
+	return st.Full && st.Verdict != ClientLimited && int64(st.Needed) > st.Sent && st.MeasureS >= r.Method.MaxStepS*(1-1e-9)
 }
 
 // kneeLine states the knee, its bracket and the figures at it.

@@ -49,8 +49,8 @@ type XYLine struct {
 	X, Y []float64
 }
 
-// XYMark is a straight line across an XYPlot: vertical at x = At, or
-// horizontal at y = At, labelled at its end.
+// XYMark is a straight line across an XYPlot: vertical at x = At,
+// labelled at its top, or horizontal at y = At, labelled at its left end.
 type XYMark struct {
 	Label    string
 	Color    string
@@ -196,8 +196,8 @@ func (dp *dotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
-// markPlotter draws the marks across the plot, each labelled at its end:
-// a vertical one at the top, a horizontal one at the right, above the
+// markPlotter draws the marks across the plot, each labelled at an end:
+// a vertical one at the top, a horizontal one at the left, above the
 // line.
 type markPlotter struct{ marks []XYMark }
 
@@ -238,8 +238,10 @@ func (mp *markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		y := trY(m.At)
 		c.StrokeLine2(sty, c.Min.X, y, c.Max.X, y)
 		if m.Label != "" {
-			txt.XAlign, txt.YAlign = draw.XRight, draw.YBottom
-			c.FillText(txt, vg.Point{X: c.Max.X - 3, Y: y + 2}, m.Label)
+			// At the left, above the line: the low loads lie well below a
+			// bound, and the knee's mark is usually to the right.
+			txt.XAlign, txt.YAlign = draw.XLeft, draw.YBottom
+			c.FillText(txt, vg.Point{X: c.Min.X + 3, Y: y + 2}, m.Label)
 		}
 	}
 }
