@@ -76,6 +76,9 @@ func searchStart(t *testing.T, s SearchConfig, l StepLength, knee float64) (star
 // render. Its steps are short (about 2 s of measurement): the make test
 // variant of a search that would take minutes with the default lengths.
 func TestSearchFindsTheSimulatorsKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a search against a simulator for half a minute; skipped under -short")
+	}
 	sim := knownSim{seqs: 20, ttft: 50 * time.Millisecond, itl: 50 * time.Millisecond, tokens: 6}
 	knee := sim.knee() // 20 / 0.3 s ≈ 66.7 req/s
 	target, model := sim.start(t)

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -137,6 +138,45 @@ func TestSearchSaysTheClientWasTheLimit(t *testing.T) {
 		}
 	}
 	if !strings.HasPrefix(res.Summary, "The client, not the server, was the limit") {
+		t.Errorf("summary %q", res.Summary)
+	}
+}
+
+// cancelOnWrite cancels its context at the first progress line: the
+// search is interrupted right after its first step.
+type cancelOnWrite struct{ cancel context.CancelFunc }
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c.cancel()
+	return len(p), nil
+}
+
+// TestSearchInterrupted: a search stopped after its first step returns
+// what it measured, as interrupted, with the context's error.
+func TestSearchInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a step for seconds; skipped under -short")
+	}
+	target := engineLike(t, 8, 20*time.Millisecond, 10*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Run(ctx, Config{
+		Targets: []string{target}, Model: "m",
+		Arrival:  workload.ArrivalConfig{Arrival: workload.ArrivalConstant},
+		Workload: workload.Config{API: workload.APIChat, InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(3)}.WithDefaults(),
+		SLOs:     mustParse(t, "ttft: p(90)<1s"), Seed: 1,
+		Search:   SearchConfig{Start: 5},
+		Length:   StepLength{Requests: 10, Min: time.Second, Max: time.Second, Short: time.Second},
+		Warmup:   200 * time.Millisecond, Settle: 5 * time.Second, Grace: time.Second,
+		Progress: cancelOnWrite{cancel},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if res == nil || res.Status != StatusInterrupted || len(res.Steps) != 1 || res.Knee.Load != 5 {
+		t.Fatalf("result %+v", res)
+	}
+	if !strings.Contains(res.Summary, "stopped early: every SLO held at 5 req/s so far") {
 		t.Errorf("summary %q", res.Summary)
 	}
 }

@@ -73,6 +73,14 @@ func TestCapacityCommand(t *testing.T) {
 		"--start", "4", "--max", "8", "--step-requests", "20", "--min-step", "1s", "--max-step", "1s", "--ramp-step", "500ms",
 		"--warmup", "300ms", "--settle", "100ms", "--grace", "2s", "--max-client-cpu", "0"}
 
+	// A model the target does not serve: the pre-flight check stops the
+	// search before any load, exit 2.
+	wrong := append([]string{}, args...)
+	wrong[4] = "not-served"
+	if code, out, errs := run(t, wrong...); code != ExitUsage || !strings.Contains(errs, "pre-flight check of") || strings.Contains(out, "step 0") {
+		t.Errorf("a wrong model: exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+
 	code, out, errs := run(t, append(args, "--out", file, "--html", page)...)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, errs, out)
