@@ -165,9 +165,9 @@ func TestSearchInterrupted(t *testing.T) {
 		Arrival:  workload.ArrivalConfig{Arrival: workload.ArrivalConstant},
 		Workload: workload.Config{API: workload.APIChat, InputTokens: workload.FixedDist(16), OutputTokens: workload.FixedDist(3)}.WithDefaults(),
 		SLOs:     mustParse(t, "ttft: p(90)<1s"), Seed: 1,
-		Search:   SearchConfig{Start: 5},
-		Length:   StepLength{Requests: 10, Min: time.Second, Max: time.Second, Short: time.Second},
-		Warmup:   200 * time.Millisecond, Settle: 5 * time.Second, Grace: time.Second,
+		Search: SearchConfig{Start: 5},
+		Length: StepLength{Requests: 10, Min: time.Second, Max: time.Second, Short: time.Second},
+		Warmup: 200 * time.Millisecond, Settle: 5 * time.Second, Grace: time.Second,
 		Progress: cancelOnWrite{cancel},
 	})
 	if !errors.Is(err, context.Canceled) {
