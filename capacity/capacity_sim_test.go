@@ -130,6 +130,9 @@ func TestSearchFindsTheSimulatorsKnee(t *testing.T) {
 	var got []float64
 	for _, st := range res.Steps {
 		got = append(got, st.Load)
+		if st.Seed != StepSeed(cfg.Seed, st.Index) {
+			t.Errorf("step %d's seed %d is not derived from the search's", st.Index, st.Seed)
+		}
 		wantPass := st.Load <= knee
 		if (st.Verdict == Pass) != wantPass {
 			t.Errorf("step %d at %v: %s, want pass=%v (%+v)", st.Index, st.Load, st.Verdict, wantPass, st.SLOs)
