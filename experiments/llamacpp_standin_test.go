@@ -209,7 +209,7 @@ func runStandIn(t *testing.T, srv *llamaServer) (*Outcome, string) {
 	}
 	exp.Target.LLM.URL = srv.URL() + "/v1"
 	exp.Target.LLM.Model = "stand-in.gguf"
-	exp.Workload.Rate, exp.Workload.Duration = 20, spec.Duration(3*time.Second)
+	exp.Workload.Rate, exp.Workload.Duration = spec.PerSecondRate(20), spec.Duration(3*time.Second)
 	exp.Workload.Grace = spec.Duration(time.Second)
 	exp.Faults = nil
 	ths := spec.Thresholds{}

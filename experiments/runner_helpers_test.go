@@ -158,7 +158,7 @@ func testSpec(url string, dur time.Duration, fs ...spec.Fault) *spec.Spec {
 		Metadata: spec.Metadata{Name: "runner-test"},
 		Target:   spec.Target{LLM: &spec.LLMTarget{URL: url + "/v1", Model: "stub-model"}},
 		Workload: spec.Workload{
-			Rate: 40, Arrival: "constant", Duration: spec.Duration(dur),
+			Rate: spec.PerSecondRate(40), Arrival: "constant", Duration: spec.Duration(dur),
 			InputTokens: mustDist("16"), OutputTokens: mustDist("4"),
 		},
 		Faults: fs,

@@ -161,6 +161,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(),
 		newMergeCmd(),
 		newLoadCmd(),
+		newCapacityCmd(),
 		newValidateCmd(),
 		newFaultsCmd(),
 		newSchemaCmd(),

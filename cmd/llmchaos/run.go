@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -33,6 +34,13 @@ type runConfig struct {
 	Observe     observeConfig // live metrics, remote write, tracing, server monitor
 	NoGuard     bool          // no dead-man's switch (see experiments' guard)
 	NoPreflight bool          // skip the load's pre-flight check
+
+	// Capacity is --capacity: the capacity file a rate given as a share
+	// (workload.rate: 80%) is applied from, in place of workload.capacity.
+	// Rate is --rate as given ("" none): it replaces workload.rate, in
+	// requests per second or as a share of the capacity ("80%").
+	Capacity string
+	Rate     string
 
 	// SaveRequests is the file of one JSON line per request ("": none).
 	SaveRequests string
@@ -87,8 +95,11 @@ For a quick smoke run, --duration replaces workload.duration (and changes
 nothing else: rate, fault times and recovery stay as written; a fault that
 would start or end after the new end is an error that names it), and
 --threshold 'METRIC{TAGS}: EXPR' (repeatable, as in llmchaos load) adds a
-threshold to the experiment's, which all still apply. The run's config in
-run.json holds the values used.
+threshold to the experiment's, which all still apply. --rate replaces
+workload.rate: requests per second, or a share of the capacity llmchaos
+capacity measured, such as 80%, from the file --capacity gives (else the
+workload's capacity): any experiment at a share of the knee. The run's config
+in run.json holds the values used.
 
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
@@ -128,6 +139,7 @@ itself failed.
   llmchaos run experiment.yaml --out runs/nightly --junit junit.xml --html report.html
   llmchaos run experiment.yaml --label version=1.4.2 --fail-on-regression
   llmchaos run experiment.yaml --history postgres://llmchaos@db:5432/chaos --max-regression 15%
+  llmchaos run experiments/catalog/replica-kill.yaml --rate 80% --capacity capacity.json
   llmchaos run experiment.yaml --metrics-listen 127.0.0.1:9464 --remote-write http://127.0.0.1:9090/api/v1/write
   llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 --junit junit.xml
   llmchaos run examples/scripts/chat-arrival-rate.js --dry-run --threshold 'ttft: p(99)<500ms'`,
@@ -173,6 +185,8 @@ itself failed.
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
+	fs.StringVar(&c.Rate, "rate", "", "replace the experiment's workload.rate: requests per second, or a share of the measured capacity such as 80% (with --capacity, or the workload's capacity file)")
+	fs.StringVar(&c.Capacity, "capacity", "", "the capacity file (llmchaos capacity --out) a workload rate given as a share (rate: 80%) is taken from, in place of workload.capacity")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch that reverts the run's faults if llmchaos itself is killed (then only llmchaos recover does)")
 	sumFlags.add(fs, "print only the verdict line on stdout; of the run's progress, only warnings and failures, on stderr")
 	obsFlags.add(fs)
@@ -186,12 +200,18 @@ itself failed.
 // ended to the command's exit code; a run that produced a report is then
 // recorded into the history (see historyConfig.finish).
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (result error) {
-	exp, warns, err := spec.Load(c.File)
+	exp, warns, err := spec.LoadWith(c.File, spec.LoadOptions{Capacity: c.Capacity})
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
+	}
+	if err := c.overrideRate(exp); err != nil {
+		return usageError(err)
+	}
+	if err := c.applyCapacity(exp, stdout, stderr); err != nil {
+		return usageError(err)
 	}
 	if err := c.overrides(exp, warns, stderr); err != nil {
 		return usageError(err)
@@ -319,7 +339,7 @@ func runError(err error) error {
 // that keeps them all, rather than a fault silently dropped: a smoke run
 // is meant to exercise the same faults.
 func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
-	if c.Duration == 0 && len(c.Thresholds) == 0 {
+	if c.Duration == 0 && len(c.Thresholds) == 0 && c.Rate == "" {
 		return nil
 	}
 	var errs []error
@@ -376,11 +396,66 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())
 		case !seen[p.Path+"\x00"+p.Msg]:
-			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold: %s\n", p.Error())
+			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold/--rate: %s\n", p.Error())
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("with --duration/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
+		return fmt.Errorf("with --duration/--threshold/--rate the experiment is invalid: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// overrideRate applies --rate: workload.rate becomes the value given; a
+// share of the capacity takes its file from --capacity, else from the
+// workload's capacity. The experiment is validated again afterwards
+// (overrides), which catches a workload that has another load shape.
+func (c runConfig) overrideRate(exp *spec.Spec) error {
+	if c.Rate == "" {
+		return nil
+	}
+	var r spec.Rate
+	if err := r.UnmarshalText([]byte(c.Rate)); err != nil {
+		return fmt.Errorf("--rate %w", err)
+	}
+	exp.Workload.Rate = r
+	switch {
+	case !r.IsShare():
+		exp.Workload.Capacity = ""
+	case c.Capacity != "":
+		exp.Workload.Capacity = c.Capacity
+		if abs, err := filepath.Abs(c.Capacity); err == nil {
+			exp.Workload.Capacity = abs
+		}
+	case exp.Workload.Capacity == "":
+		return fmt.Errorf("--rate %s is a share of a measured capacity: give the capacity file with --capacity FILE (llmchaos capacity --out FILE writes one)", c.Rate)
+	}
+	return nil
+}
+
+// applyCapacity sets a workload rate given as a share of a measured
+// capacity (rate: 80%) from its capacity file (--capacity, else
+// workload.capacity) and says what it set; a rate per second is left as
+// it is (with a warning when --capacity was given for it).
+func (c runConfig) applyCapacity(exp *spec.Spec, stdout, stderr io.Writer) error {
+	if !exp.Workload.Rate.IsShare() {
+		if c.Capacity != "" {
+			what := "is " + exp.Workload.Rate.String() + " requests per second"
+			if exp.Workload.Rate == (spec.Rate{}) {
+				what = "is not set"
+			}
+			fmt.Fprintf(stderr, "llmchaos run: warning: --capacity: workload.rate %s, not a share of a capacity (rate: 80%%): %s is not used\n", what, c.Capacity)
+		}
+		return nil
+	}
+	a, _, err := capacity.ApplyOwn(exp, c.File)
+	if err != nil {
+		return err
+	}
+	for _, w := range a.Warnings {
+		fmt.Fprintf(stderr, "llmchaos run: warning: %s\n", w)
+	}
+	if !c.Summary.Quiet {
+		fmt.Fprintf(stdout, "llmchaos run: workload.rate %s\n", a)
 	}
 	return nil
 }

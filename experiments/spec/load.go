@@ -31,7 +31,7 @@ func Load(path string) (*Spec, Problems, error) {
 // Parse does what Load does with a file's contents; name is the file name
 // used in problems.
 func Parse(name string, data []byte) (*Spec, Problems, error) {
-	spec, ps := parse(name, data)
+	spec, ps := parse(name, data, LoadOptions{})
 	if err := ps.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -40,7 +40,7 @@ func Parse(name string, data []byte) (*Spec, Problems, error) {
 
 // parse decodes and validates data and returns the spec (partly filled
 // when there are errors) and every problem, in file order.
-func parse(name string, data []byte) (*Spec, Problems) {
+func parse(name string, data []byte, o LoadOptions) (*Spec, Problems) {
 	src := newSource(data)
 	file, err := parseYAML(data)
 	if err != nil {
@@ -79,6 +79,7 @@ func parse(name string, data []byte) (*Spec, Problems) {
 		dec.bad("", "the file holds %s; an experiment is a mapping with keys apiVersion, kind, metadata, target, workload...", root.describe())
 	} else {
 		dec.decode("", root, reflect.ValueOf(spec).Elem())
+		o.apply(spec)
 		// Semantic checks of what decoded; a problem on or around a value
 		// that did not decode would only repeat it.
 		for _, is := range spec.check(dec.zeros, baseDir(name)) {

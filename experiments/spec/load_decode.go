@@ -242,6 +242,8 @@ func textExample(t reflect.Type) string {
 		return `512 or "lognormal:1020:0.8,max=6144"`
 	case reflect.TypeFor[DurationDist]():
 		return `"2s" or "exponential:3s"`
+	case reflect.TypeFor[Rate]():
+		return `20 or "80%"`
 	}
 	return "its text form"
 }

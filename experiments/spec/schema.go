@@ -92,6 +92,7 @@ type schemaGen struct {
 var (
 	distType         = reflect.TypeFor[Dist]()
 	durationDistType = reflect.TypeFor[DurationDist]()
+	rateType         = reflect.TypeFor[Rate]()
 	faultType        = reflect.TypeFor[Fault]()
 	ownPkg           = reflect.TypeFor[Spec]().PkgPath()
 )
@@ -111,6 +112,11 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		return map[string]any{"type": []any{"integer", "string"}}
 	case durationDistType:
 		return map[string]any{"type": "string"}
+	case rateType:
+		return map[string]any{"anyOf": []any{
+			map[string]any{"type": "number", "exclusiveMinimum": 0},
+			map[string]any{"type": "string", "pattern": ratePattern},
+		}}
 	}
 	pt := reflect.PointerTo(t)
 	switch {

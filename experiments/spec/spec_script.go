@@ -26,7 +26,7 @@ const (
 
 // ScriptKeys are the workload keys that apply with a script: the others
 // shape requests and load, which the script does itself.
-var ScriptKeys = []string{"script", "env", "duration", "concurrency", "requests", "rate", "preflight"}
+var ScriptKeys = []string{"script", "env", "duration", "concurrency", "requests", "rate", "capacity", "preflight"}
 
 // ScriptPath is the workload's script as a path: relative to dir, the
 // experiment file's directory, unless absolute.
@@ -41,7 +41,7 @@ func (w Workload) ScriptPath(dir string) string {
 // llmchaos run's flags do: duration (--duration), concurrency (--vus),
 // requests (--iterations) and rate (a constant arrival rate).
 func (w Workload) ScriptOverrides() runner.Overrides {
-	return runner.Overrides{VUs: w.Concurrency, Duration: w.Duration.D(), Iterations: w.Requests, Rate: w.Rate}
+	return runner.Overrides{VUs: w.Concurrency, Duration: w.Duration.D(), Iterations: w.Requests, Rate: w.Rate.PerSecond}
 }
 
 // ScriptEnv is the script's __ENV over the process environment: env, then

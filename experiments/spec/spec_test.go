@@ -125,11 +125,11 @@ func TestWorkloadConfigs(t *testing.T) {
 		check  func(wc workload.Config, ac workload.ArrivalConfig) bool
 		errHas string
 	}{
-		{"preset with user rate", Workload{Preset: "chat", Rate: 20, Duration: Duration(time.Minute)},
+		{"preset with user rate", Workload{Preset: "chat", Rate: PerSecondRate(20), Duration: Duration(time.Minute)},
 			func(wc workload.Config, ac workload.ArrivalConfig) bool {
 				return wc.Name == "chat" && ac.Rate == 20 && ac.Arrival == workload.ArrivalPoisson && ac.Duration == time.Minute && !wc.InputTokens.IsZero()
 			}, ""},
-		{"user shape replaces the preset's", Workload{Preset: "batch", Rate: 3, Duration: Duration(time.Minute)},
+		{"user shape replaces the preset's", Workload{Preset: "batch", Rate: PerSecondRate(3), Duration: Duration(time.Minute)},
 			func(wc workload.Config, ac workload.ArrivalConfig) bool {
 				return ac.Concurrency == 0 && ac.Rate == 3 && wc.IgnoreEOS
 			}, ""},
@@ -140,7 +140,7 @@ func TestWorkloadConfigs(t *testing.T) {
 			}, ""},
 		{"stages and ramp", Workload{Preset: "chat", Stages: []Stage{{Duration: Duration(time.Second), Target: 3}}, Ramp: &Ramp{From: 1, To: 2}, Duration: Duration(time.Minute)},
 			nil, "--ramp and --stages conflict: each sets a load shape; choose one"},
-		{"unknown preset", Workload{Preset: "nope", Rate: 1, Duration: Duration(time.Second)}, nil, `workload preset "nope": unknown`},
+		{"unknown preset", Workload{Preset: "nope", Rate: PerSecondRate(1), Duration: Duration(time.Second)}, nil, `workload preset "nope": unknown`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

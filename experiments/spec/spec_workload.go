@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -26,7 +27,8 @@ type Workload struct {
 	Class  string `yaml:"class,omitempty" json:"class,omitempty" doc:"Request class tag of every result (thresholds select it with class:NAME). Default: the preset's name, else custom."`
 	API    string `yaml:"api,omitempty" json:"api,omitempty" doc:"chat or completions. Default chat."`
 
-	Rate       float64  `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Open-loop arrival rate in requests per second (.inf: every request at once; needs requests)."`
+	Rate       Rate     `yaml:"rate,omitempty" json:"rate,omitzero" doc:"Open-loop arrival rate in requests per second (.inf: every request at once; needs requests), or a share of a measured capacity such as 80%, which needs capacity: the rate is then that share of the knee llmchaos capacity measured."`
+	Capacity   string   `yaml:"capacity,omitempty" json:"capacity,omitempty" doc:"With rate given as a percentage: the capacity file written by llmchaos capacity --out FILE (a path relative to the experiment file); the rate is that share of its knee. llmchaos run --capacity FILE and llmchaos suite --capacity FILE override it."`
 	Arrival    string   `yaml:"arrival,omitempty" json:"arrival,omitempty" doc:"Inter-arrival shape for rate, ramp and stages: constant, poisson or gamma. Default poisson."`
 	Burstiness float64  `yaml:"burstiness,omitempty" json:"burstiness,omitempty" doc:"Gamma shape for arrival gamma: below 1 burstier, above 1 smoother. Default 1."`
 	Ramp       *Ramp    `yaml:"ramp,omitempty" json:"ramp,omitempty" doc:"Rate that moves linearly from one value to another over the duration."`
@@ -80,6 +82,15 @@ func (w Workload) ClientTimeouts(o *client.Options) {
 	o.RequestTimeout, o.TTFTTimeout, o.IdleTimeout = w.Timeout.D(), w.TTFTTimeout.D(), w.IdleTimeout.D()
 }
 
+// CapacityPath is the workload's capacity file as a path: relative to
+// dir, the experiment file's directory, unless absolute; "" when none.
+func (w Workload) CapacityPath(dir string) string {
+	if w.Capacity == "" || filepath.IsAbs(w.Capacity) || dir == "" {
+		return w.Capacity
+	}
+	return filepath.Join(dir, w.Capacity)
+}
+
 // PreflightOff reports whether the file turns the pre-flight check off
 // (preflight: false); left out, the check runs.
 func (w Workload) PreflightOff() bool { return w.Preflight != nil && !*w.Preflight }
@@ -88,13 +99,14 @@ func (w Workload) PreflightOff() bool { return w.Preflight != nil && !*w.Preflig
 // way.
 func (Workload) keyHints() map[string]string {
 	return map[string]string{
-		"max_tokens":   `output_tokens is sent as max_tokens: write output_tokens`,
-		"think-time":   `write think_time`,
-		"preset_name":  `write preset`,
-		"arrival_rate": `write rate`,
-		"users":        `write concurrency (closed loop of N users)`,
-		"vus":          `write concurrency (closed loop of N users; with a script, its VUs)`,
-		"iterations":   `write requests (with a script, its iterations)`,
+		"max_tokens":    `output_tokens is sent as max_tokens: write output_tokens`,
+		"think-time":    `write think_time`,
+		"preset_name":   `write preset`,
+		"arrival_rate":  `write rate`,
+		"capacity_file": `write capacity`,
+		"users":         `write concurrency (closed loop of N users)`,
+		"vus":           `write concurrency (closed loop of N users; with a script, its VUs)`,
+		"iterations":    `write requests (with a script, its iterations)`,
 	}
 }
 
@@ -148,6 +160,9 @@ func (w Workload) Configs() (workload.Config, workload.ArrivalConfig, error) {
 			wc, ac = p.Workload, p.Arrival
 		}
 	}
+	if w.Rate.Unresolved() {
+		errs = append(errs, errUnresolvedRate(w.Rate))
+	}
 	uw, ua := w.user()
 	wc = wc.Overlay(uw).WithDefaults()
 	ac = ac.Overlay(ua).WithDefaults()
@@ -185,7 +200,7 @@ func (w Workload) user() (workload.Config, workload.ArrivalConfig) {
 		CancelAfter:       workload.DurationDist(w.CancelAfter),
 	}
 	ac := workload.ArrivalConfig{
-		Rate:         w.Rate,
+		Rate:         w.Rate.PerSecond,
 		Arrival:      workload.ArrivalKind(w.Arrival),
 		Burstiness:   w.Burstiness,
 		StartRate:    w.StartRate,

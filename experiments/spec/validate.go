@@ -371,6 +371,7 @@ func (v *validator) workload() {
 		v.iss.add("workload", "missing: set a preset and/or a load shape, e.g. {preset: chat, rate: 10, duration: 60s}")
 		return
 	}
+	v.capacityRate(w)
 	if w.Script != "" || len(w.Env) > 0 {
 		v.scriptWorkload()
 		return
@@ -395,7 +396,7 @@ func (v *validator) workload() {
 		path string
 		r    float64
 	}
-	rates := []rateAt{{"workload.rate", w.Rate}, {"workload.start_rate", w.StartRate}}
+	rates := []rateAt{{"workload.rate", w.Rate.PerSecond}, {"workload.start_rate", w.StartRate}}
 	if r := w.Ramp; r != nil {
 		rates = append(rates, rateAt{"workload.ramp.from", r.From}, rateAt{"workload.ramp.to", r.To})
 	}
@@ -422,6 +423,11 @@ func (v *validator) workload() {
 	}
 	if w.TTFTTimeout > 0 && w.Timeout > 0 && w.TTFTTimeout > w.Timeout {
 		v.iss.add("workload.ttft_timeout", "%v is longer than timeout %v, which bounds the whole request: it would never fire", w.TTFTTimeout, w.Timeout)
+	}
+	if w.Rate.Unresolved() {
+		// The rate is known once the capacity is applied; the rest of the
+		// workload is checked with a stand-in.
+		w.Rate = PerSecondRate(1)
 	}
 	wc, ac, _ := w.Configs()
 	var errs []error
@@ -475,6 +481,23 @@ func (v *validator) workload() {
 		for _, st := range ac.Stages {
 			v.loadEnd += st.Duration
 		}
+	}
+}
+
+// capacityRate checks a rate given as a share of a capacity: it needs the
+// capacity file, an open loop at a fixed rate, and the file needs it.
+func (v *validator) capacityRate(w Workload) {
+	switch {
+	case w.Rate.IsShare() && w.Capacity == "":
+		v.iss.add("workload.rate", "%s is a share of a measured capacity: add capacity: FILE, the file llmchaos capacity --out FILE wrote (llmchaos suite --capacity and llmchaos run --capacity give it too), or write requests per second", w.Rate)
+	case w.Capacity != "" && !w.Rate.IsShare() && w.Rate.PerSecond != 0:
+		v.iss.addKey("workload.capacity", "applies to a rate given as a percentage (rate: 80%%), and this workload's rate is not one: write rate: N%% or remove capacity")
+	case w.Capacity != "" && !w.Rate.IsShare():
+		// No rate (or one that did not decode, which this message, at
+		// the mapping and naming rate, then gives way to).
+		v.iss.add("workload", "capacity applies to a rate given as a percentage, and this workload sets no rate: add rate: N%% (e.g. 80%%) or remove capacity")
+	case w.Capacity != "" && strings.TrimSpace(w.Capacity) != w.Capacity:
+		v.iss.add("workload.capacity", "%q has leading or trailing spaces", w.Capacity)
 	}
 }
 

@@ -66,7 +66,7 @@ func (v *validator) scriptWorkload() {
 	for _, n := range []struct {
 		key string
 		bad bool
-	}{{"duration", w.Duration < 0}, {"concurrency", w.Concurrency < 0}, {"requests", w.Requests < 0}, {"rate", w.Rate < 0}} {
+	}{{"duration", w.Duration < 0}, {"concurrency", w.Concurrency < 0}, {"requests", w.Requests < 0}, {"rate", w.Rate.PerSecond < 0}} {
 		if n.bad {
 			v.iss.add("workload."+n.key, "is negative")
 		}

@@ -108,7 +108,7 @@ func TestValidateScriptWorkload(t *testing.T) {
 // TestScriptEnvAndOverrides: the script's environment gets the target
 // from the runner, and the workload's keys map to llmchaos run's flags.
 func TestScriptEnvAndOverrides(t *testing.T) {
-	w := Workload{Script: "s.js", Env: map[string]string{"RATE": "5"}, Duration: Duration(30 * time.Second), Concurrency: 4, Requests: 7, Rate: 2.5}
+	w := Workload{Script: "s.js", Env: map[string]string{"RATE": "5"}, Duration: Duration(30 * time.Second), Concurrency: 4, Requests: 7, Rate: PerSecondRate(2.5)}
 	env := w.ScriptEnv([]string{"http://a/v1", "http://b/v1"}, "m")
 	if env["BASE_URL"] != "http://a/v1" || env["BASE_URLS"] != "http://a/v1,http://b/v1" || env["MODEL"] != "m" || env["RATE"] != "5" {
 		t.Errorf("ScriptEnv = %v", env)

@@ -20,7 +20,7 @@ func validSpec() *Spec {
 		Metadata:   Metadata{Name: "code"},
 		Target:     Target{LLM: &LLMTarget{URLs: []string{"http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"}}},
 		Proxies:    []Proxy{{Name: "front", Upstream: "127.0.0.1:8001"}},
-		Workload:   Workload{Preset: "chat", Rate: 5, Duration: Duration(time.Minute)},
+		Workload:   Workload{Preset: "chat", Rate: PerSecondRate(5), Duration: Duration(time.Minute)},
 		SteadyState: []Probe{
 			{HTTP: &HTTPProbe{URL: "{{target}}/health"}},
 			{Threshold: "error_rate: rate<0.01"},
@@ -128,7 +128,7 @@ func TestValidateRules(t *testing.T) {
 		{"no load end with faults is a warning", func(s *Spec) { s.Workload.Duration = 0; s.Workload.Requests = 100 },
 			[]string{"warning: workload: the load does not end at a set time (no duration), so fault times cannot be checked against it"}},
 		{"stages end the load", func(s *Spec) {
-			s.Workload.Rate = 0
+			s.Workload.Rate = Rate{}
 			s.Workload.Duration = 0
 			s.Workload.Stages = []Stage{{Duration: Duration(20 * time.Second), Target: 5}, {Duration: Duration(10 * time.Second), Target: 5}}
 		}, []string{"faults[1].at: the fault would start at 30s, when the load (30s) is over: start it earlier or lengthen the workload's duration"}},
