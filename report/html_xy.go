@@ -155,10 +155,10 @@ func (p XYPlot) SVG() (svg template.HTML, err error) {
 		}
 		pl.Add(&linePlotter{pts: pts, style: sty})
 		if l.Dots {
-			pl.Add(&dotPlotter{pts: pts, color: hexColor(c, 255), top: pl.Y.Max})
+			pl.Add(&xyDotPlotter{pts: pts, color: hexColor(c, 255), top: pl.Y.Max})
 		}
 	}
-	pl.Add(&markPlotter{marks: p.Marks}, &yLabels{ticker: niceTicks{n: 4}, style: pl.Y.Tick.Label})
+	pl.Add(&xyMarkPlotter{marks: p.Marks}, &yLabels{ticker: niceTicks{n: 4}, style: pl.Y.Tick.Label})
 
 	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotHeight))
 	pl.Draw(draw.Crop(draw.New(c), plotGutter, -6, 0, 0))
@@ -171,17 +171,17 @@ func (p XYPlot) SVG() (svg template.HTML, err error) {
 
 func xyFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// dotPlotter marks each point; a point above the plot's top is a
+// xyDotPlotter marks each point; a point above the plot's top is a
 // triangle on the top edge.
-type dotPlotter struct {
+type xyDotPlotter struct {
 	pts   []point
 	color color.Color
 	top   float64
 }
 
-var _ plot.Plotter = (*dotPlotter)(nil)
+var _ plot.Plotter = (*xyDotPlotter)(nil)
 
-func (dp *dotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+func (dp *xyDotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	for _, pt := range dp.pts {
 		if !xyFinite(pt.x) || !xyFinite(pt.y) {
@@ -196,14 +196,14 @@ func (dp *dotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
-// markPlotter draws the marks across the plot, each labelled at an end:
+// xyMarkPlotter draws the marks across the plot, each labelled at an end:
 // a vertical one at the top, a horizontal one at the left, above the
 // line.
-type markPlotter struct{ marks []XYMark }
+type xyMarkPlotter struct{ marks []XYMark }
 
-var _ plot.Plotter = (*markPlotter)(nil)
+var _ plot.Plotter = (*xyMarkPlotter)(nil)
 
-func (mp *markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+func (mp *xyMarkPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	for _, m := range mp.marks {
 		col := m.Color
