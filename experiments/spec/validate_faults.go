@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
@@ -33,9 +34,9 @@ func FaultTypes() map[string]FaultType {
 }
 
 // FaultTypeList returns every fault type, family by family (network,
-// replica, gpu), each family's in the order of its list.
+// replica, gpu, chaosmesh), each family's in the order of its list.
 func FaultTypeList() []FaultType {
-	return slices.Concat(network.Types(), replica.Types(), gpu.Types())
+	return slices.Concat(network.Types(), replica.Types(), gpu.Types(), chaosmesh.Types())
 }
 
 // faultTypeNames returns the names of FaultTypes, sorted.
