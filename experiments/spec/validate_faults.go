@@ -10,6 +10,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 )
@@ -34,9 +35,9 @@ func FaultTypes() map[string]FaultType {
 }
 
 // FaultTypeList returns every fault type, family by family (network,
-// replica, gpu, chaosmesh), each family's in the order of its list.
+// replica, gpu, gpupod, chaosmesh), each family's in the order of its list.
 func FaultTypeList() []FaultType {
-	return slices.Concat(network.Types(), replica.Types(), gpu.Types(), chaosmesh.Types())
+	return slices.Concat(network.Types(), replica.Types(), gpu.Types(), gpupod.Types(), chaosmesh.Types())
 }
 
 // faultTypeNames returns the names of FaultTypes, sorted.

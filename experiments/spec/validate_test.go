@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 )
@@ -192,7 +193,7 @@ func TestFaultTypes(t *testing.T) {
 	want := append(network.ProxyFaultTypes(), network.TypeNetnsLoss, network.TypeNetnsPartition, network.TypeNetnsBandwidth, network.TypeNetnsDelay,
 		replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart)
 	want = append(want, gpu.FaultTypes()...)
-	want = append(want, chaosmesh.TypeDelay, chaosmesh.TypeLoss, chaosmesh.TypeBandwidth, chaosmesh.TypePartition,
+	want = append(want, gpupod.TypeMemoryPressure, chaosmesh.TypeDelay, chaosmesh.TypeLoss, chaosmesh.TypeBandwidth, chaosmesh.TypePartition,
 		chaosmesh.TypePodFailure, chaosmesh.TypeContainerKill, chaosmesh.TypeMemoryStress, chaosmesh.TypeCPUStress)
 	slices.Sort(want)
 	if got := faultTypeNames(types); !slices.Equal(got, want) {

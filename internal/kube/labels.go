@@ -83,3 +83,7 @@ func randomSuffix(n int) string {
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// Token returns 8 random characters of [a-z0-9], valid in names and label
+// values: a mark for the objects of one action.
+func Token() string { return randomSuffix(8) }

@@ -59,13 +59,16 @@ func (t PodTarget) Problems() []error {
 	return errs
 }
 
-// Pods lists the pods of t, sorted by name.
+// Pods lists the pods of t, sorted by name. Pods llmchaos made itself
+// (labelled app.kubernetes.io/managed-by=llmchaos: GPU balloons, load
+// shards) are left out even when the selector matches them, so that no
+// fault ever picks its own helpers.
 func (t PodTarget) Pods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, error) {
 	list, err := client.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: t.Selector})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", t, err)
 	}
-	pods := list.Items
+	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Labels[LabelManagedBy] == ManagedBy })
 	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil
 }

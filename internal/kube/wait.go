@@ -17,12 +17,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// WaitPods watches the pods of t until cond holds for them (copies, sorted
-// by name) and returns nil, or returns ctx's error when it ends first. cond
-// sees the pods after the first list and after every change.
+// WaitPods watches the pods of t (as Pods lists them: llmchaos's own left
+// out) until cond holds for them (copies, sorted by name) and returns nil,
+// or returns ctx's error when it ends first. cond sees the pods after the
+// first list and after every change.
 func WaitPods(ctx context.Context, client kubernetes.Interface, t PodTarget, cond func([]corev1.Pod) bool) error {
-	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", t.Namespace,
-		func(o *metav1.ListOptions) { o.LabelSelector = t.Selector })
+	return WaitSelectedPods(ctx, client, t.Namespace, t.Selector, func(pods []corev1.Pod) bool {
+		return cond(slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.Labels[LabelManagedBy] == ManagedBy }))
+	})
+}
+
+// WaitSelectedPods is WaitPods for the pods of namespace ns that the label
+// selector matches, llmchaos's own pods included.
+func WaitSelectedPods(ctx context.Context, client kubernetes.Interface, ns, selector string, cond func([]corev1.Pod) bool) error {
+	t := PodTarget{Namespace: ns, Selector: selector}
+	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
 	changed := make(chan struct{}, 1)
 	notify := func() {
