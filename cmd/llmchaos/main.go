@@ -159,6 +159,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(),
 		newMergeCmd(),
 		newLoadCmd(),
+		newShardJobCmd(),
 		newValidateCmd(),
 		newFaultsCmd(),
 		newSchemaCmd(),
