@@ -371,6 +371,7 @@ func (v *validator) workload() {
 		v.iss.add("workload", "missing: set a preset and/or a load shape, e.g. {preset: chat, rate: 10, duration: 60s}")
 		return
 	}
+	v.shards(w)
 	if w.Script != "" || len(w.Env) > 0 {
 		v.scriptWorkload()
 		return
@@ -475,6 +476,19 @@ func (v *validator) workload() {
 		for _, st := range ac.Stages {
 			v.loadEnd += st.Duration
 		}
+	}
+}
+
+// shards checks workload.shards. More than one shard runs as the pods of
+// a Kubernetes Indexed Job, in the namespace of a Kubernetes target; the
+// spec has no such target yet (target.kubernetes), so a sharded load is
+// refused here, saying where it runs instead.
+func (v *validator) shards(w Workload) {
+	switch {
+	case w.Shards < 0:
+		v.iss.add("workload.shards", "%d is negative: want the number of shards, 1 or more", w.Shards)
+	case w.Shards > 1:
+		v.iss.add("workload.shards", "%d shards need target.kubernetes (the shards run as the pods of an Indexed Job in its namespace), which this target is not; run a sharded load with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
 	}
 }
 
