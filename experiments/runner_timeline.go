@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -305,7 +306,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 	}
 	name := pf.spec.Name
 	env := faults.BuildEnv{
-		Name: name, Seed: pf.seed, Helper: r.opts.Helper,
+		Name: name, Seed: pf.seed, Helper: r.opts.Helper, RunID: filepath.Base(r.dir),
 		OnApplied: func(target string) {
 			r.obs.event(report.EventSourceFault, "acted_on", name, target)
 		},

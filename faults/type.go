@@ -48,6 +48,10 @@ type BuildEnv struct {
 	Name string
 	// Seed is the fault's own seed, derived from the run's.
 	Seed uint64
+	// RunID identifies the run (its directory's name): faults that create
+	// objects in a cluster label them with it (llmchaos.io/run), so that
+	// what a run left is found by label.
+	RunID string
 	// Proxy is the fault proxy a TargetProxy type acts through (a
 	// network.Toxics): its Build is called once per proxy the fault covers.
 	Proxy any

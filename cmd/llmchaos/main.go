@@ -162,6 +162,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newMergeCmd(),
 		newLoadCmd(),
 		newCapacityCmd(),
+		newShardJobCmd(),
 		newValidateCmd(),
 		newFaultsCmd(),
 		newSchemaCmd(),

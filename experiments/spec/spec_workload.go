@@ -67,6 +67,11 @@ type Workload struct {
 	TTFTTimeout Duration `yaml:"ttft_timeout,omitempty" json:"ttft_timeout,omitempty" doc:"Bound on the time from send to the first content chunk (0: none). A request cut by it failed (class timeout)."`
 	IdleTimeout Duration `yaml:"idle_timeout,omitempty" json:"idle_timeout,omitempty" doc:"Bound on the server's silence: to the first byte and between reads (0: none). A request cut by it failed (class timeout)."`
 	Grace       Duration `yaml:"grace,omitempty" json:"grace,omitempty" doc:"Time requests in flight get to finish after the load's schedule ends. Those still unfinished then failed (class timeout), counted in error_rate. Default (unset or 0s): 30s."`
+
+	// Shards splits the load over that many processes. It needs a
+	// Kubernetes target, where the shards run as the pods of an Indexed
+	// Job (experiments/shardjob).
+	Shards int `yaml:"shards,omitempty" json:"shards,omitempty" doc:"Run the load as this many shards at once, the pods of a Kubernetes Indexed Job (each llmchaos load --shard INDEX/N, one start instant, the reports merged); needs target.kubernetes. Default 1: one process."`
 }
 
 // GraceOrDefault is the workload's grace, or the engine's default when unset.

@@ -372,6 +372,7 @@ func (v *validator) workload() {
 		return
 	}
 	v.capacityRate(w)
+	v.shards(w)
 	if w.Script != "" || len(w.Env) > 0 {
 		v.scriptWorkload()
 		return
@@ -498,6 +499,19 @@ func (v *validator) capacityRate(w Workload) {
 		v.iss.add("workload", "capacity applies to a rate given as a percentage, and this workload sets no rate: add rate: N%% (e.g. 80%%) or remove capacity")
 	case w.Capacity != "" && strings.TrimSpace(w.Capacity) != w.Capacity:
 		v.iss.add("workload.capacity", "%q has leading or trailing spaces", w.Capacity)
+	}
+}
+
+// shards checks workload.shards. More than one shard runs as the pods of
+// a Kubernetes Indexed Job, in the namespace of a Kubernetes target; the
+// spec has no such target yet (target.kubernetes), so a sharded load is
+// refused here, saying where it runs instead.
+func (v *validator) shards(w Workload) {
+	switch {
+	case w.Shards < 0:
+		v.iss.add("workload.shards", "%d is negative: want the number of shards, 1 or more", w.Shards)
+	case w.Shards > 1:
+		v.iss.add("workload.shards", "%d shards need target.kubernetes (the shards run as the pods of an Indexed Job in its namespace), which this target is not; run a sharded load with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 )
@@ -33,9 +35,9 @@ func FaultTypes() map[string]FaultType {
 }
 
 // FaultTypeList returns every fault type, family by family (network,
-// replica, gpu), each family's in the order of its list.
+// replica, gpu, gpupod, chaosmesh), each family's in the order of its list.
 func FaultTypeList() []FaultType {
-	return slices.Concat(network.Types(), replica.Types(), gpu.Types())
+	return slices.Concat(network.Types(), replica.Types(), gpu.Types(), gpupod.Types(), chaosmesh.Types())
 }
 
 // faultTypeNames returns the names of FaultTypes, sorted.

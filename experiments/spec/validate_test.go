@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
 )
@@ -182,7 +184,8 @@ func TestProblemsErr(t *testing.T) {
 	}
 }
 
-// Every fault type faults/network, faults/replica and faults/gpu define is
+// Every fault type faults/network, faults/replica, faults/gpu and
+// faults/chaosmesh define is
 // in FaultTypes, its params decode, and Check accepts good params and
 // rejects bad ones.
 func TestFaultTypes(t *testing.T) {
@@ -190,6 +193,8 @@ func TestFaultTypes(t *testing.T) {
 	want := append(network.ProxyFaultTypes(), network.TypeNetnsLoss, network.TypeNetnsPartition, network.TypeNetnsBandwidth, network.TypeNetnsDelay,
 		replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart)
 	want = append(want, gpu.FaultTypes()...)
+	want = append(want, gpupod.TypeMemoryPressure, chaosmesh.TypeDelay, chaosmesh.TypeLoss, chaosmesh.TypeBandwidth, chaosmesh.TypePartition,
+		chaosmesh.TypePodFailure, chaosmesh.TypeContainerKill, chaosmesh.TypeMemoryStress, chaosmesh.TypeCPUStress)
 	slices.Sort(want)
 	if got := faultTypeNames(types); !slices.Equal(got, want) {
 		t.Errorf("fault types %q, want %q", got, want)

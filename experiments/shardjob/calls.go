@@ -1,0 +1,17 @@
+package shardjob
+
+import "github.com/llmchaos/llmchaos/internal/kube"
+
+// APICalls returns every kind of Kubernetes API call this package makes,
+// for the RBAC of deploy/kubernetes.
+func APICalls() []kube.APICall {
+	const why = "sharded load: "
+	return []kube.APICall{
+		{Verb: "create", Group: "batch", Resource: "jobs", Why: why + "create the Indexed Job"},
+		{Verb: "watch", Group: "batch", Resource: "jobs", Why: why + "wait until the Job has finished"},
+		{Verb: "get", Group: "batch", Resource: "jobs", Why: why + "look again when a watch ends"},
+		{Verb: "delete", Group: "batch", Resource: "jobs", Why: why + "delete the Job once its reports are read"},
+		{Verb: "list", Resource: "pods", Why: why + "find the Job's pods and their completion indexes"},
+		{Verb: "get", Resource: "pods", Subresource: "log", Why: why + "read each shard's JSON report from its log"},
+	}
+}

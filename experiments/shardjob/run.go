@@ -1,0 +1,273 @@
+package shardjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// deleteTimeout bounds the deletion of the Job at the end of Run.
+const deleteTimeout = time.Minute
+
+// Shard is what became of one shard.
+type Shard struct {
+	// Index is the shard's completion index.
+	Index int
+	// Pod is the pod that ran it ("" when none succeeded).
+	Pod string
+	// Doc is its report (nil when it has none).
+	Doc *report.Document
+	// Err says why it has no report.
+	Err error
+}
+
+// Result is a finished sharded load.
+type Result struct {
+	// Job is the Job's name; StartAt the instant the shards started at.
+	Job     string
+	StartAt time.Time
+	// Shards are the shards by index.
+	Shards []Shard
+	// Merged is the merged report of the shards that have one.
+	Merged *report.Document
+	// Warnings are the merge's (an incomplete set with Partial, shards
+	// whose recorded configurations differ).
+	Warnings []string
+}
+
+// Started is called once the Job exists, with its name and start instant.
+type Started func(job string, startAt time.Time)
+
+// Run creates the Indexed Job of cfg, waits until it has finished, reads
+// every shard's report from its pod's log through logs, checks that they
+// are the shards of one load and merges them. Unless cfg.Keep it deletes
+// the Job (and its pods) at the end, also when it fails or ctx ends. A
+// shard without a report fails Run (naming it and quoting its log) unless
+// cfg.Partial, where the others are merged with a warning.
+func Run(ctx context.Context, cl *kube.Clients, cfg Config, logs LogSource, started Started) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("shard job: %w", err)
+	}
+	cfg = cfg.withDefaults(time.Now())
+	jobs := cl.Core.BatchV1().Jobs(cfg.Namespace)
+	job, err := jobs.Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
+	if err != nil {
+		return nil, fmt.Errorf("shard job: create Job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	if !cfg.Keep {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			defer cancel()
+			bg := metav1.DeletePropagationBackground
+			// Nothing of the load is lost with it: the reports are read.
+			_ = jobs.Delete(dctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		}()
+	}
+	if started != nil {
+		started(job.Name, cfg.StartAt)
+	}
+	res := &Result{Job: job.Name, StartAt: cfg.StartAt}
+	if job, err = waitFinished(ctx, cl.Core, job); err != nil {
+		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	pods, err := shardPods(ctx, cl.Core, job)
+	if err != nil {
+		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	res.Shards = collect(ctx, cfg.Shards, pods, logs)
+	if err := res.merge(cfg.Partial); err != nil {
+		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	return res, nil
+}
+
+// waitFinished watches job until it has finished (its Complete or Failed
+// condition is true) and returns it as it is then.
+func waitFinished(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {
+	jobs := client.BatchV1().Jobs(job.Namespace)
+	for {
+		if finished(job) {
+			return job, nil
+		}
+		w, err := jobs.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", job.Name).String(),
+			ResourceVersion: job.ResourceVersion,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+		job, err = untilFinished(ctx, w, job)
+		w.Stop()
+		if err != nil {
+			return nil, err
+		}
+		if !finished(job) {
+			// The watch ended (a server timeout): look again.
+			if job, err = jobs.Get(ctx, job.Name, metav1.GetOptions{}); err != nil {
+				return nil, fmt.Errorf("get: %w", err)
+			}
+		}
+	}
+}
+
+// untilFinished reads w until job has finished, the watch ends, or ctx
+// does; it returns the last state of job seen.
+func untilFinished(ctx context.Context, w watch.Interface, job *batchv1.Job) (*batchv1.Job, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return job, fmt.Errorf("not finished (%d succeeded, %d failed, %d active): %w",
+				job.Status.Succeeded, job.Status.Failed, job.Status.Active, context.Cause(ctx))
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return job, nil
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return job, errors.New("deleted before it finished")
+			case watch.Error:
+				return job, nil
+			}
+			if j, ok := ev.Object.(*batchv1.Job); ok {
+				job = j
+				if finished(job) {
+					return job, nil
+				}
+			}
+		}
+	}
+}
+
+func finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// shardPods lists the pods of job.
+func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) ([]corev1.Pod, error) {
+	list, err := client.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: batchv1.ControllerUidLabel + "=" + string(job.UID),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list its pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// collect reads the report of every shard 0..n-1 from the log of its pod
+// that succeeded, reading the logs at once.
+func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource) []Shard {
+	shards := make([]Shard, n)
+	byIndex := map[int]*corev1.Pod{}
+	failed := map[int]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		idx, err := strconv.Atoi(p.Annotations[indexAnnotation])
+		if err != nil || idx < 0 || idx >= n {
+			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded {
+			byIndex[idx] = p
+		} else {
+			failed[idx] = p
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range shards {
+		shards[i].Index = i
+		p, ok := byIndex[i]
+		if !ok {
+			shards[i].Err = noSuccess(failed[i])
+			continue
+		}
+		shards[i].Pod = p.Name
+		wg.Go(func() {
+			b, err := logs.Log(ctx, p)
+			if err != nil {
+				shards[i].Err = err
+				return
+			}
+			if shards[i].Doc, err = ParseReport(b); err != nil {
+				shards[i].Err = fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return shards
+}
+
+// noSuccess says why a shard has no pod that succeeded.
+func noSuccess(p *corev1.Pod) error {
+	if p == nil {
+		return errors.New("no pod ran it")
+	}
+	msg := fmt.Sprintf("pod %s %s", p.Name, p.Status.Phase)
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			msg += fmt.Sprintf(": exit %d %s", t.ExitCode, t.Reason)
+			if m := strings.TrimSpace(t.Message); m != "" {
+				msg += ": " + m
+			}
+		}
+	}
+	return errors.New(msg)
+}
+
+// merge checks and merges the reports of the shards.
+func (r *Result) merge(partial bool) error {
+	var (
+		names []string
+		docs  []*report.Document
+		errs  []error
+	)
+	for _, s := range r.Shards {
+		if s.Doc == nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", s.Index, s.Err))
+			continue
+		}
+		names = append(names, fmt.Sprintf("shard %d (pod %s)", s.Index, s.Pod))
+		docs = append(docs, s.Doc)
+	}
+	if len(docs) == 0 {
+		return fmt.Errorf("no shard has a report: %w", errors.Join(errs...))
+	}
+	if len(errs) > 0 {
+		if !partial {
+			return fmt.Errorf("%d of %d shards have no report (merge the rest with partial): %w", len(errs), len(r.Shards), errors.Join(errs...))
+		}
+		for _, e := range errs {
+			r.Warnings = append(r.Warnings, e.Error())
+		}
+	}
+	warns, err := report.CheckShards(names, docs, partial)
+	if err != nil {
+		return fmt.Errorf("the reports are not the shards of one load: %w", err)
+	}
+	r.Warnings = append(r.Warnings, warns...)
+	m, err := report.Merge(docs...)
+	if err != nil {
+		return fmt.Errorf("merge %d shards: %w", len(docs), err)
+	}
+	r.Merged = m
+	slices.Sort(r.Warnings)
+	return nil
+}

@@ -1,0 +1,96 @@
+package gpupod
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
+)
+
+// Labels of a balloon pod besides kube.OwnedLabels.
+const (
+	// LabelBalloonFor names the target pod the balloon presses on.
+	LabelBalloonFor = "llmchaos.io/balloon-for"
+	// LabelBalloonSet marks the balloons of one injection.
+	LabelBalloonSet = "llmchaos.io/balloon-set"
+)
+
+// balloonGracePeriod is the balloon pod's terminationGracePeriodSeconds:
+// gpu-balloon frees its memory and exits within moments of SIGTERM.
+const balloonGracePeriod = 15
+
+// balloonUID is the user the balloon runs as (not root; the image is FROM
+// scratch and needs no user database).
+const balloonUID = 65532
+
+// BalloonPod returns the balloon pod called name that presses on target's
+// GPU with p: pinned to target's node (spec.nodeName, the scheduler is not
+// asked), tolerating what target tolerates, in target's runtime class
+// unless p names one, running `gpu-balloon --backend cuda --gpu 0` (the
+// container sees one GPU) with one p.Resource, or with p.VisibleDevices
+// through NVIDIA_VISIBLE_DEVICES. labels are added to its own.
+func BalloonPod(p PressureParams, target *corev1.Pod, name string, labels map[string]string) *corev1.Pod {
+	l := map[string]string{LabelBalloonFor: kube.LabelValue(target.Name)}
+	for k, v := range labels {
+		l[k] = v
+	}
+	env := []corev1.EnvVar{{Name: "CUDA_DEVICE_ORDER", Value: "PCI_BUS_ID"}}
+	res := corev1.ResourceRequirements{}
+	if p.VisibleDevices != "" {
+		env = append(env,
+			corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: p.VisibleDevices},
+			corev1.EnvVar{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "compute,utility"})
+	} else {
+		one := resource.MustParse("1")
+		res.Limits = corev1.ResourceList{corev1.ResourceName(p.Resource): one}
+	}
+	runtimeClass := target.Spec.RuntimeClassName
+	if p.RuntimeClass != "" {
+		runtimeClass = &p.RuntimeClass
+	}
+	grace, uid, no, yes := int64(balloonGracePeriod), int64(balloonUID), false, true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: target.Namespace, Labels: l,
+			Annotations: map[string]string{"llmchaos.io/fault-type": TypeMemoryPressure},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      target.Spec.NodeName,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			Tolerations:                   target.Spec.Tolerations,
+			RuntimeClassName:              runtimeClass,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name:                     "balloon",
+				Image:                    p.Image,
+				Args:                     balloonArgs(p),
+				Env:                      env,
+				Resources:                res,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+}
+
+// balloonArgs returns the arguments of `llmchaos gpu-balloon` for p.
+func balloonArgs(p PressureParams) []string {
+	args := []string{"gpu-balloon", "--backend", "cuda", "--gpu", "0"}
+	if p.GiB != nil {
+		return append(args, "--gib", strconv.FormatFloat(*p.GiB, 'g', -1, 64))
+	}
+	args = append(args, "--leave-free-gib", strconv.FormatFloat(*p.LeaveFreeGiB, 'g', -1, 64))
+	if p.Grow != nil && *p.Grow {
+		args = append(args, "--grow")
+	}
+	return args
+}

@@ -1,0 +1,36 @@
+package kube
+
+import "fmt"
+
+// APICall is one kind of Kubernetes API request llmchaos makes: a verb on
+// a resource (and subresource) of an API group, in the target's namespace
+// or cluster-wide. Every package that talks to a cluster lists its calls
+// next to its clients (APICalls functions), and the RBAC test of
+// deploy/kubernetes checks that the Role given there allows each of them
+// and nothing it does not need.
+type APICall struct {
+	// Verb is the RBAC verb: get, list, watch, create, patch, delete.
+	Verb string
+	// Group is the API group ("" for the core group).
+	Group string
+	// Resource is the plural resource name; Subresource is set for
+	// calls such as pods/log.
+	Resource, Subresource string
+	// ClusterScoped is set for resources outside namespaces (namespaces).
+	ClusterScoped bool
+	// Why says what the call is for.
+	Why string
+}
+
+// String describes c as RBAC writes it: "get pods/log" or
+// "create networkchaos.chaos-mesh.org".
+func (c APICall) String() string {
+	r := c.Resource
+	if c.Subresource != "" {
+		r += "/" + c.Subresource
+	}
+	if c.Group != "" {
+		r += "." + c.Group
+	}
+	return fmt.Sprintf("%s %s", c.Verb, r)
+}
