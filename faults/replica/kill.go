@@ -44,8 +44,10 @@ func (p KillParams) WithDefaults() KillParams {
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p KillParams) Validate() error {
 	errs := p.Params.problems()
-	if _, err := ParseSignal(p.Signal); err != nil {
+	if sig, err := ParseSignal(p.Signal); err != nil {
 		errs = append(errs, fmt.Errorf("signal: %w", err))
+	} else if p.Target.Driver == DriverKubernetes && SignalName(sig) != DefaultKillSignal {
+		errs = append(errs, fmt.Errorf("signal: %s: the kubernetes driver kills a pod by deleting it with grace 0 (SIGKILL); for SIGTERM and a grace period use replica.stop", p.Signal))
 	}
 	switch p.Via {
 	case ViaProcess:
