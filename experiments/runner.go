@@ -135,8 +135,9 @@ type Outcome struct {
 	AbortDetail string
 	// Refused names the faults that were not injected because their
 	// target selection was refused (too few replicas up for min_available,
-	// none matching): the run tested nothing of them, which is a cause of
-	// its own, not an SLO failure.
+	// none matching) or their targets have not opted in (the label
+	// llmchaos.io/target=true): the run tested nothing of them, which is a
+	// cause of its own, not an SLO failure.
 	Refused []string
 }
 

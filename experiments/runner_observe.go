@@ -354,7 +354,11 @@ func (o *observers) recordReplicaEvent(e replica.Event, source string) {
 		})
 	}
 	o.mu.Unlock()
-	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
+	who := "replica"
+	if source == report.EventSourceKubernetes {
+		who = "kubernetes"
+	}
+	line := fmt.Sprintf("%9s  %s %s %s", fmtClock(at), who, e.Replica, e.Kind)
 	if e.Detail != "" {
 		line += ": " + e.Detail
 	}

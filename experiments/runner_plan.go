@@ -396,12 +396,12 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
 
-	var refused []string
+	refused := &RefusedError{}
 	if len(replicaFaults) > 0 {
 		b.WriteString("\nreplica targets (what each replica fault matches now; it picks among those up when it is injected):\n")
 		for _, pf := range replicaFaults {
 			if err := p.writeReplicaTargets(&b, pf, n); err != nil {
-				refused = append(refused, fmt.Sprintf("fault %q: %v", pf.spec.Name, err))
+				refused.Faults, refused.Errs = append(refused.Faults, pf.spec.Name), append(refused.Errs, err)
 			}
 		}
 	}
@@ -422,8 +422,8 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(refused) > 0 {
-		return &RefusedError{Faults: refused}
+	if len(refused.Faults) > 0 {
+		return refused
 	}
 	return nil
 }

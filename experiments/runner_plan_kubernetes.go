@@ -17,14 +17,22 @@ import (
 // opted in, or its selection would break min_available with the pods Ready
 // now. The run would not test it (llmchaos run exits 95).
 type RefusedError struct {
-	// Faults names each refused fault with why.
+	// Faults names the refused faults; Errs says why, one per fault.
 	Faults []string
+	Errs   []error
 }
 
-// Error names the refused faults.
+// Error names the refused faults and why.
 func (e *RefusedError) Error() string {
-	return "would be refused: " + strings.Join(e.Faults, "; ")
+	parts := make([]string, len(e.Faults))
+	for i, f := range e.Faults {
+		parts[i] = fmt.Sprintf("fault %q: %v", f, e.Errs[i])
+	}
+	return "would be refused: " + strings.Join(parts, "; ")
 }
+
+// Unwrap returns why each fault would be refused.
+func (e *RefusedError) Unwrap() []error { return e.Errs }
 
 // writeKubernetesTarget writes a target.kubernetes: where its endpoints
 // come from, and those ready now when the cluster answers.

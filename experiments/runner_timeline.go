@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -218,7 +219,7 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		if jerr := record(err); jerr != nil {
 			r.judge.fail(jerr)
 		}
-		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
+		if _, refused := errors.AsType[*faults.SelectionError](err); refused || errors.Is(err, replica.ErrNotOptedIn) {
 			r.faults.refuse(name)
 		}
 		r.notInjected(pf.index, err.Error())

@@ -66,13 +66,14 @@ func (k *kubeTarget) describe() string {
 
 // discover lists the ready endpoints and follows them until stopEndpoints:
 // event is told of each endpoint that joins or leaves, with its address. It
-// returns once the first list is in, failing when it does not come within
-// kubeDiscoveryTimeout or lists no ready endpoint.
+// returns once at least one endpoint is ready, failing when none is within
+// kubeDiscoveryTimeout (a Service whose EndpointSlices are still being
+// written gets that long).
 func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, detail string)) error {
 	d := kubeclient.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	k.stop, k.done = stop, make(chan struct{})
-	ready := make(chan struct{})
+	changed := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	var (
 		mu      sync.Mutex
@@ -80,10 +81,10 @@ func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, deta
 	)
 	go func() {
 		defer close(k.done)
-		errc <- d.Watch(runCtx, func() { close(ready) }, func(eps []kubeclient.Endpoint, err error) {
+		errc <- d.Watch(runCtx, nil, func(eps []kubeclient.Endpoint, err error) {
 			prev := k.set.Load()
 			k.set.Store(k.newSet(eps))
-			if prev != nil {
+			if prev != nil && len(prev.eps) > 0 {
 				for _, e := range prev.eps {
 					if !slices.Contains(eps, e) {
 						event("endpoint_removed", e.Name(), e.HostPort())
@@ -103,38 +104,45 @@ func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, deta
 				}
 				mu.Unlock()
 			}
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		})
 	}()
 	timer := time.NewTimer(kubeDiscoveryTimeout)
 	defer timer.Stop()
-	select {
-	case <-ready:
-	case err := <-errc:
-		return fmt.Errorf("target.kubernetes: %w", err)
-	case <-timer.C:
-		stop()
-		return fmt.Errorf("target.kubernetes: no list of the endpoints of %s within %v: %w", k.describe(), kubeDiscoveryTimeout, <-errc)
-	case <-ctx.Done():
-		stop()
-		<-k.done
-		return context.Cause(ctx)
-	}
-	set := k.set.Load()
-	if set == nil || len(set.eps) == 0 {
-		mu.Lock()
-		why := problem
-		mu.Unlock()
-		if why == "" {
-			why = "no pod is Ready"
+	for {
+		if s := k.set.Load(); s != nil && len(s.eps) > 0 {
+			names := make([]string, len(s.eps))
+			for i, e := range s.eps {
+				names[i] = e.Name() + " " + e.HostPort()
+			}
+			event("endpoints", k.describe(), strings.Join(names, ", "))
+			return nil
 		}
-		return fmt.Errorf("target.kubernetes: %s has no ready endpoint (%s): check the selector, the Service and the pods' readiness", k.describe(), why)
+		select {
+		case <-changed:
+		case err := <-errc:
+			return fmt.Errorf("target.kubernetes: %w", err)
+		case <-timer.C:
+			stop()
+			if err := <-errc; err != nil {
+				return fmt.Errorf("target.kubernetes: no list of the endpoints of %s within %v: %w", k.describe(), kubeDiscoveryTimeout, err)
+			}
+			mu.Lock()
+			why := problem
+			mu.Unlock()
+			if why == "" {
+				why = "no pod is Ready"
+			}
+			return fmt.Errorf("target.kubernetes: %s has no ready endpoint after %v (%s): check the selector, the Service and the pods' readiness", k.describe(), kubeDiscoveryTimeout, why)
+		case <-ctx.Done():
+			stop()
+			<-k.done
+			return context.Cause(ctx)
+		}
 	}
-	names := make([]string, len(set.eps))
-	for i, e := range set.eps {
-		names[i] = e.Name() + " " + e.HostPort()
-	}
-	event("endpoints", k.describe(), strings.Join(names, ", "))
-	return nil
 }
 
 // newSet returns the set of eps with their base URLs.
