@@ -6,7 +6,10 @@
 //
 // Run executes a spec: it resolves the target (target.sim starts `llmchaos
 // sim --replicas N` as a child process on free ports, which dies with the
-// runner), puts a fault proxy in front of each endpoint when a proxy fault
+// runner; target.kubernetes follows the ready endpoints of a Service or a
+// selector's pods and routes each request to one ready at its send, tagged
+// with the pod's name, unless its url takes every request, and watches the
+// pods' status changes and Events), puts a fault proxy in front of each endpoint when a proxy fault
 // needs one (a child `llmchaos proxy`, or a goroutine when the runner has no
 // llmchaos executable), probes the steady state, runs the load engine with
 // a Tagger that labels every result with the phase it was sent in
@@ -29,5 +32,6 @@
 // the Tagger). A failed revert comes back as a *RevertError naming the
 // fault and stays pending in the journal for `llmchaos recover`, which
 // replays it with spec.Reverters. DryRun prints the plan and starts
-// nothing.
+// nothing; for pods it lists what each fault would act on now, and returns
+// a *RefusedError when one would be refused.
 package experiments

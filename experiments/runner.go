@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -114,6 +115,10 @@ type testHooks struct {
 	// onTag is called for every result as it is tagged, inside the load
 	// engine's goroutines.
 	onTag func(at time.Duration, tags *recording.Tags)
+	// dial, when set, opens every connection to the target (the load,
+	// the pre-flight check, the model lookup, the probes): tests route the
+	// IPs of pods that run no container to local servers.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Outcome is how a run ended: its report and verdict.
@@ -130,8 +135,9 @@ type Outcome struct {
 	AbortDetail string
 	// Refused names the faults that were not injected because their
 	// target selection was refused (too few replicas up for min_available,
-	// none matching): the run tested nothing of them, which is a cause of
-	// its own, not an SLO failure.
+	// none matching) or their targets have not opted in (the label
+	// llmchaos.io/target=true): the run tested nothing of them, which is a
+	// cause of its own, not an SLO failure.
 	Refused []string
 }
 
@@ -296,6 +302,7 @@ type run struct {
 	clock     *runClock // the load's clock, which the parts share
 	rec       *recording.Recorder
 	sim       *simProcess
+	kube      *kubeTarget
 	starter   *proxyStarter
 	proxies   []*runProxy
 	declared  map[string]*runProxy
@@ -377,12 +384,8 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		}
 		return nil, err
 	}
-	hc := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
-	var bases []string
-	for _, e := range r.endpoints {
-		bases = append(bases, rootURL(e.url))
-	}
-	before := append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...)
+	hc := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: r.dialer()}}
+	before := append(p.steady.probeHTTP(runCtx, hc, r.probeBases()), p.steady.probePromQL(runCtx)...)
 	r.judge.addBefore(before)
 	if r.judge.interrupted(ctx) {
 		return r.finish(nil, engine.RunStats{})
@@ -399,15 +402,37 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 		return nil, err
 	}
 	if runCtx.Err() == nil {
-		r.judge.addAfter(append(p.steady.probeHTTP(runCtx, hc, bases), p.steady.probePromQL(runCtx)...))
+		r.judge.addAfter(append(p.steady.probeHTTP(runCtx, hc, r.probeBases()), p.steady.probePromQL(runCtx)...))
 	}
 	return r.finish(r.rec, stats)
 }
 
+// probeBases returns what {{target}} stands for in the steady-state
+// probes: each endpoint's root URL, for a Kubernetes target the endpoints
+// ready now.
+func (r *run) probeBases() []string {
+	var bases []string
+	if r.kube != nil && r.kube.t.URL == "" {
+		for _, u := range r.kube.urls() {
+			bases = append(bases, rootURL(u))
+		}
+		return bases
+	}
+	for _, e := range r.endpoints {
+		bases = append(bases, rootURL(e.url))
+	}
+	return bases
+}
+
 // describeTarget says what the target is, for the first line.
 func (r *run) describeTarget() string {
-	if t := r.p.spec.Target.Sim; t != nil {
-		return fmt.Sprintf("simulator with %d replica(s)", t.Replicas)
+	switch t := r.p.spec.Target; {
+	case t.Sim != nil:
+		return fmt.Sprintf("simulator with %d replica(s)", t.Sim.Replicas)
+	case t.Kubernetes != nil && t.Kubernetes.URL != "":
+		return fmt.Sprintf("Kubernetes pods %q through %s", t.Kubernetes.Selector, t.Kubernetes.URL)
+	case t.Kubernetes != nil:
+		return fmt.Sprintf("Kubernetes pods %q", t.Kubernetes.Selector)
 	}
 	return fmt.Sprintf("%d endpoint(s)", len(r.p.spec.Target.LLM.Endpoints()))
 }
@@ -433,12 +458,28 @@ func (r *run) setUp(ctx context.Context) error {
 		urls = sp.endpoints()
 		r.model = s.Target.Sim.Model
 		r.out.printf("simulator serving: %s", strings.Join(urls, ", "))
+	case s.Target.Kubernetes != nil:
+		k, err := connectKube(*s.Target.Kubernetes)
+		if err != nil {
+			return err
+		}
+		r.kube = k
+		r.out.printf("kubernetes: %s", k.describe())
+		if k.t.URL != "" {
+			urls = []string{k.t.URL}
+		} else {
+			if err := k.discover(ctx, r.kubeEvent); err != nil {
+				return err
+			}
+			urls = k.urls()
+		}
 	default:
-		t := s.Target.LLM
-		urls = t.Endpoints()
+		urls = s.Target.LLM.Endpoints()
+	}
+	if t := s.Target.Client(); t != nil {
 		r.model = t.Model
 		if r.model == "" {
-			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: r.dialer()}}
 			m, err := firstModel(ctx, hc, urls[0], headerOf(t.Headers))
 			if err != nil {
 				return err
@@ -557,6 +598,9 @@ func (r *run) teardown(ctx context.Context) error {
 	if r.starter != nil {
 		r.starter.cleanup()
 	}
+	if r.kube != nil {
+		r.kube.stopEndpoints()
+	}
 	if r.sim != nil {
 		c, cancel := context.WithTimeout(base, r.opts.RevertTimeout)
 		if err := r.sim.stop(c); err != nil {
@@ -595,10 +639,12 @@ func (r *run) configRecord() map[string]any {
 	// Header values may be secrets (the load's own rule keeps only short,
 	// harmlessly named ones; a report keeps none).
 	if t, ok := m["target"].(map[string]any); ok {
-		if l, ok := t["llm"].(map[string]any); ok {
-			if h, ok := l["headers"].(map[string]any); ok {
-				for k := range h {
-					h[k] = report.Redacted
+		for _, kind := range []string{"llm", "kubernetes"} {
+			if l, ok := t[kind].(map[string]any); ok {
+				if h, ok := l["headers"].(map[string]any); ok {
+					for k := range h {
+						h[k] = report.Redacted
+					}
 				}
 			}
 		}

@@ -28,21 +28,20 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	if err != nil {
 		return engine.RunStats{}, err
 	}
-	copts := client.Options{}
+	copts := r.clientOptions()
 	p.spec.Workload.ClientTimeouts(&copts)
-	if t := p.spec.Target.LLM; t != nil {
-		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
-	} else {
-		copts.Getenv = func(string) string { return "" } // the simulator takes no key: send none
-	}
 	targets := make([]string, len(r.endpoints))
 	for i, e := range r.endpoints {
 		targets[i] = e.load
 	}
+	var route func(int) (string, string, error)
+	if r.kube != nil && r.kube.t.URL == "" {
+		route = r.kube.route
+	}
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
 		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
-		Tagger: r.tag, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
+		Tagger: r.tag, Route: route, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			return r.alongside(ctx, l, live)
 		},
@@ -56,6 +55,19 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 		return stats, fmt.Errorf("load: %w", err)
 	}
 	return stats, nil
+}
+
+// clientOptions are the load client's options for the target: its key
+// and headers (the simulator takes no key: none is sent), and the run's
+// dial hook.
+func (r *run) clientOptions() client.Options {
+	copts := client.Options{Dial: r.dialer()}
+	if t := r.p.spec.Target.Client(); t != nil {
+		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
+	} else {
+		copts.Getenv = func(string) string { return "" }
+	}
+	return copts
 }
 
 // alongside starts what runs with the load once it is built: the steady

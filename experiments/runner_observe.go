@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,8 +238,11 @@ func (r *run) startMonitors(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	for _, tp := range r.watchedTargets() {
 		what, emit := "Docker events", r.obs.dockerEvent
-		if tp.Driver == replica.DriverProcess {
+		switch tp.Driver {
+		case replica.DriverProcess:
 			what, emit = "process events ("+tp.String()+")", r.obs.replicaEvent
+		case replica.DriverKubernetes:
+			what, emit = "Kubernetes events of "+tp.String(), r.obs.kubernetesEvent
 		}
 		w, err := replica.OpenWatcher(tp)
 		if err != nil {
@@ -261,16 +265,25 @@ func (o *observers) stopMonitors() {
 	}
 }
 
-// watchedTargets are the distinct targets of the run's replica faults
-// that the run watches besides the simulator it started: containers (their
-// engine events: die, start, health) and processes of a pid file, a
+// watchedTargets are the distinct targets the run watches besides the
+// simulator it started: a Kubernetes target's pods (their status changes
+// and Events), and those of the run's replica faults: containers (their
+// engine events: die, start, health), pods, and processes of a pid file, a
 // command-line pattern or another supervisor's state file (exit, start of
 // the replacement, healthy again).
 func (r *run) watchedTargets() []replica.TargetParams {
 	var out []replica.TargetParams
 	seen := map[string]bool{}
+	kubeKey := func(t replica.TargetParams) string {
+		return strings.Join([]string{t.Namespace, t.Selector, t.Kubeconfig, t.Context}, "\x00")
+	}
+	if r.kube != nil {
+		t := r.kube.podTarget()
+		seen[kubeKey(t)] = true
+		out = append(out, t)
+	}
 	for _, pf := range r.p.faults {
-		params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
+		params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, r.p.spec.EnvOf(nil))
 		if err != nil {
 			continue // build reports it when the fault is due
 		}
@@ -283,6 +296,11 @@ func (r *run) watchedTargets() []replica.TargetParams {
 		switch {
 		case t.Driver == replica.DriverDocker:
 			key = fmt.Sprint(t.Labels, t.Containers)
+		case t.Driver == replica.DriverKubernetes && t.Validate() == nil:
+			if t.Namespace == "" && r.kube != nil && t.Kubeconfig == r.kube.t.Kubeconfig && t.Context == r.kube.t.Context {
+				t.Namespace = r.kube.ns
+			}
+			key = kubeKey(t)
 		case t.Driver != replica.DriverProcess || t.Validate() != nil:
 			continue // the simulator's own replicas (no target), or invalid
 		case r.sim != nil && t.StateFile == r.sim.env.StateFile:
@@ -302,6 +320,13 @@ func (r *run) watchedTargets() []replica.TargetParams {
 // simulator's replicas.
 func (o *observers) dockerEvent(e replica.Event) {
 	o.recordReplicaEvent(e, report.EventSourceDocker)
+}
+
+// kubernetesEvent records what a pod of the target did, or what the
+// control plane said of it, as replicaEvent does for the simulator's
+// replicas.
+func (o *observers) kubernetesEvent(e replica.Event) {
+	o.recordReplicaEvent(e, report.EventSourceKubernetes)
 }
 
 // replicaEvent records what a replica of the simulator, or a process of a
@@ -329,7 +354,11 @@ func (o *observers) recordReplicaEvent(e replica.Event, source string) {
 		})
 	}
 	o.mu.Unlock()
-	line := fmt.Sprintf("%9s  replica %s %s", fmtClock(at), e.Replica, e.Kind)
+	who := "replica"
+	if source == report.EventSourceKubernetes {
+		who = "kubernetes"
+	}
+	line := fmt.Sprintf("%9s  %s %s %s", fmtClock(at), who, e.Replica, e.Kind)
 	if e.Detail != "" {
 		line += ": " + e.Detail
 	}

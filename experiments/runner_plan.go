@@ -135,7 +135,7 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 	for i, f := range s.Faults {
 		ft := types[f.Type]
 		pf := &plannedFault{index: i, spec: f, ft: ft, seed: seeds.Uint64()}
-		if _, err := spec.DecodeParams(i, f, ft, nil); err != nil {
+		if _, err := spec.DecodeParamsIn(i, f, ft, p.spec.EnvOf(nil)); err != nil {
 			return nil, err
 		}
 		if ft.Target == spec.TargetProxy {
@@ -269,10 +269,16 @@ func (pf *plannedFault) describeTarget(endpoints int) string {
 	return "through the proxies of endpoint(s) " + strings.Join(parts, ", ")
 }
 
-// endpointCount is the number of endpoints the target will have.
+// endpointCount is the number of endpoints the target will have (0 for
+// Kubernetes pods reached directly: they come and go).
 func (p *plan) endpointCount() int {
-	if t := p.spec.Target.Sim; t != nil {
-		return t.Replicas
+	switch t := p.spec.Target; {
+	case t.Sim != nil:
+		return t.Sim.Replicas
+	case t.Kubernetes != nil && t.Kubernetes.URL != "":
+		return 1
+	case t.Kubernetes != nil:
+		return 0
 	}
 	return len(p.spec.Target.LLM.Endpoints())
 }
@@ -316,6 +322,8 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  the built-in simulator: %d replica(s) under `llmchaos sim --replicas %d`, on consecutive free ports of 127.0.0.1 chosen at run time\n", t.Replicas, t.Replicas)
 		fmt.Fprintf(&b, "  model %s, latency %s, startup %v, restart delay %v, %s vGPU each\n", t.Model, t.Latency, t.StartupTime, t.RestartDelay, t.GPUMemory)
 		fmt.Fprintf(&b, "  endpoints 0..%d are the replicas; it is stopped when the run ends\n", t.Replicas-1)
+	} else if t := s.Target.Kubernetes; t != nil {
+		p.writeKubernetesTarget(&b, *t)
 	} else {
 		t := s.Target.LLM
 		for i, u := range t.Endpoints() {
@@ -366,7 +374,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	for _, pf := range p.faults {
 		f := pf.spec
 		where := pf.describeTarget(n)
-		if pf.replicaParams() != nil {
+		if pf.replicaParams(s.EnvOf(nil)) != nil {
 			replicaFaults = append(replicaFaults, pf)
 			where = "on the replicas listed under \"replica targets\""
 		}
@@ -388,10 +396,13 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
 
+	refused := &RefusedError{}
 	if len(replicaFaults) > 0 {
 		b.WriteString("\nreplica targets (what each replica fault matches now; it picks among those up when it is injected):\n")
 		for _, pf := range replicaFaults {
-			p.writeReplicaTargets(&b, pf, n)
+			if err := p.writeReplicaTargets(&b, pf, n); err != nil {
+				refused.Faults, refused.Errs = append(refused.Faults, pf.spec.Name), append(refused.Errs, err)
+			}
 		}
 	}
 
@@ -408,8 +419,13 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		}
 	}
 	b.WriteString("\ndry run: nothing was started or changed\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(refused.Faults) > 0 {
+		return refused
+	}
+	return nil
 }
 
 // describeArrival says what load an arrival config makes.
@@ -467,11 +483,11 @@ const previewTimeout = 5 * time.Second
 
 // replicaParams returns the target and selection of a replica fault's
 // params, nil for other faults.
-func (pf *plannedFault) replicaParams() interface {
+func (pf *plannedFault) replicaParams(env spec.TargetEnv) interface {
 	Targets() *replica.TargetParams
 	Selection() faults.Selection
 } {
-	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
+	params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, env)
 	if err != nil {
 		return nil
 	}
@@ -486,18 +502,23 @@ func (pf *plannedFault) replicaParams() interface {
 }
 
 // writeReplicaTargets writes what a replica fault's target matches now
-// (replica.Preview), with each process's pid and command line or each
-// container, and what its selection picks among them. min_available
-// counts only these, not the service's endpoints: the dry run says so.
-func (p *plan) writeReplicaTargets(b *strings.Builder, pf *plannedFault, endpoints int) {
-	rp := pf.replicaParams()
+// (replica.Preview), with each process's pid and command line, each
+// container or each pod, and what its selection picks among them.
+// min_available counts only these, not the service's endpoints: the dry
+// run says so. For pods, it returns why the fault would be refused now.
+func (p *plan) writeReplicaTargets(b *strings.Builder, pf *plannedFault, endpoints int) error {
+	rp := pf.replicaParams(p.spec.EnvOf(nil))
 	sel := rp.Selection()
 	t := rp.Targets().WithDefaults()
 	fmt.Fprintf(b, "  %s (%s): ", pf.spec.Name, pf.spec.Type)
 	if t.Validate() != nil && p.spec.Target.Sim != nil {
 		fmt.Fprintf(b, "the simulator's %d replica(s), from its supervisor's state file once the run starts it\n", p.spec.Target.Sim.Replicas)
 		fmt.Fprintf(b, "    %s\n", selectionText(sel, "replicas"))
-		return
+		return nil
+	}
+	if t.Driver == replica.DriverKubernetes {
+		fmt.Fprintf(b, "%s\n", t)
+		return writeKubernetesPods(b, pf, t, sel)
 	}
 	what := "processes"
 	if t.Driver == replica.DriverDocker {
@@ -530,6 +551,7 @@ func (p *plan) writeReplicaTargets(b *strings.Builder, pf *plannedFault, endpoin
 	if sel.MinAvailable > 0 && p.spec.Target.Sim == nil {
 		fmt.Fprintf(b, "    min_available %d counts only the %s this target matches, not the service's %d endpoint(s)\n", sel.MinAvailable, what, endpoints)
 	}
+	return nil
 }
 
 // selectionText says what a selection picks among the matching targets.

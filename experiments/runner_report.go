@@ -49,7 +49,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 			// The file may hold header values: secrets never reach a report
 			// (values of 8 bytes or more are secrets, as the client takes them).
 			text := string(b)
-			if t := p.spec.Target.LLM; t != nil {
+			if t := p.spec.Target.Client(); t != nil {
 				for _, v := range t.Headers {
 					if len(v) >= 8 {
 						text = strings.ReplaceAll(text, v, report.Redacted)

@@ -14,7 +14,6 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
-	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
@@ -175,12 +174,7 @@ func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targ
 	for _, c := range clients {
 		chat = chat || c.API != "completions"
 	}
-	copts := client.Options{}
-	if t := r.p.spec.Target.LLM; t != nil {
-		copts.APIKeyEnv, copts.Headers = t.APIKeyEnv, headerOf(t.Headers)
-	} else {
-		copts.Getenv = func(string) string { return "" } // the simulator takes no key
-	}
+	copts := r.clientOptions()
 	warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{Targets: targets, Model: r.model, Chat: chat || len(clients) == 0, Client: copts})
 	for _, w := range warns {
 		r.out.println("warning: " + w)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -219,7 +220,7 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		if jerr := record(err); jerr != nil {
 			r.judge.fail(jerr)
 		}
-		if _, refused := errors.AsType[*faults.SelectionError](err); refused {
+		if _, refused := errors.AsType[*faults.SelectionError](err); refused || errors.Is(err, replica.ErrNotOptedIn) {
 			r.faults.refuse(name)
 		}
 		r.notInjected(pf.index, err.Error())
@@ -255,7 +256,7 @@ func (r *run) revertFault(ctx context.Context, i int) {
 	if inj == nil {
 		return
 	}
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.RevertTimeout)
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.revertTimeout(i))
 	err := inj.revert(c)
 	cancel()
 	at := r.now()
@@ -272,6 +273,23 @@ func (r *run) revertFault(ctx context.Context, i int) {
 	}
 	r.obs.faultActive(inj.name, inj.typ, false)
 	r.obs.event(report.EventSourceFault, "reverted", inj.name, "")
+}
+
+// revertWaitMargin is what the revert of a fault that waits for its
+// target to come back gets beyond the fault's own wait.
+const revertWaitMargin = 5 * time.Second
+
+// revertTimeout bounds the revert of fault i: the run's revert timeout, or
+// longer for a fault whose revert waits longer for its target to come back
+// (a killed pod's replacement Ready).
+func (r *run) revertTimeout(i int) time.Duration {
+	d := r.opts.RevertTimeout
+	if i < len(r.faults.built) {
+		if w, ok := r.faults.built[i].(faults.RevertWaiter); ok {
+			d = max(d, w.RevertWait()+revertWaitMargin)
+		}
+	}
+	return d
 }
 
 // build builds one fault with what the run resolved.
@@ -300,7 +318,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 		f, err := h.build(pf)
 		return f, target, err
 	}
-	params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, simEnv)
+	params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, r.p.spec.EnvOf(simEnv))
 	if err != nil {
 		return nil, "", err
 	}

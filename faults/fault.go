@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Undo reverts an injected fault. It is idempotent (a second call is a no-op
@@ -17,6 +18,13 @@ type Undo func(ctx context.Context) error
 // so that `llmchaos recover` can revert it after a crash of the runner.
 type Fault interface {
 	Inject(ctx context.Context, log RevertLog) (Undo, error)
+}
+
+// RevertWaiter is a Fault whose Undo waits for its target to come back (a
+// killed replica's replacement) for up to RevertWait. A runner gives such
+// an Undo at least that long, whatever its own revert timeout.
+type RevertWaiter interface {
+	RevertWait() time.Duration
 }
 
 // RevertLog is the write-ahead half of the journal a fault sees. Will must

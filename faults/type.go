@@ -40,6 +40,21 @@ type SimEnv struct {
 	VGPUDir string
 }
 
+// KubernetesEnv is what a run against a Kubernetes target (target.kubernetes)
+// gives the faults that act on its pods when their params leave the target
+// out (Type.FromKubernetes): where the pods are and how to reach the API
+// server.
+type KubernetesEnv struct {
+	// Namespace is the pods' namespace ("" : the kubeconfig context's).
+	Namespace string
+	// Selector is the label selector of the serving pods (app=vllm).
+	Selector string
+	// Kubeconfig and Context say which cluster ("" : in a pod its service
+	// account, else $KUBECONFIG or ~/.kube/config and its current context).
+	Kubeconfig string
+	Context    string
+}
+
 // BuildEnv is what building one fault takes besides its params: what the
 // runner owns (proxies, the helper executable, its event callbacks). The
 // families read it; they never import the runner.
@@ -105,6 +120,10 @@ type Type struct {
 	// FromSim, when set, fills in (in place) what params leave out and a
 	// run against the built-in simulator provides.
 	FromSim func(params any, env SimEnv)
+	// FromKubernetes, when set, fills in (in place) what params leave out
+	// and a run against a Kubernetes target provides (the pods' namespace
+	// and selector, the cluster).
+	FromKubernetes func(params any, env KubernetesEnv)
 	// Build returns the fault from decoded params (defaults not yet
 	// applied: the constructors apply them).
 	Build func(env BuildEnv, params any) (Fault, error)

@@ -22,6 +22,7 @@ const (
 	EventSourceFault       = "fault"
 	EventSourceReplica     = "replica"
 	EventSourceDocker      = "docker"
+	EventSourceKubernetes  = "kubernetes"
 	EventSourceRunner      = "runner"
 	EventSourceSteadyState = "steady_state"
 )

@@ -87,6 +87,7 @@ tr.phase-recovery td:first-child { box-shadow: inset 4px 0 0 var(--recovery); }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; background: var(--soft); border: 1px solid var(--line); white-space: nowrap; }
 .badge.fault { background: #ffebe9; border-color: #ffcecb; }
 .badge.replica { background: #ddf4ff; border-color: #b6e3ff; }
+.badge.kubernetes { background: #eef1ff; border-color: #c8d1ff; }
 .badge.runner { background: #f0fff4; border-color: #aceebb; }
 .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 8px 32px; }
 ul.probes { list-style: none; margin: 0; padding: 0; }

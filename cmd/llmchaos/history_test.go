@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := k8stest.Run(m) // also stops the Kubernetes control plane the Kubernetes tests start
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

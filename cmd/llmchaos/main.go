@@ -26,8 +26,10 @@ const (
 	// ExitUsage means bad flags, arguments or configuration.
 	ExitUsage = 2
 	// ExitRefused means a fault was not injected because its target
-	// selection was refused (too few replicas up for min_available, or
-	// none matching), so the run did not test it (llmchaos run).
+	// selection was refused (too few replicas up for min_available, none
+	// matching, or targets that have not opted in), so the run did not
+	// test it (llmchaos run; llmchaos run --dry-run when a Kubernetes
+	// fault would be refused now).
 	ExitRefused = 95
 	// ExitNotSteady means the experiment's steady state did not hold
 	// before its faults, so none was injected (llmchaos run).

@@ -231,7 +231,11 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {
-		return experiments.DryRun(stdout, exp, opts)
+		err := experiments.DryRun(stdout, exp, opts)
+		if _, refused := errors.AsType[*experiments.RefusedError](err); refused {
+			return withCode(ExitRefused, err)
+		}
+		return err
 	}
 	if opts.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)

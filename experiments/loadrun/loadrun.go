@@ -67,6 +67,10 @@ type Config struct {
 	Observe *observe.Options
 	// Tagger, when set, is the engine's Tagger.
 	Tagger func(at time.Duration, tags *recording.Tags)
+	// Route, when set, is the engine's Route: where each request goes, for
+	// a target whose endpoints change while the load runs. The pre-flight
+	// check still asks Targets.
+	Route func(endpoint int) (url, tag string, err error)
 	// NoPreflight skips the pre-flight check (see Preflight) that Run
 	// makes before anything else; Warn, when set, receives its warnings.
 	NoPreflight bool
@@ -197,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard,
-		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,
+		Tagger: cfg.Tagger, Route: cfg.Route, Observe: observeResult, Scheduled: scheduled,
 	})
 	if err != nil {
 		l.closeObservers(ctx)

@@ -73,7 +73,7 @@ func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err
 	}
 	defer client.Close()
 	header := preflightHeader(cfg.Client)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.Client.TLSConfig, Proxy: nil}}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.Client.TLSConfig, Proxy: nil, DialContext: cfg.Client.Dial}}
 	defer hc.CloseIdleConnections()
 	var errs []error
 	for _, t := range cfg.Targets {

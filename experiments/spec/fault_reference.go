@@ -55,6 +55,8 @@ func targetText(t FaultType) string {
 		return "a fault proxy in HTTP mode, per request (fault target: proxy, endpoints, count or percent)"
 	case t.Target == TargetProxy:
 		return "the bytes through a fault proxy (fault target: proxy, endpoints, count or percent)"
+	case t.FromSim != nil && t.FromKubernetes != nil:
+		return "what its params name (left out with target.sim: the simulator's replicas; with target.kubernetes: its pods)"
 	case t.FromSim != nil:
 		return "what its params name (left out with target.sim: the simulator's replicas)"
 	}

@@ -225,7 +225,7 @@ func TestLoadPositions(t *testing.T) {
 		{
 			name: "no target",
 			src:  strings.Replace(baseDoc, "target:\n  sim: {replicas: 2}\n", "target: {}\n", 1),
-			want: []string{`t.yaml:4:9: target: missing: set sim (the built-in simulator; sim: {} for its defaults) or llm (an OpenAI-compatible endpoint)`},
+			want: []string{`t.yaml:4:9: target: missing: set sim (the built-in simulator; sim: {} for its defaults), llm (an OpenAI-compatible endpoint) or kubernetes (pods behind a Service)`},
 		},
 		{
 			name: "key given twice",

@@ -249,7 +249,7 @@ func oneOfKeys(t reflect.Type) map[string]any {
 	}
 	switch t {
 	case reflect.TypeFor[Target]():
-		return one("sim", "llm")
+		return one("sim", "llm", "kubernetes")
 	case reflect.TypeFor[LLMTarget]():
 		return one("url", "urls")
 	case reflect.TypeFor[Probe]():
@@ -287,11 +287,13 @@ func typeDoc(name string) string {
 	case "Metadata":
 		return "Name, description and labels of the experiment."
 	case "Target":
-		return "The service under test: exactly one of sim or llm."
+		return "The service under test: exactly one of sim, llm or kubernetes."
 	case "SimTarget":
 		return "The built-in simulator, started for the run: replicas on free ports of 127.0.0.1, each an endpoint."
 	case "LLMTarget":
 		return "An OpenAI-compatible service that is already running: url, or urls to spread requests over round-robin."
+	case "KubernetesTarget":
+		return "Pods of a Kubernetes cluster serving an OpenAI-compatible API: found through a Service's EndpointSlices or a label selector and followed while the run goes on (or reached through url); replica faults act on them, only on pods or namespaces labelled llmchaos.io/target=true."
 	case "Proxy":
 		return "A fault proxy declared by hand: point the target at listen and name it in a fault's target.proxy."
 	case "Workload":

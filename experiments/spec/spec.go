@@ -24,7 +24,7 @@ type Spec struct {
 	APIVersion string   `yaml:"apiVersion" json:"apiVersion" doc:"Always llmchaos/v1."`
 	Kind       string   `yaml:"kind" json:"kind" doc:"Always Experiment."`
 	Metadata   Metadata `yaml:"metadata" json:"metadata" doc:"Name, description and labels of the experiment."`
-	Target     Target   `yaml:"target" json:"target" doc:"The service under test: exactly one of sim (the built-in simulator) or llm (an OpenAI-compatible endpoint)."`
+	Target     Target   `yaml:"target" json:"target" doc:"The service under test: exactly one of sim (the built-in simulator), llm (an OpenAI-compatible endpoint) or kubernetes (pods behind a Service)."`
 	Proxies    []Proxy  `yaml:"proxies,omitempty" json:"proxies,omitempty" doc:"Fault proxies declared by hand. Without them the runner puts a proxy in front of each target endpoint when a proxy fault needs one."`
 	Workload   Workload `yaml:"workload" json:"workload" doc:"The load to drive: a preset and/or explicit load shape and request shape, as the flags of llmchaos load."`
 	// SteadyState is checked before the load (the run aborts when the
@@ -56,10 +56,12 @@ type Metadata struct {
 	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Free key/value pairs copied into reports."`
 }
 
-// Target is the service under test: exactly one of Sim and LLM is set.
+// Target is the service under test: exactly one of Sim, LLM and
+// Kubernetes is set.
 type Target struct {
-	Sim *SimTarget `yaml:"sim,omitempty" json:"sim,omitempty" doc:"Start the built-in vLLM-like simulator (llmchaos sim) for the run and tear it down after."`
-	LLM *LLMTarget `yaml:"llm,omitempty" json:"llm,omitempty" doc:"An OpenAI-compatible endpoint that is already running."`
+	Sim        *SimTarget        `yaml:"sim,omitempty" json:"sim,omitempty" doc:"Start the built-in vLLM-like simulator (llmchaos sim) for the run and tear it down after."`
+	LLM        *LLMTarget        `yaml:"llm,omitempty" json:"llm,omitempty" doc:"An OpenAI-compatible endpoint that is already running."`
+	Kubernetes *KubernetesTarget `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty" doc:"Pods of a Kubernetes cluster serving an OpenAI-compatible API, found through a Service or a label selector and re-discovered while the run goes on; replica faults act on them."`
 }
 
 // SimTarget starts the built-in simulator for the run: Replicas replica

@@ -34,7 +34,8 @@ const DefaultRecoveryLatencyBand = 1.5
 // where s leaves a key unset: seed 1; recovery window 5s and hold 10s; HTTP
 // probes GET, expecting 200 within 5s; proxies on 127.0.0.1:0 in http mode;
 // and the simulator's settings (replicas 1 and the defaults of `llmchaos
-// sim`, its seed the experiment's). s itself is not changed.
+// sim`, its seed the experiment's); a kubernetes target's path /v1. s
+// itself is not changed.
 //
 // Two things are resolved elsewhere, because they are not spec keys: the
 // workload's preset and load defaults (Workload.Configs), and each fault's
@@ -80,6 +81,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if t := out.Target.Sim; t != nil {
 		*t = t.WithDefaults(*out.Seed)
+	}
+	if t := out.Target.Kubernetes; t != nil {
+		*t = t.WithDefaults()
 	}
 	return out
 }
@@ -206,6 +210,11 @@ func (s Spec) clone() Spec {
 		t.URLs = slices.Clone(t.URLs)
 		t.Headers = maps.Clone(t.Headers)
 		out.Target.LLM = &t
+	}
+	if s.Target.Kubernetes != nil {
+		t := *s.Target.Kubernetes
+		t.Headers = maps.Clone(t.Headers)
+		out.Target.Kubernetes = &t
 	}
 	out.Proxies = slices.Clone(s.Proxies)
 	out.Workload.Stages = slices.Clone(s.Workload.Stages)

@@ -79,6 +79,8 @@ func (s *Spec) scriptModel() string {
 		return simconfig.Default().Model
 	case s.Target.LLM != nil && s.Target.LLM.Model != "":
 		return s.Target.LLM.Model
+	case s.Target.Kubernetes != nil && s.Target.Kubernetes.Model != "":
+		return s.Target.Kubernetes.Model
 	}
 	return "model-from-the-target"
 }
@@ -91,7 +93,7 @@ func (s *Spec) scriptEndpoints() int {
 	case s.Target.LLM != nil:
 		return len(s.Target.LLM.Endpoints())
 	}
-	return 1
+	return 1 // a kubernetes target's url
 }
 
 // InspectScript resolves the spec's script workload without running it

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
@@ -83,6 +85,9 @@ type validator struct {
 	// metrics is the metric table thresholds may name: the built-ins, and
 	// a script workload's custom metrics (nil: the built-ins).
 	metrics *metrics.Registry
+	// kubeBroken is set when target.kubernetes's selector or namespace has
+	// a problem, which the faults that take them would only repeat.
+	kubeBroken bool
 	// scriptFailed is set when a script workload could not be inspected:
 	// its end and its custom metrics are not known, so neither the fault
 	// times nor the metric names can be checked against them.
@@ -157,17 +162,33 @@ func (v *validator) metadata() {
 
 func (v *validator) target() {
 	t := v.s.Target
+	var set []string
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"sim", t.Sim != nil}, {"llm", t.LLM != nil}, {"kubernetes", t.Kubernetes != nil}} {
+		if k.set {
+			set = append(set, k.key)
+		}
+	}
 	switch {
-	case t.Sim == nil && t.LLM == nil:
-		v.iss.add("target", "missing: set sim (the built-in simulator; sim: {} for its defaults) or llm (an OpenAI-compatible endpoint)")
-	case t.Sim != nil && t.LLM != nil:
-		v.iss.addKey("target.llm", "target has both sim and llm: keep one")
+	case len(set) == 0:
+		v.iss.add("target", "missing: set sim (the built-in simulator; sim: {} for its defaults), llm (an OpenAI-compatible endpoint) or kubernetes (pods behind a Service)")
+	case len(set) > 1:
+		both := "both " + strings.Join(set, " and ")
+		if len(set) > 2 {
+			both = strings.Join(set[:len(set)-1], ", ") + " and " + set[len(set)-1]
+		}
+		v.iss.addKey("target."+set[len(set)-1], "target has %s: keep one", both)
 	}
 	if t.Sim != nil {
 		v.simTarget(*t.Sim)
 	}
 	if t.LLM != nil {
 		v.llmTarget(*t.LLM)
+	}
+	if t.Kubernetes != nil {
+		v.kubernetesTarget(*t.Kubernetes)
 	}
 }
 
@@ -263,16 +284,21 @@ func (v *validator) llmTarget(t LLMTarget) {
 	if t.URL == "" || len(t.URLs) == 0 {
 		v.endpoints = len(t.Endpoints())
 	}
+	v.clientSettings(p, t.APIKeyEnv, t.Headers)
+}
+
+// clientSettings checks the key variable and headers of the target at p.
+func (v *validator) clientSettings(p, apiKeyEnv string, headers map[string]string) {
 	switch {
-	case t.APIKeyEnv == "":
-	case !envNameRE.MatchString(t.APIKeyEnv):
-		v.iss.add(p+".api_key_env", "%q is not an environment variable name: name the variable that holds the key, not the key", t.APIKeyEnv)
+	case apiKeyEnv == "":
+	case !envNameRE.MatchString(apiKeyEnv):
+		v.iss.add(p+".api_key_env", "%q is not an environment variable name: name the variable that holds the key, not the key", apiKeyEnv)
 	default:
-		if val, ok := v.lookupEnv(t.APIKeyEnv); !ok || val == "" {
-			v.iss.warn(p+".api_key_env", "the environment variable %s is not set (or empty): requests will be sent without an API key", t.APIKeyEnv)
+		if val, ok := v.lookupEnv(apiKeyEnv); !ok || val == "" {
+			v.iss.warn(p+".api_key_env", "the environment variable %s is not set (or empty): requests will be sent without an API key", apiKeyEnv)
 		}
 	}
-	for k, val := range t.Headers {
+	for k, val := range headers {
 		q := child(p+".headers", k)
 		switch {
 		case !headerRE.MatchString(k):
@@ -502,16 +528,16 @@ func (v *validator) capacityRate(w Workload) {
 	}
 }
 
-// shards checks workload.shards. More than one shard runs as the pods of
-// a Kubernetes Indexed Job, in the namespace of a Kubernetes target; the
-// spec has no such target yet (target.kubernetes), so a sharded load is
-// refused here, saying where it runs instead.
+// shards checks workload.shards. An experiment does not run a sharded
+// load itself yet (its phases, recovery and stop conditions read one
+// process's live results): a sharded load runs as an Indexed Job with
+// llmchaos shard-job, or by hand with load --shard and merge.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
 		v.iss.add("workload.shards", "%d is negative: want the number of shards, 1 or more", w.Shards)
 	case w.Shards > 1:
-		v.iss.add("workload.shards", "%d shards need target.kubernetes (the shards run as the pods of an Indexed Job in its namespace), which this target is not; run a sharded load with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
+		v.iss.add("workload.shards", "%d shards: an experiment runs its load in one process; run a sharded load as an Indexed Job with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
 	}
 }
 
@@ -597,6 +623,9 @@ func (v *validator) fault(i int, f Fault) {
 	}
 
 	if known {
+		if ft.Target == TargetProxy {
+			v.kubernetesProxyFault(p, f)
+		}
 		v.faultTarget(p, f, ft)
 		v.faultParams(p, f, ft)
 	}
@@ -676,6 +705,10 @@ func (v *validator) faultParams(p string, f Fault, ft FaultType) {
 	if ft.FromSim != nil && v.s.Target.Sim != nil {
 		ft.FromSim(params, placeholderSimEnv())
 	}
+	fromKube := ft.FromKubernetes != nil && v.s.Target.Kubernetes != nil
+	if fromKube {
+		ft.FromKubernetes(params, v.s.Target.Kubernetes.Env())
+	}
 	// Checked even when some keys did not decode, so that every problem
 	// shows at once; a message about a key that did not decode would only
 	// repeat its problem.
@@ -693,6 +726,9 @@ func (v *validator) faultParams(p string, f Fault, ft FaultType) {
 		}
 		if q != p && v.dec.broken[q] {
 			continue
+		}
+		if fromKube && v.kubeBroken && strings.HasPrefix(m, "target") {
+			continue // the target's pods, whose problems are reported at target.kubernetes
 		}
 		v.iss.add(q, "%s", m)
 	}
@@ -894,6 +930,16 @@ func (v *validator) endpointTag(path string, key bool, off int, value string) {
 		v.iss.addAt(path, key, off, msg)
 	case t.Sim != nil:
 		v.iss.addAt(path, key, off, fmt.Sprintf("endpoint:%s selects nothing: the simulator's replicas listen on free ports chosen at run time, so no endpoint tag can name one; drop the tag, or run the simulator yourself and target it with llm.urls", value))
+	case t.Kubernetes != nil && t.Kubernetes.URL != "":
+		if tag := EndpointTag(t.Kubernetes.URL); value != tag {
+			v.iss.addAt(path, key, off, fmt.Sprintf("endpoint:%s selects nothing: with url every request goes to %s, the one endpoint tag", value, tag))
+		}
+	case t.Kubernetes != nil:
+		// Results carry the name of the pod that served them; pods
+		// are named at run time, so only the form can be checked.
+		if msgs := validation.IsDNS1123Subdomain(value); len(msgs) > 0 {
+			v.iss.addAt(path, key, off, fmt.Sprintf("endpoint:%s selects nothing: a kubernetes target's results carry the name of the pod that served them, and %q is not a pod name", value, value))
+		}
 	}
 }
 

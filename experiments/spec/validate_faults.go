@@ -124,6 +124,31 @@ func Reverters() map[string]faults.Reverter {
 // provides when sim is not nil. i is the fault's index in the spec's
 // faults, for the key paths of its errors.
 func DecodeParams(i int, f Fault, ft FaultType, sim *SimEnv) (any, error) {
+	return DecodeParamsIn(i, f, ft, TargetEnv{Sim: sim})
+}
+
+// TargetEnv is what the experiment's target gives the faults that leave
+// their own target out: a target.sim run's files, or a target.kubernetes's
+// pods. Both nil: nothing.
+type TargetEnv struct {
+	Sim        *SimEnv
+	Kubernetes *faults.KubernetesEnv
+}
+
+// EnvOf returns what s's target gives the faults, with sim the paths of
+// its simulator (nil before the run starts it).
+func (s *Spec) EnvOf(sim *SimEnv) TargetEnv {
+	env := TargetEnv{Sim: sim}
+	if t := s.Target.Kubernetes; t != nil {
+		k := t.Env()
+		env.Kubernetes = &k
+	}
+	return env
+}
+
+// DecodeParamsIn is DecodeParams with what the target gives (FromSim,
+// FromKubernetes) filled in from env.
+func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 	var iss issues
 	params := ft.NewParams()
 	dec := newDecoder(&iss)
@@ -135,8 +160,11 @@ func DecodeParams(i int, f Fault, ft FaultType, sim *SimEnv) (any, error) {
 		}
 		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
 	}
-	if ft.FromSim != nil && sim != nil {
-		ft.FromSim(params, *sim)
+	if ft.FromSim != nil && env.Sim != nil {
+		ft.FromSim(params, *env.Sim)
+	}
+	if ft.FromKubernetes != nil && env.Kubernetes != nil {
+		ft.FromKubernetes(params, *env.Kubernetes)
 	}
 	return params, nil
 }

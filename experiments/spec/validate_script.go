@@ -47,6 +47,9 @@ func (v *validator) scriptWorkload() {
 		v.iss.add("workload", "env applies to a script: set script, the path of a k6-style .js file")
 		return
 	}
+	if t := v.s.Target.Kubernetes; t != nil && t.URL == "" {
+		v.iss.add("workload.script", "a script's clients send to fixed base URLs, and this target's pods come and go: set target.kubernetes.url (the Service through an Ingress, a LoadBalancer or a port-forward)")
+	}
 	envKeys := make([]string, 0, len(w.Env))
 	for k := range w.Env {
 		envKeys = append(envKeys, k)

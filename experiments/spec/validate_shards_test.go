@@ -17,7 +17,7 @@ func TestValidateShards(t *testing.T) {
 	}{
 		{"one shard", "workload: {preset: chat, rate: 5, duration: 60s, shards: 1}", nil},
 		{"several shards without a Kubernetes target", "workload: {preset: chat, rate: 5, duration: 60s, shards: 4}",
-			[]string{"t.yaml:6:58: workload.shards: 4 shards need target.kubernetes (the shards run as the pods of an Indexed Job in its namespace), which this target is not; run a sharded load with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/4 and llmchaos merge"}},
+			[]string{"t.yaml:6:58: workload.shards: 4 shards: an experiment runs its load in one process; run a sharded load as an Indexed Job with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/4 and llmchaos merge"}},
 		{"negative", "workload: {preset: chat, rate: 5, duration: 60s, shards: -1}",
 			[]string{"t.yaml:6:58: workload.shards: -1 is negative: want the number of shards, 1 or more"}},
 	}

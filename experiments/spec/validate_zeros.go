@@ -45,6 +45,7 @@ func zeroRules() []zeroRule {
 		{"target.sim.gpu_memory_utilization", replacedBy(d.GPUUtilization, "want more than 0 and at most 1")},
 		{"target.sim.startup_time", replacedBy(DefaultSimStartupTime, "write 1ms for a replica that is ready at once")},
 		{"target.sim.restart_delay", replacedBy(DefaultSimRestartDelay, "write 1ms for an immediate restart")},
+		{"target.kubernetes.port", func() string { return "0: want a port, 1 to 65535, or leave the key out" }},
 		{"workload.rate", func() string {
 			return "0 requests per second sends nothing (and would be replaced by the preset's rate): want more than 0"
 		}},

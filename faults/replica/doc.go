@@ -42,6 +42,15 @@
 //     from the host by default, so that Docker sees a crash and applies its
 //     restart policy (`docker kill` through the engine counts as a
 //     deliberate stop, which restart policies ignore).
+//   - kubernetes: pods of a label selector in a namespace, through the
+//     Kubernetes API (the cluster of a kubeconfig and context, or the
+//     pod's service account in a cluster), and only pods that opt in with
+//     the label llmchaos.io/target=true on the pod or its namespace, owned
+//     by a controller that replaces them. Kill deletes a pod with grace 0,
+//     stop with the grace period, restart is a rollout restart of its
+//     Deployment, StatefulSet or DaemonSet; the revert (KindPodAwaitReady,
+//     KindRolloutAwait) waits until the controller has as many pods Ready
+//     as before, or the rollout complete.
 //
 // # Events
 //
@@ -51,5 +60,8 @@
 // pattern, every WatchInterval (a process that takes the place of one that
 // exited is the same replica: by port, parent or order; its first answer to
 // GET /health is reported as healthy), the docker driver from the engine's
-// event stream (die, start, health_status, ...).
+// event stream (die, start, health_status, ...), the kubernetes driver from
+// a watch of the pods (created, scheduled, start, healthy, restart, oom,
+// crashloop, terminating, deleted) and of the control plane's Events of
+// them and their controllers (reported under their reason).
 package replica

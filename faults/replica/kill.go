@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
 )
@@ -15,7 +16,8 @@ const DefaultKillSignal = "SIGKILL"
 // KillParams configure replica.kill: send a signal (default SIGKILL) to the
 // picked replicas, as a crash would. The replicas' supervisor, orchestrator
 // or restart policy is what the experiment tests; Undo waits until it has
-// them up again (and starts a container the engine leaves stopped).
+// them up again (and starts a container the engine leaves stopped). A pod
+// (kubernetes driver) is deleted with grace 0; its controller replaces it.
 //
 //	params: {target: {state_file: state.json}, select: {mode: one, min_available: 1}, signal: SIGKILL}
 type KillParams struct {
@@ -27,6 +29,10 @@ type KillParams struct {
 	// orchestrator sees as a crash) or engine (docker driver only: docker
 	// kill, which Docker's restart policy treats as a deliberate stop).
 	Via string `json:"via,omitempty" yaml:"via,omitempty" doc:"process (signal the process) or engine (docker kill; docker driver only)" default:"process"`
+	// Timeout bounds how long the revert waits for the replicas to be up
+	// again (default 60s): a process or container running again, a pod's
+	// replacement Ready. The run gives the revert at least this long.
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"how long the revert waits for the replicas to be up again (a pod: its controller's replacement Ready)" default:"60s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -38,14 +44,22 @@ func (p KillParams) WithDefaults() KillParams {
 	if p.Via == "" {
 		p.Via = ViaProcess
 	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultBackTimeout
+	}
 	return p
 }
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p KillParams) Validate() error {
 	errs := p.Params.problems()
-	if _, err := ParseSignal(p.Signal); err != nil {
+	if sig, err := ParseSignal(p.Signal); err != nil {
 		errs = append(errs, fmt.Errorf("signal: %w", err))
+	} else if p.Target.Driver == DriverKubernetes && SignalName(sig) != DefaultKillSignal {
+		errs = append(errs, fmt.Errorf("signal: %s: the kubernetes driver kills a pod by deleting it with grace 0 (SIGKILL); for SIGTERM and a grace period use replica.stop", p.Signal))
+	}
+	if p.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
 	}
 	switch p.Via {
 	case ViaProcess:
@@ -62,7 +76,10 @@ func (p KillParams) Validate() error {
 // Kill is the replica.kill fault.
 type Kill struct{ f *fault }
 
-var _ faults.Fault = (*Kill)(nil)
+var (
+	_ faults.Fault        = (*Kill)(nil)
+	_ faults.RevertWaiter = (*Kill)(nil)
+)
 
 // NewKill returns the replica.kill fault called name, with p's defaults
 // applied and validated; rng picks the replicas.
@@ -72,12 +89,15 @@ func NewKill(name string, p KillParams, rng *rand.Rand, opts ...Option) (*Kill, 
 		return nil, fmt.Errorf("%s %q: %w", TypeKill, name, err)
 	}
 	sig, _ := ParseSignal(p.Signal)
-	act := Action{Kind: ActionKill, Signal: SignalName(sig), Via: p.Via}
+	act := Action{Kind: ActionKill, Signal: SignalName(sig), Via: p.Via, Timeout: p.Timeout}
 	return &Kill{f: newFault(TypeKill, name, p.Params, act, rng, opts)}, nil
 }
 
 // Target describes the replicas the fault may act on, for the run's record.
 func (k *Kill) Target() string { return k.f.target() }
+
+// RevertWait is how long its Undo may wait for the replicas to be back.
+func (k *Kill) RevertWait() time.Duration { return k.f.act.Timeout }
 
 // Inject signals the picked replicas. A killed process cannot be revived,
 // only replaced by whoever supervises it: Undo waits for that (up to

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
@@ -31,10 +32,16 @@ func TestMain(m *testing.M) {
 
 func testMain(m *testing.M) int {
 	if testing.Short() {
-		return m.Run()
+		return k8stest.Run(m)
 	}
-	return testutil.RunWithLLMChaos(m, "llmchaos-replica-*", func(dir string) { binDir = dir })
+	return testutil.RunWithLLMChaos(&k8sRunner{m}, "llmchaos-replica-*", func(dir string) { binDir = dir })
 }
+
+// k8sRunner runs the tests with the shared Kubernetes control plane, which
+// k8stest.Run stops after them (the Kubernetes driver's tests start it).
+type k8sRunner struct{ m *testing.M }
+
+func (r *k8sRunner) Run() int { return k8stest.Run(r.m) }
 
 // needBinary skips tests of real replicas under -short.
 func needBinary(t *testing.T) {

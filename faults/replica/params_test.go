@@ -53,7 +53,7 @@ func TestKillParamsValidate(t *testing.T) {
 			"via: engine is for the docker driver, not process",
 		}},
 		{"bad regexp", KillParams{Params: Params{Target: TargetParams{Cmdline: "sim ("}}}, []string{"target.cmdline: error parsing regexp"}},
-		{"unknown driver", KillParams{Params: Params{Target: TargetParams{Driver: "k8s"}}}, []string{`target.driver: "k8s", want process or docker`}},
+		{"unknown driver", KillParams{Params: Params{Target: TargetParams{Driver: "k8s"}}}, []string{`target.driver: "k8s", want process, docker or kubernetes`}},
 		{"docker without selector", KillParams{Params: Params{Target: TargetParams{Driver: DriverDocker, PIDFile: "x"}}},
 			[]string{"docker driver needs labels or containers", "are for the process driver, not docker"}},
 		{"bad via", KillParams{Params: Params{Target: state}, Via: "ssh"}, []string{`via: "ssh", want process or engine`}},

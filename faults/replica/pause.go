@@ -31,7 +31,13 @@ func (p PauseParams) WithDefaults() PauseParams {
 }
 
 // Validate reports every problem with p at once; call it after WithDefaults.
-func (p PauseParams) Validate() error { return errors.Join(p.Params.problems()...) }
+func (p PauseParams) Validate() error {
+	errs := p.Params.problems()
+	if p.Target.Driver == DriverKubernetes {
+		errs = append(errs, errors.New("target: a pod cannot be paused through the Kubernetes API; use replica.stop, or Chaos Mesh's PodChaos"))
+	}
+	return errors.Join(errs...)
+}
 
 // Pause is the replica.pause fault.
 type Pause struct{ f *fault }

@@ -27,6 +27,8 @@ const (
 	DriverProcess = "process"
 	// DriverDocker acts on containers through the Docker Engine API.
 	DriverDocker = "docker"
+	// DriverKubernetes acts on pods through the Kubernetes API.
+	DriverKubernetes = "kubernetes"
 )
 
 // What a process driver's cmdline pattern is matched against (the
@@ -44,7 +46,8 @@ const (
 )
 
 // OptInLabel is the label (with the value "true") a container must carry
-// for the docker driver to act on it.
+// for the docker driver to act on it, and a pod (or its namespace) for the
+// kubernetes driver.
 const (
 	OptInLabel      = "llmchaos.io/target"
 	OptInLabelValue = "true"
@@ -53,8 +56,9 @@ const (
 // Errors the drivers wrap (compare with errors.Is).
 var (
 	// ErrNotOptedIn: a container the target matches does not carry
-	// OptInLabel=true.
-	ErrNotOptedIn = errors.New("container has not opted in")
+	// OptInLabel=true, or a pod that matches carries it neither itself nor
+	// on its namespace.
+	ErrNotOptedIn = errors.New("target has not opted in")
 	// ErrPIDReused: the pid of a target now belongs to another process
 	// (its start time differs), so it is not signalled.
 	ErrPIDReused = errors.New("pid now belongs to another process")
@@ -84,6 +88,9 @@ type Target struct {
 	Index int
 	// Container is the container's full id (docker driver).
 	Container string
+	// Pod names a pod (kubernetes driver): its namespace, name, uid and
+	// the controller that owns it.
+	Pod *PodRef
 	// Detail says more for people: "pid 1234, port 8001, serving".
 	Detail string
 }
@@ -163,14 +170,17 @@ type Watcher interface {
 //	target: {driver: process, cmdline: '^llama-server$'}
 //	target: {driver: process, cmdline: 'vllm serve .* --port 80\d\d', match: cmdline}
 //	target: {driver: docker, labels: {app: vllm}}
+//	target: {driver: kubernetes, namespace: llm, selector: app=vllm}
 //
 // The process driver takes exactly one of state_file, pid_file and cmdline;
-// the docker driver takes labels, containers or both. A runner whose target
-// is the built-in simulator fills state_file when the experiment leaves the
-// target out.
+// the docker driver takes labels, containers or both; the kubernetes driver
+// a selector (and a namespace, kubeconfig and context). A runner whose
+// target is the built-in simulator fills state_file when the experiment
+// leaves the target out; one whose target is target.kubernetes fills the
+// kubernetes driver's fields from it (OrKubernetes).
 type TargetParams struct {
-	// Driver is process (default) or docker.
-	Driver string `json:"driver,omitempty" yaml:"driver,omitempty" doc:"process or docker" default:"process"`
+	// Driver is process (default), docker or kubernetes.
+	Driver string `json:"driver,omitempty" yaml:"driver,omitempty" doc:"process, docker or kubernetes" default:"process"`
 	// StateFile is the simulator supervisor's state file (`llmchaos sim
 	// --replicas N --state-file F`): every replica in it is a target, up
 	// while it is serving.
@@ -191,6 +201,18 @@ type TargetParams struct {
 	// Containers name containers (names or ids); each must exist and carry
 	// OptInLabel=true.
 	Containers []string `json:"containers,omitempty" yaml:"containers,omitempty" doc:"container names or ids (docker driver; each needs the opt-in label)"`
+	// Namespace is the pods' namespace (kubernetes driver; "" : the
+	// kubeconfig context's, in a pod its own, else default).
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty" doc:"namespace of the pods (kubernetes driver; default: the kubeconfig context's)"`
+	// Selector is a label selector of pods (kubernetes driver). A matching
+	// pod that carries OptInLabel=true neither itself nor on its namespace
+	// is refused, not skipped.
+	Selector string `json:"selector,omitempty" yaml:"selector,omitempty" doc:"label selector of the pods, e.g. app=vllm (kubernetes driver; each pod, or its namespace, needs the label llmchaos.io/target=true)"`
+	// Kubeconfig and Context say which cluster (kubernetes driver; "" : in
+	// a pod its service account, else $KUBECONFIG or ~/.kube/config and
+	// its current context).
+	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig,omitempty" doc:"kubeconfig file (kubernetes driver; default: in a pod its service account, else $KUBECONFIG or ~/.kube/config)"`
+	Context    string `json:"context,omitempty" yaml:"context,omitempty" doc:"kubeconfig context (kubernetes driver; default: the current one)"`
 }
 
 // WithDefaults returns t with its defaults filled in: driver process, and
@@ -207,6 +229,29 @@ func (t TargetParams) WithDefaults() TargetParams {
 	return t
 }
 
+// OrKubernetes returns t completed from the Kubernetes target of the run:
+// a target left out entirely becomes the kubernetes driver on env's pods,
+// and a kubernetes target takes env's namespace, selector, kubeconfig and
+// context for those it leaves out. Any other target is returned as is.
+func (t TargetParams) OrKubernetes(env faults.KubernetesEnv) TargetParams {
+	empty := t.Driver == "" && t.StateFile == "" && t.PIDFile == "" && t.Cmdline == "" &&
+		len(t.Labels) == 0 && len(t.Containers) == 0 && t.Selector == "" && t.Namespace == ""
+	if !empty && t.Driver != DriverKubernetes {
+		return t
+	}
+	t.Driver = DriverKubernetes
+	if t.Selector == "" {
+		t.Selector = env.Selector
+		if t.Namespace == "" {
+			t.Namespace = env.Namespace
+		}
+	}
+	if t.Kubeconfig == "" && t.Context == "" {
+		t.Kubeconfig, t.Context = env.Kubeconfig, env.Context
+	}
+	return t
+}
+
 // OrStateFile returns t with StateFile set to path when t names no target at
 // all (the experiment left it out). A runner whose target is the built-in
 // simulator calls it, with its supervisor's state file, before it validates
@@ -214,7 +259,7 @@ func (t TargetParams) WithDefaults() TargetParams {
 // validation.
 func (t TargetParams) OrStateFile(path string) TargetParams {
 	if (t.Driver == "" || t.Driver == DriverProcess) && t.StateFile == "" && t.PIDFile == "" && t.Cmdline == "" &&
-		len(t.Labels) == 0 && len(t.Containers) == 0 {
+		len(t.Labels) == 0 && len(t.Containers) == 0 && t.Selector == "" && t.Namespace == "" {
 		t.StateFile = path
 	}
 	return t
@@ -231,6 +276,10 @@ func (t TargetParams) problems() []error {
 	var errs []error
 	process := t.StateFile != "" || t.PIDFile != "" || t.Cmdline != ""
 	docker := len(t.Labels) > 0 || len(t.Containers) > 0
+	kube := t.Namespace != "" || t.Selector != "" || t.Kubeconfig != "" || t.Context != ""
+	if kube && t.Driver != DriverKubernetes {
+		errs = append(errs, fmt.Errorf("target: namespace, selector, kubeconfig and context are for the kubernetes driver, not %s", t.Driver))
+	}
 	switch t.Driver {
 	case DriverProcess:
 		n := 0
@@ -277,8 +326,13 @@ func (t TargetParams) problems() []error {
 				break
 			}
 		}
+	case DriverKubernetes:
+		if process || docker || t.Match != "" {
+			errs = append(errs, errors.New("target: state_file, pid_file, cmdline, match, labels and containers are for the process and docker drivers, not kubernetes"))
+		}
+		errs = append(errs, kubernetesTargetProblems(t)...)
 	default:
-		errs = append(errs, fmt.Errorf("target.driver: %q, want process or docker", t.Driver))
+		errs = append(errs, fmt.Errorf("target.driver: %q, want process, docker or kubernetes", t.Driver))
 	}
 	return errs
 }
@@ -310,6 +364,13 @@ func (t TargetParams) String() string {
 	if len(t.Containers) > 0 {
 		parts = append(parts, "containers "+strings.Join(t.Containers, ","))
 	}
+	if t.Driver == DriverKubernetes {
+		ns := t.Namespace
+		if ns == "" {
+			ns = "the context's namespace"
+		}
+		return fmt.Sprintf("pods %q in %s", t.Selector, ns)
+	}
 	return "docker " + strings.Join(parts, " ")
 }
 
@@ -321,8 +382,10 @@ func Open(t TargetParams) (Driver, error) {
 		return NewProcess(t)
 	case DriverDocker:
 		return NewDocker(t)
+	case DriverKubernetes:
+		return NewKubernetes(t)
 	}
-	return nil, fmt.Errorf("target.driver: %q, want process or docker", t.Driver)
+	return nil, fmt.Errorf("target.driver: %q, want process, docker or kubernetes", t.Driver)
 }
 
 // Preview lists the replicas t matches now, up or not, with what matched
@@ -346,7 +409,8 @@ func Preview(ctx context.Context, t TargetParams) ([]Target, error) {
 }
 
 // OpenWatcher returns the watcher of the replicas t names: the state file's
-// replicas, the processes, or the containers' engine events.
+// replicas, the processes, the containers' engine events, or the pods'
+// status changes and Kubernetes events.
 func OpenWatcher(t TargetParams) (Watcher, error) {
 	d, err := Open(t)
 	if err != nil {

@@ -16,7 +16,10 @@ const DefaultRestartTimeout = 60 * time.Second
 
 // RestartParams configure replica.restart: stop the picked replicas
 // gracefully (SIGTERM, grace, SIGKILL) and have them started again. A
-// container is restarted by the engine (docker restart); a process is
+// container is restarted by the engine (docker restart); a pod by a rollout
+// restart of its Deployment, StatefulSet or DaemonSet (every pod of it is
+// replaced, as its update strategy says; Undo waits for the rollout to
+// complete, up to the timeout); a process is
 // started again by its supervisor, so the process driver needs a source
 // that shows the new process: state_file (the same replica index with a new
 // pid) or pid_file (a new live pid in the file). Inject returns once every
@@ -32,7 +35,7 @@ type RestartParams struct {
 	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty" doc:"time to exit after SIGTERM before SIGKILL" default:"10s"`
 	// Timeout bounds the wait for a process to be started again (default
 	// 60s; process driver).
-	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"wait for a process to be started again (process driver)" default:"60s"`
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"wait for a process to be started again (process driver), for the rollout to complete (kubernetes driver)" default:"60s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -64,7 +67,10 @@ func (p RestartParams) Validate() error {
 // Restart is the replica.restart fault.
 type Restart struct{ f *fault }
 
-var _ faults.Fault = (*Restart)(nil)
+var (
+	_ faults.Fault        = (*Restart)(nil)
+	_ faults.RevertWaiter = (*Restart)(nil)
+)
 
 // NewRestart returns the replica.restart fault called name, with p's
 // defaults applied and validated; rng picks the replicas.
@@ -79,6 +85,9 @@ func NewRestart(name string, p RestartParams, rng *rand.Rand, opts ...Option) (*
 
 // Target describes the replicas the fault may act on, for the run's record.
 func (r *Restart) Target() string { return r.f.target() }
+
+// RevertWait is how long its Undo may wait for the replicas to be back.
+func (r *Restart) RevertWait() time.Duration { return r.f.act.Timeout }
 
 // Inject restarts the picked replicas and returns once each is started
 // again. Its Undo returns once each is up.

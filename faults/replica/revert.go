@@ -52,6 +52,8 @@ func Reverters() map[string]faults.Reverter {
 		KindAwaitBack:     revertAwaitBack,
 		KindDockerStart:   revertDockerStart,
 		KindDone:          revertDone,
+		KindPodAwaitReady: revertPodAwaitReady,
+		KindRolloutAwait:  revertRolloutAwait,
 	}
 }
 

@@ -26,6 +26,9 @@ type StopParams struct {
 	// Grace is how long a replica has to exit after SIGTERM (default 10s).
 	// The docker driver rounds it up to whole seconds, as the engine takes.
 	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty" doc:"time to exit after SIGTERM before SIGKILL" default:"10s"`
+	// Timeout bounds how long the revert waits for the replicas to be up
+	// again (default 60s). The run gives the revert at least this long.
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"how long the revert waits for the replicas to be up again (a pod: its controller's replacement Ready)" default:"60s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -34,6 +37,9 @@ func (p StopParams) WithDefaults() StopParams {
 	if p.Grace == 0 {
 		p.Grace = DefaultGrace
 	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultBackTimeout
+	}
 	return p
 }
 
@@ -41,6 +47,9 @@ func (p StopParams) WithDefaults() StopParams {
 func (p StopParams) Validate() error {
 	errs := p.Params.problems()
 	errs = append(errs, graceProblems(p.Grace)...)
+	if p.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
+	}
 	return errors.Join(errs...)
 }
 
@@ -54,7 +63,10 @@ func graceProblems(g time.Duration) []error {
 // Stop is the replica.stop fault.
 type Stop struct{ f *fault }
 
-var _ faults.Fault = (*Stop)(nil)
+var (
+	_ faults.Fault        = (*Stop)(nil)
+	_ faults.RevertWaiter = (*Stop)(nil)
+)
 
 // NewStop returns the replica.stop fault called name, with p's defaults
 // applied and validated; rng picks the replicas.
@@ -63,12 +75,15 @@ func NewStop(name string, p StopParams, rng *rand.Rand, opts ...Option) (*Stop, 
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", TypeStop, name, err)
 	}
-	act := Action{Kind: ActionStop, Grace: p.Grace}
+	act := Action{Kind: ActionStop, Grace: p.Grace, Timeout: p.Timeout}
 	return &Stop{f: newFault(TypeStop, name, p.Params, act, rng, opts)}, nil
 }
 
 // Target describes the replicas the fault may act on, for the run's record.
 func (s *Stop) Target() string { return s.f.target() }
+
+// RevertWait is how long its Undo may wait for the replicas to be back.
+func (s *Stop) RevertWait() time.Duration { return s.f.act.Timeout }
 
 // Inject stops the picked replicas and returns once each has exited (at
 // most the grace period and the SIGKILL after it). Its Undo returns once

@@ -23,7 +23,8 @@ func Types() []faults.Type {
 
 // replicaType describes one replica fault type whose params are a P:
 // target reaches the params' replica target, which a run against the
-// simulator fills with its supervisor's state file when the experiment
+// simulator fills with its supervisor's state file, and a run against
+// Kubernetes pods with their namespace and selector, when the experiment
 // leaves it out; build makes the fault with the run's seeded source and
 // options.
 func replicaType[P any](name, summary string, lifetime faults.Lifetime, example string,
@@ -38,6 +39,10 @@ func replicaType[P any](name, summary string, lifetime faults.Lifetime, example 
 		FromSim: func(p any, env faults.SimEnv) {
 			t := target(p.(*P))
 			*t = t.OrStateFile(env.StateFile)
+		},
+		FromKubernetes: func(p any, env faults.KubernetesEnv) {
+			t := target(p.(*P))
+			*t = t.OrKubernetes(env)
 		},
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			return build(env.Name, *p.(*P), env.Rand(), BuildOptions(env)...)

@@ -104,6 +104,13 @@ func Start(t testing.TB) *Cluster {
 // started one, and exits. It removes the control plane's directory when the
 // tests passed and keeps it (naming it on stderr) when they did not.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has more to do after the tests: it runs
+// them, stops the control plane if a test started one, and returns the exit
+// code instead of exiting.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if err := stopShared(code == 0); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -111,7 +118,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 func startShared() (*Cluster, error) {

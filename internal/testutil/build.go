@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,7 +40,7 @@ func BuildLLMChaos(dir string) error {
 // directory to setDir, runs m and removes the directory. It returns the
 // code to pass to os.Exit; a failed setup is printed on stderr and yields 1
 // without running any test.
-func RunWithLLMChaos(m *testing.M, pattern string, setDir func(dir string)) int {
+func RunWithLLMChaos(m interface{ Run() int }, pattern string, setDir func(dir string)) int {
 	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -122,6 +122,12 @@ type Options struct {
 
 	// TLSConfig is used for https targets. Default nil: Go's defaults.
 	TLSConfig *tls.Config
+
+	// Dial, when set, opens the client's connections instead of a
+	// net.Dialer with ConnectTimeout (the deadline still bounds it through
+	// its context). Tests route addresses that nothing serves (the IPs of
+	// pods without containers) to local servers with it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // withDefaults returns o with every unset field set to its default.
@@ -250,9 +256,17 @@ func New(opts Options) (*Client, error) {
 		protos.SetHTTP1(true)
 	}
 	dialer := &net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if opts.Dial != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+			defer cancel()
+			return opts.Dial(ctx, network, addr)
+		}
+	}
 	c.tr = &http.Transport{
 		Proxy:               nil,
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		TLSClientConfig:     opts.TLSConfig,
 		TLSHandshakeTimeout: opts.ConnectTimeout,
 		DisableCompression:  true,
@@ -322,6 +336,22 @@ func (c *Client) Clock() *recording.RunClock { return c.clock }
 // fired did not get its answer: it is a timeout failure, in error_rate.
 func (c *Client) Do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result) {
 	c.do(ctx, baseURL, req, res, nil)
+}
+
+// Unreachable records res as a request that could not be sent because no
+// endpoint could take it (a target whose endpoints all went away): failed,
+// class connect, with err's text, sent and ended now. It fills the fields
+// Do fills (the request id, the endpoint tag when empty) and leaves the
+// engine's as they are.
+func (c *Client) Unreachable(res *recording.Result, req *workload.Request, err error) {
+	resetClientFields(res)
+	res.PromptTokensSent = req.PromptTokens
+	if res.RequestID == "" {
+		res.RequestID = c.requestID(res.Seq)
+	}
+	now := c.clock.Now()
+	res.Sent, res.End = now, now
+	c.fail(res, recording.ClassConnect, err)
 }
 
 // DoContent is Do that also returns the response's output text (content

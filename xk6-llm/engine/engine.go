@@ -106,6 +106,16 @@ type Config struct {
 	// j-th request, and its multi-turn sessions the same way in a closed
 	// loop, so that the numbers of all shards never collide.
 	Shard workload.Shard
+	// Route, when set, picks at each send where the request goes: the base
+	// URL in place of Targets[endpoint], and the endpoint its Result is
+	// tagged with (set before the Tagger runs). An error fails the request
+	// without sending it, class connect, with the error's text: no endpoint
+	// could take it. It is for a target whose endpoints come and go while
+	// the load runs (the ready pods behind a Kubernetes Service); Targets
+	// still names the target and sets how many endpoints the schedule
+	// spreads sessions over, and dropped requests keep its tag. It is
+	// called from many goroutines at once and must be cheap.
+	Route func(endpoint int) (url, tag string, err error)
 	// Scheduled, when set, is told of every request the schedule makes
 	// due, when its time comes (before it waits for a slot or is
 	// dropped), with its tags: endpoint, request class, and the Tagger's
@@ -591,14 +601,24 @@ func (r *run) send(hard context.Context, res *recording.Result, req *workload.Re
 		return "", false
 	}
 	now := r.clock.Now()
+	url := r.cfg.Targets[endpoint]
+	var unroutable error
+	if r.cfg.Route != nil {
+		var tag string
+		if url, tag, unroutable = r.cfg.Route(endpoint); unroutable == nil {
+			res.Tags.Endpoint = tag
+		}
+	}
 	if r.cfg.Tagger != nil {
 		r.cfg.Tagger(now, &res.Tags)
 	}
 	r.rec.RequestStarted(now)
-	url := r.cfg.Targets[endpoint]
-	if keep {
+	switch {
+	case unroutable != nil:
+		r.client.Unreachable(res, req, unroutable)
+	case keep:
 		reply = r.client.DoContent(hard, url, req, res)
-	} else {
+	default:
 		r.client.Do(hard, url, req, res)
 	}
 	r.rec.RequestEnded(res.End)

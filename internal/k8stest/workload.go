@@ -1,0 +1,115 @@
+package k8stest
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Workload is a Deployment of pods on the kwok nodes, optionally behind a
+// Service of the same name: what a serving replica set looks like to the
+// API (the pods run no container: nothing listens on their IPs).
+type Workload struct {
+	// Name names the Deployment and the Service.
+	Name string
+	// Replicas is the Deployment's replica count.
+	Replicas int32
+	// Labels are the pods' labels, and the Deployment's and the Service's
+	// selector.
+	Labels map[string]string
+	// PodLabels are more labels of the pods only (llmchaos.io/target).
+	PodLabels map[string]string
+	// Port is the container port named http (default 8000).
+	Port int32
+	// Service creates a Service selecting the pods, port Port to target
+	// port http.
+	Service bool
+}
+
+// Selector returns the label selector of w's pods.
+func (w Workload) Selector() string { return labels.SelectorFromSet(w.Labels).String() }
+
+// CreateWorkload creates w in namespace ns and waits until its Replicas
+// pods are Running and Ready; it returns them, sorted by name.
+func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.Pod {
+	t.Helper()
+	client := c.Client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if w.Port == 0 {
+		w.Port = 8000
+	}
+	podLabels := maps.Clone(w.Labels)
+	maps.Copy(podLabels, w.PodLabels)
+	replicas := w.Replicas
+	_, err := client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: w.Labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"type": "kwok"},
+					Containers: []corev1.Container{{
+						Name:  "sim",
+						Image: "llmchaos:dev",
+						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: w.Port}},
+					}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("k8stest: creating deployment %s/%s: %v", ns, w.Name, err)
+	}
+	if w.Service {
+		_, err = client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+			Spec: corev1.ServiceSpec{
+				Selector: w.Labels,
+				Ports:    []corev1.ServicePort{{Name: "http", Port: w.Port, TargetPort: intstr.FromString("http")}},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("k8stest: creating service %s/%s: %v", ns, w.Name, err)
+		}
+	}
+	pods, err := WaitPods(ctx, client, ns, w.Selector(), func(pods []*corev1.Pod) bool {
+		n := 0
+		for _, p := range pods {
+			if RunningReady(p) {
+				n++
+			}
+		}
+		return n == int(w.Replicas) && len(pods) == int(w.Replicas)
+	})
+	if err != nil {
+		t.Fatalf("k8stest: deployment %s/%s: %v", ns, w.Name, err)
+	}
+	return pods
+}
+
+// LabelNamespace sets label key=value on namespace ns.
+func (c *Cluster) LabelNamespace(t testing.TB, ns, key, value string) {
+	t.Helper()
+	client := c.Client(t)
+	n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("k8stest: namespace %s: %v", ns, err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[key] = value
+	if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("k8stest: labelling namespace %s: %v", ns, err)
+	}
+}
