@@ -67,6 +67,10 @@ type Config struct {
 	Observe *observe.Options
 	// Tagger, when set, is the engine's Tagger.
 	Tagger func(at time.Duration, tags *recording.Tags)
+	// Live, when set, is the engine's live load (engine.Config.Live): the
+	// load's rate or users change while it runs. Its connection pool is
+	// then uncapped, for the users it may be given.
+	Live *engine.LiveLoad
 	// NoPreflight skips the pre-flight check (see Preflight) that Run
 	// makes before anything else; Warn, when set, receives its warnings.
 	NoPreflight bool
@@ -170,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	}
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
+	if cfg.Live != nil {
+		copts.Concurrency = max(copts.Concurrency, UncappedPool)
+	}
 	client, err := client.New(copts)
 	if err != nil {
 		return nil, &StageError{StageClient, err}
@@ -197,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard,
-		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled,
+		Tagger: cfg.Tagger, Observe: observeResult, Scheduled: scheduled, Live: cfg.Live,
 	})
 	if err != nil {
 		l.closeObservers(ctx)
