@@ -827,11 +827,11 @@ func (l *Live) timelineAction(by, kind string, f func(r *run) error) error {
 	}
 	defer l.busy.Done()
 	l.mu.Lock()
-	err = f(r)
-	var target string
-	if k := l.tlState.next; err == nil && k < len(r.p.faults) {
+	var target string // the step it is about: the next, before f moves on
+	if k := l.tlState.next; k < len(r.p.faults) {
 		target = r.p.byTime()[k].spec.Name
 	}
+	err = f(r)
 	l.wakeTimelineLocked()
 	l.mu.Unlock()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -367,13 +368,35 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.opts.Live.Inject(experiments.ManualFault{
-		Name: req.Name, Type: req.Type, Params: req.Params, Target: req.Target, Duration: time.Duration(req.Duration),
+		Name: req.Name, Type: req.Type, Params: integral(req.Params).(map[string]any), Target: req.Target, Duration: time.Duration(req.Duration),
 	}, who(r))
 	if err != nil {
 		actionError(w, err, http.StatusBadGateway)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"fault": a})
+}
+
+// integral turns the whole numbers JSON decoded as float64 into int64, as
+// an experiment file's YAML reads them, so that integer params take them.
+func integral(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = integral(e)
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = integral(e)
+		}
+		return v
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int64(v)
+		}
+	}
+	return v
 }
 
 func (s *Server) active(w http.ResponseWriter, _ *http.Request) {
