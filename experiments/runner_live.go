@@ -496,12 +496,14 @@ type LoadChange struct {
 // LoadState is a live run's load now.
 type LoadState = engine.LiveState
 
-// Load returns the load's settings now.
+// Load returns the load's settings now (zero before the load started).
 func (l *Live) Load() LoadState {
-	if l.load == nil {
+	select {
+	case <-l.ready:
+		return l.load.State()
+	default:
 		return LoadState{}
 	}
-	return l.load.State()
 }
 
 // SetLoad changes the load for by: a rate for an open loop, users for a
