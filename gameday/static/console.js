@@ -237,6 +237,7 @@ function renderLoad() {
   $('load-state').className = 'badge' + (ld.paused ? ' paused' : '');
   $('load-pause').textContent = ld.paused ? 'Resume' : 'Pause';
   $('load-label').textContent = users ? 'users' : 'rate (req/s)';
+  $('load-value').placeholder = users ? String(ld.users) : String(ld.rate);
 }
 
 function renderEvents() {
