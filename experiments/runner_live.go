@@ -1052,6 +1052,25 @@ func (l *Live) ServerSamples(since time.Duration) []scrape.Sample {
 	return out
 }
 
+// GPUSamples returns the GPU memory samples taken after since on the run
+// clock: the simulator's virtual GPUs (endpoint "vgpu-N"), or real GPUs
+// through NVML, with the series names of report.Document.GPU.
+func (l *Live) GPUSamples(since time.Duration) []scrape.Sample {
+	select {
+	case <-l.ready:
+	default:
+		return nil
+	}
+	var out []scrape.Sample
+	if s := l.r.obs.gpuSamples; s != nil {
+		out = append(out, s.series.after(since)...)
+	}
+	if n := l.r.obs.nvml; n != nil {
+		out = append(out, n.series.after(since)...)
+	}
+	return out
+}
+
 // Events returns the run's events from the i-th on, and the next i.
 func (l *Live) Events(i int) ([]report.EventRecord, int) {
 	select {

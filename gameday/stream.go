@@ -1,16 +1,19 @@
 package gameday
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/scrape"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -88,7 +91,19 @@ func frameOf(rec *recording.Recorder, t int) Frame {
 	return f
 }
 
-// ServerPoint is one sample of a server series the monitor scraped.
+// sampleLookBack is how far before the last server sample sent the next
+// tick looks for samples stored late.
+const sampleLookBack = 5 * time.Second
+
+// sampleKey names one server sample.
+type sampleKey struct {
+	at             time.Duration
+	endpoint, name string
+}
+
+// ServerPoint is one sample of a server series the monitor scraped, or of
+// a GPU's memory (gpu_memory_used_bytes, gpu_memory_balloon_bytes, … of
+// endpoint vgpu-N for the simulator's virtual GPUs).
 type ServerPoint struct {
 	AtS      float64 `json:"at_s"`
 	Endpoint string  `json:"endpoint"`
@@ -143,7 +158,9 @@ type hub struct {
 	server  []ServerPoint
 	events  []report.EventRecord
 	nextEv  int
-	lastAt  time.Duration // the last server sample's time
+	lastAt  time.Duration          // the last server sample's time
+	lastGPU time.Duration          // the last GPU sample's time
+	sent    map[sampleKey]struct{} // the server samples of the last moments sent
 	clients map[chan []byte]struct{}
 	ended   *Ended
 
@@ -153,7 +170,7 @@ type hub struct {
 }
 
 func newHub(live *experiments.Live) *hub {
-	return &hub{live: live, clients: map[chan []byte]struct{}{}}
+	return &hub{live: live, clients: map[chan []byte]struct{}{}, sent: map[sampleKey]struct{}{}}
 }
 
 // currentState reads the live run's state.
@@ -201,13 +218,31 @@ func (h *hub) run(ctx context.Context) {
 // makeTick makes the message of second t and adds it to the history.
 func (h *hub) makeTick(rec *recording.Recorder, t int) []byte {
 	f := frameOf(rec, t)
-	samples := h.live.ServerSamples(h.lastAt)
+	// The scrapes of several endpoints run at once, so a sample may be
+	// stored after a later one: look back a little, skip those sent.
+	samples := h.live.ServerSamples(max(h.lastAt-sampleLookBack, 0))
 	evs, next := h.live.Events(h.nextEv)
 	st := h.currentState()
 	msg := tick{state: st, Frame: &f, Events: evs}
 	for _, s := range samples {
+		k := sampleKey{s.At, s.Endpoint, s.Name}
+		if _, sent := h.sent[k]; sent {
+			continue
+		}
+		h.sent[k] = struct{}{}
 		msg.Server = append(msg.Server, ServerPoint{AtS: s.At.Seconds(), Endpoint: s.Endpoint, Name: s.Name, Value: s.Value})
 		h.lastAt = max(h.lastAt, s.At)
+	}
+	for k := range h.sent {
+		if k.at < h.lastAt-2*sampleLookBack {
+			delete(h.sent, k)
+		}
+	}
+	gpu := h.live.GPUSamples(h.lastGPU)
+	slices.SortStableFunc(gpu, func(a, b scrape.Sample) int { return cmp.Compare(a.At, b.At) })
+	for _, s := range gpu {
+		msg.Server = append(msg.Server, ServerPoint{AtS: s.At.Seconds(), Endpoint: s.Endpoint, Name: s.Name, Value: s.Value})
+		h.lastGPU = max(h.lastGPU, s.At)
 	}
 	h.mu.Lock()
 	h.frames = append(h.frames, f)

@@ -93,7 +93,9 @@ function serverLines(name, scale, rate) {
         line.push([pts[k][0], dt > 0 ? Math.max(0, pts[k][1] - pts[k - 1][1]) / dt : null]);
       }
     }
-    out.push({ label: S.endpoints.length > 1 ? `endpoint ${i}` : 'server', color: colours[i % colours.length], points: line });
+    const own = S.endpoints.filter(e => S.server.has(name + '\x00' + e));
+    const label = /^vgpu-/.test(ep) || /^gpu/.test(ep) ? ep : own.length > 1 ? `endpoint ${own.indexOf(ep)}` : 'server';
+    out.push({ label, color: colours[own.indexOf(ep) % colours.length], points: line });
   });
   return out;
 }
@@ -124,6 +126,11 @@ const chartDefs = [
   { id: 'chart-server-running', title: 'Server: requests running', unit: 'requests', server: true, lines: () => serverLines('num_requests_running', 1) },
   { id: 'chart-server-waiting', title: 'Server: requests waiting', unit: 'requests', server: true, lines: () => serverLines('num_requests_waiting', 1) },
   { id: 'chart-server-preemptions', title: 'Server: preemptions', unit: 'per second', server: true, lines: () => serverLines('num_preemptions_total', 1, true) },
+  {
+    id: 'chart-gpu-memory', title: 'GPU memory', unit: 'GiB (dashed: held by balloons)', server: true, lines: () => [
+      ...serverLines('gpu_memory_used_bytes', 1 / 2 ** 30),
+      ...serverLines('gpu_memory_balloon_bytes', 1 / 2 ** 30).map(l => Object.assign(l, { dashed: true, label: l.label + ' balloon' }))],
+  },
 ];
 
 // windows returns the fault windows (shaded) and the recovery phases
@@ -256,7 +263,9 @@ function addServer(points) {
     if (!S.endpoints.includes(p.endpoint)) S.endpoints.push(p.endpoint);
     const k = p.name + '\x00' + p.endpoint;
     if (!S.server.has(k)) S.server.set(k, []);
-    S.server.get(k).push([p.at_s, p.value]);
+    const pts = S.server.get(k);
+    pts.push([p.at_s, p.value]);
+    if (pts.length > 1 && pts[pts.length - 2][0] > p.at_s) pts.sort((a, b) => a[0] - b[0]);
   }
 }
 
