@@ -113,6 +113,14 @@ func TestLiveRun(t *testing.T) {
 	if st, err := live.SetLoad(LoadChange{Rate: &rate, Paused: &resume}, "dave"); err != nil || st.Paused || st.Rate != 20 {
 		t.Fatalf("resume at 20: %+v %v", st, err)
 	}
+	batch := "batch"
+	if st, err := live.SetLoad(LoadChange{Preset: &batch}, "dave"); err != nil || st.Preset != "batch" {
+		t.Fatalf("preset batch: %+v %v", st, err)
+	}
+	nope := "nope"
+	if _, err := live.SetLoad(LoadChange{Preset: &nope}, "dave"); err == nil {
+		t.Error("an unknown preset was accepted")
+	}
 	users := 3
 	if _, err := live.SetLoad(LoadChange{Users: &users}, "dave"); err == nil {
 		t.Error("users accepted for an open loop")
@@ -166,6 +174,19 @@ func TestLiveRun(t *testing.T) {
 	for _, w := range want {
 		if !slices.Contains(got, w) {
 			t.Errorf("events lack %s: %q", w, got)
+		}
+	}
+	var presetEvent bool
+	for _, e := range d.Events {
+		presetEvent = presetEvent || (e.Kind == "load" && e.Detail == "preset batch" && e.By == "dave")
+	}
+	if !presetEvent {
+		t.Errorf("no event of the preset switch: %+v", d.Events)
+	}
+	// The results keep the experiment's class whatever the preset.
+	for _, ts := range d.Histograms.ByTags {
+		if c := ts.Tags["class"]; c != "" && c != "custom" {
+			t.Errorf("results of class %q: want the experiment's (custom) throughout", c)
 		}
 	}
 	var faultPhase bool

@@ -13,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // load runs the load (through the load pipeline shared with `llmchaos
@@ -42,7 +43,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
 		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
-		Tagger: r.tag, Live: r.liveLoad(), NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
+		Tagger: r.tag, Live: r.liveLoad(), Switch: r.liveSwitch(), NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			return r.alongside(ctx, l, live)
 		},
@@ -118,6 +119,14 @@ func (r *run) liveLoad() *engine.LiveLoad {
 		return nil
 	}
 	return r.opts.Live.load
+}
+
+// liveSwitch is the live run's workload switch (nil: not a live run).
+func (r *run) liveSwitch() *workload.Switch {
+	if r.opts.Live == nil {
+		return nil
+	}
+	return r.opts.Live.sw
 }
 
 // tag is the engine's Tagger: it labels each result with the phase and

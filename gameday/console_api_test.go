@@ -3,6 +3,7 @@ package gameday
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -157,7 +158,7 @@ func TestConsoleAPIInjectRevert(t *testing.T) {
 	// A second fault on the same endpoint keeps within the blast radius
 	// (one endpoint untouched), a third is beyond max_concurrent_faults.
 	if code := g.callAs("bob", "POST", "/api/faults", map[string]any{"type": "stream.stall", "params": map[string]any{"probability": 0.1, "stall": "100ms"},
-		"target": map[string]any{"endpoints": []int{0}}, "duration": "1s"}, &inj); code != http.StatusCreated || inj.Fault.RevertAtS-inj.Fault.InjectedAtS != 1 {
+		"target": map[string]any{"endpoints": []int{0}}, "duration": "1s"}, &inj); code != http.StatusCreated || inj.Fault.DurationS != 1 || math.Abs(inj.Fault.RevertAtS-inj.Fault.InjectedAtS-1) > 1e-6 {
 		t.Errorf("second fault: %d %+v", code, inj.Fault)
 	}
 	errBody = errorBody{}
@@ -179,6 +180,9 @@ func TestConsoleAPIInjectRevert(t *testing.T) {
 	var ld experiments.LoadState
 	if code := g.callAs("alice", "POST", "/api/load", map[string]any{"rate": 30}, &ld); code != http.StatusOK || ld.Rate != 30 {
 		t.Errorf("load: %d %+v", code, ld)
+	}
+	if code := g.callAs("alice", "POST", "/api/load", map[string]any{"preset": "agent"}, &ld); code != http.StatusOK || ld.Preset != "agent" {
+		t.Errorf("preset: %d %+v", code, ld)
 	}
 	if code := g.callAs("alice", "POST", "/api/load", map[string]any{"users": 3}, &errBody); code != http.StatusConflict {
 		t.Errorf("users for an open loop: %d, want 409", code)

@@ -51,8 +51,8 @@
 //	POST   /api/revert-all        revert every fault, pause the timeline
 //	GET    /api/notes             the notes: {"notes": [{at_s, detail, by}]}
 //	POST   /api/notes             write one: {"text"} → 201 {"note": {at_s, detail, by}}
-//	GET    /api/load              the load: {rate | users, paused, ended}
-//	POST   /api/load              change it: {"rate"?, "users"?, "paused"?}
+//	GET    /api/load              the load: {rate | users, paused, ended, preset}
+//	POST   /api/load              change it: {"rate"?, "users"?, "paused"?, "preset"?}
 //	GET    /api/timeline          the experiment's timeline: {steps, next, playing, offset_s, next_in_s}
 //	POST   /api/timeline/{op}     op play, pause, step or skip
 //	GET    /api/status            {status, load, targets, who, run_dir}

@@ -21,6 +21,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 //go:embed static
@@ -501,6 +502,12 @@ func (s *Server) timelineOp(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, l.Timeline())
 }
 
+// presetOf is a workload preset the load may switch to.
+type presetOf struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
 // statusBody is GET /api/status's answer.
 type statusBody struct {
 	Experiment string                 `json:"experiment"`
@@ -512,11 +519,15 @@ type statusBody struct {
 	Targets    experiments.Targets    `json:"targets"`
 	Thresholds []string               `json:"thresholds,omitempty"`
 	Recovery   map[string]float64     `json:"recovery,omitempty"`
+	Presets    []presetOf             `json:"presets"`
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	l := s.opts.Live
 	b := statusBody{Who: who(r), RunDir: s.opts.RunDir, Status: l.Status(), Load: l.Load(), Mode: "rate", Targets: l.Targets(r.Context())}
+	for _, p := range workload.Presets() {
+		b.Presets = append(b.Presets, presetOf{Name: p.Name, Description: p.Description})
+	}
 	if sp := s.opts.Spec; sp != nil {
 		b.Experiment = sp.Metadata.Name
 		if sp.Workload.Concurrency > 0 {

@@ -67,6 +67,10 @@ type Config struct {
 	Observe *observe.Options
 	// Tagger, when set, is the engine's Tagger.
 	Tagger func(at time.Duration, tags *recording.Tags)
+	// Switch, when set, is where the load draws its sessions from: Run
+	// sets the workload Workload describes in it first, and it may be
+	// given another while the load runs (a game day's preset switch).
+	Switch *workload.Switch
 	// Live, when set, is the engine's live load (engine.Config.Live): the
 	// load's rate or users change while it runs. Its connection pool is
 	// then uncapped, for the users it may be given.
@@ -150,9 +154,15 @@ func PoolSize(a workload.ArrivalConfig) int {
 // the engine's own error comes with the Load, whose Stats say how far it
 // got.
 func Run(ctx context.Context, cfg Config) (*Load, error) {
-	wl, err := workload.New(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
+	var wl workload.Workload
+	first, err := workload.New(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		return nil, &StageError{StageWorkload, err}
+	}
+	wl = first
+	if cfg.Switch != nil {
+		cfg.Switch.Set(first, cfg.Workload.Name)
+		wl = cfg.Switch
 	}
 	if !cfg.NoPreflight {
 		warns, err := Preflight(ctx, PreflightConfig{

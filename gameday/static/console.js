@@ -239,7 +239,7 @@ function renderTimeline() {
 function renderLoad() {
   const ld = S.state.load;
   const users = S.status && S.status.mode === 'users';
-  $('load-now').textContent = users ? `${ld.users} users` : `${ld.rate} req/s`;
+  $('load-now').textContent = (users ? `${ld.users} users` : `${ld.rate} req/s`) + (ld.preset ? `, requests like ${ld.preset}` : '');
   $('load-state').textContent = ld.ended ? 'ended' : ld.paused ? 'paused' : 'running';
   $('load-state').className = 'badge' + (ld.paused ? ' paused' : '');
   $('load-pause').textContent = ld.paused ? 'Resume' : 'Pause';
@@ -494,6 +494,11 @@ async function init() {
     const v = parseFloat($('load-value').value);
     const body = S.status.mode === 'users' ? { users: Math.round(v) } : { rate: v };
     act('load', 'POST', '/api/load', body);
+  });
+  $('load-preset').innerHTML = (S.status.presets || []).map(p => `<option value="${esc(p.name)}" title="${esc(p.description)}">${esc(p.name)}</option>`).join('');
+  $('preset-form').addEventListener('submit', ev => {
+    ev.preventDefault();
+    act('load', 'POST', '/api/load', { preset: $('load-preset').value });
   });
   $('load-pause').addEventListener('click', () => act('load', 'POST', '/api/load', { paused: !(S.state && S.state.load.paused) }));
   $('end').addEventListener('click', async () => {
