@@ -129,6 +129,10 @@ type timelineState struct {
 	by      []string
 }
 
+// TimelineHolder is who injects the steps of a timeline that plays, in
+// the run's events.
+const TimelineHolder = "timeline"
+
 // Timeline step states.
 const (
 	StepPending  = "pending"
@@ -934,6 +938,9 @@ func (l *Live) runStep(k int, by string) error {
 		r.notInjected(pf.index, err.Error())
 		return fail(l.refused(r, err, by))
 	}
+	if by != TimelineHolder {
+		r.faults.setBy(pf.index, by) // stepped by hand
+	}
 	lf := &liveFault{index: pf.index, name: pf.spec.Name, typ: pf.spec.Type, target: r.faults.targets[pf.index], by: by,
 		duration: pf.spec.Duration.D(), endpoints: r.faultEndpoints(pf), step: k + 1}
 	if _, err := l.injectLive(r, lf, r.faults.built[pf.index]); err != nil {
@@ -965,7 +972,7 @@ func (l *Live) playTimeline() {
 		l.mu.Unlock()
 		select {
 		case <-due:
-			_ = l.runStep(k, "timeline")
+			_ = l.runStep(k, TimelineHolder)
 		case <-wake:
 		case <-ctx.Done():
 		}

@@ -39,7 +39,8 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 func TestLiveRun(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
-	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("planned", 5*time.Second, 700*time.Millisecond))
+	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("planned", 5*time.Second, 700*time.Millisecond),
+		httpErrorFault("played", 6*time.Second, 300*time.Millisecond))
 	exp.BlastRadius = &spec.BlastRadius{MaxConcurrentFaults: 1}
 	exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.05"}}
 	dir := t.TempDir()
@@ -128,13 +129,37 @@ func TestLiveRun(t *testing.T) {
 	if err := live.StepTimeline("dave"); err != nil {
 		t.Fatal(err)
 	}
-	if tl := live.Timeline(); tl.Next != 1 || tl.Steps[0].State != StepInjected || tl.Steps[0].By != "dave" {
+	if tl := live.Timeline(); tl.Next != 1 || tl.Steps[0].State != StepInjected || tl.Steps[0].By != "dave" || tl.OffsetS != 5 {
 		t.Errorf("timeline after a step: %+v", tl)
+	}
+	waitFor(t, 10*time.Second, "the step reverted after its 700ms", func() bool { return len(live.Active()) == 0 })
+	// Play from +5s, pause at once: nothing more is injected; play again:
+	// the next step (at +6s) comes about a second later, keeping the file's
+	// spacing.
+	if err := live.PlayTimeline("erin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.PauseTimeline("erin"); err != nil {
+		t.Fatal(err)
+	}
+	if tl := live.Timeline(); tl.Playing || tl.OffsetS < 5 || tl.OffsetS > 5.5 || tl.Steps[1].State != StepPending {
+		t.Errorf("timeline paused: %+v", tl)
+	}
+	played := time.Now()
+	if err := live.PlayTimeline("erin"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the played step injected", func() bool { return live.Timeline().Steps[1].State == StepInjected })
+	if d := time.Since(played); d < 700*time.Millisecond {
+		t.Errorf("the step 1s further in the file came %v after play", d)
+	}
+	if tl := live.Timeline(); tl.Playing || tl.Steps[1].By != TimelineHolder {
+		t.Errorf("timeline at its end: %+v", tl)
 	}
 	if err := live.StepTimeline("dave"); err == nil {
 		t.Error("a step past the end was accepted")
 	}
-	waitFor(t, 10*time.Second, "the step reverted after its 700ms", func() bool { return len(live.Active()) == 0 })
+	waitFor(t, 10*time.Second, "the played step reverted after its 300ms", func() bool { return len(live.Active()) == 0 })
 	if err := live.End("erin"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,13 +183,14 @@ func TestLiveRun(t *testing.T) {
 	if f := byName["error-1"]; f.By != "alice" || f.InjectedAtS == nil || f.RevertedAtS == nil || !f.RevertOK {
 		t.Errorf("error-1 record %+v, want injected by alice and reverted", f)
 	}
-	if f := byName["planned"]; f.By != "" || f.InjectedAtS == nil || f.RevertedAtS == nil {
+	if f := byName["planned"]; f.By != "dave" || f.InjectedAtS == nil || f.RevertedAtS == nil {
 		t.Errorf("planned record %+v, want injected and reverted", f)
 	} else if got := *f.RevertedAtS - *f.InjectedAtS; got < 0.6 || got > 3 {
 		t.Errorf("planned stayed %.2fs, want its 700ms", got)
 	}
 	want := []string{"fault/injected/error-1/alice", "gameday/refused//alice", "fault/reverted/error-1/bob", "gameday/note//carol",
-		"gameday/load//dave", "gameday/timeline_step/planned/dave", "fault/injected/planned/dave", "fault/reverted/planned/", "gameday/end//erin"}
+		"gameday/load//dave", "gameday/timeline_step/planned/dave", "fault/injected/planned/dave", "fault/reverted/planned/",
+		"gameday/timeline_play/played/erin", "gameday/timeline_pause/played/erin", "fault/injected/played/timeline", "gameday/end//erin"}
 	var got []string
 	for _, e := range d.Events {
 		if e.By != "" || e.Source == report.EventSourceFault {

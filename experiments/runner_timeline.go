@@ -55,6 +55,13 @@ func (t *faultTimeline) add(i int, f faults.Fault, target string) {
 	t.mu.Unlock()
 }
 
+// setBy records who injected fault i by hand.
+func (t *faultTimeline) setBy(i int, by string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].By = by
+}
+
 // setTarget records where fault i acts.
 func (t *faultTimeline) setTarget(i int, target string) {
 	t.mu.Lock()

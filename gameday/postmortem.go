@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -142,7 +143,7 @@ func timelineEvent(e report.EventRecord) bool {
 func participants(d *report.Document) []string {
 	var out []string
 	add := func(by string) {
-		if by != "" && by != "timeline" && !slices.Contains(out, by) {
+		if by != "" && by != experiments.TimelineHolder && !slices.Contains(out, by) {
 			out = append(out, by)
 		}
 	}
@@ -159,7 +160,7 @@ func byOf(f report.FaultRecord) string {
 	if f.By != "" {
 		return f.By
 	}
-	return "timeline"
+	return experiments.TimelineHolder
 }
 
 func revertedText(f report.FaultRecord) string {

@@ -209,21 +209,22 @@ func (h *hub) run(ctx context.Context) {
 		start := threadCPU()
 		// Seconds missed (a stalled machine) are made now, in order.
 		for now = h.live.Now(); time.Duration(next)*time.Second+tickLag <= now; next++ {
-			h.broadcast(h.makeTick(rec, next-1))
+			h.tick(rec, next-1)
 		}
 		h.cpu.Add(int64(threadCPU() - start))
 	}
 }
 
-// makeTick makes the message of second t and adds it to the history.
-func (h *hub) makeTick(rec *recording.Recorder, t int) []byte {
+// tick makes the message of second t, adds it to the history and sends
+// it to every client: under one hold of h.mu, so that a console that
+// subscribes gets each event once, in its hello or in a tick.
+func (h *hub) tick(rec *recording.Recorder, t int) {
 	f := frameOf(rec, t)
 	// The scrapes of several endpoints run at once, so a sample may be
 	// stored after a later one: look back a little, skip those sent.
 	samples := h.live.ServerSamples(max(h.lastAt-sampleLookBack, 0))
-	evs, next := h.live.Events(h.nextEv)
 	st := h.currentState()
-	msg := tick{state: st, Frame: &f, Events: evs}
+	msg := tick{state: st, Frame: &f}
 	for _, s := range samples {
 		k := sampleKey{s.At, s.Endpoint, s.Name}
 		if _, sent := h.sent[k]; sent {
@@ -245,19 +246,17 @@ func (h *hub) makeTick(rec *recording.Recorder, t int) []byte {
 		h.lastGPU = max(h.lastGPU, s.At)
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	msg.Events, h.nextEv = h.live.Events(h.nextEv)
 	h.frames = append(h.frames, f)
 	h.server = append(h.server, msg.Server...)
-	h.events = append(h.events, evs...)
-	h.nextEv = next
-	h.mu.Unlock()
-	return sseMessage("tick", msg)
+	h.events = append(h.events, msg.Events...)
+	h.broadcastLocked(sseMessage("tick", msg))
 }
 
-// broadcast sends msg to every client; a client too slow to take it is
-// dropped (its page reconnects).
-func (h *hub) broadcast(msg []byte) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// broadcastLocked sends msg to every client; a client too slow to take
+// it is dropped (its page reconnects). h.mu is held.
+func (h *hub) broadcastLocked(msg []byte) {
 	for c := range h.clients {
 		select {
 		case c <- msg:
@@ -272,8 +271,14 @@ func (h *hub) broadcast(msg []byte) {
 // console that connects later gets it in its hello.
 func (h *hub) end(e Ended) {
 	msg := sseMessage("ended", e)
+	st := h.currentState()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// What happened since the last tick (the end, the reverts) first.
+	last := tick{state: st}
+	last.Events, h.nextEv = h.live.Events(h.nextEv)
+	h.events = append(h.events, last.Events...)
+	h.broadcastLocked(sseMessage("tick", last))
 	h.ended = &e
 	for c := range h.clients {
 		select {
@@ -291,9 +296,6 @@ func (h *hub) subscribe() ([]byte, chan []byte) {
 	st := h.currentState()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	evs, next := h.live.Events(h.nextEv)
-	h.events = append(h.events, evs...)
-	h.nextEv = next
 	msg := sseMessage("hello", hello{state: st, Frames: h.frames, Server: h.server, Events: h.events, Ended: h.ended})
 	c := make(chan []byte, clientBuffer)
 	if h.ended == nil {
