@@ -528,11 +528,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	for _, p := range workload.Presets() {
 		b.Presets = append(b.Presets, presetOf{Name: p.Name, Description: p.Description})
 	}
+	if b.Load.Users > 0 {
+		b.Mode = "users"
+	}
 	if sp := s.opts.Spec; sp != nil {
 		b.Experiment = sp.Metadata.Name
-		if sp.Workload.Concurrency > 0 {
-			b.Mode = "users"
-		}
 		for k, exprs := range sp.Thresholds {
 			for _, e := range exprs {
 				b.Thresholds = append(b.Thresholds, k+": "+e.Threshold)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/gameday"
+	"github.com/llmchaos/llmchaos/report"
 	"github.com/spf13/cobra"
 )
 
@@ -129,6 +130,10 @@ func runGameday(ctx context.Context, c gamedayConfig, stdout, stderr io.Writer) 
 		return runError(runErr)
 	}
 	out, doc := res.Outcome, res.Outcome.Doc
+	fmt.Fprintln(stdout)
+	if err := report.WriteText(stdout, doc); err != nil {
+		return errors.Join(runError(runErr), err)
+	}
 	if len(res.Files) > 0 {
 		fmt.Fprintf(stdout, "game day record in %s: %s\n", res.RunDir, strings.Join(baseNames(res.Files), ", "))
 	}

@@ -176,9 +176,24 @@ function drawCharts() {
 
 // ---- state ----
 
+// loadStatus reads GET /api/status: the experiment, the targets (known
+// once the load runs), the load's mode, the presets.
+async function loadStatus() {
+  const st = await api('GET', '/api/status');
+  if (!st.ok) { show(failure('status', st), true); return false; }
+  S.status = st.data;
+  return true;
+}
+
 function applyState(st) {
   S.state = st;
   S.stateAt = performance.now();
+  // A console opened while the target was starting learns its endpoints
+  // once the load runs.
+  if (S.status && !S.statusLive && st.status.now_s > 0) {
+    S.statusLive = true;
+    loadStatus().then(ok => { if (ok) { renderForm(); renderLoad(); } });
+  }
   renderStatus();
   renderActive();
   renderTimeline();
@@ -456,9 +471,9 @@ let endArmed = null;
 
 async function init() {
   for (const def of chartDefs) charts.push({ def, chart: new Chart($('charts'), def) });
-  const [st, ft] = await Promise.all([api('GET', '/api/status'), api('GET', '/api/faults')]);
-  if (!st.ok) { show(failure('status', st), true); return; }
-  S.status = st.data;
+  const [ok, ft] = await Promise.all([loadStatus(), api('GET', '/api/faults')]);
+  if (!ok) return;
+  const st = { data: S.status };
   document.title = `game day · ${st.data.experiment} · llmchaos`;
   $('title').textContent = `llmchaos game day · ${st.data.experiment}`;
   $('who').textContent = 'you are ' + st.data.who;
