@@ -33,5 +33,16 @@
 // fault and stays pending in the journal for `llmchaos recover`, which
 // replays it with spec.Reverters. DryRun prints the plan and starts
 // nothing; for pods it lists what each fault would act on now, and returns
-// a *RefusedError when one would be refused.
+// a *DryRunRefusedError when one would be refused.
+//
+// # Live runs
+//
+// With Options.Live (a Live from NewLive) the run is a game day's: the
+// load runs at a rate (or users) changed while it runs, paused, switched
+// to another preset, until Live.End; faults are injected and reverted by
+// hand through Live, through the same journal, contract and revert
+// guarantees, within the experiment's blast_radius; the experiment's own
+// faults are a timeline Live plays, pauses, steps and skips; notes and
+// every action are events of the run with who did them (package gameday
+// serves the console and API over it).
 package experiments

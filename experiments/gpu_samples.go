@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
+	"github.com/llmchaos/llmchaos/telemetry/scrape"
 )
 
 // Series of the GPU memory samples a target.sim run records in
@@ -54,6 +55,27 @@ func (g *gpuSeries) add(ep, name string, at time.Duration, v float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.series = report.AddPoint(g.series, ep, name, at, v)
+}
+
+// after returns the samples taken after run-clock time t, as monitor
+// samples (endpoint, name, value), for a live view.
+func (g *gpuSeries) after(t time.Duration) []scrape.Sample {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []scrape.Sample
+	for _, r := range g.series {
+		for i := len(r.Points) - 1; i >= 0; i-- {
+			at := durationOf(r.Points[i][0])
+			if at <= t {
+				break
+			}
+			out = append(out, scrape.Sample{At: at, Endpoint: r.Endpoint, Name: r.Name, Value: r.Points[i][1]})
+		}
+	}
+	return out
 }
 
 // records returns a copy of the series recorded so far, with their units:

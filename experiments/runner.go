@@ -104,6 +104,12 @@ type Options struct {
 	// returned and closes the file under it.
 	SaveRequests *recording.RequestWriter
 
+	// Live, when set, makes the run a live one (a game day): the load
+	// runs until Live.End, faults are injected and reverted by hand
+	// through Live, and the experiment's faults are a timeline Live
+	// plays step by step. See Live.
+	Live *Live
+
 	// hooks lets tests reach inside a run.
 	hooks *testHooks
 }
@@ -203,9 +209,17 @@ func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 	if exp == nil {
 		return nil, errNoSpec
 	}
+	if opts.Live != nil {
+		defer opts.Live.finish()
+	}
 	p, err := newPlan(exp, opts.File, opts.Seed)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Live != nil {
+		if err := p.makeLive(opts.Live); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard

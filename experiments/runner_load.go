@@ -13,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // load runs the load (through the load pipeline shared with `llmchaos
@@ -41,7 +42,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	l, err := loadrun.Run(ctx, loadrun.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
 		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
-		Tagger: r.tag, Route: route, NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
+		Tagger: r.tag, Route: route, Live: r.liveLoad(), Switch: r.liveSwitch(), NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
 			return r.alongside(ctx, l, live)
 		},
@@ -89,6 +90,9 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 		r.judge.checkBefore(faultCtx, r.rec, gate)
 	})
 	for i, pf := range p.faults {
+		if p.live {
+			break // the faults are the live timeline's steps
+		}
 		wg.Go(func() {
 			defer r.judge.guard("running fault " + pf.spec.Name)
 			r.runFault(faultCtx, pf, r.faults.built[i], r.faults.targets[i], gate)
@@ -104,15 +108,37 @@ func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.L
 		r.judge.liveLoop(done, live, r.rec, r.progress())
 	})
 	r.startMonitors(faultCtx, &wg)
+	if l := r.opts.Live; l != nil {
+		l.start(faultCtx, r, gate)
+	}
 	return func(stats engine.RunStats, err error) {
 		if err == nil {
 			r.obs.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
 		}
 		stopFaults()
+		if l := r.opts.Live; l != nil {
+			l.close()
+		}
 		close(done)
 		wg.Wait()
 		r.obs.stopMonitors()
 	}
+}
+
+// liveLoad is the live run's load control (nil: not a live run).
+func (r *run) liveLoad() *engine.LiveLoad {
+	if r.opts.Live == nil {
+		return nil
+	}
+	return r.opts.Live.load
+}
+
+// liveSwitch is the live run's workload switch (nil: not a live run).
+func (r *run) liveSwitch() *workload.Switch {
+	if r.opts.Live == nil {
+		return nil
+	}
+	return r.opts.Live.sw
 }
 
 // tag is the engine's Tagger: it labels each result with the phase and

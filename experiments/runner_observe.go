@@ -81,9 +81,17 @@ func newObservers(out *lineWriter, opts ObserveOptions, clock *runClock) *observ
 
 // event records one event at the current run-clock time and prints it.
 func (o *observers) event(source, kind, target, detail string) {
+	o.eventBy(source, kind, target, detail, "")
+}
+
+// eventBy records one event that by did (a person in a game day; "" for
+// the run itself) at the current run-clock time, prints it and returns
+// it.
+func (o *observers) eventBy(source, kind, target, detail, by string) report.EventRecord {
 	at := o.clock.now()
+	e := report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail, By: by}
 	o.mu.Lock()
-	o.events = append(o.events, report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail})
+	o.events = append(o.events, e)
 	o.mu.Unlock()
 	line := fmt.Sprintf("%9s  %s", fmtClock(at), kind)
 	if target != "" {
@@ -92,7 +100,20 @@ func (o *observers) event(source, kind, target, detail string) {
 	if detail != "" {
 		line += ": " + detail
 	}
+	if by != "" {
+		line += " (by " + by + ")"
+	}
 	o.out.println(line)
+	return e
+}
+
+// eventsFrom returns a copy of the events recorded from the i-th on, and
+// the number recorded so far (the next call's i).
+func (o *observers) eventsFrom(i int) ([]report.EventRecord, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	i = min(max(i, 0), len(o.events))
+	return slices.Clone(o.events[i:]), len(o.events)
 }
 
 // eventLog returns a copy of the run's events, in the order recorded.

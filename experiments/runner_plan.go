@@ -51,6 +51,9 @@ type plan struct {
 	// proxy faults is decided per HTTP request.
 	autoProxies bool
 	l7          bool
+	// live is set for a live run (a game day, makeLive): its faults are
+	// the steps of a timeline played by hand.
+	live bool
 }
 
 // plannedFault is one fault of the timeline, ready to build.
@@ -189,7 +192,7 @@ func (p *plan) byTime() []*plannedFault {
 // before it; in a run without faults, at the end of the first window (or
 // of the load when it is shorter).
 func (p *plan) beforeCheckAt() time.Duration {
-	if len(p.faults) > 0 {
+	if len(p.faults) > 0 && !p.live {
 		return p.byTime()[0].spec.At.D()
 	}
 	w := p.spec.Recovery.Window.D()
@@ -396,7 +399,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
 		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
 
-	refused := &RefusedError{}
+	refused := &DryRunRefusedError{}
 	if len(replicaFaults) > 0 {
 		b.WriteString("\nreplica targets (what each replica fault matches now; it picks among those up when it is injected):\n")
 		for _, pf := range replicaFaults {

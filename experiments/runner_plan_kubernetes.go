@@ -12,18 +12,18 @@ import (
 	"github.com/llmchaos/llmchaos/internal/kubeclient"
 )
 
-// RefusedError is what a dry run returns, after writing the whole plan,
+// DryRunRefusedError is what a dry run returns, after writing the whole plan,
 // when a fault would be refused if the run started now: its pods have not
 // opted in, or its selection would break min_available with the pods Ready
 // now. The run would not test it (llmchaos run exits 95).
-type RefusedError struct {
+type DryRunRefusedError struct {
 	// Faults names the refused faults; Errs says why, one per fault.
 	Faults []string
 	Errs   []error
 }
 
 // Error names the refused faults and why.
-func (e *RefusedError) Error() string {
+func (e *DryRunRefusedError) Error() string {
 	parts := make([]string, len(e.Faults))
 	for i, f := range e.Faults {
 		parts[i] = fmt.Sprintf("fault %q: %v", f, e.Errs[i])
@@ -32,7 +32,7 @@ func (e *RefusedError) Error() string {
 }
 
 // Unwrap returns why each fault would be refused.
-func (e *RefusedError) Unwrap() []error { return e.Errs }
+func (e *DryRunRefusedError) Unwrap() []error { return e.Errs }
 
 // writeKubernetesTarget writes a target.kubernetes: where its endpoints
 // come from, and those ready now when the cluster answers.
@@ -116,7 +116,7 @@ func (p *plan) writeKubernetesEndpoints(b *strings.Builder, k *kubeTarget) {
 
 // writeKubernetesPods writes the pods a kubernetes-driver fault matches now
 // and which its selection would pick among them with its seed, or why it
-// would be refused (returned, for RefusedError).
+// would be refused (returned, for DryRunRefusedError).
 func writeKubernetesPods(b *strings.Builder, pf *plannedFault, t replica.TargetParams, sel faults.Selection) error {
 	ctx, cancel := context.WithTimeout(context.Background(), previewTimeout)
 	defer cancel()

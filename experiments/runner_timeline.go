@@ -57,6 +57,47 @@ func (t *faultTimeline) add(i int, f faults.Fault, target string) {
 	t.mu.Unlock()
 }
 
+// setBy records who injected fault i by hand.
+func (t *faultTimeline) setBy(i int, by string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].By = by
+}
+
+// setTarget records where fault i acts.
+func (t *faultTimeline) setTarget(i int, target string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].Target = target
+}
+
+// addRecord appends the record of a fault that is not the plan's (one
+// injected by hand in a game day) and returns its index, unless a fault
+// of that name already exists.
+func (t *faultTimeline) addRecord(rec report.FaultRecord) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.recs {
+		if r.Name == rec.Name {
+			return 0, false
+		}
+	}
+	t.recs = append(t.recs, rec)
+	return len(t.recs) - 1, true
+}
+
+// hasName reports whether a fault of that name exists.
+func (t *faultTimeline) hasName(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.recs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // injectedAt records that fault i was injected at run-clock time at.
 func (t *faultTimeline) injectedAt(i int, at time.Duration) {
 	t.mu.Lock()
@@ -165,6 +206,13 @@ func (l *ledger) take(i int) *injection {
 	return in
 }
 
+// has reports whether fault i is injected (and not yet taken).
+func (l *ledger) has(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.active[i] != nil
+}
+
 // indexes returns the faults injected, last injected first.
 func (l *ledger) indexes() []int {
 	l.mu.Lock()
@@ -185,7 +233,6 @@ func (l *ledger) indexes() []int {
 // to hold, and reverts it when its duration is over or ctx ends.
 func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, target string, gate <-chan struct{}) {
 	at := pf.spec.At.D()
-	name := pf.spec.Name
 	if !r.clock.sleepUntil(ctx, at) {
 		r.notInjected(pf.index, "the run ended before its time")
 		return
@@ -196,12 +243,26 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		r.notInjected(pf.index, "the run ended before its time")
 		return
 	}
-	clock := r.clock.Load()
-	entry, err := r.jr.BeginAt(name, pf.spec.Type, target, clock.Time(at))
-	if err != nil {
-		r.notInjected(pf.index, err.Error())
-		r.judge.fail(fmt.Errorf("fault %q not injected: %w", name, err))
+	if r.injectFault(ctx, pf.index, pf.spec.Name, pf.spec.Type, target, f, at, "") != nil {
 		return
+	}
+	r.clock.sleepUntil(ctx, at+pf.spec.Duration.D())
+	r.revertFault(ctx, pf.index, "")
+}
+
+// injectFault journals fault i (name, of type typ, acting on target),
+// injects f now and records it in the ledger, the phases, the fault's
+// record and the events, where by (a person in a game day; "" for the
+// timeline) is named. planned is when it was meant to be injected. The
+// error is the injection's (already recorded); on success the fault is in
+// the ledger, to be reverted by revertFault.
+func (r *run) injectFault(ctx context.Context, i int, name, typ, target string, f faults.Fault, planned time.Duration, by string) error {
+	clock := r.clock.Load()
+	entry, err := r.jr.BeginAt(name, typ, target, clock.Time(planned))
+	if err != nil {
+		r.notInjected(i, err.Error())
+		r.judge.fail(fmt.Errorf("fault %q not injected: %w", name, err))
+		return err
 	}
 	prev := r.tl.injecting(clock.Now(), name)
 	undo, err := f.Inject(ctx, entry)
@@ -215,7 +276,7 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 			// for the guard and `llmchaos recover`, and the run fails as
 			// for a revert that failed.
 			record = entry.Reverted
-			r.faults.undoIncomplete(pf.index, name, pf.spec.Type, err)
+			r.faults.undoIncomplete(i, name, typ, err)
 		}
 		if jerr := record(err); jerr != nil {
 			r.judge.fail(jerr)
@@ -223,19 +284,22 @@ func (r *run) runFault(ctx context.Context, pf *plannedFault, f faults.Fault, ta
 		if _, refused := errors.AsType[*faults.SelectionError](err); refused || errors.Is(err, replica.ErrNotOptedIn) {
 			r.faults.refuse(name)
 		}
-		r.notInjected(pf.index, err.Error())
-		r.obs.event(report.EventSourceFault, "inject_failed", name, err.Error())
-		return
+		r.notInjected(i, err.Error())
+		r.obs.eventBy(report.EventSourceFault, "inject_failed", name, err.Error(), by)
+		return err
 	}
-	r.faults.ledger.add(&injection{index: pf.index, name: name, typ: pf.spec.Type, undo: undo, entry: entry})
+	r.faults.ledger.add(&injection{index: i, name: name, typ: typ, undo: undo, entry: entry})
 	if jerr := entry.Injected(); jerr != nil {
 		r.judge.fail(jerr)
 	}
-	r.obs.faultActive(name, pf.spec.Type, true)
-	r.faults.injectedAt(pf.index, now)
-	r.obs.event(report.EventSourceFault, "injected", name, fmt.Sprintf("%s %s (planned %s)", pf.spec.Type, target, fmtClock(at)))
-	r.clock.sleepUntil(ctx, at+pf.spec.Duration.D())
-	r.revertFault(ctx, pf.index)
+	r.obs.faultActive(name, typ, true)
+	r.faults.injectedAt(i, now)
+	how := fmt.Sprintf("%s %s (planned %s)", typ, target, fmtClock(planned))
+	if by != "" {
+		how = fmt.Sprintf("%s %s", typ, target)
+	}
+	r.obs.eventBy(report.EventSourceFault, "injected", name, how, by)
+	return nil
 }
 
 // notInjected records why fault i was not injected.
@@ -250,11 +314,13 @@ func (r *run) notInjected(i int, why string) {
 
 // revertFault reverts fault i if it is injected, under
 // context.WithoutCancel with the run's revert timeout, and records when
-// and how it went.
-func (r *run) revertFault(ctx context.Context, i int) {
+// and how it went, and who asked (by: a person in a game day; "" for the
+// run). It reports whether it reverted the fault (false: it was not
+// injected, or its revert failed).
+func (r *run) revertFault(ctx context.Context, i int, by string) bool {
 	inj := r.faults.ledger.take(i)
 	if inj == nil {
-		return
+		return false
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.revertTimeout(i))
 	err := inj.revert(c)
@@ -265,14 +331,15 @@ func (r *run) revertFault(ctx context.Context, i int) {
 	}
 	r.faults.reverted(inj, at, err)
 	if err != nil {
-		r.obs.event(report.EventSourceFault, "revert_failed", inj.name, err.Error())
-		return
+		r.obs.eventBy(report.EventSourceFault, "revert_failed", inj.name, err.Error(), by)
+		return false
 	}
 	if r.clock.Load() != nil {
 		r.tl.reverted(at, inj.name)
 	}
 	r.obs.faultActive(inj.name, inj.typ, false)
-	r.obs.event(report.EventSourceFault, "reverted", inj.name, "")
+	r.obs.eventBy(report.EventSourceFault, "reverted", inj.name, "", by)
+	return true
 }
 
 // revertWaitMargin is what the revert of a fault that waits for its
@@ -351,7 +418,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 // records the outcomes.
 func (r *run) revertAll(ctx context.Context) {
 	for _, i := range r.faults.ledger.indexes() {
-		r.revertFault(ctx, i)
+		r.revertFault(ctx, i, "")
 	}
 }
 

@@ -336,9 +336,9 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 
 	var out bytes.Buffer
 	err := DryRun(&out, exp, Options{File: file})
-	var refused *RefusedError
+	var refused *DryRunRefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "llmchaos.io/target=true") {
-		t.Fatalf("dry run on pods not opted in: %v, want a RefusedError naming the label\n%s", err, out.String())
+		t.Fatalf("dry run on pods not opted in: %v, want a DryRunRefusedError naming the label\n%s", err, out.String())
 	}
 	for _, want := range []string{"REFUSED", pods[0].Name, "nothing was started or changed", "ready now: http://" + pods[0].Status.PodIP + ":8000/v1"} {
 		if !strings.Contains(out.String(), want) {

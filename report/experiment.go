@@ -25,6 +25,11 @@ const (
 	EventSourceKubernetes  = "kubernetes"
 	EventSourceRunner      = "runner"
 	EventSourceSteadyState = "steady_state"
+	// EventSourceGameDay is what the people of a game day did by hand
+	// (llmchaos gameday): notes, load changes, the timeline's controls,
+	// refusals. The faults they inject and revert are fault events, with
+	// By set.
+	EventSourceGameDay = "gameday"
 )
 
 // Experiment describes the experiment file a run executed: its metadata and
@@ -77,6 +82,9 @@ type FaultRecord struct {
 	// Error holds what went wrong injecting or reverting it; empty when
 	// nothing did.
 	Error string `json:"error,omitempty"`
+	// By names who injected it by hand in a game day (an access token's
+	// holder); empty for a fault of the experiment's own timeline.
+	By string `json:"by,omitempty"`
 }
 
 // RecoveryRecord is recovery_time{fault:NAME} (DESIGN §3) for one fault.
@@ -125,6 +133,9 @@ type EventRecord struct {
 	Target string `json:"target,omitempty"`
 	// Detail is free text for people.
 	Detail string `json:"detail,omitempty"`
+	// By names who did it, for what people do in a game day (an access
+	// token's holder); empty for what the run did by itself.
+	By string `json:"by,omitempty"`
 }
 
 // ProbeRecord is the outcome of one steady-state probe.

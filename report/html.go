@@ -108,7 +108,7 @@ type steadyView struct {
 	AfterChecked  bool
 }
 
-type eventRow struct{ At, Source, Kind, Target, Detail string }
+type eventRow struct{ At, Source, Kind, Target, Detail, By string }
 
 type distRow struct {
 	Name, Count, Mean, P50, P90, P99, P999, Max string
@@ -180,8 +180,14 @@ func newHTMLView(d *Document) (*htmlView, error) {
 	if ss := d.SteadyState; ss != nil && (len(ss.Before) > 0 || len(ss.After) > 0) {
 		v.SteadyState = &steadyView{Before: ss.Before, After: ss.After, AfterChecked: len(ss.After) > 0}
 	}
+	notes := 0
 	for _, e := range d.Events {
-		v.Events = append(v.Events, eventRow{At: strconv.FormatFloat(e.AtS, 'f', 3, 64) + "s", Source: e.Source, Kind: e.Kind, Target: e.Target, Detail: e.Detail})
+		kind := e.Kind
+		if e.Source == EventSourceGameDay && e.Kind == "note" {
+			notes++
+			kind = "note N" + strconv.Itoa(notes)
+		}
+		v.Events = append(v.Events, eventRow{At: strconv.FormatFloat(e.AtS, 'f', 3, 64) + "s", Source: e.Source, Kind: kind, Target: e.Target, Detail: e.Detail, By: e.By})
 	}
 	v.details(d)
 	if len(d.Config) > 0 {
@@ -335,6 +341,36 @@ func plotBands(d *Document) []band {
 		if p.Name == PhaseRecovery {
 			out = append(out, band{from: p.StartS, to: p.EndS, color: colRecoveryBand, alpha: 40})
 		}
+	}
+	for _, m := range gameDayMarks(d) {
+		out = append(out, band{from: m.at, to: m.at, label: m.label, color: colMarker, marker: true})
+	}
+	return out
+}
+
+// gameDayMark is a moment of a game day drawn on the plots: a note
+// ("N1", numbered as in the events table) or an action of the people.
+type gameDayMark struct {
+	at    float64
+	label string
+}
+
+// gameDayMarks are d's game-day events (llmchaos gameday): notes,
+// numbered in order, and the other actions (load changes, the timeline's
+// controls, refusals, the end) by their kind.
+func gameDayMarks(d *Document) []gameDayMark {
+	var out []gameDayMark
+	n := 0
+	for _, e := range d.Events {
+		if e.Source != EventSourceGameDay {
+			continue
+		}
+		label := e.Kind
+		if e.Kind == "note" {
+			n++
+			label = "N" + strconv.Itoa(n)
+		}
+		out = append(out, gameDayMark{at: e.AtS, label: label})
 	}
 	return out
 }

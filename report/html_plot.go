@@ -33,6 +33,7 @@ const (
 const (
 	colFaultBand    = "#cf222e" // fault windows (drawn translucent)
 	colFaultText    = "#a40e26"
+	colMarker       = "#6639ba" // game-day notes and actions (dashed lines)
 	colRecoveryBand = "#d4a72c" // recovery phases (drawn translucent)
 	colAxis         = "#8c959f"
 	colGrid         = "#e6e9ed"
@@ -91,12 +92,15 @@ type plotLine struct {
 	pts    []point
 }
 
-// band is a shaded span of the run: a fault window or a recovery phase.
+// band is a shaded span of the run (a fault window, a recovery phase),
+// or, with marker set, a moment drawn as a dashed line labelled at the
+// bottom (what people did in a game day: a note, a load change).
 type band struct {
 	from, to float64
 	label    string
 	color    string
 	alpha    uint8
+	marker   bool
 }
 
 // timePlot is one plot of values over the run clock.
@@ -225,6 +229,11 @@ var _ plot.Plotter = (*bandPlotter)(nil)
 func (bp *bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, _ := p.Transforms(&c)
 	for _, b := range bp.bands {
+		if b.marker {
+			x := trX(math.Min(math.Max(b.from, p.X.Min), p.X.Max))
+			c.StrokeLine2(draw.LineStyle{Color: hexColor(b.color, 200), Width: 1, Dashes: []vg.Length{3, 2}}, x, c.Min.Y, x, c.Max.Y)
+			continue
+		}
 		x0, x1 := bandX(trX, p, b)
 		c.FillPolygon(hexColor(b.color, b.alpha), []vg.Point{
 			{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y},
@@ -257,6 +266,14 @@ func (bl *bandLabels) Plot(c draw.Canvas, p *plot.Plot) {
 	sty.Font.Weight = xfont.WeightBold
 	for _, b := range bl.bands {
 		if b.label == "" {
+			continue
+		}
+		if b.marker {
+			ms := sty
+			ms.Color, ms.YAlign = hexColor(b.color, 255), draw.YBottom
+			ms.Font.Weight = xfont.WeightNormal
+			x := trX(math.Min(math.Max(b.from, p.X.Min), p.X.Max))
+			c.FillText(ms, vg.Point{X: x + 2, Y: c.Min.Y + 2}, b.label)
 			continue
 		}
 		x0, _ := bandX(trX, p, b)

@@ -89,6 +89,7 @@ tr.phase-recovery td:first-child { box-shadow: inset 4px 0 0 var(--recovery); }
 .badge.replica { background: #ddf4ff; border-color: #b6e3ff; }
 .badge.kubernetes { background: #eef1ff; border-color: #c8d1ff; }
 .badge.runner { background: #f0fff4; border-color: #aceebb; }
+.badge.gameday { background: #fbefff; border-color: #ecd8ff; }
 .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 8px 32px; }
 ul.probes { list-style: none; margin: 0; padding: 0; }
 ul.probes li { padding: 4px 0; border-bottom: 1px solid var(--line); }
@@ -230,7 +231,7 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
     <thead><tr><th class="num">at</th><th>source</th><th>what</th><th>target</th><th>detail</th></tr></thead>
     <tbody>
     {{- range .Events}}
-      <tr><td class="num">{{.At}}</td><td><span class="badge {{.Source}}">{{.Source}}</span></td><td>{{.Kind}}</td><td>{{.Target}}</td><td>{{.Detail}}</td></tr>
+      <tr><td class="num">{{.At}}</td><td><span class="badge {{.Source}}">{{.Source}}</span></td><td>{{.Kind}}</td><td>{{.Target}}</td><td>{{.Detail}}{{if .By}} <span class="muted">— by {{.By}}</span>{{end}}</td></tr>
     {{- end}}
     </tbody>
   </table></div>

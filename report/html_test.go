@@ -669,3 +669,23 @@ func TestMonitorPlotsScrapeNames(t *testing.T) {
 		t.Errorf("preemption rates = %v, want %v", rates, want)
 	}
 }
+
+// TestHTMLGameDayMarks: a game day's notes and actions are drawn on the
+// plots as dashed lines labelled at the bottom (notes numbered as in the
+// events table), and the events say who did them.
+func TestHTMLGameDayMarks(t *testing.T) {
+	d := sampleExperiment(t)
+	d.Events = append(d.Events,
+		EventRecord{AtS: 12, Source: EventSourceGameDay, Kind: "note", Detail: "p99 doubled", By: "alice"},
+		EventRecord{AtS: 14, Source: EventSourceGameDay, Kind: "load", Detail: "rate 20 req/s", By: "bob"})
+	var b strings.Builder
+	if err := WriteHTML(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{">N1<", ">load<", "note N1", "— by alice", "stroke-dasharray:3,2"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

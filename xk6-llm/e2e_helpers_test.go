@@ -230,6 +230,8 @@ type e2e struct {
 	observe func(res *recording.Result)
 	// route is passed to engine.Config as it is.
 	route func(endpoint int) (string, string, error)
+	// live is passed to engine.Config as it is.
+	live *engine.LiveLoad
 }
 
 // engineRun is what an e2e run produced.
@@ -269,7 +271,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	eng, err := engine.New(engine.Config{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp, Shard: c.shard,
-		Tagger: c.tagger, Observe: c.observe, Route: c.route,
+		Tagger: c.tagger, Observe: c.observe, Route: c.route, Live: c.live,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -172,6 +172,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRecoverCmd(),
 		newHistoryCmd(),
 		newTrendCmd(),
+		newGamedayCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

@@ -232,7 +232,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 		}}
 	if c.DryRun {
 		err := experiments.DryRun(stdout, exp, opts)
-		if _, refused := errors.AsType[*experiments.RefusedError](err); refused {
+		if _, refused := errors.AsType[*experiments.DryRunRefusedError](err); refused {
 			return withCode(ExitRefused, err)
 		}
 		return err

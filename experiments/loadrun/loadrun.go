@@ -71,6 +71,14 @@ type Config struct {
 	// a target whose endpoints change while the load runs. The pre-flight
 	// check still asks Targets.
 	Route func(endpoint int) (url, tag string, err error)
+	// Switch, when set, is where the load draws its sessions from: Run
+	// sets the workload Workload describes in it first, and it may be
+	// given another while the load runs (a game day's preset switch).
+	Switch *workload.Switch
+	// Live, when set, is the engine's live load (engine.Config.Live): the
+	// load's rate or users change while it runs. Its connection pool is
+	// then uncapped, for the users it may be given.
+	Live *engine.LiveLoad
 	// NoPreflight skips the pre-flight check (see Preflight) that Run
 	// makes before anything else; Warn, when set, receives its warnings.
 	NoPreflight bool
@@ -150,9 +158,15 @@ func PoolSize(a workload.ArrivalConfig) int {
 // the engine's own error comes with the Load, whose Stats say how far it
 // got.
 func Run(ctx context.Context, cfg Config) (*Load, error) {
-	wl, err := workload.New(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
+	var wl workload.Workload
+	first, err := workload.New(cfg.Workload, rand.New(rand.NewPCG(cfg.Seed, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		return nil, &StageError{StageWorkload, err}
+	}
+	wl = first
+	if cfg.Switch != nil {
+		cfg.Switch.Set(first, cfg.Workload.Name)
+		wl = cfg.Switch
 	}
 	if !cfg.NoPreflight {
 		warns, err := Preflight(ctx, PreflightConfig{
@@ -174,6 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	}
 	copts := cfg.Client
 	copts.Clock, copts.Concurrency, copts.Seed = clock, PoolSize(cfg.Arrival), cfg.Seed
+	if cfg.Live != nil {
+		copts.Concurrency = max(copts.Concurrency, UncappedPool)
+	}
 	client, err := client.New(copts)
 	if err != nil {
 		return nil, &StageError{StageClient, err}
@@ -201,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard,
-		Tagger: cfg.Tagger, Route: cfg.Route, Observe: observeResult, Scheduled: scheduled,
+		Tagger: cfg.Tagger, Route: cfg.Route, Observe: observeResult, Scheduled: scheduled, Live: cfg.Live,
 	})
 	if err != nil {
 		l.closeObservers(ctx)

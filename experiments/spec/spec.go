@@ -36,6 +36,9 @@ type Spec struct {
 	StopConditions []StopCondition `yaml:"stop_conditions,omitempty" json:"stop_conditions,omitempty" doc:"Thresholds (\"metric{tags}: expr\") evaluated live over a rolling window; the first that fails aborts the run and reverts every fault."`
 	Thresholds     Thresholds      `yaml:"thresholds,omitempty" json:"thresholds,omitempty" doc:"k6-style thresholds evaluated over the whole run: metric{tag:value,...} mapped to a list of expressions (strings or {threshold, abortOnFail, delayAbortEval})."`
 	Recovery       Recovery        `yaml:"recovery,omitempty" json:"recovery,omitzero" doc:"How recovery_time is measured after each fault's revert."`
+	// BlastRadius bounds how much a run may break at once: the timeline
+	// must keep within it, and a game day refuses manual faults beyond it.
+	BlastRadius *BlastRadius `yaml:"blast_radius,omitempty" json:"blast_radius,omitempty" doc:"Limits on how much may be broken at once: the fault timeline must keep within them, and llmchaos gameday refuses a fault injected by hand beyond them."`
 	// Seed seeds every random choice of the run (arrivals, workload,
 	// jitter, per-request fault decisions, the simulator) so that a run
 	// can be replayed. Unset: 1.

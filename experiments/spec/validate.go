@@ -112,6 +112,7 @@ func (s *Spec) check(zeros map[string]bool, dir string) issues {
 	v.recovery()
 	v.goodput()
 	v.schedule()
+	v.blastRadius()
 	v.explicitZeros()
 	return v.iss
 }

@@ -124,6 +124,13 @@ type Config struct {
 	// pacer's or a session's goroutine, must be cheap, and must not keep
 	// tags.
 	Scheduled func(tags *recording.Tags)
+	// Live, when set, makes the load's shape change while it runs: an
+	// open loop at Arrival.Rate runs at Live's rate instead (Arrival's
+	// kind and burstiness, its duration and request count still apply),
+	// a closed loop runs Live's number of users; both can be paused and
+	// ended early (see LiveLoad). Only the rate and closed-loop shapes
+	// can run live, unsharded.
+	Live *LiveLoad
 }
 
 // RunStats is what Engine.Run reports besides the Results it recorded.
@@ -239,6 +246,11 @@ func New(cfg Config) (*Engine, error) {
 	} else if err := cfg.Shard.CheckSplit(cfg.Arrival); err != nil {
 		errs = append(errs, err)
 	}
+	if cfg.Live != nil {
+		if err := checkLive(&cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -250,7 +262,11 @@ func New(cfg Config) (*Engine, error) {
 		e.targets = append(e.targets, client.RedactURL(t))
 	}
 	if cfg.Arrival.OpenLoop() {
-		sched, err := NewSchedule(ScheduleConfig{Arrival: cfg.Arrival, Workload: cfg.Workload, Seed: cfg.Seed, Targets: len(cfg.Targets), Shard: cfg.Shard})
+		arrival := cfg.Arrival
+		if cfg.Live != nil {
+			arrival = liveSchedule(arrival)
+		}
+		sched, err := NewSchedule(ScheduleConfig{Arrival: arrival, Workload: cfg.Workload, Seed: cfg.Seed, Targets: len(cfg.Targets), Shard: cfg.Shard})
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
@@ -274,9 +290,16 @@ func (e *Engine) Run(ctx context.Context) (RunStats, error) {
 	defer cancelReqs(nil)
 	r.cancelReqs = cancelReqs
 	var g errgroup.Group
-	if e.sched != nil {
+	switch live := e.cfg.Live; {
+	case live != nil && e.sched != nil:
+		live.bind(r.clock.Now)
+		r.startLiveOpenLoop(hard, &g)
+	case live != nil:
+		live.bind(r.clock.Now)
+		r.startLiveClosedLoop(hard)
+	case e.sched != nil:
 		r.startOpenLoop(hard, &g)
-	} else {
+	default:
 		r.startClosedLoop(hard)
 	}
 	workDone := make(chan struct{})
@@ -380,8 +403,14 @@ func (r *run) control(ctx context.Context, workDone <-chan struct{}) {
 		defer t.Stop()
 		durC = t.C
 	}
+	var liveEnd <-chan struct{}
+	if r.cfg.Live != nil {
+		liveEnd = r.cfg.Live.Ended()
+	}
 	select {
 	case <-r.schedDone:
+	case <-liveEnd:
+		r.endSchedule(r.clock.Now())
 	case <-durC:
 		r.endSchedule(r.cfg.Arrival.Duration)
 	case <-ctx.Done():
@@ -704,34 +733,46 @@ func (r *run) startClosedLoop(hard context.Context) {
 // virtualUser runs sessions back to back, ThinkTime apart, until the
 // schedule ends.
 func (r *run) virtualUser(hard context.Context, at time.Duration, rng *rand.Rand) {
-	c := &r.cfg.Arrival
 	for {
-		if (c.Duration > 0 && at >= c.Duration) || r.scheduleEnded() {
+		next, ok := r.userSession(hard, at, rng)
+		if !ok {
 			return
 		}
-		if r.requests > 0 {
-			n := r.claimed.Add(1)
-			if n > r.requests {
-				return
-			}
-			if n == r.requests {
-				r.endSchedule(r.clock.Now())
-			}
-		}
-		s := r.cfg.Workload.Next(rng, workload.Arrival{At: at})
-		endpoint := r.nextEndpoint()
-		req := workload.BuildRequest(r.cfg.Model, s, 0, nil)
-		if err := r.pacer.SleepUntil(hard, at); err != nil {
-			return
-		}
-		var session uint64
-		if len(s.Turns) > 1 {
-			session = r.cfg.Shard.Global(r.sessions.Add(1)-1) + 1
-		}
-		seq := r.nextSeq()
-		r.noteScheduled(at, endpoint, s)
-		res := r.newResult(seq, session, 0, at, endpoint, s)
-		end := r.runSession(hard, s, session, endpoint, res, req)
-		at = end + c.ThinkTime.Sample(rng)
+		at = next
 	}
+}
+
+// userSession runs one session of a virtual user, scheduled at at, and
+// returns when the user's next may start (its end plus a think time); ok
+// is false when the schedule has ended (or ends with this session's
+// claim of the last request, which it still runs).
+func (r *run) userSession(hard context.Context, at time.Duration, rng *rand.Rand) (next time.Duration, ok bool) {
+	c := &r.cfg.Arrival
+	if (c.Duration > 0 && at >= c.Duration) || r.scheduleEnded() {
+		return 0, false
+	}
+	if r.requests > 0 {
+		n := r.claimed.Add(1)
+		if n > r.requests {
+			return 0, false
+		}
+		if n == r.requests {
+			r.endSchedule(r.clock.Now())
+		}
+	}
+	s := r.cfg.Workload.Next(rng, workload.Arrival{At: at})
+	endpoint := r.nextEndpoint()
+	req := workload.BuildRequest(r.cfg.Model, s, 0, nil)
+	if err := r.pacer.SleepUntil(hard, at); err != nil {
+		return 0, false
+	}
+	var session uint64
+	if len(s.Turns) > 1 {
+		session = r.cfg.Shard.Global(r.sessions.Add(1)-1) + 1
+	}
+	seq := r.nextSeq()
+	r.noteScheduled(at, endpoint, s)
+	res := r.newResult(seq, session, 0, at, endpoint, s)
+	end := r.runSession(hard, s, session, endpoint, res, req)
+	return end + c.ThinkTime.Sample(rng), true
 }
