@@ -36,9 +36,11 @@ type runConfig struct {
 	SaveRequests string
 
 	// Thresholds are --threshold's, added to the experiment's; Duration,
-	// when not 0, replaces workload.duration (--duration). See overrides.
+	// when not 0, replaces workload.duration (--duration), and Rate
+	// workload.rate (--rate). See overrides.
 	Thresholds []string
 	Duration   time.Duration
+	Rate       float64
 
 	// Summary is how the terminal summary is rendered (--quiet,
 	// --verbose, --summary-trend-stats); NoColor is --no-color.
@@ -77,10 +79,12 @@ and starts nothing.
 
 For a quick smoke run, --duration replaces workload.duration (and changes
 nothing else: rate, fault times and recovery stay as written; a fault that
-would start or end after the new end is an error that names it), and
+would start or end after the new end is an error that names it), --rate
+replaces workload.rate (of a load that is a rate), and
 --threshold 'METRIC{TAGS}: EXPR' (repeatable, as in llmchaos load) adds a
 threshold to the experiment's, which all still apply. The run's config in
-run.json holds the values used.
+run.json holds the values used. (llmchaos suite applies the same overrides,
+and more, from a suite file.)
 
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
@@ -140,6 +144,7 @@ itself failed.
 	fs.StringVar(&c.HTML, "html", "", "also write the HTML report here")
 	fs.StringVar(&c.SaveRequests, "save-requests", "", "write one JSON line per request, with its phase and fault, to this file (as llmchaos load does)")
 	fs.DurationVar(&c.Duration, "duration", 0, "replace the experiment's workload.duration, e.g. for a quick smoke run (nothing else is scaled: every fault must still end within it)")
+	fs.Float64Var(&c.Rate, "rate", 0, "replace the experiment's workload.rate, in requests per second (an experiment whose load is a rate)")
 	fs.StringArrayVar(&c.Thresholds, "threshold", nil, "add a threshold to the experiment's, as METRIC{TAGS}: EXPR, e.g. 'ttft{phase:baseline}: p(99)<1s' (repeatable; the file's thresholds still apply)")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
@@ -276,34 +281,20 @@ func runError(err error) error {
 	return withCode(ExitInternal, err)
 }
 
-// overrides applies --duration and --threshold to exp, then validates it
+// overrides applies --duration, --rate and --threshold to exp (the first
+// two as spec.Overrides, which suites apply too), then validates it
 // again: a problem the overrides brought in is an error (a warning is
 // printed, once). With --duration, a fault that would not fit in the new
 // load is an error that names every such fault and the shortest duration
 // that keeps them all, rather than a fault silently dropped: a smoke run
 // is meant to exercise the same faults.
 func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
-	if c.Duration == 0 && len(c.Thresholds) == 0 {
+	if c.Duration == 0 && c.Rate == 0 && len(c.Thresholds) == 0 {
 		return nil
 	}
 	var errs []error
-	if c.Duration < 0 {
-		errs = append(errs, fmt.Errorf("--duration %v must not be negative", c.Duration))
-	} else if c.Duration > 0 {
-		var late []string
-		var last time.Duration
-		for _, f := range exp.Faults {
-			end := f.At.D() + f.Duration.D()
-			if end > c.Duration {
-				late = append(late, fmt.Sprintf("%s (%v to %v)", f.Name, f.At.D(), end))
-			}
-			last = max(last, end)
-		}
-		if len(late) > 0 {
-			errs = append(errs, fmt.Errorf("--duration %v: the load would end before fault(s) %s end; give at least --duration %v (the last fault's end, plus recovery.hold to see its recovery)",
-				c.Duration, strings.Join(late, ", "), last))
-		}
-		exp.Workload.Duration = spec.Duration(c.Duration)
+	if err := (spec.Overrides{Duration: spec.Duration(c.Duration), Rate: c.Rate}).Apply(exp); err != nil {
+		errs = append(errs, flagOverrideErrors(err)...)
 	}
 	for _, arg := range c.Thresholds {
 		ths, err := assertions.Parse(arg)
@@ -331,11 +322,27 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		case p.Severity != spec.SeverityWarning:
 			bad = append(bad, p.Error())
 		case !seen[p.Path+"\x00"+p.Msg]:
-			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold: %s\n", p.Error())
+			fmt.Fprintf(stderr, "llmchaos run: with --duration/--rate/--threshold: %s\n", p.Error())
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("with --duration/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
+		return fmt.Errorf("with --duration/--rate/--threshold the experiment is invalid: %s", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// flagOverrideErrors words the *spec.OverrideErrors joined in err as the
+// flags that gave them: "--duration 20s: ...".
+func flagOverrideErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flagOverrideErrors(e)...)
+		}
+		return out
+	}
+	if oe, ok := errors.AsType[*spec.OverrideError](err); ok {
+		return []error{fmt.Errorf("--%s %s", strings.ReplaceAll(oe.Key, "_", "-"), oe.Msg)}
+	}
+	return []error{err}
 }

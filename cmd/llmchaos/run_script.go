@@ -54,7 +54,7 @@ that iteration only (counted in iterations_failed).`
 }
 
 // scriptUnsupported are run's flags that do not apply to a script yet.
-var scriptUnsupported = []string{"threshold", "dry-run", "save-requests", "metrics-listen", "remote-write", "otlp-endpoint", "no-preflight", "no-guard"}
+var scriptUnsupported = []string{"threshold", "rate", "dry-run", "save-requests", "metrics-listen", "remote-write", "otlp-endpoint", "no-preflight", "no-guard"}
 
 // runScript runs a k6-style script: exit 2 for a script error before any
 // load, 99 for a failed threshold.
