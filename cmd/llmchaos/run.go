@@ -213,6 +213,8 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) e
 		return runError(runErr)
 	}
 	doc := out.Doc
+	_, revertFailed := errors.AsType[*experiments.RevertError](runErr)
+	doc.Score = report.ComputeScore(doc, revertFailed)
 	var errs []error
 	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {

@@ -121,3 +121,14 @@ func (e SuiteEntry) WeightOrDefault() float64 {
 	}
 	return e.Weight
 }
+
+// SuiteOf returns a suite of the experiment files at paths, in order, with
+// no settings of its own: what a directory or a plain experiment file given
+// to `llmchaos suite` stands for. Its paths are used as they are.
+func SuiteOf(name string, paths ...string) *Suite {
+	s := &Suite{APIVersion: APIVersion, Kind: KindSuite, Metadata: Metadata{Name: name}}
+	for _, p := range paths {
+		s.Experiments = append(s.Experiments, SuiteEntry{Path: p})
+	}
+	return s
+}
