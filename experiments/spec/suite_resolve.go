@@ -28,7 +28,9 @@ type SuiteItem struct {
 	Tags []string
 	// Weight is the entry's weight in the suite's score.
 	Weight float64
-	// Warnings are the experiment's warnings, after the overrides.
+	// Warnings are the experiment file's warnings that still hold with
+	// the suite applied (those the suite brings in are among Resolve's
+	// problems).
 	Warnings Problems
 }
 
@@ -88,7 +90,7 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Proble
 	if k, err := FileKind(f); err == nil && k == KindSuite {
 		return nil, Problems{s.at(p+".path", SeverityError, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
 	}
-	exp, _, err := Load(f)
+	exp, warns, err := Load(f)
 	if err != nil {
 		var eps Problems
 		if errors.As(err, &eps) {
@@ -148,11 +150,19 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Proble
 			return nil, ps
 		}
 	}
-	all := exp.Validate()
+	// The file's own warnings (with their positions) that still hold once
+	// the suite is applied; the suite's own doing is in ps.
+	still := problemSet(exp.Validate())
+	var kept Problems
+	for _, w := range warns {
+		if still[w.Path+"\x00"+w.Msg] {
+			kept = append(kept, w)
+		}
+	}
 	return &SuiteItem{
 		Entry: i, File: f, Spec: exp, Overrides: file.Merge(extra),
 		Tags: mergeTags(e.Tags, AutoTags(exp)), Weight: e.WeightOrDefault(),
-		Warnings: all.Warnings(),
+		Warnings: kept,
 	}, ps
 }
 
