@@ -45,6 +45,11 @@ func parse(name string, data []byte) (*Spec, Problems) {
 	if doc == nil {
 		return nil, ps
 	}
+	if k := doc.root.keyed("kind"); k != nil && k.kind == kString && k.text == KindSuite {
+		// Not an experiment with a wrong kind: every key would be wrong.
+		return nil, Problems{doc.locate(issue{path: "kind", offset: -1,
+			msg: "this is a suite file (kind: Suite): run it with llmchaos suite; llmchaos validate checks it and its experiments"})}
+	}
 	spec := &Spec{}
 	iss := doc.decode(spec, func(dec *decoder) issues { return spec.check(dec.zeros) })
 	return spec, doc.problems(iss)

@@ -249,15 +249,24 @@ func DocumentKind(data []byte) string {
 			continue
 		}
 		tb := &treeBuilder{anchors: map[string]*node{}, sizes: map[*node]int{}}
-		root := tb.build(doc.Body, "", 0)
-		for _, e := range root.keys {
-			if e.key == "kind" && e.val.kind == kString {
-				return e.val.text
-			}
+		if k := tb.build(doc.Body, "", 0).keyed("kind"); k != nil && k.kind == kString {
+			return k.text
 		}
 		return ""
 	}
 	return ""
+}
+
+// keyed returns the value of key in mapping n (the last one when it is
+// given twice), nil when n is not a mapping or has no such key.
+func (n *node) keyed(key string) *node {
+	var v *node
+	for _, e := range n.keys {
+		if e.key == key {
+			v = e.val
+		}
+	}
+	return v
 }
 
 // ExperimentFiles lists the experiment files of dir in name order: its
