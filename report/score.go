@@ -333,4 +333,3 @@ func SuiteScore(scores []WeightedScore) *float64 {
 }
 
 func roundTenth(v float64) float64 { return math.Round(v*10) / 10 }
-

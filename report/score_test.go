@@ -81,7 +81,11 @@ func TestComputeScore(t *testing.T) {
 		{"signal with a revert failure is 0", func(d *Document) { d.SetAbort(&Abort{Cause: AbortSignal, Name: "SIGINT"}) }, true, f64(0), ScoreZeroRevertFailed, "", nil},
 		{"runner error", func(d *Document) { d.SetAbort(&Abort{Cause: AbortError}) }, false, nil, "", AbortError, nil},
 		{"nothing to score", func(d *Document) { *d = Document{Verdict: VerdictNone} }, false, nil, "", "no_data", nil},
-		{"no thresholds: the other components", func(d *Document) { d.Thresholds = nil; d.Verdict = VerdictNone; d.Requests.OK, d.Requests.Failed = 500, 500 },
+		{"no thresholds: the other components", func(d *Document) {
+			d.Thresholds = nil
+			d.Verdict = VerdictNone
+			d.Requests.OK, d.Requests.Failed = 500, 500
+		},
 			// (25 + 0.5×15 + 10) / 50
 			false, f64(85), "", "", []string{ScoreRecovery, ScoreRequests, ScoreSteadyAfter}},
 	}

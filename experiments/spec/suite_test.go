@@ -370,12 +370,12 @@ func TestTagFilterMatch(t *testing.T) {
 
 func TestDocumentKind(t *testing.T) {
 	for src, want := range map[string]string{
-		baseSuite:                        KindSuite,
-		latencyExp:                       KindExperiment,
+		baseSuite:                          KindSuite,
+		latencyExp:                         KindExperiment,
 		"# comment\n{\"kind\": \"Suite\"}": KindSuite,
-		"- a\n":                          "",
-		"kind: [1]\n":                    "",
-		"kind: \"unclosed\n":             "",
+		"- a\n":                            "",
+		"kind: [1]\n":                      "",
+		"kind: \"unclosed\n":               "",
 	} {
 		if got := DocumentKind([]byte(src)); got != want {
 			t.Errorf("DocumentKind(%q) = %q, want %q", src, got, want)
