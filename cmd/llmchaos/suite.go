@@ -199,18 +199,18 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	}
 	base := experiments.Options{Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight}
 	if c.DryRun {
+		// Each experiment's plan ends with "dry run: nothing was started
+		// or changed".
 		if err := plan.WriteDryRun(stdout, dir, base); err != nil {
 			return usageError(err)
 		}
-		fmt.Fprintln(stdout, "\ndry run: nothing was started or changed")
 		return nil
 	}
 	if base.Helper, err = os.Executable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}
-	var summaryOut io.Writer = stdout
 	rec, runErr := suite.Run(ctx, plan, suite.Options{
-		Dir: dir, Experiment: base, Out: summaryOut, Text: withColor(c.Summary, stdout, c.NoColor), Recorder: c.Recorder,
+		Dir: dir, Experiment: base, Out: stdout, Text: withColor(c.Summary, stdout, c.NoColor), Recorder: c.Recorder,
 	})
 	if rec == nil {
 		return withCode(ExitInternal, runErr)
