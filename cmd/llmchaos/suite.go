@@ -218,12 +218,17 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	errs := []error{runErr}
 	errs = append(errs, suite.WriteHTMLFile(filepath.Join(dir, "index.html"), rec, dir))
 	if c.HTML != "" {
-		if err := suite.WriteHTMLFile(c.HTML, rec, dir); err != nil {
+		if err := mkParent(c.HTML); err != nil {
+			errs = append(errs, fmt.Errorf("--html: %w", err))
+		} else if err := suite.WriteHTMLFile(c.HTML, rec, dir); err != nil {
 			errs = append(errs, fmt.Errorf("--html: %w", err))
 		}
 	}
 	if c.JUnit != "" {
-		err := report.WriteTo(stdout, c.JUnit, func(w io.Writer) error { return suite.WriteJUnit(w, rec) })
+		err := mkParent(c.JUnit)
+		if err == nil {
+			err = report.WriteTo(stdout, c.JUnit, func(w io.Writer) error { return suite.WriteJUnit(w, rec) })
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--junit: %w", err))
 		}
@@ -242,6 +247,15 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return withCode(rec.ExitCode, fmt.Errorf("suite %s: %s", rec.Name, suiteFailure(rec)))
+}
+
+// mkParent makes the directory a report file goes in (CI paths such as
+// reports/junit.xml); nothing for standard output.
+func mkParent(path string) error {
+	if path == report.Stdout {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o755)
 }
 
 // suiteFailure says which experiments did not pass, for the error line.

@@ -358,8 +358,9 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -372,8 +373,8 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 			break // the simulator, the proxy and the fault
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("the suite exited (%v) before its first fault:\n%s", err, buf)
+		case <-exited:
+			t.Fatalf("the suite exited (%v) before its first fault:\n%s", waitErr, buf)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -383,13 +384,12 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	var err error
 	select {
-	case err = <-exited:
+	case <-exited:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the suite did not exit within 60s of SIGINT:\n%s", buf)
 	}
-	if code := processExit(t, err); code != ExitAborted {
+	if code := processExit(t, waitErr); code != ExitAborted {
 		t.Fatalf("exit %d, want 98:\n%s", code, buf)
 	}
 	if left, err := faults.Pending(runDir); err != nil || len(left) != 0 {
