@@ -209,6 +209,9 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	e.Verdict, e.Score, e.Abort = doc.Verdict, doc.Score, doc.Abort
 	e.Thresholds, e.Faults, e.Recovery, e.SteadyState = doc.Thresholds, doc.Faults, doc.Recovery, doc.SteadyState
 	var werrs []error
+	if werr := os.MkdirAll(dir, 0o755); werr != nil {
+		werrs = append(werrs, werr)
+	}
 	if werr := report.WriteFile(filepath.Join(dir, "run.json"), doc); werr != nil {
 		werrs = append(werrs, werr)
 	} else {

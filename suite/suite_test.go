@@ -419,3 +419,44 @@ func TestJUnitMarksEachStatus(t *testing.T) {
 		t.Errorf("properties %v", props)
 	}
 }
+
+// recorder is a Recorder that keeps what it was given.
+type recorder struct {
+	names  []string
+	labels []map[string]string
+	err    error
+}
+
+func (r *recorder) RecordRun(_ context.Context, doc *report.Document, labels map[string]string) error {
+	r.names = append(r.names, doc.Name)
+	r.labels = append(r.labels, labels)
+	return r.err
+}
+
+// The Recorder gets each experiment that ran, with the suite's labels; a
+// recorder that fails is a warning, not a change of outcome.
+func TestRunRecordsEachRun(t *testing.T) {
+	p := fakePlan(t, 3)
+	p.Items[1].Filtered = "tag gpu is excluded"
+	rec := &recorder{err: errors.New("history is read-only")}
+	n := 0
+	r, err := Run(context.Background(), p, Options{Dir: t.TempDir(), checkHealth: healthy, Recorder: rec, Labels: map[string]string{"commit": "abc123"},
+		runOne: func(context.Context, *spec.Spec, experiments.Options) (*experiments.Outcome, error) {
+			o := outcome(report.VerdictPass, nil)
+			o.Doc.Name = fmt.Sprintf("run%d", n)
+			n++
+			return o, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rec.names) != "[run0 run1]" {
+		t.Errorf("recorded %v, want the two runs (the filtered one left out)", rec.names)
+	}
+	if l := rec.labels[0]; l["suite"] != DefaultName || l["commit"] != "abc123" || l["tags"] != "llm" {
+		t.Errorf("labels %v", l)
+	}
+	if r.ExitCode != ExitOK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
+		t.Errorf("exit %d warnings %q, want 0 and the recorder's error as warnings", r.ExitCode, r.Warnings)
+	}
+}
