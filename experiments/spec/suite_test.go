@@ -399,3 +399,37 @@ func TestSuiteSchema(t *testing.T) {
 		t.Errorf("the schema accepts an unknown key")
 	}
 }
+
+// FuzzParseSuite feeds arbitrary bytes to the suite loader: it never
+// panics, every problem it reports has a line and a column, and an
+// accepted suite validates again from its value.
+func FuzzParseSuite(f *testing.F) {
+	f.Add([]byte(baseSuite))
+	f.Add([]byte(baseSuite + "target: {llm: {url: \"http://h:8000/v1\"}}\noverrides: {time_scale: 0.5, thresholds: {ttft: [\"p(99)<1s\"]}}\ntags: {include: [a]}\n"))
+	if b, err := os.ReadFile(filepath.Join("..", "catalog", "nightly.yaml")); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, warns, err := ParseSuite("fuzz.yaml", data)
+		ps := warns
+		if err != nil {
+			var ok bool
+			if ps, ok = err.(Problems); !ok {
+				t.Fatalf("error %T %v, want Problems", err, err)
+			}
+			if s != nil {
+				t.Fatalf("a suite with errors")
+			}
+		}
+		for _, p := range ps {
+			if p.Line < 1 || p.Col < 1 || p.File != "fuzz.yaml" {
+				t.Fatalf("problem without a position: %#v", p)
+			}
+		}
+		if err == nil {
+			if err := s.Validate().Err(); err != nil {
+				t.Fatalf("accepted suite fails Validate: %v", err)
+			}
+		}
+	})
+}
