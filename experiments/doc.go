@@ -1,6 +1,8 @@
 // Package experiments runs experiments: Run executes a spec (package
 // experiments/spec reads, validates and fills the defaults of experiment
-// files) and DryRun prints its plan.
+// files), DryRun prints its plan, and CheckHealth checks without load
+// whether its target is healthy (what package suite checks between two
+// experiments).
 //
 // # Running
 //

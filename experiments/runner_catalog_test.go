@@ -24,6 +24,10 @@ func TestCatalogIsValid(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			if kind, err := spec.FileKind(f); err != nil || kind == spec.KindSuite {
+				checkCatalogSuite(t, f)
+				return
+			}
 			exp, warns, err := spec.Load(f)
 			if err != nil {
 				t.Fatalf("invalid:\n%v", err)
@@ -37,6 +41,30 @@ func TestCatalogIsValid(t *testing.T) {
 				t.Fatalf("DryRun: %v", err)
 			}
 		})
+	}
+}
+
+// checkCatalogSuite checks a suite file of the catalog as `llmchaos
+// validate` does: valid, without warnings, every experiment it lists
+// valid with the suite applied and resolving into a plan.
+func checkCatalogSuite(t *testing.T, f string) {
+	t.Helper()
+	s, warns, err := spec.LoadSuite(f)
+	if err != nil {
+		t.Fatalf("invalid suite:\n%v", err)
+	}
+	items, ps := s.Resolve(spec.Overrides{})
+	if len(warns) > 0 || len(ps) > 0 {
+		t.Fatalf("suite problems:\n%v\n%v", warns, ps)
+	}
+	if len(items) == 0 {
+		t.Fatal("the suite lists no experiment")
+	}
+	for _, it := range items {
+		var out bytes.Buffer
+		if err := DryRun(&out, it.Spec, Options{File: it.File}); err != nil {
+			t.Errorf("%s: DryRun: %v", it.File, err)
+		}
 	}
 }
 

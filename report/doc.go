@@ -10,8 +10,10 @@
 // summary (WriteText), JUnit XML for CI (WriteJUnit), a self-contained
 // HTML page with plots drawn as inline SVG (WriteHTML), the comparison of
 // two runs with bootstrap confidence intervals of their latency
-// percentiles (Compare, WriteComparison) and the merging of runs that were
-// shards of one load (Merge).
+// percentiles (Compare, WriteComparison), the merging of runs that were
+// shards of one load (Merge), and the resilience score of an experiment
+// run and of a suite (ComputeScore, SuiteScore: the one place the formula
+// lives).
 //
 // An experiment's runner adds its record to the Document before writing
 // it: Experiment, and slices of PhaseRecord, FaultRecord, RecoveryRecord,

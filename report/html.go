@@ -236,6 +236,9 @@ func (v *htmlView) verdict(d *Document) {
 	default:
 		v.VerdictClass, v.VerdictWord, v.VerdictDetail = "unknown", strings.ToUpper(d.Verdict), "a verdict this version does not know"
 	}
+	if d.Score != nil {
+		v.VerdictDetail += "; resilience score " + d.Score.String()
+	}
 	if d.Requests.Lost != 0 {
 		v.Alerts = append(v.Alerts, fmt.Sprintf("%d requests were lost (sent but never came back as a result): this must be 0", d.Requests.Lost))
 	}

@@ -49,6 +49,10 @@ type Document struct {
 	// condition, a signal, a steady state that did not hold, an error);
 	// absent when the run was not aborted.
 	Abort *Abort `json:"abort,omitempty"`
+	// Score is the run's resilience score (ComputeScore), set by the
+	// command that ran the experiment; absent for a plain load and in
+	// reports of earlier versions.
+	Score *Score `json:"score,omitempty"`
 	// Thresholds holds one entry per threshold expression evaluated, in
 	// order; empty (never null) when none was given.
 	Thresholds []ThresholdResult `json:"thresholds"`

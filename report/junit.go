@@ -81,6 +81,7 @@ func WriteJUnit(w io.Writer, d *Document) error {
 			{Name: "tool_version", Value: d.ToolVersion},
 		},
 	}
+	s.Properties = append(s.Properties, scoreProperties(d.Score)...)
 	if !d.StartedAt.IsZero() {
 		s.Timestamp = d.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
@@ -120,6 +121,24 @@ func WriteJUnit(w io.Writer, d *Document) error {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	return nil
+}
+
+// scoreProperties are the JUnit properties of a resilience score:
+// resilience_score (the value, or "none"), and resilience_score_NAME per
+// component (its share, 0 to 1); none for a nil score.
+func scoreProperties(s *Score) []junitProperty {
+	if s == nil {
+		return nil
+	}
+	v := "none"
+	if s.Value != nil {
+		v = strconv.FormatFloat(*s.Value, 'f', -1, 64)
+	}
+	props := []junitProperty{{Name: "resilience_score", Value: v}}
+	for _, c := range s.Components {
+		props = append(props, junitProperty{Name: "resilience_score_" + c.Name, Value: strconv.FormatFloat(c.Value, 'f', 3, 64)})
+	}
+	return props
 }
 
 // abortType is the <error>'s type: "aborted" for a stop condition (or an

@@ -287,6 +287,9 @@ func writeThresholds(b *strings.Builder, d *Document, color bool) {
 		t.write(b)
 		b.WriteByte('\n')
 	}
+	if d.Score != nil {
+		b.WriteString("resilience score: " + d.Score.String() + "\n")
+	}
 	b.WriteString(verdictLine(d, failedThresholds(d), color))
 }
 

@@ -34,17 +34,25 @@ fault reference and the JSON Schema are.`,
 }
 
 func newSchemaCmd() *cobra.Command {
-	return &cobra.Command{
+	var suiteSchema bool
+	cmd := &cobra.Command{
 		Use:   "schema",
-		Short: "Print the JSON Schema of experiment files",
+		Short: "Print the JSON Schema of experiment files (or of suite files)",
 		Long: `schema prints the JSON Schema (draft-07) of experiment files, generated from
 the same definitions the validator uses; it is the file committed as
 ` + spec.SchemaPath + `. Editors with a YAML language server use it
-for completion and checks; llmchaos validate remains the full check.`,
-		Example: `  llmchaos schema > experiment.schema.json`,
-		Args:    usageArgs(cobra.NoArgs),
+for completion and checks; llmchaos validate remains the full check.
+--suite prints the schema of suite files (kind: Suite), committed as
+` + spec.SuiteSchemaPath + `.`,
+		Example: `  llmchaos schema > experiment.schema.json
+  llmchaos schema --suite > suite.schema.json`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := spec.GenerateSchema()
+			gen := spec.GenerateSchema
+			if suiteSchema {
+				gen = spec.GenerateSuiteSchema
+			}
+			b, err := gen()
 			if err != nil {
 				return err
 			}
@@ -52,4 +60,6 @@ for completion and checks; llmchaos validate remains the full check.`,
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&suiteSchema, "suite", false, "print the schema of suite files instead")
+	return cmd
 }

@@ -18,6 +18,8 @@ import (
 )
 
 // Exit codes are part of the CLI's contract with CI pipelines; see README.
+// llmchaos suite exits with the worst of its experiments' codes, in the
+// order of suite.ExitRank: 97 > 98 > 1 > 2 > 99 > 96 > 95 > 0.
 const (
 	// ExitOK means the run passed (or the command succeeded).
 	ExitOK = 0
@@ -169,6 +171,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newFaultsCmd(),
 		newSchemaCmd(),
 		newRunCmd(),
+		newSuiteCmd(),
 		newRecoverCmd(),
 		newHistoryCmd(),
 		newTrendCmd(),

@@ -99,7 +99,8 @@ threshold to the experiment's, which all still apply. --rate replaces
 workload.rate: requests per second, or a share of the capacity llmchaos
 capacity measured, such as 80%, from the file --capacity gives (else the
 workload's capacity): any experiment at a share of the knee. The run's config
-in run.json holds the values used.
+in run.json holds the values used. (llmchaos suite applies the same overrides,
+and more, from a suite file.)
 
 Observability, as in llmchaos load: --metrics-listen serves the live
 llmchaos_* series (llmchaos_fault_active{fault,type} is 1 while a fault is
@@ -262,6 +263,8 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 		return runError(runErr)
 	}
 	doc := out.Doc
+	_, revertFailed := errors.AsType[*experiments.RevertError](runErr)
+	doc.Score = report.ComputeScore(doc, revertFailed)
 	// Whatever the run's exit, it is recorded; only --fail-on-regression
 	// may turn a pass into 99 (a history failure is a warning).
 	defer func() { result = c.History.finish(ctx, "llmchaos run", doc, result, c.Summary, stdout, stderr) }()
@@ -336,7 +339,8 @@ func runError(err error) error {
 	return withCode(ExitInternal, err)
 }
 
-// overrides applies --duration and --threshold to exp, then validates it
+// overrides applies --duration, --rate and --threshold to exp (the first
+// two as spec.Overrides, which suites apply too), then validates it
 // again: a problem the overrides brought in is an error (a warning is
 // printed, once). With --duration, a fault that would not fit in the new
 // load is an error that names every such fault and the shortest duration
@@ -347,23 +351,9 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		return nil
 	}
 	var errs []error
-	if c.Duration < 0 {
-		errs = append(errs, fmt.Errorf("--duration %v must not be negative", c.Duration))
-	} else if c.Duration > 0 {
-		var late []string
-		var last time.Duration
-		for _, f := range exp.Faults {
-			end := f.At.D() + f.Duration.D()
-			if end > c.Duration {
-				late = append(late, fmt.Sprintf("%s (%v to %v)", f.Name, f.At.D(), end))
-			}
-			last = max(last, end)
-		}
-		if len(late) > 0 {
-			errs = append(errs, fmt.Errorf("--duration %v: the load would end before fault(s) %s end; give at least --duration %v (the last fault's end, plus recovery.hold to see its recovery)",
-				c.Duration, strings.Join(late, ", "), last))
-		}
-		exp.Workload.Duration = spec.Duration(c.Duration)
+	// --rate is applied before, with its capacity file (overrideRate).
+	if err := (spec.Overrides{Duration: spec.Duration(c.Duration)}).Apply(exp); err != nil {
+		errs = append(errs, flagOverrideErrors(err)...)
 	}
 	var reg *metrics.Registry // a script workload's custom metrics
 	if exp.Workload.Script != "" && len(c.Thresholds) > 0 {
@@ -462,4 +452,20 @@ func (c runConfig) applyCapacity(exp *spec.Spec, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "llmchaos run: workload.rate %s\n", a)
 	}
 	return nil
+}
+
+// flagOverrideErrors words the *spec.OverrideErrors joined in err as the
+// flags that gave them: "--duration 20s: ...".
+func flagOverrideErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flagOverrideErrors(e)...)
+		}
+		return out
+	}
+	if oe, ok := errors.AsType[*spec.OverrideError](err); ok {
+		return []error{fmt.Errorf("--%s %s", strings.ReplaceAll(oe.Key, "_", "-"), oe.Msg)}
+	}
+	return []error{err}
 }

@@ -82,7 +82,7 @@ func TestRunOverrides(t *testing.T) {
 		not  []string
 	}{
 		{"faults past the new end", []string{withFaults, "--duration", "20s"},
-			[]string{"--duration 20s", "slow (30s to 35s)", "later (40s to 50s)", "at least --duration 50s"}, []string{"early"}},
+			[]string{"--duration 20s", "slow (30s to 35s)", "later (40s to 50s)", "give it at least 50s"}, []string{"early"}},
 		{"bad threshold", []string{file, "--threshold", "ttft: p(99)<1xs"}, []string{"--threshold", "1xs"}, nil},
 		{"threshold naming no fault", []string{file, "--threshold", "ttft{fault:nosuch}: p(99)<1s"}, []string{"nosuch"}, nil},
 		{"negative duration", []string{file, "--duration", "-1s"}, []string{"--duration -1s must not be negative"}, nil},

@@ -48,6 +48,18 @@
 // Fault types and their params are listed in one explicit map, FaultTypes;
 // params decode strictly into the fault package's own params types.
 //
+// # Suites
+//
+// A suite file (kind: Suite, type Suite) lists experiment files to run one
+// after another, with one target for all of them, overrides (Overrides:
+// rate, duration, time_scale, thresholds, recovery, seed; `llmchaos run`
+// applies its --duration and --rate through the same type), settle time,
+// health timeout, continue_on_fail and tags. LoadSuite reads it with the
+// same strict, positioned decoder; Suite.Resolve loads each experiment it
+// lists, applies the suite to it and checks it again, reporting each
+// problem in the file where it is written. Its schema is
+// schema/suite.schema.json (GenerateSuiteSchema).
+//
 // # Editors
 //
 // Point yaml-language-server (VS Code's YAML extension, and others) at the

@@ -41,6 +41,51 @@ func Parse(name string, data []byte) (*Spec, Problems, error) {
 // parse decodes and validates data and returns the spec (partly filled
 // when there are errors) and every problem, in file order.
 func parse(name string, data []byte, o LoadOptions) (*Spec, Problems) {
+	doc, ps := readDocument(name, data, docExperiment)
+	if doc == nil {
+		return nil, ps
+	}
+	if k := doc.root.keyed("kind"); k != nil && k.kind == kString && k.text == KindSuite {
+		// Not an experiment with a wrong kind: every key would be wrong.
+		return nil, Problems{doc.locate(issue{path: "kind", offset: -1,
+			msg: "this is a suite file (kind: Suite): run it with llmchaos suite; llmchaos validate checks it and its experiments"})}
+	}
+	spec := &Spec{}
+	iss := doc.decode(spec, func(dec *decoder) issues {
+		o.apply(spec)
+		return spec.check(dec.zeros, baseDir(name))
+	})
+	return spec, doc.problems(iss)
+}
+
+// docKind says, for the messages of readDocument, what a file holds.
+type docKind struct {
+	// what is the file's kind with its article: "an experiment".
+	what string
+	// keys lists its top-level keys for messages.
+	keys string
+}
+
+var (
+	docExperiment = docKind{"an experiment", "apiVersion, kind, metadata, target, workload"}
+	docSuite      = docKind{"a suite", "apiVersion, kind, metadata, experiments"}
+)
+
+// document is a file parsed into a tree, with what locating a problem in
+// it needs: its name, its source text and the index of its key paths.
+type document struct {
+	name string
+	kind docKind
+	src  source
+	root *node
+	idx  *posIndex
+	iss  issues // problems of the tree itself (depth, aliases)
+}
+
+// readDocument parses data, which must hold one YAML document. A syntax
+// error, an empty file or a second document is returned as Problems with
+// a nil document.
+func readDocument(name string, data []byte, kind docKind) (*document, Problems) {
 	src := newSource(data)
 	file, err := parseYAML(data)
 	if err != nil {
@@ -56,46 +101,65 @@ func parse(name string, data []byte, o LoadOptions) (*Spec, Problems) {
 		}
 		if body != nil {
 			p := tokPos(doc.Body.GetToken())
-			return nil, Problems{{File: name, Line: p.line, Col: p.col, Msg: "a second document: an experiment file holds one (remove the ---)"}}
+			return nil, Problems{{File: name, Line: p.line, Col: p.col, Msg: "a second document: " + kind.what + " file holds one (remove the ---)"}}
 		}
 		body = doc.Body
 	}
 	if body == nil {
-		return nil, Problems{{File: name, Line: 1, Col: 1, Msg: "empty file: an experiment needs apiVersion, kind, metadata, target and workload"}}
+		return nil, Problems{{File: name, Line: 1, Col: 1, Msg: "empty file: " + kind.what + " needs " + andList(kind.keys)}}
 	}
-
-	var iss issues
 	tb := &treeBuilder{anchors: map[string]*node{}, sizes: map[*node]int{}}
 	root := tb.build(body, "", 0)
-	iss = append(iss, tb.iss...)
-	idx := newPosIndex(root)
+	return &document{name: name, kind: kind, src: src, root: root, idx: newPosIndex(root), iss: tb.iss}, nil
+}
 
-	spec := &Spec{}
+// andList turns "a, b, c" into "a, b and c".
+func andList(keys string) string {
+	if i := strings.LastIndex(keys, ", "); i >= 0 {
+		return keys[:i] + " and " + keys[i+2:]
+	}
+	return keys
+}
+
+// decode decodes the document strictly into v (a pointer to a struct),
+// then runs check over what decoded, keeping the semantic issues that do
+// not overlap a decoding problem, and returns every issue.
+func (d *document) decode(v any, check func(dec *decoder) issues) issues {
+	iss := append(issues(nil), d.iss...)
 	dec := newDecoder(&iss)
-	for _, is := range tb.iss {
+	for _, is := range d.iss {
 		dec.broken[is.path] = true
 	}
-	if root.kind != kMap {
-		dec.bad("", "the file holds %s; an experiment is a mapping with keys apiVersion, kind, metadata, target, workload...", root.describe())
-	} else {
-		dec.decode("", root, reflect.ValueOf(spec).Elem())
-		o.apply(spec)
-		// Semantic checks of what decoded; a problem on or around a value
-		// that did not decode would only repeat it.
-		for _, is := range spec.check(dec.zeros, baseDir(name)) {
-			if !dec.overlaps(is) {
-				iss = append(iss, is)
-			}
+	if d.root.kind != kMap {
+		dec.bad("", "the file holds %s; %s is a mapping with keys %s...", d.root.describe(), d.kind.what, d.kind.keys)
+		return iss
+	}
+	dec.decode("", d.root, reflect.ValueOf(v).Elem())
+	// Semantic checks of what decoded; a problem on or around a value
+	// that did not decode would only repeat it.
+	for _, is := range check(dec) {
+		if !dec.overlaps(is) {
+			iss = append(iss, is)
 		}
 	}
+	return iss
+}
+
+// problems gives each issue its position in the document, in file order.
+func (d *document) problems(iss issues) Problems {
 	ps := make(Problems, 0, len(iss))
 	for _, is := range iss {
-		p := idx.locate(src, is)
-		p.File = name
-		ps = append(ps, p)
+		ps = append(ps, d.locate(is))
 	}
 	ps.sort()
-	return spec, ps
+	return ps
+}
+
+// locate gives one issue its position in the document.
+func (d *document) locate(is issue) Problem {
+	p := d.idx.locate(d.src, is)
+	p.File = d.name
+	return p
 }
 
 // overlaps reports whether a problem would be about a value that already

@@ -31,6 +31,19 @@ const schemaComment = "Generated from the Go types of package experiments/spec b
 	"(PATH relative to the file), or for matching files through the setting " +
 	"\"yaml.schemas\": {\"experiments/spec/schema/experiment.schema.json\": \"experiments/**/*.yaml\"}."
 
+// SuiteSchemaPath is where the generated schema of suite files is
+// committed, relative to the repository root; SuiteSchemaID is its $id.
+const (
+	SuiteSchemaPath = "experiments/spec/schema/suite.schema.json"
+	SuiteSchemaID   = "https://github.com/llmchaos/llmchaos/raw/main/" + SuiteSchemaPath
+)
+
+// suiteSchemaComment is the suite schema's $comment.
+const suiteSchemaComment = "Generated from the Go types of package experiments/spec by GenerateSuiteSchema " +
+	"(go generate ./experiments/spec); do not edit. " +
+	"Editors: yaml-language-server uses it when a suite file starts with the line " +
+	"`# yaml-language-server: $schema=PATH/suite.schema.json` (PATH relative to the file)."
+
 // durationPattern matches Go's duration syntax (time.ParseDuration).
 const durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 
@@ -57,6 +70,27 @@ func GenerateSchema() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// GenerateSuiteSchema returns the JSON Schema (draft-07) of suite files
+// (kind: Suite), generated as GenerateSchema is, from Suite and its parts;
+// the target and the overrides share the experiment schema's definitions.
+// Editors pick it with a first line `# yaml-language-server:
+// $schema=PATH/suite.schema.json`.
+func GenerateSuiteSchema() ([]byte, error) {
+	g := &schemaGen{defs: map[string]any{}, enums: schemaEnums()}
+	root := g.object(reflect.TypeFor[Suite]())
+	root["$schema"] = "http://json-schema.org/draft-07/schema#"
+	root["$id"] = SuiteSchemaID
+	root["title"] = "llmchaos suite"
+	root["description"] = "An llmchaos suite: experiment files run one after another, with one target for all, overrides, settle time and tags."
+	root["$comment"] = suiteSchemaComment
+	root["definitions"] = g.defs
+	b, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("suite schema: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
 // schemaEnums lists the fixed values of string keys, by "Type.key", from
 // the constants the validator and the engine use.
 func schemaEnums() map[string][]any {
@@ -71,6 +105,8 @@ func schemaEnums() map[string][]any {
 	return map[string][]any{
 		"Spec.apiVersion":         {APIVersion},
 		"Spec.kind":               {KindExperiment},
+		"Suite.apiVersion":        {APIVersion},
+		"Suite.kind":              {KindSuite},
 		"SimTarget.latency":       {simconfig.LatencyProfile, simconfig.LatencyConstant},
 		"Workload.preset":         presets,
 		"Workload.api":            {string(workload.APIChat), string(workload.APICompletions)},
@@ -318,6 +354,12 @@ func typeDoc(name string) string {
 		return "The object form of a stop condition: a threshold, or a promql query."
 	case "Recovery":
 		return "How recovery_time is measured."
+	case "SuiteEntry":
+		return "One experiment of a suite: its file (or a directory of them), overrides, tags and weight."
+	case "Overrides":
+		return "Changes to an experiment for this suite, without editing its file."
+	case "TagFilter":
+		return "Which experiments run, by tag."
 	}
 	return ""
 }

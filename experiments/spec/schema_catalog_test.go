@@ -12,9 +12,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// compileSchema compiles the committed schema with a real JSON Schema
-// validator, under its $id.
+// compileSchema compiles the committed experiment schema with a real JSON
+// Schema validator, under its $id.
 func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	return compileSchemaFile(t, schemaFile, SchemaID)
+}
+
+// compileSchemaFile compiles a committed schema under its $id.
+func compileSchemaFile(t *testing.T, schemaFile, schemaID string) *jsonschema.Schema {
 	t.Helper()
 	raw, err := os.ReadFile(schemaFile)
 	if err != nil {
@@ -25,10 +31,10 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource(SchemaID, doc); err != nil {
+	if err := c.AddResource(schemaID, doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile(SchemaID)
+	s, err := c.Compile(schemaID)
 	if err != nil {
 		t.Fatalf("compile %s: %v", schemaFile, err)
 	}
@@ -56,9 +62,11 @@ func yamlInstance(t *testing.T, src []byte) any {
 
 // Every shipped experiment validates against the schema, as it does
 // against the validator (an editor shows no error in them: replica faults
-// that leave their target to target.sim included).
+// that leave their target to target.sim included); every shipped suite
+// against the suite schema.
 func TestCatalogValidatesAgainstSchema(t *testing.T) {
 	s := compileSchema(t)
+	suites := compileSchemaFile(t, suiteSchemaFile, SuiteSchemaID)
 	files, err := filepath.Glob("../catalog/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("catalog: %v, %d files", err, len(files))
@@ -69,8 +77,12 @@ func TestCatalogValidatesAgainstSchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Validate(yamlInstance(t, src)); err != nil {
-				t.Errorf("%s does not validate against %s: %v", f, SchemaPath, err)
+			schema, path := s, SchemaPath
+			if DocumentKind(src) == KindSuite {
+				schema, path = suites, SuiteSchemaPath
+			}
+			if err := schema.Validate(yamlInstance(t, src)); err != nil {
+				t.Errorf("%s does not validate against %s: %v", f, path, err)
 			}
 		})
 	}

@@ -19,32 +19,46 @@ var update = flag.Bool("update", false, "rewrite the committed generated files (
 // schemaFile is SchemaPath seen from this package's directory.
 const schemaFile = "schema/experiment.schema.json"
 
-// The committed schema is what GenerateSchema makes of the types now; with
-// -update (go generate ./experiments/spec) it is rewritten.
+// suiteSchemaFile is SuiteSchemaPath seen from this package's directory.
+const suiteSchemaFile = "schema/suite.schema.json"
+
+// The committed schemas are what GenerateSchema and GenerateSuiteSchema
+// make of the types now; with -update (go generate ./experiments/spec)
+// they are rewritten.
 func TestSchemaUpToDate(t *testing.T) {
-	got, err := GenerateSchema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(schemaFile), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(schemaFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(schemaFile)
-	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./experiments/spec -run TestSchemaUpToDate -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: regenerate it with go generate ./experiments/spec (go test ./experiments/spec -run TestSchemaUpToDate -update)", SchemaPath)
-	}
-	again, _ := GenerateSchema()
-	if !bytes.Equal(got, again) {
-		t.Errorf("GenerateSchema is not deterministic")
+	for _, tt := range []struct {
+		file, repoPath string
+		gen            func() ([]byte, error)
+	}{
+		{schemaFile, SchemaPath, GenerateSchema},
+		{suiteSchemaFile, SuiteSchemaPath, GenerateSuiteSchema},
+	} {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			got, err := tt.gen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(tt.file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(tt.file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatalf("%v (generate it with: go test ./experiments/spec -run TestSchemaUpToDate -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s is stale: regenerate it with go generate ./experiments/spec (go test ./experiments/spec -run TestSchemaUpToDate -update)", tt.repoPath)
+			}
+			again, _ := tt.gen()
+			if !bytes.Equal(got, again) {
+				t.Errorf("the schema generator is not deterministic")
+			}
+		})
 	}
 }
 

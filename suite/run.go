@@ -1,0 +1,390 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/llmchaos/llmchaos/experiments"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// DefaultHealthInterval is the time between two health checks of the
+// target while the suite waits for it to be healthy again.
+const DefaultHealthInterval = 2 * time.Second
+
+// Recorder keeps the report of every experiment a suite runs: the run
+// history (package history) implements it. RecordRun is called once per
+// experiment that ran, in order, from the suite's goroutine, after the
+// experiment's run.json is written; labels say which suite run it belongs
+// to ("suite", "suite_file", "tags", and the Options' labels). An error is
+// a warning of the suite's: it does not change its outcome.
+type Recorder interface {
+	RecordRun(ctx context.Context, doc *report.Document, labels map[string]string) error
+}
+
+// Options configure Run.
+type Options struct {
+	// Dir is the suite's directory: suite.json and one directory per
+	// experiment (NN-NAME). Required.
+	Dir string
+	// Experiment are the options of each experiment's run (the helper
+	// executable, progress, guard, pre-flight, tool version); RunDir,
+	// File and Seed are set per experiment.
+	Experiment experiments.Options
+	// Out receives the suite's progress: a line per experiment started,
+	// the runner's own lines (through Experiment.Out), each experiment's
+	// summary and the health checks (nil: discarded).
+	Out io.Writer
+	// Text is how each experiment's summary is written to Out.
+	Text report.TextOptions
+	// HealthInterval is the time between two health checks (0:
+	// DefaultHealthInterval).
+	HealthInterval time.Duration
+	// Recorder, when not nil, keeps each experiment's report.
+	Recorder Recorder
+	// Labels are passed to the Recorder and kept in the record.
+	Labels map[string]string
+
+	// runOne replaces experiments.Run in tests.
+	runOne func(ctx context.Context, exp *spec.Spec, opts experiments.Options) (*experiments.Outcome, error)
+	// checkHealth replaces experiments.CheckHealth in tests.
+	checkHealth func(ctx context.Context, exp *spec.Spec, opts experiments.Options) ([]report.ProbeRecord, error)
+}
+
+// Run runs the plan's experiments in order and returns the suite's record,
+// which it also writes to Dir/suite.json (after each experiment, so that a
+// suite killed half-way leaves what it did). Each experiment that runs
+// gets Dir/NN-NAME as its run directory, with its run.json and
+// report.html. Between two experiments it waits Settle, then polls the
+// next one's health (experiments.CheckHealth) for at most HealthTimeout;
+// an experiment whose target never is healthy is skipped. When ctx ends
+// (Ctrl-C), the experiment running is aborted (its faults reverted by the
+// runner), the rest are marked not run, and the record says the suite was
+// aborted. The error is for what kept the suite from recording (its
+// directory, suite.json).
+func Run(ctx context.Context, p *Plan, opts Options) (*Record, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("suite: no directory given")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("suite directory: %w", err)
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = DefaultHealthInterval
+	}
+	if opts.runOne == nil {
+		opts.runOne = experiments.Run
+	}
+	if opts.checkHealth == nil {
+		opts.checkHealth = experiments.CheckHealth
+	}
+	r := &suiteRun{p: p, opts: opts, rec: &Record{
+		SchemaVersion: RecordSchemaVersion, ToolVersion: opts.Experiment.ToolVersion, Name: p.Name, Files: p.Files,
+		StartedAt: time.Now().UTC(), Labels: opts.Labels,
+	}}
+	for i, it := range p.Items {
+		r.rec.Experiments = append(r.rec.Experiments, ExperimentRecord{
+			Index: i + 1, Name: it.Name, File: it.File, Description: it.Spec.Metadata.Description, Tags: it.Tags,
+			Weight: it.Weight, Overrides: it.Overrides.Describe(), Status: StatusNotRun,
+		})
+		if it.Filtered != "" {
+			r.rec.Experiments[i].Status, r.rec.Experiments[i].Reason = StatusFiltered, it.Filtered
+		}
+	}
+	err := r.run(ctx)
+	r.rec.DurationS = time.Since(r.rec.StartedAt).Seconds()
+	r.rec.summarise()
+	return r.rec, errors.Join(err, r.save())
+}
+
+// suiteRun is one run of a plan.
+type suiteRun struct {
+	p    *Plan
+	opts Options
+	rec  *Record
+	// ran is set once an experiment ran, for the settle and health wait
+	// before the next.
+	ran bool
+}
+
+// run runs the experiments in order.
+func (r *suiteRun) run(ctx context.Context) error {
+	total := r.p.Runs()
+	n := 0
+	stopped := ""
+	for i, it := range r.p.Items {
+		e := &r.rec.Experiments[i]
+		if it.Filtered != "" {
+			continue
+		}
+		if stopped == "" && ctx.Err() != nil {
+			stopped = r.interrupted(ctx)
+		}
+		if stopped != "" {
+			e.Reason = stopped
+			continue
+		}
+		n++
+		fmt.Fprintf(r.opts.Out, "\n═══ suite %s: experiment %d of %d: %s (%s) ═══\n", r.p.Name, n, total, it.Name, it.File)
+		if r.ran && it.Spec.Target.LLM != nil {
+			h := r.waitHealthy(ctx, it)
+			e.Health = h
+			if ctx.Err() != nil {
+				stopped = r.interrupted(ctx)
+				e.Reason = stopped
+				continue
+			}
+			if !h.OK {
+				e.Status = StatusSkipped
+				e.Reason = fmt.Sprintf("the target was not healthy within %v after the experiment before: %s", r.p.HealthTimeout, failedProbes(h.Probes))
+				e.ExitCode = intPtr(ExitNotSteady)
+				fmt.Fprintf(r.opts.Out, "skipped %s: %s\n", it.Name, e.Reason)
+				if err := r.save(); err != nil {
+					return err
+				}
+				if !r.p.ContinueOnFail {
+					stopped = "continue_on_fail is false and " + it.Name + " was skipped"
+				}
+				continue
+			}
+		}
+		r.runOne(ctx, i, e)
+		r.ran = true
+		if err := r.save(); err != nil {
+			return err
+		}
+		if e.Status != StatusPass && !r.p.ContinueOnFail && ctx.Err() == nil {
+			stopped = fmt.Sprintf("continue_on_fail is false and %s did not pass (%s)", it.Name, e.Status)
+		}
+	}
+	if ctx.Err() != nil && r.rec.Abort == nil {
+		r.interrupted(ctx)
+	}
+	return nil
+}
+
+// interrupted records that ctx ended the suite and returns why the
+// experiments left are not run.
+func (r *suiteRun) interrupted(ctx context.Context) string {
+	a := report.InterruptAbort(context.Cause(ctx))
+	r.rec.Abort = a
+	return "the suite was interrupted by " + a.String()
+}
+
+// runOne runs the plan's i-th experiment and records it in e.
+func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
+	it := r.p.Items[i]
+	dir := filepath.Join(r.opts.Dir, r.p.dirName(i))
+	e.RunDir = r.p.dirName(i)
+	opts := r.opts.Experiment
+	opts.RunDir, opts.File, opts.Seed = dir, it.File, nil
+	if opts.Out == nil {
+		opts.Out = r.opts.Out
+	}
+	started := time.Now().UTC()
+	e.StartedAt = &started
+	out, err := r.opts.runOne(ctx, it.Spec, opts)
+	e.DurationS = time.Since(started).Seconds()
+	status, code, reason := classify(out, err)
+	e.Status, e.ExitCode, e.Reason = status, intPtr(code), reason
+	if out == nil || out.Doc == nil {
+		e.RunDir = ""
+		fmt.Fprintf(r.opts.Out, "%s: %s: %s\n", it.Name, status.Word(), reason)
+		return
+	}
+	doc := out.Doc
+	_, revertFailed := errors.AsType[*experiments.RevertError](err)
+	doc.Score = report.ComputeScore(doc, revertFailed)
+	e.Verdict, e.Score, e.Abort = doc.Verdict, doc.Score, doc.Abort
+	e.Thresholds, e.Faults, e.Recovery, e.SteadyState = doc.Thresholds, doc.Faults, doc.Recovery, doc.SteadyState
+	var werrs []error
+	if werr := os.MkdirAll(dir, 0o755); werr != nil {
+		werrs = append(werrs, werr)
+	}
+	if werr := report.WriteFile(filepath.Join(dir, "run.json"), doc); werr != nil {
+		werrs = append(werrs, werr)
+	} else {
+		e.Report = filepath.Join(e.RunDir, "run.json")
+	}
+	if werr := report.WriteHTMLFile(filepath.Join(dir, "report.html"), doc); werr != nil {
+		werrs = append(werrs, werr)
+	} else {
+		e.HTML = filepath.Join(e.RunDir, "report.html")
+	}
+	if werr := errors.Join(werrs...); werr != nil {
+		r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: %v", it.Name, werr))
+	}
+	fmt.Fprintln(r.opts.Out)
+	if werr := report.WriteTextWith(r.opts.Out, doc, r.opts.Text); werr != nil {
+		r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: summary: %v", it.Name, werr))
+	}
+	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s; run directory %s\n", it.Name, status.Word(), doc.Score, dir)
+	if rec := r.opts.Recorder; rec != nil {
+		labels := map[string]string{"suite": r.p.Name, "tags": strings.Join(it.Tags, ",")}
+		if it.Suite != "" {
+			labels["suite_file"] = it.Suite
+		}
+		for k, v := range r.opts.Labels {
+			labels[k] = v
+		}
+		if rerr := rec.RecordRun(context.WithoutCancel(ctx), doc, labels); rerr != nil {
+			r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: record the run: %v", it.Name, rerr))
+			fmt.Fprintf(r.opts.Out, "warning: %s: record the run: %v\n", it.Name, rerr)
+		}
+	}
+}
+
+// classify maps how experiments.Run ended to a status, an exit code and a
+// reason, as `llmchaos run` maps it to its exit code.
+func classify(out *experiments.Outcome, err error) (Status, int, string) {
+	if err != nil {
+		if _, ok := errors.AsType[*experiments.RevertError](err); ok {
+			return StatusRevertFailed, ExitRevertFailed, err.Error()
+		}
+		var ps spec.Problems
+		if errors.As(err, &ps) {
+			return StatusError, ExitUsage, err.Error()
+		}
+		if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+			return StatusError, ExitUsage, err.Error()
+		}
+		return StatusError, ExitInternal, err.Error()
+	}
+	if out == nil || out.Doc == nil {
+		return StatusError, ExitInternal, "the run produced no report"
+	}
+	doc := out.Doc
+	switch {
+	case out.NotSteady():
+		return StatusNotSteady, ExitNotSteady, "not steady before the faults: " + out.AbortDetail
+	case doc.Verdict == report.VerdictAborted:
+		return StatusAborted, ExitAborted, "aborted by " + doc.Abort.String()
+	case len(out.Refused) > 0:
+		return StatusRefused, ExitRefused, "not injected, its target selection was refused: " + strings.Join(out.Refused, ", ")
+	case doc.Verdict == report.VerdictFail:
+		return StatusFail, ExitThresholds, failedSummary(doc)
+	}
+	return StatusPass, ExitOK, ""
+}
+
+// failedSummary names what failed in a run whose verdict is fail.
+func failedSummary(doc *report.Document) string {
+	var parts []string
+	for _, t := range doc.Thresholds {
+		if !t.OK {
+			parts = append(parts, fmt.Sprintf("%s %s (observed %s)", t.Key(), t.Expr, t.Observed()))
+		}
+	}
+	if ss := doc.SteadyState; ss != nil {
+		for _, p := range ss.After {
+			if !p.OK {
+				parts = append(parts, "steady state after the load: "+p.Probe)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// waitHealthy waits the settle time, then checks the target of it until
+// it is healthy or the health timeout has passed.
+func (r *suiteRun) waitHealthy(ctx context.Context, it Item) *HealthRecord {
+	start := time.Now()
+	h := &HealthRecord{SettleS: r.p.Settle.Seconds()}
+	defer func() { h.WaitedS = time.Since(start).Seconds() }()
+	if r.p.Settle > 0 {
+		fmt.Fprintf(r.opts.Out, "settling for %v\n", r.p.Settle)
+		if !sleep(ctx, r.p.Settle) {
+			return h
+		}
+	}
+	deadline := time.Now().Add(r.p.HealthTimeout)
+	opts := r.opts.Experiment
+	opts.File, opts.Seed = it.File, nil
+	for {
+		h.Attempts++
+		cctx, cancel := context.WithDeadline(ctx, deadline.Add(time.Second))
+		probes, err := r.opts.checkHealth(cctx, it.Spec, opts)
+		cancel()
+		if err != nil {
+			probes = append(probes, report.ProbeRecord{Probe: "health check", Detail: err.Error()})
+		}
+		h.Probes = probes
+		if err == nil && allOK(probes) {
+			h.OK = true
+			if h.Attempts > 1 {
+				fmt.Fprintf(r.opts.Out, "the target is healthy again after %v\n", time.Since(start).Round(100*time.Millisecond))
+			}
+			return h
+		}
+		if ctx.Err() != nil || !time.Now().Add(r.opts.HealthInterval).Before(deadline) {
+			return h
+		}
+		if h.Attempts == 1 {
+			fmt.Fprintf(r.opts.Out, "waiting (at most %v) for the target to be healthy again: %s\n", r.p.HealthTimeout, failedProbes(probes))
+		}
+		if !sleep(ctx, r.opts.HealthInterval) {
+			return h
+		}
+	}
+}
+
+// sleep waits d, false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// allOK reports whether every probe record held.
+func allOK(rs []report.ProbeRecord) bool {
+	for _, r := range rs {
+		if !r.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// failedProbes names the probes that failed, with what they saw.
+func failedProbes(rs []report.ProbeRecord) string {
+	var parts []string
+	for _, r := range rs {
+		if !r.OK {
+			parts = append(parts, r.Probe+": "+r.Detail)
+		}
+	}
+	if len(parts) == 0 {
+		return "no check ran"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// save writes the record, as it stands, to Dir/suite.json.
+func (r *suiteRun) save() error {
+	rec := *r.rec
+	rec.DurationS = time.Since(rec.StartedAt).Seconds()
+	rec.summarise()
+	err := report.WriteFileWith(filepath.Join(r.opts.Dir, RecordFile), func(w io.Writer) error { return WriteJSON(w, &rec) })
+	if err != nil {
+		return fmt.Errorf("suite record: %w", err)
+	}
+	return nil
+}
+
+func intPtr(v int) *int { return &v }
