@@ -120,7 +120,7 @@ experiments:
 		t.Errorf("exit %d, want 2:\n%s", code, out)
 	}
 	for _, want := range []string{
-		filepath.Join(dir, "bad.yaml") + `:6:18: workload.rate: got a string ("five"), want a number`,
+		filepath.Join(dir, "bad.yaml") + `:6:18: workload.rate: "five": want requests per second such as 20`,
 		bad + ":6:45: experiments[1].overrides.duration: " + filepath.Join(dir, "kill.yaml") + ": 30s: the load would end before fault(s) slow-chunks (1s to 51s) end",
 		bad + ":7:12: experiments[2].path: " + filepath.Join(dir, "missing.yaml") + ": no such file or directory",
 	} {
