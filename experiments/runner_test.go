@@ -102,8 +102,9 @@ func TestRunNormalEnd(t *testing.T) {
 	// Results are tagged by the phase they were sent in: the server
 	// failed exactly while "errors" was injected.
 	// (A request sent in the instant between the fake's Undo and the
-	// phase change may be ok: allow one.)
-	if ok, failed := tupleCounts(d, PhaseFault, "errors"); failed < 10 || ok > 1 {
+	// phase change may be ok: allow a few; on a loaded machine that
+	// instant held two sends, at about 30 requests a phase.)
+	if ok, failed := tupleCounts(d, PhaseFault, "errors"); failed < 10 || ok > 3 {
 		t.Errorf("fault phase of errors: ok %d failed %d, want failures only", ok, failed)
 	}
 	// A request sent in the baseline and still on its way when the fault
