@@ -2,10 +2,8 @@ package capacity
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image/png"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/llmchaos/llmchaos/internal/browsertest"
 )
 
 // TestHTMLInBrowser opens the capacity page in headless Chromium (as the
@@ -24,43 +24,12 @@ import (
 // size without sideways scrolling, shows the knee in a green banner and
 // the knee's mark in the plots, and its screenshot has content.
 func TestHTMLInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped under -short")
-	}
-	exe := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			exe = p
-			break
-		}
-	}
-	if exe == "" {
-		t.Skip("no Chromium on PATH (Debian: apt-get install chromium)")
-	}
+	tab, exe := browsertest.New(t, 90*time.Second, chromedp.Flag("hide-scrollbars", true))
 	r := readFixture(t)
 	file := filepath.Join(t.TempDir(), "capacity.html")
 	if err := WriteHTMLFile(file, r); err != nil {
 		t.Fatal(err)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox, // as root, in containers
-		chromedp.Headless,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	tab, tcancel := chromedp.NewContext(actx)
-	defer tcancel()
 	var (
 		mu       sync.Mutex
 		console  []string

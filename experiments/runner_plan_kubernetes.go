@@ -9,7 +9,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // DryRunRefusedError is what a dry run returns, after writing the whole plan,
@@ -84,13 +84,13 @@ func (p *plan) writeKubernetesTarget(b *strings.Builder, t spec.KubernetesTarget
 func (p *plan) writeKubernetesEndpoints(b *strings.Builder, k *kubeTarget) {
 	ctx, cancel := context.WithTimeout(context.Background(), previewTimeout)
 	defer cancel()
-	d := kubeclient.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
+	d := kube.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
 	var (
-		eps     []kubeclient.Endpoint
+		eps     []kube.Endpoint
 		problem error
 	)
 	listed := make(chan struct{})
-	err := d.Watch(ctx, nil, func(e []kubeclient.Endpoint, perr error) {
+	err := d.Watch(ctx, nil, func(e []kube.Endpoint, perr error) {
 		eps, problem = e, perr
 		select {
 		case <-listed:

@@ -13,7 +13,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults/replica"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -23,11 +23,11 @@ const kubeDiscoveryTimeout = 30 * time.Second
 
 // kubeTarget is the target.kubernetes of a run: its cluster and, unless the
 // load goes to the target's url, its endpoints, followed while the run goes
-// on (kubeclient.Discovery) so that each request goes to a pod that is
+// on (kube.Discovery) so that each request goes to a pod that is
 // ready at its send time.
 type kubeTarget struct {
 	t  spec.KubernetesTarget // defaults applied
-	cl *kubeclient.Cluster
+	cl *kube.Cluster
 	ns string
 
 	// set holds the ready endpoints and their base URLs, replaced whole
@@ -41,14 +41,14 @@ type kubeTarget struct {
 
 // kubeSet is the endpoints of a Kubernetes target at one moment.
 type kubeSet struct {
-	eps  []kubeclient.Endpoint
+	eps  []kube.Endpoint
 	urls []string
 }
 
 // connectKube connects to the cluster of t (defaults applied). It sends
 // nothing to the cluster yet.
 func connectKube(t spec.KubernetesTarget) (*kubeTarget, error) {
-	cl, err := kubeclient.Connect(t.Kubeconfig, t.Context)
+	cl, err := kube.Connect(t.Kubeconfig, t.Context)
 	if err != nil {
 		return nil, fmt.Errorf("target.kubernetes: %w", err)
 	}
@@ -70,7 +70,7 @@ func (k *kubeTarget) describe() string {
 // kubeDiscoveryTimeout (a Service whose EndpointSlices are still being
 // written gets that long).
 func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, detail string)) error {
-	d := kubeclient.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
+	d := kube.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	k.stop, k.done = stop, make(chan struct{})
 	changed := make(chan struct{}, 1)
@@ -81,7 +81,7 @@ func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, deta
 	)
 	go func() {
 		defer close(k.done)
-		errc <- d.Watch(runCtx, nil, func(eps []kubeclient.Endpoint, err error) {
+		errc <- d.Watch(runCtx, nil, func(eps []kube.Endpoint, err error) {
 			prev := k.set.Load()
 			k.set.Store(k.newSet(eps))
 			if prev != nil && len(prev.eps) > 0 {
@@ -146,7 +146,7 @@ func (k *kubeTarget) discover(ctx context.Context, event func(kind, target, deta
 }
 
 // newSet returns the set of eps with their base URLs.
-func (k *kubeTarget) newSet(eps []kubeclient.Endpoint) *kubeSet {
+func (k *kubeTarget) newSet(eps []kube.Endpoint) *kubeSet {
 	s := &kubeSet{eps: eps, urls: make([]string, len(eps))}
 	for i, e := range eps {
 		s.urls[i] = "http://" + e.HostPort() + k.t.Path

@@ -19,7 +19,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
@@ -63,7 +63,7 @@ func startPodNet(t *testing.T, c *k8stest.Cluster, ns, selector, simRoot string)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = kubeclient.WaitPods(ctx, c.Client(t), ns, selector, func(pods []*corev1.Pod) bool {
+		_, _ = kube.WaitPods(ctx, c.Client(t), ns, selector, func(pods []*corev1.Pod) bool {
 			n.follow(pods)
 			return false
 		})
@@ -189,10 +189,10 @@ func checkPodKill(t *testing.T, c *k8stest.Cluster, ns string, before []*corev1.
 	victim = killedPod(t, d, "kill-pod")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	now, err := kubeclient.WaitPods(ctx, c.Client(t), ns, simWorkload.Selector(), func(ps []*corev1.Pod) bool {
+	now, err := kube.WaitPods(ctx, c.Client(t), ns, simWorkload.Selector(), func(ps []*corev1.Pod) bool {
 		ready := 0
 		for _, p := range ps {
-			if kubeclient.PodReady(p) {
+			if kube.PodReady(p) {
 				ready++
 			}
 		}
@@ -210,7 +210,7 @@ func checkPodKill(t *testing.T, c *k8stest.Cluster, ns string, before []*corev1.
 		}
 	}
 	if replacement == "" {
-		t.Fatalf("no replacement of %s among %s", victim, kubeclient.DescribePods(now))
+		t.Fatalf("no replacement of %s among %s", victim, kube.DescribePods(now))
 	}
 	if len(d.Faults) != 1 || d.Faults[0].InjectedAtS == nil || !d.Faults[0].RevertOK {
 		t.Errorf("fault record = %+v, want injected and reverted", d.Faults)

@@ -1,12 +1,10 @@
 package gameday
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,26 +17,11 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/llmchaos/llmchaos/internal/browsertest"
 	"github.com/llmchaos/llmchaos/report"
 )
 
 var screenshot = flag.String("gameday.screenshot", "", "also save the browser test's screenshot of the console (PNG) to this file")
-
-// chromiumPath finds a Chromium to drive, or skips saying why there is
-// none (.ci/run installs Debian's chromium).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("browser test skipped under -short")
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium on PATH, so the console is not tested in a browser here (Debian: apt-get install chromium; .ci/run installs it)")
-	return ""
-}
 
 // TestConsoleInBrowser runs a game day from the console in a real
 // browser: open it with the printed URL, inject a latency fault through
@@ -47,28 +30,9 @@ func chromiumPath(t *testing.T) string {
 // and find all of it in run.json. The page logs no error and asks for
 // nothing but its own server.
 func TestConsoleInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
+	tab, _ := browsertest.New(t, 2*time.Minute, chromedp.WindowSize(1400, 1000))
 	skipShort(t)
 	g := startGame(t, testExperiment([]string{startSim(t), startSim(t)}, nil))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox, // as root, in containers
-		chromedp.Headless,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.WindowSize(1400, 1000),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	tab, tcancel := chromedp.NewContext(actx)
-	defer tcancel()
 
 	var (
 		mu       sync.Mutex
@@ -99,7 +63,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("start the browser: %v", err)
 	}
-	// waitJS waits (bounded by ctx) until expr is true in the page.
+	// waitJS waits (bounded by the browser's deadline) until expr is true in the page.
 	waitJS := func(what, expr string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -118,8 +82,8 @@ func TestConsoleInBrowser(t *testing.T) {
 				mu.Unlock()
 			}
 			select {
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
+			case <-tab.Done():
+				t.Fatal(tab.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}

@@ -7,11 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/browsertest"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,21 +26,6 @@ import (
 )
 
 var screenshotDir = flag.String("html.screenshots", "", "also save the browser test's screenshots (PNG) to this directory")
-
-// chromiumPath finds a Chromium to drive, or says why there is none.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("browser test skipped under -short")
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium on PATH (Debian: apt-get install chromium)")
-	return ""
-}
 
 // pageLoad is what the browser saw of one report.
 type pageLoad struct {
@@ -158,25 +143,7 @@ func loadInBrowser(t *testing.T, ctx context.Context, file string) pageLoad {
 // size without sideways scrolling, colours the banner by verdict, and
 // its screenshot is not blank.
 func TestHTMLInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox, // as root, in containers
-		chromedp.Headless,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	browser, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	browser, exe := browsertest.New(t, 90*time.Second, chromedp.Flag("hide-scrollbars", true))
 	// Start the browser on a context without a deadline of its own.
 	if err := chromedp.Do(browser); err != nil {
 		t.Fatalf("start %s: %v", exe, err)

@@ -128,20 +128,10 @@ func hexColor(s string, alpha uint8) color.Color {
 	return c
 }
 
-func sans(size vg.Length) font.Font {
-	return font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
-}
-
-// render draws tp over [0, dur] seconds with the bands shaded beneath its
-// lines, as inline SVG.
-func (tp *timePlot) render(dur float64, bands []band) (err error) {
-	defer func() {
-		// gonum/plot panics on geometry it cannot draw; a report must
-		// still be written, so that becomes this plot's error.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot %s: %v", tp.ID, r)
-		}
-	}()
+// newPlot returns an empty plot in the report's style: a white
+// background, the axes' lines and ticks in the axis colour, their labels
+// in the report's font and text colour, no padding.
+func newPlot() *plot.Plot {
 	p := plot.New()
 	p.BackgroundColor = color.White
 	axisCol, textCol := hexColor(colAxis, 255), hexColor(colText, 255)
@@ -157,10 +147,12 @@ func (tp *timePlot) render(dur float64, bands []band) (err error) {
 		a.Label.TextStyle.Color = textCol
 		a.Padding = 0
 	}
-	p.X.Label.Text = "seconds"
-	p.X.Label.Padding = 2
-	p.X.Min, p.X.Max = 0, math.Max(dur, 1)
+	return p
+}
 
+// maxY returns the largest finite y of tp's lines, at least tp.yMin, and
+// 1 when that is not above 0.
+func (tp *timePlot) maxY() float64 {
 	ymax := tp.yMin
 	for _, l := range tp.Lines {
 		for _, pt := range l.pts {
@@ -172,6 +164,29 @@ func (tp *timePlot) render(dur float64, bands []band) (err error) {
 	if !(ymax > 0) {
 		ymax = 1
 	}
+	return ymax
+}
+
+func sans(size vg.Length) font.Font {
+	return font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
+}
+
+// render draws tp over [0, dur] seconds with the bands shaded beneath its
+// lines, as inline SVG.
+func (tp *timePlot) render(dur float64, bands []band) (err error) {
+	defer func() {
+		// gonum/plot panics on geometry it cannot draw; a report must
+		// still be written, so that becomes this plot's error.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("plot %s: %v", tp.ID, r)
+		}
+	}()
+	p := newPlot()
+	p.X.Label.Text = "seconds"
+	p.X.Label.Padding = 2
+	p.X.Min, p.X.Max = 0, math.Max(dur, 1)
+
+	ymax := tp.maxY()
 	p.Y.Min, p.Y.Max = 0, ymax*1.15 // headroom for the bands' labels
 	p.X.Tick.Marker = niceTicks{n: 6}
 	// The y axis's labels are drawn in a gutter of fixed width, so that

@@ -266,17 +266,7 @@ func verdictStrip(e TrendExperiment, anchor string, from, to float64) (*timePlot
 // marks as dashed vertical lines and a dot at each value.
 func (tp *timePlot) renderTrend(from, to float64, marks []TrendMark) error {
 	return tp.renderWith(from, to, marks, plotHeight, func(p *plot.Plot) {
-		ymax := tp.yMin
-		for _, l := range tp.Lines {
-			for _, pt := range l.pts {
-				if !math.IsNaN(pt.y) && !math.IsInf(pt.y, 0) {
-					ymax = math.Max(ymax, pt.y)
-				}
-			}
-		}
-		if !(ymax > 0) {
-			ymax = 1
-		}
+		ymax := tp.maxY()
 		p.Y.Min, p.Y.Max = 0, ymax*1.15 // headroom for the marks' labels
 		p.Y.Tick.Marker = unlabelled{niceTicks{n: 4}}
 		p.Add(&gridPlotter{below: ymax, style: draw.LineStyle{Color: hexColor(colGrid, 255), Width: 0.8}})
@@ -298,19 +288,7 @@ func (tp *timePlot) renderWith(from, to float64, marks []TrendMark, height vg.Le
 			err = fmt.Errorf("plot %s: %v", tp.ID, r)
 		}
 	}()
-	p := plot.New()
-	p.BackgroundColor = hexColor("#ffffff", 255)
-	axisCol, textCol := hexColor(colAxis, 255), hexColor(colText, 255)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.LineStyle.Color = axisCol
-		a.LineStyle.Width = 0.8
-		a.Tick.LineStyle.Color = axisCol
-		a.Tick.LineStyle.Width = 0.8
-		a.Tick.Length = 4
-		a.Tick.Label.Font = sans(plotFontSize)
-		a.Tick.Label.Color = textCol
-		a.Padding = 0
-	}
+	p := newPlot() // no axis labels: Label.Text stays empty
 	p.X.Min, p.X.Max = from, to
 	p.X.Tick.Marker = dateTicks{}
 	fill(p)

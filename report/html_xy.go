@@ -84,21 +84,7 @@ func (p XYPlot) SVG() (svg template.HTML, err error) {
 			err = fmt.Errorf("plot %s: %v", p.Title, r)
 		}
 	}()
-	pl := plot.New()
-	pl.BackgroundColor = color.White
-	axisCol, textCol := hexColor(colAxis, 255), hexColor(colText, 255)
-	for _, a := range []*plot.Axis{&pl.X, &pl.Y} {
-		a.LineStyle.Color = axisCol
-		a.LineStyle.Width = 0.8
-		a.Tick.LineStyle.Color = axisCol
-		a.Tick.LineStyle.Width = 0.8
-		a.Tick.Length = 4
-		a.Tick.Label.Font = sans(plotFontSize)
-		a.Tick.Label.Color = textCol
-		a.Label.TextStyle.Font = sans(plotFontSize)
-		a.Label.TextStyle.Color = textCol
-		a.Padding = 0
-	}
+	pl := newPlot()
 	pl.X.Label.Text = p.XLabel
 	pl.X.Label.Padding = 2
 

@@ -46,7 +46,7 @@ func optedInPods(t *testing.T, c *k8stest.Cluster, n int) (ns string, core kuber
 	if _, err := k8stest.WaitPods(ctx, core, ns, "app=vllm", func(pods []*corev1.Pod) bool {
 		ready := 0
 		for _, p := range pods {
-			if k8stest.RunningReady(p) {
+			if kube.PodReady(p) {
 				ready++
 			}
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/server/servertest"
@@ -135,7 +135,7 @@ func TestKubernetesKill9ThenRecover(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	now, err := kubeclient.WaitPods(ctx, c.Client(t), ns, "app=sim", func(ps []*corev1.Pod) bool { return len(ps) == 3 })
+	now, err := kube.WaitPods(ctx, c.Client(t), ns, "app=sim", func(ps []*corev1.Pod) bool { return len(ps) == 3 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +146,6 @@ func TestKubernetesKill9ThenRecover(t *testing.T) {
 		}
 	}
 	if gone != 1 {
-		t.Errorf("pods now %s: want one of the three replaced", kubeclient.DescribePods(now))
+		t.Errorf("pods now %s: want one of the three replaced", kube.DescribePods(now))
 	}
 }

@@ -150,11 +150,11 @@ func runShardJob(ctx context.Context, o shardJobOptions, stdout, stderr io.Write
 		return usageError(err)
 	}
 	cfg.StartAt = time.Now().Add(o.StartIn)
-	cl, err := o.Access.Clients()
+	cl, err := o.Access.Connect()
 	if err != nil {
 		return err
 	}
-	res, err := shardjob.Run(ctx, cl, cfg, shardjob.PodLogs{Client: cl.Core}, func(job string, at time.Time) {
+	res, err := shardjob.Run(ctx, cl, cfg, shardjob.PodLogs{Client: cl.Client}, func(job string, at time.Time) {
 		fmt.Fprintf(stderr, "llmchaos shard-job: Job %s/%s: %d shards start at %s\n", cfg.Namespace, job, cfg.Shards, at.UTC().Format(time.RFC3339Nano))
 	})
 	if err != nil {

@@ -173,7 +173,7 @@ func TestApplyServerSide(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	pods, err := k8stest.WaitPods(ctx, core, namespace, "app.kubernetes.io/name=llmchaos-sim", func(pods []*corev1.Pod) bool {
-		return len(pods) == 2 && k8stest.RunningReady(pods[0]) && k8stest.RunningReady(pods[1])
+		return len(pods) == 2 && kube.PodReady(pods[0]) && kube.PodReady(pods[1])
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpupod"
+	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
@@ -25,31 +26,10 @@ import (
 // serviceAccount is the user the tool runs as in the cluster.
 const serviceAccount = "system:serviceaccount:" + namespace + ":llmchaos"
 
-// targetAndPodFaultCalls are the calls of target.kubernetes (endpoint
-// discovery, events) and of the replica faults on pods (kill, stop,
-// restart), which are made by packages of their own; once those export
-// their APICalls, they replace this list.
-var targetAndPodFaultCalls = []kube.APICall{
-	{Verb: "get", Resource: "pods", Why: "replica faults: a pod's state"},
-	{Verb: "list", Resource: "pods", Why: "replica faults: the pods of the selector"},
-	{Verb: "watch", Resource: "pods", Why: "replica faults: wait for the owner to bring a pod back; pod status changes into run.json"},
-	{Verb: "delete", Resource: "pods", Why: "replica.kill (grace 0) and replica.stop"},
-	{Verb: "get", Group: "apps", Resource: "replicasets", Why: "replica.restart: a pod's owner's owner"},
-	{Verb: "get", Group: "apps", Resource: "deployments", Why: "replica.restart: the owner"},
-	{Verb: "patch", Group: "apps", Resource: "deployments", Why: "replica.restart: rollout restart"},
-	{Verb: "get", Group: "apps", Resource: "statefulsets", Why: "replica.restart: the owner"},
-	{Verb: "patch", Group: "apps", Resource: "statefulsets", Why: "replica.restart: rollout restart"},
-	{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: the Service's endpoints"},
-	{Verb: "watch", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: live re-discovery"},
-	{Verb: "list", Resource: "events", Why: "events of the targeted workload into run.json"},
-	{Verb: "watch", Resource: "events", Why: "events of the targeted workload into run.json"},
-	{Verb: "get", Resource: "namespaces", ClusterScoped: true, Why: "the opt-in label of the target's namespace"},
-}
-
 // toolCalls returns every API call llmchaos makes, from the lists kept
 // next to the clients.
 func toolCalls() []kube.APICall {
-	return slices.Concat(chaosmesh.APICalls(), gpupod.APICalls(), shardjob.APICalls(), targetAndPodFaultCalls)
+	return slices.Concat(kube.APICalls(), replica.APICalls(), chaosmesh.APICalls(), gpupod.APICalls(), shardjob.APICalls())
 }
 
 // callKey is a call as RBAC sees it.

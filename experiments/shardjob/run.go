@@ -59,12 +59,12 @@ type Started func(job string, startAt time.Time)
 // the Job (and its pods) at the end, also when it fails or ctx ends. A
 // shard without a report fails Run (naming it and quoting its log) unless
 // cfg.Partial, where the others are merged with a warning.
-func Run(ctx context.Context, cl *kube.Clients, cfg Config, logs LogSource, started Started) (*Result, error) {
+func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, started Started) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shard job: %w", err)
 	}
 	cfg = cfg.withDefaults(time.Now())
-	jobs := cl.Core.BatchV1().Jobs(cfg.Namespace)
+	jobs := cl.Client.BatchV1().Jobs(cfg.Namespace)
 	job, err := jobs.Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
 	if err != nil {
 		return nil, fmt.Errorf("shard job: create Job %s/%s: %w", cfg.Namespace, cfg.Name, err)
@@ -82,10 +82,10 @@ func Run(ctx context.Context, cl *kube.Clients, cfg Config, logs LogSource, star
 		started(job.Name, cfg.StartAt)
 	}
 	res := &Result{Job: job.Name, StartAt: cfg.StartAt}
-	if job, err = waitFinished(ctx, cl.Core, job); err != nil {
+	if job, err = waitFinished(ctx, cl.Client, job); err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	pods, err := shardPods(ctx, cl.Core, job)
+	pods, err := shardPods(ctx, cl.Client, job)
 	if err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}

@@ -129,7 +129,7 @@ func TestRunCreatesTheIndexedJobAndMergesTheShards(t *testing.T) {
 	cfg := loadConfig(ns, c.Kubeconfig, simURL(t))
 	cfg.Keep = true // to look at the Job and its pods afterwards
 	fake := &fakeLogs{logs: shardLogs(t, &cfg)}
-	cl, err := kube.NewClients(c.Config())
+	cl, err := kube.NewCluster(c.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestRunWithoutAShardsReport(t *testing.T) {
 	cfg := loadConfig(ns, c.Kubeconfig, simURL(t))
 	logs := shardLogs(t, &cfg)
 	logs[1] = []byte("llmchaos load: preflight: http://vllm:8000/v1: connection refused\n")
-	cl, err := kube.NewClients(c.Config())
+	cl, err := kube.NewCluster(c.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

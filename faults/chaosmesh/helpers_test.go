@@ -121,7 +121,7 @@ func allReady(n int) func([]*corev1.Pod) bool {
 	return func(pods []*corev1.Pod) bool {
 		ready := 0
 		for _, p := range pods {
-			if k8stest.RunningReady(p) {
+			if kube.PodReady(p) {
 				ready++
 			}
 		}

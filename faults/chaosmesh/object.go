@@ -95,21 +95,21 @@ func (f *Fault) wrap(err error) error { return fmt.Errorf("%s %q: %w", f.typ, f.
 // concurrently with itself (its seeded source).
 func (f *Fault) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	t := f.c.Target
-	cl, err := t.Access.Clients()
+	cl, err := t.Access.Connect()
 	if err != nil {
 		return nil, f.wrap(err)
 	}
 	if err := checkInstalled(cl, f.c.Kind); err != nil {
 		return nil, f.wrap(err)
 	}
-	pods, err := t.PodTarget.Pods(ctx, cl.Core)
+	pods, err := t.PodTarget.Pods(ctx, cl.Client)
 	if err != nil {
 		return nil, f.wrap(err)
 	}
-	if err := kube.CheckOptIn(ctx, cl.Core, t.Namespace, pods); err != nil {
+	if err := kube.CheckOptIn(ctx, cl.Client, t.Namespace, pods); err != nil {
 		return nil, f.wrap(err)
 	}
-	picked, err := faults.Choose(t.Select, f.rng, pods, func(p corev1.Pod) bool { return kube.Ready(&p) })
+	picked, err := faults.Choose(t.Select, f.rng, pods, func(p corev1.Pod) bool { return kube.PodReady(&p) })
 	if err != nil {
 		return nil, f.wrap(fmt.Errorf("%s: %w; pods: %s", t.PodTarget, err, describePods(pods)))
 	}
@@ -192,9 +192,9 @@ func (f *Fault) object(names []string) *unstructured.Unstructured {
 
 // checkInstalled returns an error wrapping ErrNotInstalled unless the
 // cluster serves k.
-func checkInstalled(cl *kube.Clients, k Kind) error {
+func checkInstalled(cl *kube.Cluster, k Kind) error {
 	gv := Group + "/" + Version
-	list, err := cl.Discovery.ServerResourcesForGroupVersion(gv)
+	list, err := cl.Client.Discovery().ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: the cluster serves no %s API (install Chaos Mesh, e.g. with its Helm chart, or use the proxy's network faults)", ErrNotInstalled, gv)
 	}
@@ -210,13 +210,13 @@ func checkInstalled(cl *kube.Clients, k Kind) error {
 }
 
 // waitReady waits, up to timeout, until at least want pods of t are Ready.
-func waitReady(ctx context.Context, cl *kube.Clients, t kube.PodTarget, want int, timeout time.Duration) error {
+func waitReady(ctx context.Context, cl *kube.Cluster, t kube.PodTarget, want int, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = DefaultBackTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := kube.WaitPods(ctx, cl.Core, t, func(pods []corev1.Pod) bool { return countReady(pods) >= want })
+	_, err := t.Wait(ctx, cl.Client, func(pods []*corev1.Pod) bool { return kube.CountReady(pods) >= want })
 	if err != nil {
 		return fmt.Errorf("%s: not back to %d Ready within %s: %w", t, want, timeout, err)
 	}
@@ -226,7 +226,7 @@ func waitReady(ctx context.Context, cl *kube.Clients, t kube.PodTarget, want int
 func countReady(pods []corev1.Pod) int {
 	n := 0
 	for i := range pods {
-		if kube.Ready(&pods[i]) {
+		if kube.PodReady(&pods[i]) {
 			n++
 		}
 	}
@@ -241,7 +241,7 @@ func describePods(pods []corev1.Pod) string {
 	parts := make([]string, len(pods))
 	for i := range pods {
 		state := "not ready"
-		if kube.Ready(&pods[i]) {
+		if kube.PodReady(&pods[i]) {
 			state = "ready"
 		}
 		parts[i] = pods[i].Name + " " + state

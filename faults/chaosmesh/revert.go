@@ -48,7 +48,7 @@ func (r ObjectRef) spec() faults.RevertSpec {
 // delete deletes the object (a vanished one counts as deleted) and waits
 // until it is gone, that is until Chaos Mesh has recovered the pods and
 // removed its finalizer.
-func (r ObjectRef) delete(ctx context.Context, cl *kube.Clients) error {
+func (r ObjectRef) delete(ctx context.Context, cl *kube.Cluster) error {
 	res := cl.Dynamic.Resource(r.gvr()).Namespace(r.Namespace)
 	err := res.Delete(ctx, r.Name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
@@ -77,7 +77,7 @@ func revertObject(ctx context.Context, data json.RawMessage) error {
 	if r.Resource == "" || r.Namespace == "" || r.Name == "" {
 		return errors.New(KindObject + " spec: resource, namespace and name are required")
 	}
-	cl, err := r.Access.Clients()
+	cl, err := r.Access.Connect()
 	if err != nil {
 		return err
 	}

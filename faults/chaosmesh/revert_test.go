@@ -13,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh/chaosmeshtest"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // chaosFinalizer stands for the finalizer Chaos Mesh's controller puts on
@@ -126,7 +127,7 @@ func TestContainerKillRevertWaitsForTheOwner(t *testing.T) {
 	for i := range list.Items {
 		p := &list.Items[i]
 		pods = append(pods, p)
-		if k8stest.RunningReady(p) && p.Name != victim {
+		if kube.PodReady(p) && p.Name != victim {
 			ready++
 		}
 	}

@@ -55,18 +55,18 @@ func (f *MemoryPressure) wrap(err error) error {
 // balloon that ends is reported to the build environment's OnHelperExit.
 // The Undo deletes the balloons and waits until they are gone.
 func (f *MemoryPressure) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
-	cl, err := f.p.Access.Clients()
+	cl, err := f.p.Access.Connect()
 	if err != nil {
 		return nil, f.wrap(err)
 	}
-	pods, err := f.p.PodTarget.Pods(ctx, cl.Core)
+	pods, err := f.p.PodTarget.Pods(ctx, cl.Client)
 	if err != nil {
 		return nil, f.wrap(err)
 	}
-	if err := kube.CheckOptIn(ctx, cl.Core, f.p.Namespace, pods); err != nil {
+	if err := kube.CheckOptIn(ctx, cl.Client, f.p.Namespace, pods); err != nil {
 		return nil, f.wrap(err)
 	}
-	picked, err := faults.Choose(f.p.Select, f.rng, pods, func(p corev1.Pod) bool { return kube.Ready(&p) })
+	picked, err := faults.Choose(f.p.Select, f.rng, pods, func(p corev1.Pod) bool { return kube.PodReady(&p) })
 	if err != nil {
 		return nil, f.wrap(fmt.Errorf("%s: %w", f.p.PodTarget, err))
 	}
@@ -95,7 +95,7 @@ func (f *MemoryPressure) Inject(ctx context.Context, log faults.RevertLog) (faul
 		// Undone even when the create fails: a create that timed out may
 		// have happened.
 		undos = append(undos, func(ctx context.Context) error { return ref.delete(ctx, cl) })
-		if _, err := cl.Core.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: kube.ManagedBy}); err != nil {
+		if _, err := cl.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: kube.ManagedBy}); err != nil {
 			return fail(fmt.Errorf("create %s on node %s for pod %s: %w", ref, target.Spec.NodeName, target.Name, err))
 		}
 		refs = append(refs, ref)
@@ -103,11 +103,11 @@ func (f *MemoryPressure) Inject(ctx context.Context, log faults.RevertLog) (faul
 	selector := LabelBalloonSet + "=" + set
 	waitCtx, cancel := context.WithTimeout(ctx, f.p.StartTimeout)
 	var ended error
-	err = kube.WaitSelectedPods(waitCtx, cl.Core, f.p.Namespace, selector, func(pods []corev1.Pod) bool {
+	_, err = kube.WaitPods(waitCtx, cl.Client, f.p.Namespace, selector, func(pods []*corev1.Pod) bool {
 		if ended = balloonsEnded(pods, refs); ended != nil {
 			return true
 		}
-		return countReady(pods) == len(refs)
+		return kube.CountReady(pods) == len(refs)
 	})
 	cancel()
 	if ended != nil {
@@ -136,7 +136,7 @@ func (f *MemoryPressure) Inject(ctx context.Context, log faults.RevertLog) (faul
 
 // watch reports to OnHelperExit the first balloon of refs that ends while
 // the fault holds. The returned func stops the watch and waits for it.
-func (f *MemoryPressure) watch(cl *kube.Clients, selector string, refs []PodRef) (stop func()) {
+func (f *MemoryPressure) watch(cl *kube.Cluster, selector string, refs []PodRef) (stop func()) {
 	if f.onExit == nil {
 		return func() {}
 	}
@@ -144,7 +144,7 @@ func (f *MemoryPressure) watch(cl *kube.Clients, selector string, refs []PodRef)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		var ended error
-		err := kube.WaitSelectedPods(ctx, cl.Core, f.p.Namespace, selector, func(pods []corev1.Pod) bool {
+		_, err := kube.WaitPods(ctx, cl.Client, f.p.Namespace, selector, func(pods []*corev1.Pod) bool {
 			ended = balloonsEnded(pods, refs)
 			return ended != nil
 		})
@@ -163,10 +163,10 @@ func (f *MemoryPressure) watch(cl *kube.Clients, selector string, refs []PodRef)
 
 // balloonsEnded returns an error describing the first balloon of refs that
 // is gone or ended (failed or exited), or nil while all of them are there.
-func balloonsEnded(pods []corev1.Pod, refs []PodRef) error {
+func balloonsEnded(pods []*corev1.Pod, refs []PodRef) error {
 	byName := map[string]*corev1.Pod{}
-	for i := range pods {
-		byName[pods[i].Name] = &pods[i]
+	for _, p := range pods {
+		byName[p.Name] = p
 	}
 	var errs []error
 	for _, r := range refs {
@@ -212,14 +212,4 @@ func explain(p *corev1.Pod) string {
 		}
 	}
 	return strings.Join(parts, ": ")
-}
-
-func countReady(pods []corev1.Pod) int {
-	n := 0
-	for i := range pods {
-		if kube.Ready(&pods[i]) {
-			n++
-		}
-	}
-	return n
 }

@@ -69,7 +69,7 @@ func (e *env) servers(t *testing.T, n int) []*corev1.Pod {
 		}
 	}
 	pods, err := k8stest.WaitPods(ctx, e.core, e.ns, "app=vllm", func(pods []*corev1.Pod) bool {
-		return len(pods) == n && !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !k8stest.RunningReady(p) })
+		return len(pods) == n && !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !kube.PodReady(p) })
 	})
 	if err != nil {
 		t.Fatal(err)

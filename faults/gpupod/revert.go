@@ -42,8 +42,8 @@ func (r PodRef) spec() faults.RevertSpec {
 
 // delete deletes the pod (a vanished one counts as deleted) and waits
 // until it is gone.
-func (r PodRef) delete(ctx context.Context, cl *kube.Clients) error {
-	pods := cl.Core.CoreV1().Pods(r.Namespace)
+func (r PodRef) delete(ctx context.Context, cl *kube.Cluster) error {
+	pods := cl.Client.CoreV1().Pods(r.Namespace)
 	err := pods.Delete(ctx, r.Name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -71,7 +71,7 @@ func revertPod(ctx context.Context, data json.RawMessage) error {
 	if r.Namespace == "" || r.Name == "" {
 		return errors.New(KindPod + " spec: namespace and name are required")
 	}
-	cl, err := r.Access.Clients()
+	cl, err := r.Access.Connect()
 	if err != nil {
 		return err
 	}

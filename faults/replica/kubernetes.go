@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llmchaos/llmchaos/faults"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // RestartedAtAnnotation is the pod template annotation a rollout restart
@@ -42,7 +42,7 @@ const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 // no controller owns (nothing would bring it back).
 //
 // The cluster is the one of the target's kubeconfig and context
-// (kubeclient.Connect); a client is made for each call.
+// (kube.Connect); a client is made for each call.
 type Kubernetes struct {
 	t TargetParams
 
@@ -72,8 +72,8 @@ func NewKubernetes(t TargetParams) (*Kubernetes, error) {
 }
 
 // connect returns a client of the target's cluster and the pods' namespace.
-func (k *Kubernetes) connect() (*kubeclient.Cluster, string, error) {
-	cl, err := kubeclient.Connect(k.t.Kubeconfig, k.t.Context)
+func (k *Kubernetes) connect() (*kube.Cluster, string, error) {
+	cl, err := kube.Connect(k.t.Kubeconfig, k.t.Context)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubernetes driver: %w", err)
 	}
@@ -81,7 +81,7 @@ func (k *Kubernetes) connect() (*kubeclient.Cluster, string, error) {
 }
 
 // Targets lists the pods the selector matches in the namespace, by name,
-// each up when it is Ready (kubeclient.PodReady). It fails, naming them, if
+// each up when it is Ready (kube.PodReady). It fails, naming them, if
 // any of them has not opted in (the label llmchaos.io/target=true on the
 // pod or on its namespace) or has no controller to bring it back.
 func (k *Kubernetes) Targets(ctx context.Context) ([]Target, error) {
@@ -96,7 +96,7 @@ func (k *Kubernetes) Targets(ctx context.Context) ([]Target, error) {
 	nsOptIn, nsNote := namespaceOptedIn(ctx, cl, ns)
 	ready := 0
 	for i := range list.Items {
-		if kubeclient.PodReady(&list.Items[i]) {
+		if kube.PodReady(&list.Items[i]) {
 			ready++
 		}
 	}
@@ -106,7 +106,7 @@ func (k *Kubernetes) Targets(ctx context.Context) ([]Target, error) {
 	)
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Labels[OptInLabel] != OptInLabelValue && !nsOptIn {
+		if !kube.OptedIn(p.Labels) && !nsOptIn {
 			refused = append(refused, fmt.Errorf("pod %s/%s matches %q but neither it nor its namespace carries the label %s=%s%s: %w; label the pods (in their template) or the namespace to let llmchaos act on them",
 				ns, p.Name, k.t.Selector, OptInLabel, OptInLabelValue, nsNote, ErrNotOptedIn))
 			continue
@@ -118,7 +118,7 @@ func (k *Kubernetes) Targets(ctx context.Context) ([]Target, error) {
 		}
 		ts = append(ts, Target{
 			ID:    p.Name,
-			Up:    kubeclient.PodReady(p),
+			Up:    kube.PodReady(p),
 			Index: -1,
 			Pod: &PodRef{Namespace: ns, Name: p.Name, UID: string(p.UID),
 				OwnerKind: owner.Kind, OwnerName: owner.Name, ReadyPods: ready},
@@ -134,12 +134,12 @@ func (k *Kubernetes) Targets(ctx context.Context) ([]Target, error) {
 
 // namespaceOptedIn reports whether namespace ns carries the opt-in label;
 // when it cannot be read, the note says so for the refusal's message.
-func namespaceOptedIn(ctx context.Context, cl *kubeclient.Cluster, ns string) (bool, string) {
-	n, err := cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+func namespaceOptedIn(ctx context.Context, cl *kube.Cluster, ns string) (bool, string) {
+	ok, err := kube.NamespaceOptedIn(ctx, cl.Client, ns)
 	if err != nil {
 		return false, fmt.Sprintf(" (the namespace's labels could not be read: %v)", err)
 	}
-	return n.Labels[OptInLabel] == OptInLabelValue, ""
+	return ok, ""
 }
 
 // podDetail says where a pod runs and in what state.
@@ -148,7 +148,7 @@ func podDetail(p *corev1.Pod) string {
 	switch {
 	case p.DeletionTimestamp != nil:
 		state = "terminating"
-	case kubeclient.PodReady(p):
+	case kube.PodReady(p):
 		state = "Running, Ready"
 	case p.Status.Phase == corev1.PodRunning:
 		state = "Running, not Ready"
@@ -170,7 +170,7 @@ func podDetail(p *corev1.Pod) string {
 // (killed or stopped), and how to see its controller bring the Ready pods
 // back without the runner.
 type PodSpec struct {
-	// Kubeconfig and Context say which cluster ("" : as kubeclient.Connect).
+	// Kubeconfig and Context say which cluster ("" : as kube.Connect).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 	// Selector selects the pods whose Ready count is awaited.
@@ -229,7 +229,7 @@ func (k *Kubernetes) Apply(ctx context.Context, log faults.RevertLog, t Target, 
 }
 
 // deletePod kills or stops the pod t.
-func (k *Kubernetes) deletePod(ctx context.Context, cl *kubeclient.Cluster, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
+func (k *Kubernetes) deletePod(ctx context.Context, cl *kube.Cluster, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
 	spec := PodSpec{Kubeconfig: k.t.Kubeconfig, Context: k.t.Context, Selector: k.t.Selector, Pod: *t.Pod,
 		Action: string(a.Kind), Timeout: a.Timeout}
 	if spec.Timeout <= 0 {
@@ -256,7 +256,7 @@ func (k *Kubernetes) deletePod(ctx context.Context, cl *kubeclient.Cluster, log 
 }
 
 // restart rolls out the pod t's controller again, once per controller.
-func (k *Kubernetes) restart(ctx context.Context, cl *kubeclient.Cluster, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
+func (k *Kubernetes) restart(ctx context.Context, cl *kube.Cluster, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
 	kind, name, err := rolloutOwner(ctx, cl, t.Pod)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (k *Kubernetes) restart(ctx context.Context, cl *kubeclient.Cluster, log fa
 
 // rolloutOwner returns the controller a rollout restart of pod acts on: its
 // StatefulSet or DaemonSet, or the Deployment of its ReplicaSet.
-func rolloutOwner(ctx context.Context, cl *kubeclient.Cluster, pod *PodRef) (kind, name string, err error) {
+func rolloutOwner(ctx context.Context, cl *kube.Cluster, pod *PodRef) (kind, name string, err error) {
 	switch pod.OwnerKind {
 	case "StatefulSet", "DaemonSet":
 		return pod.OwnerKind, pod.OwnerName, nil

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // Event kinds of the kubernetes driver's pod watch, besides start, exit,
@@ -55,14 +55,14 @@ func (k *Kubernetes) Watch(ctx context.Context, ready func(), emit func(Event)) 
 	)
 	synced.Add(2)
 	wg.Go(func() {
-		errs[0] = kubeclient.Inform(ctx, kubeclient.PodsListWatch(cl.Client, ns, k.t.Selector), &corev1.Pod{}, synced.Done, w.podHandler())
+		errs[0] = kube.Inform(ctx, kube.PodsListWatch(cl.Client, ns, k.t.Selector), &corev1.Pod{}, synced.Done, w.podHandler())
 		if errs[0] != nil {
 			cancel()
 		}
 	})
 	wg.Go(func() {
 		lw := cache.NewListWatchFromClient(cl.Client.CoreV1().RESTClient(), "events", ns, fields.Everything())
-		errs[1] = kubeclient.Inform(ctx, lw, &corev1.Event{}, synced.Done, w.eventHandler())
+		errs[1] = kube.Inform(ctx, lw, &corev1.Event{}, synced.Done, w.eventHandler())
 		if errs[1] != nil {
 			cancel()
 		}
@@ -100,7 +100,7 @@ type podState struct {
 }
 
 func stateOf(p *corev1.Pod) podState {
-	s := podState{phase: p.Status.Phase, node: p.Spec.NodeName, ready: kubeclient.PodReady(p), deleting: p.DeletionTimestamp != nil,
+	s := podState{phase: p.Status.Phase, node: p.Spec.NodeName, ready: kube.PodReady(p), deleting: p.DeletionTimestamp != nil,
 		restarts: map[string]int32{}, crashloop: map[string]bool{}}
 	for _, c := range p.Status.ContainerStatuses {
 		s.restarts[c.Name] = c.RestartCount

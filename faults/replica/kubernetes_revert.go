@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // RevertSpec kinds of the kubernetes driver (faults.RevertSpec.Kind).
@@ -35,7 +35,7 @@ func revertPodAwaitReady(ctx context.Context, data json.RawMessage) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindPodAwaitReady, err)
 	}
-	cl, err := kubeclient.Connect(s.Kubeconfig, s.Context)
+	cl, err := kube.Connect(s.Kubeconfig, s.Context)
 	if err != nil {
 		return fmt.Errorf("%s of pod %s/%s: %w", KindPodAwaitReady, s.Pod.Namespace, s.Pod.Name, err)
 	}
@@ -48,7 +48,7 @@ func revertRolloutAwait(ctx context.Context, data json.RawMessage) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindRolloutAwait, err)
 	}
-	cl, err := kubeclient.Connect(s.Kubeconfig, s.Context)
+	cl, err := kube.Connect(s.Kubeconfig, s.Context)
 	if err != nil {
 		return fmt.Errorf("%s of %s %s/%s: %w", KindRolloutAwait, s.Kind, s.Namespace, s.Name, err)
 	}
@@ -58,7 +58,7 @@ func revertRolloutAwait(ctx context.Context, data json.RawMessage) error {
 // awaitReady waits until s.Pod.ReadyPods pods of s.Selector other than
 // s.Pod are Ready. A controller that is gone (deleted with its pods) counts
 // as reverted: there is nothing left to bring back.
-func awaitReady(ctx context.Context, cl *kubeclient.Cluster, s PodSpec) error {
+func awaitReady(ctx context.Context, cl *kube.Cluster, s PodSpec) error {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultBackTimeout
@@ -68,13 +68,13 @@ func awaitReady(ctx context.Context, cl *kubeclient.Cluster, s PodSpec) error {
 	others := func(pods []*corev1.Pod) int {
 		n := 0
 		for _, p := range pods {
-			if kubeclient.PodReady(p) && string(p.UID) != s.Pod.UID {
+			if kube.PodReady(p) && string(p.UID) != s.Pod.UID {
 				n++
 			}
 		}
 		return n
 	}
-	pods, err := kubeclient.WaitPods(wctx, cl.Client, s.Pod.Namespace, s.Selector, func(pods []*corev1.Pod) bool {
+	pods, err := kube.WaitPods(wctx, cl.Client, s.Pod.Namespace, s.Selector, func(pods []*corev1.Pod) bool {
 		return others(pods) >= s.Pod.ReadyPods
 	})
 	if err == nil {
@@ -89,11 +89,11 @@ func awaitReady(ctx context.Context, cl *kubeclient.Cluster, s PodSpec) error {
 	}
 	return fmt.Errorf("pod %s/%s was %s and %s has not brought the Ready pods of %q back to %d within %v (%d Ready now: %s): %w",
 		s.Pod.Namespace, s.Pod.Name, actionPast(s.Action), owner, s.Selector, s.Pod.ReadyPods, timeout,
-		others(pods), kubeclient.DescribePods(pods), err)
+		others(pods), kube.DescribePods(pods), err)
 }
 
 // ownerGone reports whether pod's controller no longer exists.
-func ownerGone(ctx context.Context, cl *kubeclient.Cluster, pod PodRef) (bool, error) {
+func ownerGone(ctx context.Context, cl *kube.Cluster, pod PodRef) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	apps := cl.Client.AppsV1()
@@ -117,7 +117,7 @@ func ownerGone(ctx context.Context, cl *kubeclient.Cluster, pod PodRef) (bool, e
 // awaitRollout waits until the controller s names has rolled out its
 // current template to every replica, as `kubectl rollout status` judges
 // it. A controller that is gone counts as reverted.
-func awaitRollout(ctx context.Context, cl *kubeclient.Cluster, s RolloutSpec) error {
+func awaitRollout(ctx context.Context, cl *kube.Cluster, s RolloutSpec) error {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultBackTimeout
@@ -153,7 +153,7 @@ func awaitRollout(ctx context.Context, cl *kubeclient.Cluster, s RolloutSpec) er
 
 // rolloutDone reads the controller's status once: whether its rollout is
 // complete, and its state for messages.
-func rolloutDone(ctx context.Context, cl *kubeclient.Cluster, s RolloutSpec) (bool, string, error) {
+func rolloutDone(ctx context.Context, cl *kube.Cluster, s RolloutSpec) (bool, string, error) {
 	apps := cl.Client.AppsV1()
 	switch s.Kind {
 	case "Deployment":

@@ -15,7 +15,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
-	"github.com/llmchaos/llmchaos/internal/kubeclient"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // kubeFixture is a namespace of the test control plane with a Deployment
@@ -49,7 +49,7 @@ func (f *kubeFixture) waitPods(t *testing.T, what string, cond func([]*corev1.Po
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	pods, err := kubeclient.WaitPods(ctx, f.c.Client(t), f.ns, f.w.Selector(), cond)
+	pods, err := kube.WaitPods(ctx, f.c.Client(t), f.ns, f.w.Selector(), cond)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -59,7 +59,7 @@ func (f *kubeFixture) waitPods(t *testing.T, what string, cond func([]*corev1.Po
 func readyUIDs(pods []*corev1.Pod) []string {
 	var uids []string
 	for _, p := range pods {
-		if kubeclient.PodReady(p) {
+		if kube.PodReady(p) {
 			uids = append(uids, string(p.UID))
 		}
 	}
@@ -94,7 +94,7 @@ func TestKubernetesRefusesPodsNotOptedIn(t *testing.T) {
 		t.Errorf("preview (dry run): %v, want ErrNotOptedIn", err)
 	}
 	if got := f.waitPods(t, "pods", func(ps []*corev1.Pod) bool { return len(ps) == 3 }); !slices.Equal(readyUIDs(got), readyUIDs(f.pods)) {
-		t.Errorf("pods after a refusal: %s, want them untouched", kubeclient.DescribePods(got))
+		t.Errorf("pods after a refusal: %s, want them untouched", kube.DescribePods(got))
 	}
 
 	f.c.LabelNamespace(t, f.ns, OptInLabel, OptInLabelValue)
@@ -176,7 +176,7 @@ func TestKubernetesKillWaitsForReplacement(t *testing.T) {
 	t.Logf("replacement Ready %v after the undo began", time.Since(start).Round(time.Millisecond))
 	now := f.waitPods(t, "pods", func([]*corev1.Pod) bool { return true })
 	if got := readyUIDs(now); len(got) < 3 || slices.Contains(got, ps.Pod.UID) {
-		t.Errorf("after undo: %s, want 3 Ready pods without the victim", kubeclient.DescribePods(now))
+		t.Errorf("after undo: %s, want 3 Ready pods without the victim", kube.DescribePods(now))
 	}
 	if err := undo(ctx); err != nil {
 		t.Errorf("second undo: %v, want nil (idempotent)", err)
@@ -260,7 +260,7 @@ func TestKubernetesMinAvailableRefuses(t *testing.T) {
 	}
 	got := f.waitPods(t, "pods", func(ps []*corev1.Pod) bool { return len(ps) == 3 })
 	if !slices.Equal(readyUIDs(got), readyUIDs(f.pods)) {
-		t.Errorf("pods after a refusal: %s, want them untouched", kubeclient.DescribePods(got))
+		t.Errorf("pods after a refusal: %s, want them untouched", kube.DescribePods(got))
 	}
 }
 
@@ -318,7 +318,7 @@ func TestKubernetesStopAndRestart(t *testing.T) {
 	after := f.waitPods(t, "pods", func([]*corev1.Pod) bool { return true })
 	old := readyUIDs(before)
 	if ready := readyUIDs(after); len(ready) != 3 || slices.ContainsFunc(ready, func(u string) bool { return slices.Contains(old, u) }) {
-		t.Errorf("after the restart's undo: %s, want 3 Ready pods, all new", kubeclient.DescribePods(after))
+		t.Errorf("after the restart's undo: %s, want 3 Ready pods, all new", kube.DescribePods(after))
 	}
 	if err := Reverters()[KindRolloutAwait](ctx, specs[0].Data); err != nil {
 		t.Errorf("the journal's reverter after the rollout: %v", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // Fault type names, as written in an experiment file's `type:` field.
@@ -49,7 +50,7 @@ const (
 // for the docker driver to act on it, and a pod (or its namespace) for the
 // kubernetes driver.
 const (
-	OptInLabel      = "llmchaos.io/target"
+	OptInLabel      = kube.LabelTarget
 	OptInLabelValue = "true"
 )
 

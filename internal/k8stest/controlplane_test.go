@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientfeatures "k8s.io/client-go/features"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -60,7 +62,7 @@ func TestDeploymentReplacesDeletedPodAndEndpointSlicesFollow(t *testing.T) {
 	}
 
 	twoReady := func(pods []*corev1.Pod) bool {
-		return len(pods) == 2 && RunningReady(pods[0]) && RunningReady(pods[1])
+		return len(pods) == 2 && kube.PodReady(pods[0]) && kube.PodReady(pods[1])
 	}
 	pods, err := WaitPods(ctx, client, ns, "app=sim", twoReady)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // BenchmarkPodCreateToReady measures how long a pod takes from its creation
@@ -33,7 +35,7 @@ func BenchmarkPodCreateToReady(b *testing.B) {
 			b.Fatalf("creating pod %s: %v", name, err)
 		}
 		_, err = WaitPods(ctx, client, ns, "bench="+name, func(pods []*corev1.Pod) bool {
-			return len(pods) == 1 && RunningReady(pods[0])
+			return len(pods) == 1 && kube.PodReady(pods[0])
 		})
 		cancel()
 		if err != nil {

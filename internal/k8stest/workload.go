@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // Workload is a Deployment of pods on the kwok nodes, optionally behind a
@@ -85,7 +87,7 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 	pods, err := WaitPods(ctx, client, ns, w.Selector(), func(pods []*corev1.Pod) bool {
 		n := 0
 		for _, p := range pods {
-			if RunningReady(p) {
+			if kube.PodReady(p) {
 				n++
 			}
 		}

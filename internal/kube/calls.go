@@ -34,3 +34,18 @@ func (c APICall) String() string {
 	}
 	return fmt.Sprintf("%s %s", c.Verb, r)
 }
+
+// APICalls returns the kinds of API call this package makes itself, for
+// the RBAC of deploy/kubernetes: target.kubernetes's endpoint discovery
+// (Discovery), the waits on pods (WaitPods, PodTarget) and the opt-in
+// check of a namespace. WaitGone's calls are on a resource its caller
+// names, and listed by the caller.
+func APICalls() []APICall {
+	return []APICall{
+		{Verb: "list", Resource: "pods", Why: "target.kubernetes without a Service: the ready pods of the selector; waits on pods"},
+		{Verb: "watch", Resource: "pods", Why: "target.kubernetes without a Service: live re-discovery; waits on pods"},
+		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: the Service's endpoints"},
+		{Verb: "watch", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: live re-discovery"},
+		{Verb: "get", Resource: "namespaces", ClusterScoped: true, Why: "the opt-in label of the target's namespace"},
+	}
+}

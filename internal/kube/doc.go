@@ -1,9 +1,12 @@
-// Package kube holds what llmchaos's Kubernetes code shares: how a fault or
-// a command reaches a cluster (Access: a kubeconfig and context, or the
-// in-cluster service account), the labels llmchaos reads and writes
-// (llmchaos.io/target opts a namespace or pod in; llmchaos.io/run marks
-// what a run created), the opt-in check, pod readiness, object names, and
+// Package kube holds what llmchaos's Kubernetes code shares: the
+// connection to a cluster (Connect, Access: in a pod its service account,
+// else a kubeconfig file and context, as kubectl finds them), the labels
+// llmchaos reads and writes (llmchaos.io/target opts a namespace or pod
+// in; llmchaos.io/run marks what a run created), the opt-in check, pod
+// readiness, object names, waits on pods and other objects (WaitPods,
+// WaitList, WaitGone, Inform), the ready endpoints of a Service or of a
+// label selector's pods, re-listed as pods come and go (Discovery), and
 // APICall, the record of one API call a package makes, from which the
 // deploy/kubernetes RBAC test proves the Role grants exactly what the tool
-// uses.
+// uses. It holds no state between calls.
 package kube

@@ -12,12 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
-// Ready reports whether pod is Running, Ready and not being deleted: a
-// replica that serves.
-func Ready(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+// PodReady reports whether pod serves: Running, with condition Ready true
+// and an IP, and not being deleted. It is what a Service's EndpointSlices
+// count as a ready endpoint, and what min_available counts.
+func PodReady(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
@@ -26,6 +28,46 @@ func Ready(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// CountReady returns how many of pods are PodReady.
+func CountReady(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if PodReady(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// DescribePods names pods with their state, for messages: "a (ready), b
+// (Pending)".
+func DescribePods(pods []*corev1.Pod) string {
+	if len(pods) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(pods))
+	for i, p := range pods {
+		state := string(p.Status.Phase)
+		switch {
+		case p.DeletionTimestamp != nil:
+			state = "terminating"
+		case PodReady(p):
+			state = "ready"
+		case p.Status.Phase == corev1.PodRunning:
+			state = "running, not ready"
+		}
+		parts[i] = p.Name + " (" + state + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PodsListWatch lists and watches the pods of namespace ns that match the
+// label selector.
+func PodsListWatch(client kubernetes.Interface, ns, selector string) cache.ListerWatcher {
+	return cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 }
 
 // PodTarget names the pods a fault acts on: those of Namespace that match
@@ -68,14 +110,39 @@ func (t PodTarget) Pods(ctx context.Context, client kubernetes.Interface) ([]cor
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", t, err)
 	}
-	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Labels[LabelManagedBy] == ManagedBy })
+	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return Managed(&p) })
 	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil
 }
 
+// Wait watches the pods of t (as Pods lists them: llmchaos's own left out)
+// until cond holds for them, as WaitPods.
+func (t PodTarget) Wait(ctx context.Context, client kubernetes.Interface, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
+	return WaitPods(ctx, client, t.Namespace, t.Selector, func(pods []*corev1.Pod) bool {
+		return cond(slices.DeleteFunc(pods, Managed))
+	})
+}
+
+// Managed reports whether llmchaos made pod (it is labelled
+// app.kubernetes.io/managed-by=llmchaos).
+func Managed(pod *corev1.Pod) bool { return pod.Labels[LabelManagedBy] == ManagedBy }
+
 // ErrNotOptedIn is wrapped by the error of CheckOptIn when a pod is not
 // opted in.
 var ErrNotOptedIn = errors.New("not opted in")
+
+// OptedIn reports whether an object's labels opt it in: LabelTarget=true.
+func OptedIn(labels map[string]string) bool { return labels[LabelTarget] == "true" }
+
+// NamespaceOptedIn reads namespace ns and reports whether it is labelled
+// llmchaos.io/target=true.
+func NamespaceOptedIn(ctx context.Context, client kubernetes.Interface, ns string) (bool, error) {
+	n, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	return OptedIn(n.Labels), nil
+}
 
 // CheckOptIn returns nil when every pod of pods may be acted on: it, or
 // namespace ns that holds it, is labelled llmchaos.io/target=true. It reads
@@ -85,16 +152,15 @@ var ErrNotOptedIn = errors.New("not opted in")
 func CheckOptIn(ctx context.Context, client kubernetes.Interface, ns string, pods []corev1.Pod) error {
 	var out []string
 	for _, p := range pods {
-		if p.Labels[LabelTarget] != "true" {
+		if !OptedIn(p.Labels) {
 			out = append(out, p.Name)
 		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
-	n, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	switch {
-	case err == nil && n.Labels[LabelTarget] == "true":
+	switch ok, err := NamespaceOptedIn(ctx, client, ns); {
+	case err == nil && ok:
 		return nil
 	case err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
 		return fmt.Errorf("check that namespace %s opted in (label %s=true): %w", ns, LabelTarget, err)

@@ -3,76 +3,51 @@ package kube
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
-// WaitPods watches the pods of t (as Pods lists them: llmchaos's own left
-// out) until cond holds for them (copies, sorted by name) and returns nil,
-// or returns ctx's error when it ends first. cond sees the pods after the
-// first list and after every change.
-func WaitPods(ctx context.Context, client kubernetes.Interface, t PodTarget, cond func([]corev1.Pod) bool) error {
-	return WaitSelectedPods(ctx, client, t.Namespace, t.Selector, func(pods []corev1.Pod) bool {
-		return cond(slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.Labels[LabelManagedBy] == ManagedBy }))
+// WaitList watches what lw lists until cond holds for it (copies, sorted
+// by namespace/name; cond sees every change and must not keep them) and
+// returns it. When ctx ends first, the error says whether the first list
+// came in, with the last error of the watch, if any, and the objects last
+// seen are returned with it.
+func WaitList[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, example T, cond func([]T) bool) ([]T, error) {
+	var last []T
+	out := watchLoop(ctx, lw, example, nil, func(objs []T) bool {
+		last = objs
+		return cond(objs)
 	})
+	if out.done {
+		return last, nil
+	}
+	err := context.Cause(ctx)
+	if !out.synced {
+		err = fmt.Errorf("no list before the deadline: %w", err)
+	}
+	if out.lastErr != nil {
+		err = fmt.Errorf("%w (last error: %w)", err, out.lastErr)
+	}
+	return last, err
 }
 
-// WaitSelectedPods is WaitPods for the pods of namespace ns that the label
-// selector matches, llmchaos's own pods included.
-func WaitSelectedPods(ctx context.Context, client kubernetes.Interface, ns, selector string, cond func([]corev1.Pod) bool) error {
-	t := PodTarget{Namespace: ns, Selector: selector}
-	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", ns,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	changed := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case changed <- struct{}{}:
-		default: // a check is pending already; it sees this change too
-		}
+// WaitPods watches the pods of namespace ns that match selector ("" for
+// all) until cond holds for them, as WaitList, and returns them (sorted by
+// name); the error names the pods' selector and namespace.
+func WaitPods(ctx context.Context, client kubernetes.Interface, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
+	pods, err := WaitList(ctx, PodsListWatch(client, ns, selector), &corev1.Pod{}, cond)
+	if err != nil {
+		return pods, fmt.Errorf("pods %q in %s: %w", selector, ns, err)
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	}); err != nil {
-		return err
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { informer.RunWithContext(runCtx) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return fmt.Errorf("watch %s: no list: %w", t, context.Cause(ctx))
-	}
-	for {
-		var pods []corev1.Pod
-		for _, o := range informer.GetStore().List() {
-			pods = append(pods, *o.(*corev1.Pod).DeepCopy())
-		}
-		slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-		if cond(pods) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("watch %s: %w", t, context.Cause(ctx))
-		case <-changed:
-		}
-	}
+	return pods, nil
 }
 
 // WaitGone waits until the object name of res is gone (its Get answers

@@ -480,25 +480,33 @@ type job struct {
 	s        *workload.Session
 }
 
-// startOpenLoop starts the generator (in g) and the pacer (in work); hard
-// is the requests' context.
-func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
-	plans := make(chan Planned, 256)
-	genStop := make(chan struct{})
+// startGenerator starts, in g, the generator of the schedule's plans: it
+// sends them on plans, buffered by size, until the schedule ends or stop
+// is closed, and then closes plans.
+func (r *run) startGenerator(g *errgroup.Group, size int) (plans <-chan Planned, stop chan<- struct{}) {
+	ch := make(chan Planned, size)
+	done := make(chan struct{})
 	g.Go(func() error {
-		defer close(plans)
+		defer close(ch)
 		for {
 			p, ok := r.e.sched.Next()
 			if !ok {
 				return nil
 			}
 			select {
-			case plans <- p:
-			case <-genStop:
+			case ch <- p:
+			case <-done:
 				return nil
 			}
 		}
 	})
+	return ch, done
+}
+
+// startOpenLoop starts the generator (in g) and the pacer (in work); hard
+// is the requests' context.
+func (r *run) startOpenLoop(hard context.Context, g *errgroup.Group) {
+	plans, genStop := r.startGenerator(g, 256)
 	jobs := make(chan job)
 	f := &feed{ch: plans, stop: hard.Done()}
 	fire := func(_ uint64, a workload.Arrival, _ time.Duration) bool {

@@ -202,22 +202,7 @@ func checkLive(cfg *Config) error {
 // the operational-time schedule, and the live pacer (in work) sends each
 // arrival when the live rate brings it due; hard is the requests' context.
 func (r *run) startLiveOpenLoop(hard context.Context, g *errgroup.Group) {
-	plans := make(chan Planned, 64)
-	genStop := make(chan struct{})
-	g.Go(func() error {
-		defer close(plans)
-		for {
-			p, ok := r.e.sched.Next()
-			if !ok {
-				return nil
-			}
-			select {
-			case plans <- p:
-			case <-genStop:
-				return nil
-			}
-		}
-	})
+	plans, genStop := r.startGenerator(g, 64)
 	jobs := make(chan job)
 	r.work.Go(func() {
 		r.endSchedule(r.livePace(hard, plans, jobs))

@@ -1,4 +1,4 @@
-package kubeclient
+package kube
 
 import (
 	"cmp"
@@ -82,9 +82,7 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 	what := fmt.Sprintf("pods %q in %s", d.Selector, d.Namespace)
 	if d.Service != "" {
 		what = fmt.Sprintf("EndpointSlices of Service %s/%s", d.Namespace, d.Service)
-		lw := cache.NewFilteredListWatchFromClient(d.Client.DiscoveryV1().RESTClient(), "endpointslices", d.Namespace,
-			func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + d.Service })
-		out = watchLoop(ctx, lw, &discoveryv1.EndpointSlice{}, ready, func(slices []*discoveryv1.EndpointSlice) bool {
+		out = watchLoop(ctx, EndpointSlicesListWatch(d.Client, d.Namespace, d.Service), &discoveryv1.EndpointSlice{}, ready, func(slices []*discoveryv1.EndpointSlice) bool {
 			emit(SliceEndpoints(slices, d.Port))
 			return false
 		})
@@ -105,6 +103,13 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 		err = fmt.Errorf("%w (last error: %w)", err, out.lastErr)
 	}
 	return err
+}
+
+// EndpointSlicesListWatch lists and watches the EndpointSlices of Service
+// service in namespace ns.
+func EndpointSlicesListWatch(client kubernetes.Interface, ns, service string) cache.ListerWatcher {
+	return cache.NewFilteredListWatchFromClient(client.DiscoveryV1().RESTClient(), "endpointslices", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service })
 }
 
 // PodEndpoints returns the endpoints of the ready pods (PodReady) on port,

@@ -1,4 +1,4 @@
-package kubeclient
+package kube_test
 
 import (
 	"context"
@@ -11,23 +11,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 func TestMain(m *testing.M) { k8stest.Main(m) }
 
 // discovered follows a Discovery's updates for a test.
 type discovered struct {
-	updates chan []Endpoint
+	updates chan []kube.Endpoint
 	errs    chan error
 }
 
-func startDiscovery(t *testing.T, d Discovery) *discovered {
+func startDiscovery(t *testing.T, d kube.Discovery) *discovered {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	got := &discovered{updates: make(chan []Endpoint, 64), errs: make(chan error, 1)}
+	got := &discovered{updates: make(chan []kube.Endpoint, 64), errs: make(chan error, 1)}
 	ready := make(chan struct{})
 	go func() {
-		got.errs <- d.Watch(ctx, func() { close(ready) }, func(eps []Endpoint, err error) {
+		got.errs <- d.Watch(ctx, func() { close(ready) }, func(eps []kube.Endpoint, err error) {
 			if err != nil {
 				t.Errorf("discovery update: %v", err)
 			}
@@ -51,10 +52,10 @@ func startDiscovery(t *testing.T, d Discovery) *discovered {
 }
 
 // until waits for an update for which cond holds and returns it.
-func (d *discovered) until(t *testing.T, what string, cond func([]Endpoint) bool) []Endpoint {
+func (d *discovered) until(t *testing.T, what string, cond func([]kube.Endpoint) bool) []kube.Endpoint {
 	t.Helper()
 	timeout := time.After(time.Minute)
-	var last []Endpoint
+	var last []kube.Endpoint
 	for {
 		select {
 		case eps := <-d.updates:
@@ -76,7 +77,7 @@ func podNames(pods []*corev1.Pod) []string {
 	return names
 }
 
-func endpointPods(eps []Endpoint) []string {
+func endpointPods(eps []kube.Endpoint) []string {
 	var names []string
 	for _, e := range eps {
 		names = append(names, e.Pod)
@@ -92,7 +93,7 @@ func TestDiscoveryFollowsPodsReplaced(t *testing.T) {
 	ns := c.Namespace(t)
 	w := k8stest.Workload{Name: "sim", Replicas: 3, Labels: map[string]string{"app": "sim"}, Service: true}
 	pods := c.CreateWorkload(t, ns, w)
-	cl, err := Connect(c.Kubeconfig, "")
+	cl, err := kube.Connect(c.Kubeconfig, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +103,15 @@ func TestDiscoveryFollowsPodsReplaced(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		d    Discovery
+		d    kube.Discovery
 	}{
-		{"service", Discovery{Client: cl.Client, Namespace: ns, Service: "sim"}},
-		{"selector", Discovery{Client: cl.Client, Namespace: ns, Selector: w.Selector(), Port: 8000}},
+		{"service", kube.Discovery{Client: cl.Client, Namespace: ns, Service: "sim"}},
+		{"selector", kube.Discovery{Client: cl.Client, Namespace: ns, Selector: w.Selector(), Port: 8000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := startDiscovery(t, tc.d)
 			want := podNames(pods)
-			eps := got.until(t, "the 3 pods", func(eps []Endpoint) bool { return slices.Equal(endpointPods(eps), want) })
+			eps := got.until(t, "the 3 pods", func(eps []kube.Endpoint) bool { return slices.Equal(endpointPods(eps), want) })
 			for i, e := range eps {
 				if e.IP != pods[i].Status.PodIP || e.Port != 8000 {
 					t.Errorf("endpoint %d = %+v, want pod %s at %s:8000", i, e, pods[i].Name, pods[i].Status.PodIP)
@@ -122,11 +123,11 @@ func TestDiscoveryFollowsPodsReplaced(t *testing.T) {
 			if err := cl.Client.CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 				t.Fatal(err)
 			}
-			got.until(t, "the victim gone", func(eps []Endpoint) bool { return !slices.Contains(endpointPods(eps), victim.Name) })
-			eps = got.until(t, "a replacement", func(eps []Endpoint) bool {
+			got.until(t, "the victim gone", func(eps []kube.Endpoint) bool { return !slices.Contains(endpointPods(eps), victim.Name) })
+			eps = got.until(t, "a replacement", func(eps []kube.Endpoint) bool {
 				return len(eps) == 3 && !slices.Contains(endpointPods(eps), victim.Name)
 			})
-			now, err := WaitPods(t.Context(), cl.Client, ns, w.Selector(), func(ps []*corev1.Pod) bool { return len(ps) == 3 })
+			now, err := kube.WaitPods(t.Context(), cl.Client, ns, w.Selector(), func(ps []*corev1.Pod) bool { return len(ps) == 3 })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,20 +142,20 @@ func TestDiscoveryFollowsPodsReplaced(t *testing.T) {
 // Without a Service the port must be given; an unreadable source is an
 // error once the caller's time is up, naming what was listed.
 func TestDiscoveryErrors(t *testing.T) {
-	if err := (Discovery{Selector: "app=x"}).Watch(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "no port") {
+	if err := (kube.Discovery{Selector: "app=x"}).Watch(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "no port") {
 		t.Errorf("no port: %v, want an error saying so", err)
 	}
 	c := k8stest.Start(t)
 	ns := c.Namespace(t)
 	cfg := c.Config()
 	cfg.BearerToken, cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = "", nil, nil, "", "" // anonymous: forbidden
-	anon, err := newCluster(cfg, ns, "anonymous")
+	anon, err := kube.NewClusterFrom(cfg, ns, "anonymous")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
-	err = Discovery{Client: anon.Client, Namespace: ns, Service: "sim"}.Watch(ctx, nil, func([]Endpoint, error) {})
+	err = kube.Discovery{Client: anon.Client, Namespace: ns, Service: "sim"}.Watch(ctx, nil, func([]kube.Endpoint, error) {})
 	if err == nil || !strings.Contains(err.Error(), "EndpointSlices of Service "+ns+"/sim") {
 		t.Errorf("forbidden list: %v, want an error naming the Service", err)
 	}
@@ -163,20 +164,20 @@ func TestDiscoveryErrors(t *testing.T) {
 // In a pod (KUBERNETES_SERVICE_HOST set) without a kubeconfig, the service
 // account is used; a kubeconfig named explicitly wins.
 func TestConnectInClusterOrKubeconfig(t *testing.T) {
-	t.Setenv(InClusterEnv, "10.0.0.1")
+	t.Setenv(kube.InClusterEnv, "10.0.0.1")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
-	if _, err := Connect("", ""); err == nil || !strings.Contains(err.Error(), "in-cluster") {
+	if _, err := kube.Connect("", ""); err == nil || !strings.Contains(err.Error(), "in-cluster") {
 		t.Errorf("in a pod without its service account files: %v, want an in-cluster error", err)
 	}
 	c := k8stest.Start(t)
-	cl, err := Connect(c.Kubeconfig, "")
+	cl, err := kube.Connect(c.Kubeconfig, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cl.Namespace != "default" {
 		t.Errorf("namespace = %q, want default (the kubeconfig's context names none)", cl.Namespace)
 	}
-	if _, err := Connect(c.Kubeconfig, "no-such-context"); err == nil || !strings.Contains(err.Error(), "no-such-context") {
+	if _, err := kube.Connect(c.Kubeconfig, "no-such-context"); err == nil || !strings.Contains(err.Error(), "no-such-context") {
 		t.Errorf("unknown context: %v, want an error naming it", err)
 	}
 }

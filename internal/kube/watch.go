@@ -1,4 +1,4 @@
-package kubeclient
+package kube
 
 import (
 	"context"
@@ -21,6 +21,32 @@ type watchOutcome struct {
 	lastErr error
 }
 
+// runInformer runs informer, whose handlers are added, until stop is
+// called (stop waits for it to end); lastErr returns the last error of
+// its lists and watches.
+func runInformer(ctx context.Context, informer cache.SharedIndexInformer) (lastErr func() error, stop func()) {
+	var (
+		mu   sync.Mutex
+		last error
+	)
+	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		mu.Lock()
+		last = err
+		mu.Unlock()
+	})
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { informer.RunWithContext(runCtx) })
+	return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			return last
+		}, func() {
+			cancel()
+			wg.Wait()
+		}
+}
+
 // watchLoop runs an informer over lw and calls changed with a snapshot of
 // its store (copies, sorted by namespace/name) after the first list and
 // after every change, until changed returns true or ctx ends. synced, when
@@ -36,20 +62,6 @@ func watchLoop[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, ex
 		default: // a call is pending already; it will see this change too
 		}
 	}
-	var (
-		mu      sync.Mutex
-		lastErr error
-	)
-	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		mu.Lock()
-		lastErr = err
-		mu.Unlock()
-	})
-	last := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return lastErr
-	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		UpdateFunc: func(any, any) { poke() },
@@ -57,13 +69,8 @@ func watchLoop[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, ex
 	}); err != nil {
 		return watchOutcome{lastErr: err}
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { informer.RunWithContext(runCtx) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
+	last, stop := runInformer(ctx, informer)
+	defer stop()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return watchOutcome{lastErr: last()}
 	}
@@ -105,31 +112,15 @@ func snapshot[T runtime.Object](store cache.Store) []T {
 // list when ctx ends before it.
 func Inform(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, synced func(), h cache.ResourceEventHandler) error {
 	informer := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
-	var (
-		mu      sync.Mutex
-		lastErr error
-	)
-	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		mu.Lock()
-		lastErr = err
-		mu.Unlock()
-	})
 	reg, err := informer.AddEventHandler(h)
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { informer.RunWithContext(runCtx) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
+	last, stop := runInformer(ctx, informer)
+	defer stop()
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		mu.Lock()
-		defer mu.Unlock()
-		if lastErr != nil {
-			return fmt.Errorf("no list: %w (last error: %w)", context.Cause(ctx), lastErr)
+		if err := last(); err != nil {
+			return fmt.Errorf("no list: %w (last error: %w)", context.Cause(ctx), err)
 		}
 		return fmt.Errorf("no list: %w", context.Cause(ctx))
 	}
