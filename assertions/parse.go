@@ -37,6 +37,7 @@ import (
 //
 // "name" is k6's request-name tag; llmchaos records it as the class, so
 // {name:X} selects what {class:X} selects.
+//
 //	tag_value   ::= bare | dquoted | squoted             (+ quoting)
 //	bare        ::= bare_char { bare_char }               (trailing ws trimmed)
 //	bare_char   ::= any character but "," "{" "}" '"' "'"
