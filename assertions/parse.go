@@ -34,10 +34,6 @@ import (
 //	tag_list    ::= tag { ws "," ws tag }
 //	tag         ::= tag_key ws ":" ws tag_value
 //	tag_key     ::= "phase" | "fault" | "class" | "endpoint" | "scenario" | "name"
-//
-// "name" is k6's request-name tag; llmchaos records it as the class, so
-// {name:X} selects what {class:X} selects.
-//
 //	tag_value   ::= bare | dquoted | squoted             (+ quoting)
 //	bare        ::= bare_char { bare_char }               (trailing ws trimmed)
 //	bare_char   ::= any character but "," "{" "}" '"' "'"
@@ -53,6 +49,8 @@ import (
 //	unit        ::= "ms" | "s" | "us" | "µs" | "μs" | "%"  (+ us, µs, %)
 //	ws          ::= { " " | "\t" | "\n" | "\r" }
 //
+// "name" is k6's request-name tag; llmchaos records it as the class, so
+// {name:X} selects what {class:X} selects.
 // Numbers have no sign and no exponent. `===` is k6's synonym of `==`.
 // A unit may be separated from its number by spaces ("500 ms"); a word
 // there that is not a unit is read as the start of a next expression that
