@@ -110,6 +110,18 @@ type Options struct {
 	// plays step by step. See Live.
 	Live *Live
 
+	// Shards runs the load of an experiment with workload.shards N > 1
+	// (see ShardRunner). Nil: an Indexed Job of ShardImage in the
+	// target.kubernetes namespace (KubernetesShards); a LocalShards runs
+	// them as processes of this machine.
+	Shards ShardRunner
+	// ShardImage is the llmchaos image of the shard pods of a sharded load
+	// run as a Kubernetes Job.
+	ShardImage string
+	// ShardStartIn is how far ahead of their start the shards are started
+	// (0: DefaultShardStartIn).
+	ShardStartIn time.Duration
+
 	// hooks lets tests reach inside a run.
 	hooks *testHooks
 }
@@ -134,6 +146,9 @@ type Outcome struct {
 	Doc *report.Document
 	// RunDir is the run directory.
 	RunDir string
+	// Shards are the shards' own reports, by index, for a sharded load
+	// (workload.shards); its results are in Doc like any load's.
+	Shards []*report.Document
 	// Aborted is set when the run was cut short; AbortReason says why
 	// (one of the Abort constants) and AbortDetail how.
 	Aborted     bool
@@ -325,6 +340,8 @@ type run struct {
 	// tagURL maps the URL the engine sends to onto the endpoint's URL,
 	// which results are tagged with.
 	tagURL map[string]string
+	// shardOutputs are the shards' outputs once a sharded load ended.
+	shardOutputs []ShardOutput
 }
 
 // newRun returns the run of plan p in directory dir, its parts made and

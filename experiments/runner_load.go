@@ -25,6 +25,9 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	if p.script != nil {
 		return r.loadScript(ctx)
 	}
+	if p.spec.Workload.Shards > 1 {
+		return r.loadShards(ctx)
+	}
 	live, err := assertions.NewLive(p.stops)
 	if err != nil {
 		return engine.RunStats{}, err
@@ -162,6 +165,9 @@ func (r *run) tag(at time.Duration, tags *recording.Tags) {
 func (r *run) progress() func(now time.Duration) {
 	var last time.Duration
 	return func(now time.Duration) {
+		if r.p.spec.Workload.Shards > 1 {
+			return // nothing is recorded until the shards end
+		}
 		if every := r.opts.Progress; every > 0 && now-last >= every-every/10 {
 			last = now
 			r.out.println(r.progressLine(now))

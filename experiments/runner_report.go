@@ -70,7 +70,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 	doc.SteadyState = r.judge.steadyState()
 	abort = r.judge.aborted()
 	aborted := abort != nil
-	out := &Outcome{Doc: doc, Aborted: aborted, Refused: r.faults.refusedNames()}
+	out := &Outcome{Doc: doc, Aborted: aborted, Refused: r.faults.refusedNames(), Shards: r.shardReports()}
 	if aborted {
 		out.AbortReason, out.AbortDetail = abort.Cause, abort.Reason()
 	}

@@ -221,7 +221,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.DurationVar(&f.Grace, "grace", f.Grace, "time in-flight requests get to finish after the schedule ends, before they are cancelled")
 	addOutFlag(fs, &f.Out)
 	fs.StringVar(&f.HTML, "html", "", "write the self-contained HTML report (latency, throughput and server plots, tables, verdicts) to this file")
-	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file")
+	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file (- for stdout, before the report when --out is - too)")
 	fs.DurationVar(&f.Progress, "progress", f.Progress, "interval of the progress lines when stdout is not a terminal (0: no live output)")
 	f.Summary.add(fs, "print only the verdict line, and warnings and errors on stderr: no start line, no live progress, no summary table")
 	f.Verdict.add(fs)
@@ -516,8 +516,11 @@ func countStdout(outs []report.Output) int {
 	return n
 }
 
-// toStdout reports whether a report of the load goes to standard output.
-func (c loadConfig) toStdout() bool { return countStdout(c.Outputs) > 0 }
+// toStdout reports whether stdout holds machine output (a report, or the
+// --save-requests lines): the human lines then go to stderr.
+func (c loadConfig) toStdout() bool {
+	return countStdout(c.Outputs) > 0 || c.SaveRequests == report.Stdout
+}
 
 // workloadErrors turns the workload's validation errors into the
 // command's: flag names as this command spells them, and a missing prompt

@@ -44,7 +44,13 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 
 	ropts := recording.Options{SLO: cfg.SLO}
 	var saveFile *os.File
-	if cfg.SaveRequests != "" {
+	switch cfg.SaveRequests {
+	case "":
+	case report.Stdout:
+		// Before the report when that goes to stdout too: the writer is
+		// flushed before the report is written (a shard's pod log).
+		ropts.SaveRequests = recording.NewRequestWriter(stdout)
+	default:
 		if saveFile, err = os.Create(cfg.SaveRequests); err != nil {
 			return usageError(fmt.Errorf("--save-requests: %w", err))
 		}
@@ -166,8 +172,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		if err := ropts.SaveRequests.Flush(); err != nil {
 			errs = append(errs, err)
 		}
-		if err := saveFile.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("--save-requests: %w", err))
+		if saveFile != nil {
+			if err := saveFile.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("--save-requests: %w", err))
+			}
 		}
 	}
 	doc, err := l.Document(report.Meta{

@@ -70,6 +70,11 @@ type Config struct {
 	// Keep leaves the Job after its reports are collected (Run deletes
 	// it by default).
 	Keep bool
+	// SaveRequests makes every shard write its per-request lines
+	// (--save-requests -) to stdout before its report, and Run keep each
+	// shard's log (Shard.Log) for them to be read back with
+	// recording.ReadRequests (lenient: the log's other lines skipped).
+	SaveRequests bool
 	// Partial merges the shards that succeeded when some did not (with a
 	// warning) instead of failing.
 	Partial bool
@@ -132,14 +137,20 @@ func hasFlag(args []string, flag string) bool {
 
 // Args returns the load container's args for c: `load`, c's flags, and
 // --shard $(JOB_COMPLETION_INDEX)/N, --start-at, --out - (the JSON report
-// alone on stdout) and --progress 0 (no live lines in the log).
+// alone on stdout), --progress 0 (no live lines in the log) and, with
+// SaveRequests, --save-requests - (one JSON line per request on stdout,
+// all written before the report).
 func (c Config) Args() []string {
 	args := append([]string{"load"}, c.LoadArgs...)
-	return append(args,
+	args = append(args,
 		"--shard", fmt.Sprintf("$(%s)/%d", IndexEnv, c.Shards),
 		"--start-at", c.StartAt.UTC().Format(time.RFC3339Nano),
 		"--out", "-",
 		"--progress", "0")
+	if c.SaveRequests {
+		args = append(args, "--save-requests", "-")
+	}
+	return args
 }
 
 // Job returns the Indexed Job of c (defaults filled in by the caller):

@@ -34,6 +34,9 @@ type Shard struct {
 	Doc *report.Document
 	// Err says why it has no report.
 	Err error
+	// Log is its pod's log, kept with Config.SaveRequests: its request
+	// lines (see recording.ReadRequests).
+	Log []byte
 }
 
 // Result is a finished sharded load.
@@ -89,7 +92,7 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 	if err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	res.Shards = collect(ctx, cfg.Shards, pods, logs)
+	res.Shards = collect(ctx, cfg.Shards, pods, logs, cfg.SaveRequests)
 	if err := res.merge(cfg.Partial); err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
@@ -174,8 +177,8 @@ func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Jo
 }
 
 // collect reads the report of every shard 0..n-1 from the log of its pod
-// that succeeded, reading the logs at once.
-func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource) []Shard {
+// that succeeded, reading the logs at once; keep keeps the logs.
+func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, keep bool) []Shard {
 	shards := make([]Shard, n)
 	byIndex := map[int]*corev1.Pod{}
 	failed := map[int]*corev1.Pod{}
@@ -205,6 +208,9 @@ func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource) []Sh
 			if err != nil {
 				shards[i].Err = err
 				return
+			}
+			if keep {
+				shards[i].Log = b
 			}
 			if shards[i].Doc, err = ParseReport(b); err != nil {
 				shards[i].Err = fmt.Errorf("pod %s: %w", p.Name, err)

@@ -529,16 +529,54 @@ func (v *validator) capacityRate(w Workload) {
 	}
 }
 
-// shards checks workload.shards. An experiment does not run a sharded
-// load itself yet (its phases, recovery and stop conditions read one
-// process's live results): a sharded load runs as an Indexed Job with
-// llmchaos shard-job, or by hand with load --shard and merge.
+// shards checks workload.shards. A sharded load runs in other processes
+// (the pods of an Indexed Job) and its results are recorded by the runner
+// only once they ended: nothing live reads them, so a sharded experiment
+// has no stop conditions, abortOnFail thresholds or threshold probes of
+// the steady state before the faults; and the shards get the workload as
+// llmchaos load flags, which a script, a trace, a dataset, stages, a
+// ramp, a closed loop, a capacity share, an API key or headers do not
+// travel in yet.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
 		v.iss.add("workload.shards", "%d is negative: want the number of shards, 1 or more", w.Shards)
-	case w.Shards > 1:
-		v.iss.add("workload.shards", "%d shards: an experiment runs its load in one process; run a sharded load as an Indexed Job with llmchaos shard-job, or on several machines with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
+		return
+	case w.Shards <= 1:
+		return
+	}
+	s := v.s
+	if s.Target.Kubernetes == nil {
+		v.iss.add("workload.shards", "%d shards need target.kubernetes: they run as the pods of an Indexed Job in its namespace; for another target run the load by hand with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
+	}
+	if len(s.StopConditions) > 0 {
+		v.iss.add("stop_conditions", "not supported with workload.shards: a sharded load's results reach the runner only once the shards ended; remove them or run the load in one process (shards: 1)")
+	}
+	for m, es := range s.Thresholds {
+		for _, e := range es {
+			if e.AbortOnFail {
+				v.iss.add("thresholds."+m, "abortOnFail is not supported with workload.shards (the results reach the runner only once the shards ended): remove it, the threshold still holds over the run")
+			}
+		}
+	}
+	for i, pr := range s.SteadyState {
+		if pr.Threshold != "" {
+			v.iss.add(fmt.Sprintf("steady_state[%d].threshold", i), "not supported with workload.shards: it is checked over the load before the first fault, which the runner only sees once the shards ended; use an http or promql probe")
+		}
+	}
+	if k := s.Target.Kubernetes; k != nil && (k.APIKeyEnv != "" || len(k.Headers) > 0) {
+		v.iss.add("workload.shards", "target.kubernetes api_key_env and headers do not reach the shard pods yet: run the load in one process (shards: 1)")
+	}
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"script", w.Script != ""}, {"trace", w.Trace != ""}, {"dataset", w.Dataset != ""}, {"stages", len(w.Stages) > 0}, {"ramp", w.Ramp != nil},
+		{"concurrency", w.Concurrency > 0}, {"capacity", w.Capacity != ""},
+	} {
+		if k.set {
+			v.iss.add("workload."+k.key, "not supported with workload.shards yet (the shards get the workload as llmchaos load flags): use an open-loop rate, or shards: 1")
+		}
 	}
 }
 

@@ -1,0 +1,225 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+// DefaultShardStartIn is how far ahead the shards of a sharded load are
+// told to start when Options.ShardStartIn is zero: time for the Job's pods
+// to be scheduled, pull the image and run the pre-flight check.
+const DefaultShardStartIn = 30 * time.Second
+
+// loadShards runs the load as workload.shards shards (see ShardRunner)
+// started at one instant, which is the run clock's zero: the faults run
+// on their timeline meanwhile, as with a load in this process. Once every
+// shard has ended, their results are recorded here, each shifted onto the
+// run clock and tagged with the phase and fault of its send time on the
+// actual timeline, so that phases, recovery, thresholds and the verdict
+// come out of them as out of a load in this process. Nothing is recorded
+// while the shards run: no live figures, stop conditions or live
+// recovery events (validation refuses stop conditions with shards).
+func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
+	p := r.p
+	n := p.spec.Workload.Shards
+	args, err := r.shardLoadArgs()
+	if err != nil {
+		return engine.RunStats{}, err
+	}
+	sr := r.opts.Shards
+	if sr == nil {
+		if sr, err = r.kubeShards(); err != nil {
+			return engine.RunStats{}, err
+		}
+	}
+	in := r.opts.ShardStartIn
+	if in <= 0 {
+		in = DefaultShardStartIn
+	}
+	// The clock's zero carries a monotonic reading and is the instant
+	// every shard starts at (to the millisecond the flag carries).
+	now := time.Now()
+	start := now.Add(in).Truncate(time.Millisecond)
+	clock := recording.NewRunClockAt(now.Add(start.Sub(now)))
+	// shift is the shards' clock zero on the run clock: 0, as both start
+	// at start; kept for a runner whose clock would start elsewhere.
+	shift := start.Sub(clock.Start())
+	if err := sr.Start(ctx, args, n, start); err != nil {
+		return engine.RunStats{}, &loadrun.StageError{Stage: loadrun.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
+	}
+	r.out.printf("load: %d shards start at %s (in %v)", n, start.UTC().Format(time.RFC3339Nano), time.Until(start).Round(time.Millisecond))
+	rec := recording.NewRecorder(recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests})
+	t := time.NewTimer(time.Until(start))
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		_, _ = sr.Collect(ctx)
+		return engine.RunStats{Interrupted: true}, nil
+	}
+	live, err := assertions.NewLive(nil)
+	if err != nil {
+		return engine.RunStats{}, err
+	}
+	stop := r.alongside(ctx, &loadrun.Load{Clock: clock, Recorder: rec}, live)
+	outs, cerr := sr.Collect(ctx)
+	stats, rerr := r.recordShards(rec, outs, shift)
+	stats.Interrupted = ctx.Err() != nil
+	stats.End = max(stats.End, r.now())
+	stop(stats, errors.Join(cerr, rerr))
+	if cerr != nil || rerr != nil {
+		return stats, fmt.Errorf("load: workload.shards: %w", errors.Join(cerr, rerr))
+	}
+	return stats, nil
+}
+
+// recordShards records every shard's results in rec: shifted by shift
+// onto the run clock, tagged by r.tag from their send time (scheduled
+// time for one never sent). It returns the load's account.
+func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift time.Duration) (engine.RunStats, error) {
+	var (
+		stats engine.RunStats
+		errs  []error
+	)
+	for _, o := range outs {
+		if o.Doc == nil {
+			continue
+		}
+		var lines int64
+		err := recording.ReadRequests(bytes.NewReader(o.Log), true, func(res *recording.Result) {
+			lines++
+			for _, d := range []*time.Duration{&res.Scheduled, &res.Dequeued, &res.Sent, &res.FirstToken, &res.End} {
+				if *d != 0 || d == &res.Scheduled {
+					*d += shift
+				}
+			}
+			at := res.Sent
+			if at == 0 {
+				at = res.Scheduled
+			}
+			r.tag(at, &res.Tags)
+			rec.Record(res)
+			stats.Scheduled++
+			stats.End = max(stats.End, res.End)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", o.Index, err))
+		}
+		if want := o.Doc.Requests.Scheduled; err == nil && lines != want {
+			errs = append(errs, fmt.Errorf("shard %d: %d request lines in its log, its report counts %d requests: the log is cut", o.Index, lines, want))
+		}
+		stats.ScheduleEnd = max(stats.ScheduleEnd, durationOf(o.Doc.DurationS)+shift)
+	}
+	r.shardOutputs = outs
+	return stats, errors.Join(errs...)
+}
+
+// kubeShards is the ShardRunner of a Kubernetes target: an Indexed Job in
+// its namespace, running Options.ShardImage.
+func (r *run) kubeShards() (ShardRunner, error) {
+	if r.kube == nil {
+		return nil, errors.New("workload.shards: needs target.kubernetes (its shards are the pods of an Indexed Job)")
+	}
+	if r.opts.ShardImage == "" {
+		return nil, errors.New("workload.shards: no llmchaos image for the shard pods: give llmchaos run --shard-image IMAGE")
+	}
+	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
+}
+
+// shardLoadArgs are the `llmchaos load` flags of every shard: the
+// targets, the model, the seed and the workload of the experiment.
+// Workload keys a shard cannot take yet are refused by validation.
+func (r *run) shardLoadArgs() ([]string, error) {
+	p := r.p
+	w := p.spec.Workload
+	var a []string
+	add := func(flag, v string) { a = append(a, flag, v) }
+	for _, e := range r.endpoints {
+		add("--target", e.load)
+	}
+	add("--model", r.model)
+	add("--seed", strconv.FormatInt(int64(p.seed), 10))
+	if w.Rate.Unresolved() {
+		return nil, fmt.Errorf("workload.rate %s: not resolved from a capacity", w.Rate)
+	}
+	if w.Rate != (spec.Rate{}) {
+		add("--rate", strconv.FormatFloat(w.Rate.PerSecond, 'f', -1, 64))
+	}
+	str := map[string]string{"--workload": w.Preset, "--class": w.Class, "--api": w.API, "--arrival": w.Arrival, "--on-saturation": w.OnSaturation}
+	for _, f := range []string{"--workload", "--class", "--api", "--arrival", "--on-saturation"} {
+		if v := str[f]; v != "" {
+			add(f, v)
+		}
+	}
+	if w.Burstiness != 0 {
+		add("--burstiness", strconv.FormatFloat(w.Burstiness, 'f', -1, 64))
+	}
+	for _, d := range []struct {
+		flag string
+		v    spec.Duration
+	}{{"--duration", w.Duration}, {"--timeout", w.Timeout}, {"--ttft-timeout", w.TTFTTimeout}, {"--idle-timeout", w.IdleTimeout}} {
+		if d.v != 0 {
+			add(d.flag, d.v.String())
+		}
+	}
+	add("--grace", w.GraceOrDefault().String())
+	for _, i := range []struct {
+		flag string
+		v    int
+	}{{"--requests", w.Requests}, {"--max-in-flight", w.MaxInFlight}, {"--min-tokens", w.MinTokens}, {"--prefix-count", w.PrefixCount}, {"--prefix-tokens", w.PrefixTokens}} {
+		if i.v != 0 {
+			add(i.flag, strconv.Itoa(i.v))
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		v    spec.Dist
+	}{{"--input-tokens", w.InputTokens}, {"--input-tokens", w.PromptTokens}, {"--output-tokens", w.OutputTokens}, {"--turns", w.Turns}, {"--cancel-after-tokens", w.CancelAfterTokens}} {
+		if d.v != (spec.Dist{}) {
+			add(d.flag, d.v.String())
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		v    spec.DurationDist
+	}{{"--session-think-time", w.SessionThinkTime}, {"--cancel-after", w.CancelAfter}} {
+		if d.v != (spec.DurationDist{}) {
+			add(d.flag, d.v.String())
+		}
+	}
+	if w.PrefixShare != 0 {
+		add("--prefix-share", strconv.FormatFloat(w.PrefixShare, 'f', -1, 64))
+	}
+	if w.CancelShare != 0 {
+		add("--cancel-rate", strconv.FormatFloat(100*w.CancelShare, 'f', -1, 64)+"%")
+	}
+	if w.IgnoreEOS {
+		a = append(a, "--ignore-eos")
+	}
+	if r.opts.NoPreflight || w.PreflightOff() {
+		a = append(a, "--no-preflight")
+	}
+	return a, nil
+}
+
+// shardReports are the shards' reports, by index, once a sharded load
+// ended (nil otherwise).
+func (r *run) shardReports() []*report.Document {
+	var docs []*report.Document
+	for _, o := range r.shardOutputs {
+		docs = append(docs, o.Doc)
+	}
+	return docs
+}

@@ -1,0 +1,211 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// ShardRunner runs the load of an experiment with workload.shards N as N
+// `llmchaos load --shard INDEX/N` processes started at one wall-clock
+// instant, while the runner runs the fault timeline; at the end the runner
+// reads every shard's per-request lines back and records them on its own
+// clock, tagged by phase and fault from each one's send time.
+//
+// Each shard runs `llmchaos load` with the runner's flags plus --shard
+// INDEX/N, --start-at, --out - (its JSON report on stdout) and
+// --save-requests - (its request lines on stdout, all before the report):
+// shardjob.Config.Args with SaveRequests.
+type ShardRunner interface {
+	// Start starts n shards of `llmchaos load` with args (the load's
+	// flags, without --shard, --start-at, --out, --progress or
+	// --save-requests) that all start their schedule at startAt. It
+	// returns once they are on their way, not when they end.
+	Start(ctx context.Context, args []string, n int, startAt time.Time) error
+	// Collect waits until every shard has ended and returns what each
+	// wrote, by index; an error when any shard has no report.
+	Collect(ctx context.Context) ([]ShardOutput, error)
+}
+
+// ShardOutput is what one shard wrote.
+type ShardOutput struct {
+	// Index is the shard's index, from 0.
+	Index int
+	// Doc is its JSON run report.
+	Doc *report.Document
+	// Log holds its request lines (recording.ReadRequests, lenient: the
+	// other lines of the log are skipped).
+	Log []byte
+}
+
+// shardConfig is the shardjob configuration of n shards of args at startAt,
+// their request lines on stdout.
+func shardConfig(args []string, n int, startAt time.Time) shardjob.Config {
+	return shardjob.Config{Shards: n, StartAt: startAt, LoadArgs: args, SaveRequests: true}
+}
+
+// LocalShards runs the shards as child processes of the llmchaos
+// executable Binary, on this machine: what each pod of the Kubernetes Job
+// runs, its index expanded. The experiment runner uses it for
+// workload.shards when Options.Shards is set to one (tests, a single big
+// machine); each shard's stderr is kept apart and quoted when it fails.
+type LocalShards struct {
+	// Binary is the llmchaos executable.
+	Binary string
+
+	mu    sync.Mutex
+	n     int
+	wg    sync.WaitGroup
+	outs  []bytes.Buffer
+	errs  []bytes.Buffer
+	waits []error
+}
+
+var _ ShardRunner = (*LocalShards)(nil)
+
+// Start implements ShardRunner.
+func (l *LocalShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.Binary == "" {
+		return errors.New("local shards: no llmchaos executable to run them with")
+	}
+	if l.n != 0 {
+		return errors.New("local shards: started twice")
+	}
+	cfg := shardConfig(args, n, startAt)
+	l.n, l.outs, l.errs, l.waits = n, make([]bytes.Buffer, n), make([]bytes.Buffer, n), make([]error, n)
+	for i := range n {
+		a := slices.Clone(cfg.Args())
+		for k := range a {
+			a[k] = strings.ReplaceAll(a[k], "$("+shardjob.IndexEnv+")", strconv.Itoa(i))
+		}
+		cmd := exec.CommandContext(ctx, l.Binary, a...)
+		cmd.Stdout, cmd.Stderr = &l.outs[i], &l.errs[i]
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("local shards: start shard %d (%s): %w", i, l.Binary, err)
+		}
+		l.wg.Go(func() { l.waits[i] = cmd.Wait() })
+	}
+	return nil
+}
+
+// Collect implements ShardRunner.
+func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done // CommandContext kills them
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	outs := make([]ShardOutput, l.n)
+	var errs []error
+	for i := range l.n {
+		outs[i].Index = i
+		log := l.outs[i].Bytes()
+		doc, err := shardjob.ParseReport(log)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %v: %w\n%s", i, l.waits[i], err, strings.TrimSpace(l.errs[i].String())))
+			continue
+		}
+		outs[i].Doc, outs[i].Log = doc, log
+	}
+	if len(errs) > 0 {
+		return outs, fmt.Errorf("local shards: %w", errors.Join(errs...))
+	}
+	return outs, nil
+}
+
+// KubernetesShards runs the shards as the pods of an Indexed Job
+// (experiments/shardjob) in the target's namespace, and reads each one's
+// report and request lines from its pod's log. The runner uses it for
+// workload.shards with a target.kubernetes when Options.Shards is nil.
+type KubernetesShards struct {
+	// Cluster and Namespace are where the Job runs.
+	Cluster   *kube.Cluster
+	Namespace string
+	// Image is the llmchaos image the shard pods run.
+	Image string
+	// RunID labels the Job; ServiceAccount runs its pods ("" for the
+	// namespace's default).
+	RunID          string
+	ServiceAccount string
+	// Logs reads the pods' logs (nil: through the API server).
+	Logs shardjob.LogSource
+
+	done chan struct{}
+	res  *shardjob.Result
+	err  error
+}
+
+var _ ShardRunner = (*KubernetesShards)(nil)
+
+// Job returns the Job Start creates for args, n and startAt.
+func (k *KubernetesShards) Job(args []string, n int, startAt time.Time) shardjob.Config {
+	cfg := shardConfig(args, n, startAt)
+	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = kube.Access{}, k.Namespace, k.Image, k.RunID, k.ServiceAccount
+	cfg.Name = "llmchaos-load-" + kube.Token()
+	return cfg
+}
+
+// Start implements ShardRunner: it creates the Job and returns; the Job
+// is watched until it finished in the background.
+func (k *KubernetesShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
+	if k.done != nil {
+		return errors.New("kubernetes shards: started twice")
+	}
+	cfg := k.Job(args, n, startAt)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("kubernetes shards: %w", err)
+	}
+	logs := k.Logs
+	if logs == nil {
+		logs = shardjob.PodLogs{Client: k.Cluster.Client}
+	}
+	k.done = make(chan struct{})
+	created := make(chan struct{})
+	go func() {
+		defer close(k.done)
+		k.res, k.err = shardjob.Run(ctx, k.Cluster, cfg, logs, func(string, time.Time) { close(created) })
+	}()
+	select {
+	case <-created:
+		return nil
+	case <-k.done:
+		return k.err
+	}
+}
+
+// Collect implements ShardRunner.
+func (k *KubernetesShards) Collect(ctx context.Context) ([]ShardOutput, error) {
+	if k.done == nil {
+		return nil, errors.New("kubernetes shards: not started")
+	}
+	select {
+	case <-k.done:
+	case <-ctx.Done():
+		<-k.done // Run ends with ctx
+	}
+	if k.err != nil {
+		return nil, k.err
+	}
+	outs := make([]ShardOutput, len(k.res.Shards))
+	for i, s := range k.res.Shards {
+		outs[i] = ShardOutput{Index: s.Index, Doc: s.Doc, Log: s.Log}
+	}
+	return outs, nil
+}
