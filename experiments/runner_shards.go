@@ -2,10 +2,12 @@ package experiments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -87,11 +89,16 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 
 // recordShards records every shard's results in rec: shifted by shift
 // onto the run clock, tagged by r.tag from their send time (scheduled
-// time for one never sent). It returns the load's account.
+// time for one never sent), and replayed in the order of time as the
+// engine reports a load in this process (each sent request started at
+// its send, ended and recorded at its end), so that requests in flight
+// and the lost-request count come out as for one process. It returns the
+// load's account.
 func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift time.Duration) (engine.RunStats, error) {
 	var (
 		stats engine.RunStats
 		errs  []error
+		evs   []shardEvent
 	)
 	for _, o := range outs {
 		if o.Doc == nil {
@@ -110,7 +117,10 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 				at = res.Scheduled
 			}
 			r.tag(at, &res.Tags)
-			rec.Record(res)
+			if res.Outcome != recording.OutcomeDropped && res.Sent > 0 {
+				evs = append(evs, shardEvent{at: res.Sent, res: res, start: true})
+			}
+			evs = append(evs, shardEvent{at: max(res.End, at), res: res})
 			stats.Scheduled++
 			stats.End = max(stats.End, res.End)
 		})
@@ -122,8 +132,28 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 		}
 		stats.ScheduleEnd = max(stats.ScheduleEnd, durationOf(o.Doc.DurationS)+shift)
 	}
+	slices.SortStableFunc(evs, func(a, b shardEvent) int { return cmp.Compare(a.at, b.at) })
+	for _, e := range evs {
+		switch {
+		case e.start:
+			rec.RequestStarted(e.at)
+		default:
+			if e.res.Outcome != recording.OutcomeDropped && e.res.Sent > 0 {
+				rec.RequestEnded(e.at)
+			}
+			rec.Record(e.res)
+		}
+	}
 	r.shardOutputs = outs
 	return stats, errors.Join(errs...)
+}
+
+// shardEvent is a moment of a shard's result replayed into the recorder:
+// its start (send) or its end (recorded).
+type shardEvent struct {
+	at    time.Duration
+	res   *recording.Result
+	start bool
 }
 
 // kubeShards is the ShardRunner of a Kubernetes target: an Indexed Job in

@@ -35,8 +35,8 @@ func scheduleCount(t *testing.T, p *plan) int {
 }
 
 // A sharded load with a Kubernetes target: 3 shards (local processes of
-// the real binary, started at one instant) send the experiment's load to
-// the URL while the runner kills a pod at 3 s; at the end their results
+// the real binary, started at one instant) send the experiment's load (30/s for
+// 10 s) to the URL while the runner kills a pod at 3 s; at the end their results
 // are recorded on the run clock and tagged by phase from their send times.
 // The run holds exactly the single-process schedule, each request once,
 // every phase has requests, the kill's recovery is measured on them and
@@ -50,8 +50,13 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 	exp, file := podKillSpec(t, c, ns)
 	exp.Target.Kubernetes.URL = url
 	exp.Workload.Rate = spec.PerSecondRate(30)
-	exp.Workload.Duration = spec.Duration(8 * time.Second)
+	exp.Workload.Duration = spec.Duration(10 * time.Second)
+	exp.Faults[0].Duration = spec.Duration(3 * time.Second)
 	exp.Workload.Shards = 3
+	// Nothing live with shards: no stop conditions, no threshold probe of
+	// the steady state.
+	exp.StopConditions = nil
+	exp.SteadyState = slices.DeleteFunc(exp.SteadyState, func(p spec.Probe) bool { return p.Threshold != "" })
 	seed := uint64(11)
 	exp.Seed = &seed
 	p, err := newPlan(exp, file, nil)
