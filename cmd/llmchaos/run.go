@@ -34,6 +34,7 @@ type runConfig struct {
 	Observe     observeConfig // live metrics, remote write, tracing, server monitor
 	NoGuard     bool          // no dead-man's switch (see experiments' guard)
 	NoPreflight bool          // skip the load's pre-flight check
+	ShardImage  string        // llmchaos image of a sharded load's Job pods (workload.shards)
 
 	// Capacity is --capacity: the capacity file a rate given as a share
 	// (workload.rate: 80%) is applied from, in place of workload.capacity.
@@ -185,6 +186,7 @@ itself failed.
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
+	fs.StringVar(&c.ShardImage, "shard-image", "", "llmchaos image the shard pods run when workload.shards is above 1 (an Indexed Job in target.kubernetes's namespace)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
 	fs.StringVar(&c.Rate, "rate", "", "replace the experiment's workload.rate: requests per second, or a share of the measured capacity such as 80% (with --capacity, or the workload's capacity file)")
 	fs.StringVar(&c.Capacity, "capacity", "", "the capacity file (llmchaos capacity --out) a workload rate given as a share (rate: 80%) is taken from, in place of workload.capacity")
@@ -225,7 +227,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	if c.Summary.Quiet {
 		progressOut = &alarmWriter{w: stderr}
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight,
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight, ShardImage: c.ShardImage,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
 			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval, MetricsLinger: c.Observe.MetricsLinger,
