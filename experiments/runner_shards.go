@@ -80,9 +80,15 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	stats, rerr := r.recordShards(rec, outs, shift)
 	stats.Interrupted = ctx.Err() != nil
 	stats.End = max(stats.End, r.now())
-	stop(stats, errors.Join(cerr, rerr))
-	if cerr != nil || rerr != nil {
-		return stats, fmt.Errorf("load: workload.shards: %w", errors.Join(cerr, rerr))
+	err = errors.Join(cerr, rerr)
+	stop(stats, err)
+	switch {
+	case err == nil:
+	case stats.Interrupted:
+		// An interrupted run reports what the shards that ended recorded.
+		r.out.println(fmt.Sprintf("warning: workload.shards: interrupted: %v", err))
+	default:
+		return stats, fmt.Errorf("load: workload.shards: %w", err)
 	}
 	return stats, nil
 }
