@@ -129,6 +129,7 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 			evs = append(evs, shardEvent{at: max(res.End, at), res: res})
 			stats.Scheduled++
 			stats.End = max(stats.End, res.End)
+			stats.ScheduleEnd = max(stats.ScheduleEnd, res.Scheduled) // the last arrival
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", o.Index, err))
@@ -136,7 +137,6 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 		if want := o.Doc.Requests.Scheduled; err == nil && lines != want {
 			errs = append(errs, fmt.Errorf("shard %d: %d request lines in its log, its report counts %d requests: the log is cut", o.Index, lines, want))
 		}
-		stats.ScheduleEnd = max(stats.ScheduleEnd, durationOf(o.Doc.DurationS)+shift)
 	}
 	slices.SortStableFunc(evs, func(a, b shardEvent) int { return cmp.Compare(a.at, b.at) })
 	for _, e := range evs {
