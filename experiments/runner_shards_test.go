@@ -3,15 +3,24 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/internal/testutil"
+	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -34,6 +43,37 @@ func scheduleCount(t *testing.T, p *plan) int {
 	}
 }
 
+// llmchaosBinary builds the llmchaos command for the test.
+func llmchaosBinary(t *testing.T) string {
+	t.Helper()
+	binDir := t.TempDir()
+	if err := testutil.BuildLLMChaos(binDir); err != nil {
+		t.Fatal(err)
+	}
+	return testutil.BinPath(binDir)
+}
+
+// shardedSpec is podKillSpec sending to url, 30/s for d, as 3 shards, with
+// nothing live (no stop conditions, no threshold probe of the steady
+// state); want is its single-process schedule's request count.
+func shardedSpec(t *testing.T, c *k8stest.Cluster, ns, url string, d time.Duration) (exp *spec.Spec, file string, want int) {
+	t.Helper()
+	exp, file = podKillSpec(t, c, ns)
+	exp.Target.Kubernetes.URL = url
+	exp.Workload.Rate = spec.PerSecondRate(30)
+	exp.Workload.Duration = spec.Duration(d)
+	exp.Workload.Shards = 3
+	exp.StopConditions = nil
+	exp.SteadyState = slices.DeleteFunc(exp.SteadyState, func(p spec.Probe) bool { return p.Threshold != "" })
+	seed := uint64(11)
+	exp.Seed = &seed
+	p, err := newPlan(exp, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp, file, scheduleCount(t, p)
+}
+
 // A sharded load with a Kubernetes target: 3 shards (local processes of
 // the real binary, started at one instant) send the experiment's load (30/s for
 // 10 s) to the URL while the runner kills a pod at 3 s; at the end their results
@@ -47,32 +87,12 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 	ns := c.Namespace(t)
 	before := c.CreateWorkload(t, ns, simWorkload)
 	url := startTestSim(t) + "/v1"
-	exp, file := podKillSpec(t, c, ns)
-	exp.Target.Kubernetes.URL = url
-	exp.Workload.Rate = spec.PerSecondRate(30)
-	exp.Workload.Duration = spec.Duration(10 * time.Second)
+	exp, file, want := shardedSpec(t, c, ns, url, 10*time.Second)
 	exp.Faults[0].Duration = spec.Duration(3 * time.Second)
-	exp.Workload.Shards = 3
-	// Nothing live with shards: no stop conditions, no threshold probe of
-	// the steady state.
-	exp.StopConditions = nil
-	exp.SteadyState = slices.DeleteFunc(exp.SteadyState, func(p spec.Probe) bool { return p.Threshold != "" })
-	seed := uint64(11)
-	exp.Seed = &seed
-	p, err := newPlan(exp, file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := scheduleCount(t, p)
-
-	binDir := t.TempDir()
-	if err := testutil.BuildLLMChaos(binDir); err != nil {
-		t.Fatal(err)
-	}
+	shards := &LocalShards{Binary: llmchaosBinary(t)}
 	dir := t.TempDir()
 	var out, saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	shards := &LocalShards{Binary: testutil.BinPath(binDir)}
 	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
@@ -160,5 +180,85 @@ func TestKubernetesShardsJob(t *testing.T) {
 	}
 	if job.Spec.Template.Spec.Containers[0].Image != "llmchaos:dev" || job.Labels["llmchaos.io/run"] != "exp-1" {
 		t.Errorf("image %s labels %v", job.Spec.Template.Spec.Containers[0].Image, job.Labels)
+	}
+}
+
+// jobShards runs the shards as the Indexed Job of KubernetesShards on the
+// test control plane, whose kwok pods run no container: the shards
+// themselves run as local processes, and the Job's pod logs are theirs,
+// served by completion index once they ended.
+type jobShards struct {
+	local *LocalShards
+	kube  *KubernetesShards
+
+	once sync.Once
+	outs []ShardOutput
+	err  error
+}
+
+func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
+	if err := j.local.Start(ctx, args, n, startAt); err != nil {
+		return err
+	}
+	return j.kube.Start(ctx, args, n, startAt)
+}
+
+func (j *jobShards) Collect(ctx context.Context) ([]ShardOutput, error) { return j.kube.Collect(ctx) }
+
+func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
+	j.once.Do(func() { j.outs, j.err = j.local.Collect(ctx) })
+	if j.err != nil {
+		return nil, j.err
+	}
+	i, err := strconv.Atoi(pod.Annotations[batchv1.JobCompletionIndexAnnotation])
+	if err != nil || i < 0 || i >= len(j.outs) {
+		return nil, fmt.Errorf("pod %s: no completion index in %v", pod.Name, pod.Annotations)
+	}
+	return j.outs[i].Log, nil
+}
+
+// Through KubernetesShards: the run creates an Indexed Job of 3 pods in
+// the target's namespace with the shard flags (--save-requests - among
+// them), waits for it, reads the shards' logs and records the whole
+// single-process schedule.
+func TestRunShardedLoadThroughAJob(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	ns := c.Namespace(t)
+	c.CreateWorkload(t, ns, simWorkload)
+	url := startTestSim(t) + "/v1"
+	exp, file, want := shardedSpec(t, c, ns, url, 8*time.Second)
+	exp.Faults = nil
+	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}}
+	cl, err := kube.NewCluster(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := &jobShards{local: &LocalShards{Binary: llmchaosBinary(t)}}
+	js.kube = &KubernetesShards{Cluster: cl, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js, Keep: true}
+	var out bytes.Buffer
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if d := o.Doc; d.Requests.Scheduled != int64(want) || d.Requests.Lost != 0 || d.Verdict != report.VerdictPass {
+		t.Errorf("%d requests (%d lost), verdict %s; want %d, none lost, pass\n%s", d.Requests.Scheduled, d.Requests.Lost, d.Verdict, want, out.String())
+	}
+	if len(o.Shards) != 3 {
+		t.Errorf("%d shard reports, want 3", len(o.Shards))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	jobs, err := c.Client(t).BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 {
+		t.Fatalf("%d Jobs of the run, want 1", len(jobs.Items))
+	}
+	job := jobs.Items[0]
+	args := job.Spec.Template.Spec.Containers[0].Args
+	if *job.Spec.Completions != 3 || !slices.Contains(args, "$(JOB_COMPLETION_INDEX)/3") || !strings.Contains(strings.Join(args, " "), "--save-requests -") {
+		t.Errorf("Job completions %d args %q", *job.Spec.Completions, args)
 	}
 }

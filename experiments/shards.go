@@ -146,6 +146,9 @@ type KubernetesShards struct {
 	ServiceAccount string
 	// Logs reads the pods' logs (nil: through the API server).
 	Logs shardjob.LogSource
+	// Keep leaves the Job (and its pods' logs) once it has been read,
+	// until its TTL; by default it is deleted.
+	Keep bool
 
 	done chan struct{}
 	res  *shardjob.Result
@@ -159,6 +162,7 @@ func (k *KubernetesShards) Job(args []string, n int, startAt time.Time) shardjob
 	cfg := shardConfig(args, n, startAt)
 	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = kube.Access{}, k.Namespace, k.Image, k.RunID, k.ServiceAccount
 	cfg.Name = "llmchaos-load-" + kube.Token()
+	cfg.Keep = k.Keep
 	return cfg
 }
 
