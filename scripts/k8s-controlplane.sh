@@ -431,12 +431,17 @@ cmd_start() {
 	done
 	mv "$DIR/admin.kubeconfig" "$DIR/kubeconfig"
 
+	# --node-monitor-grace-period: kwok renews its fake nodes' leases from
+	# one process; on a loaded 2-core machine a renewal came late and the
+	# node controller marked the nodes NotReady (every pod then not Ready)
+	# in the middle of a test. The tests never test node loss.
 	launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
 		--kubeconfig "$DIR/controller-manager.kubeconfig" \
 		--secure-port 0 --leader-elect=false --use-service-account-credentials \
 		--service-account-private-key-file "$DIR/pki/sa.key" --root-ca-file "$DIR/pki/ca.crt" \
 		--cluster-signing-cert-file "$DIR/pki/ca.crt" --cluster-signing-key-file "$DIR/pki/ca.key" \
-		--feature-gates WatchListClient=false --profiling=false
+		--feature-gates WatchListClient=false --profiling=false \
+		--node-monitor-grace-period=10m
 	launch kube-scheduler "$K8S_BIN/kube-scheduler" \
 		--kubeconfig "$DIR/scheduler.kubeconfig" \
 		--secure-port 0 --leader-elect=false --feature-gates WatchListClient=false --profiling=false
