@@ -202,18 +202,7 @@ func killMidManualFault(t *testing.T, args ...string) killedRun {
 // the fault and stops the helpers by itself; the proxy's port is free.
 func TestGamedayKill9GuardReverts(t *testing.T) {
 	k := killMidManualFault(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		left, err := faults.Pending(k.runDir)
-		if err == nil && len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
-			t.Fatalf("journal still pending 30s after the kill: %+v (%v); guard.log:\n%s", left, err, log)
-		}
-		time.Sleep(50 * time.Millisecond) // bounded by deadline
-	}
+	waitGuardDone(t, k.runDir)
 	log, err := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -319,20 +319,7 @@ func TestKill9ThenRecover(t *testing.T) {
 // dead-man's switch reverts what a kill -9'd run left applied by itself.
 func TestKill9GuardRecovers(t *testing.T) {
 	k := killMidFault(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// The journal empties as the guard reverts; its last log line
-		// comes after the last revert: wait for both.
-		left, err := faults.Pending(k.runDir)
-		log, _ := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
-		if err == nil && len(left) == 0 && bytes.Contains(log, []byte("everything is reverted")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("journal still pending or guard not done 30s after the kill: %+v (%v); guard.log:\n%s", left, err, log)
-		}
-		time.Sleep(50 * time.Millisecond) // bounded by deadline
-	}
+	waitGuardDone(t, k.runDir)
 	log, err := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -483,5 +470,24 @@ func TestRecoverWithoutJournalIsUsageError(t *testing.T) {
 				t.Errorf("recover --run-dir %s: exit %d, stdout %q, stderr %q; want exit %d saying it %s", tt.dir, code, out.String(), errb.String(), ExitUsage, tt.want)
 			}
 		})
+	}
+}
+
+// waitGuardDone waits, at most 30 s, until the guard of the run in runDir
+// has reverted everything: the journal has nothing pending and guard.log
+// has its last line, which comes after the last revert.
+func waitGuardDone(t *testing.T, runDir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, err := faults.Pending(runDir)
+		log, _ := os.ReadFile(filepath.Join(runDir, "guard.log"))
+		if err == nil && len(left) == 0 && bytes.Contains(log, []byte("everything is reverted")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal still pending or guard not done 30s after the kill: %+v (%v); guard.log:\n%s", left, err, log)
+		}
+		time.Sleep(50 * time.Millisecond) // bounded by deadline
 	}
 }
