@@ -321,14 +321,53 @@ func (c *Client) Clock() *recording.RunClock { return c.clock }
 // OutcomeCancelled. A request cut short because the run ended or a timeout
 // fired did not get its answer: it is a timeout failure, in error_rate.
 func (c *Client) Do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result) {
-	c.do(ctx, baseURL, req, res, nil)
+	c.do(ctx, baseURL, req, res, nil, nil)
 }
 
 // DoContent is Do that also returns the response's output text (content
 // for chat, text for completions), for multi-turn history.
 func (c *Client) DoContent(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result) string {
 	out := &collector{}
-	c.do(ctx, baseURL, req, res, out)
+	c.do(ctx, baseURL, req, res, out, nil)
+	return out.text
+}
+
+// LiveSink is told of a running request's events as they happen (see
+// recording.StreamEvents): its first token at once, its content chunks
+// batched per second of run clock, the rest of a second's batch when the
+// next second's first chunk arrives or the request ends. Calls for one
+// request come from one goroutine (or event-loop thread) in order, and
+// all of them before Do returns; calls for different requests may come at
+// once. The Recorder is one.
+type LiveSink interface {
+	StreamEvents(ev *recording.StreamEvents)
+}
+
+var _ LiveSink = (*recording.Recorder)(nil)
+
+// Call is what a request asks of the client besides Do's arguments. The
+// zero value is Do.
+type Call struct {
+	// Live, when set, is told of the request's first token and chunks as
+	// they arrive, and the Result then carries LiveEvents (so that the
+	// Recorder does not count them again at Record).
+	Live LiveSink
+	// Content keeps the answer's output text for DoCall to return (for
+	// multi-turn history).
+	Content bool
+}
+
+// DoCall is Do with the extras of call; it returns the output text when
+// call.Content asks for it, else "".
+func (c *Client) DoCall(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, call Call) string {
+	var out *collector
+	if call.Content {
+		out = &collector{}
+	}
+	c.do(ctx, baseURL, req, res, out, call.Live)
+	if out == nil {
+		return ""
+	}
 	return out.text
 }
 
@@ -376,9 +415,11 @@ func (t *reqTrace) lostReused(parent, rctx context.Context, err error) bool {
 }
 
 // do sends req and fills res; out, when not nil, collects the answer's
-// text (and what else it asks for).
-func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, out *collector) {
+// text (and what else it asks for); live, when not nil, is told of the
+// request's events as they happen.
+func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, out *collector, live LiveSink) {
 	resetClientFields(res)
+	res.LiveEvents = live != nil
 	res.PromptTokensSent = req.PromptTokens
 	if res.Tags.Endpoint == "" {
 		res.Tags.Endpoint = RedactURL(baseURL)
@@ -420,7 +461,7 @@ func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, 
 		hreq.Host = c.host
 	}
 
-	st := c.getStream()
+	st := c.getStream(live)
 	defer c.streams.Put(st)
 	st.rd.last.Store(int64(c.clock.Now()))
 
@@ -502,6 +543,7 @@ func resetClientFields(res *recording.Result) {
 	res.InputTokens, res.OutputTokens, res.ContentChunks, res.UsageReported = 0, 0, 0, false
 	res.PromptTokensSent, res.FinishReason, res.OutputChars = 0, "", 0
 	res.NgramsTotal, res.NgramsRepeated = 0, 0
+	res.LiveEvents = false
 }
 
 func isEventStream(ct string) bool {

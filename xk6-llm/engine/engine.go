@@ -94,8 +94,17 @@ type Config struct {
 	Tagger func(at time.Duration, tags *recording.Tags)
 	// Observe, when set, sees every Result right after the Recorder took
 	// it (live exporters, tracing). It runs on the request's goroutine,
-	// must be cheap, and must not keep res: the engine reuses it.
+	// must be cheap, and must not keep res: the engine reuses it. A
+	// Result's first token and chunks went to ObserveEvents (and the
+	// Recorder) as they arrived: the Result carries LiveEvents.
 	Observe func(res *recording.Result)
+	// ObserveEvents, when set, sees each running request's events as they
+	// happen (its first token at once, its chunks batched per second),
+	// right after the Recorder (recording.StreamEvents): the live exporter
+	// observes ttft and itl here, by event time. It runs on the request's
+	// goroutine or an event-loop thread, must be cheap, and must not keep
+	// ev.
+	ObserveEvents func(ev *recording.StreamEvents)
 	// Shard is this process's part of a load split over several (see
 	// workload.Shard); the zero value runs the whole load. Every other
 	// field describes the whole load: an open-loop shard sends the
@@ -293,6 +302,7 @@ type run struct {
 	pacer  *Pacer
 	client *client.Client
 	rec    *recording.Recorder
+	live   client.LiveSink // the Recorder, then Config.ObserveEvents
 
 	// cancelReqs cancels the context of every request (Run's "hard"),
 	// with ErrRunEnded when the grace ran out.
@@ -329,6 +339,10 @@ func newRun(e *Engine) *run {
 		rec:       cfg.Recorder,
 		schedDone: make(chan struct{}),
 		turnsEnd:  cfg.Arrival.Duration,
+	}
+	r.live = cfg.Recorder
+	if cfg.ObserveEvents != nil {
+		r.live = liveFanout{rec: cfg.Recorder, observe: cfg.ObserveEvents}
 	}
 	r.pacer = NewPacer(r.clock, cfg.Pacer)
 	if n := cfg.Arrival.MaxInFlight; n > 0 && cfg.Arrival.OpenLoop() {
@@ -596,11 +610,7 @@ func (r *run) send(hard context.Context, res *recording.Result, req *workload.Re
 	}
 	r.rec.RequestStarted(now)
 	url := r.cfg.Targets[endpoint]
-	if keep {
-		reply = r.client.DoContent(hard, url, req, res)
-	} else {
-		r.client.Do(hard, url, req, res)
-	}
+	reply = r.client.DoCall(hard, url, req, res, client.Call{Live: r.live, Content: keep})
 	r.rec.RequestEnded(res.End)
 	if r.sem != nil {
 		<-r.sem
@@ -714,4 +724,19 @@ func (r *run) virtualUser(hard context.Context, at time.Duration, rng *rand.Rand
 		end := r.runSession(hard, s, session, endpoint, res, req)
 		at = end + c.ThinkTime.Sample(rng)
 	}
+}
+
+// liveFanout tells the Recorder, then Config.ObserveEvents, of a running
+// request's events.
+type liveFanout struct {
+	rec     *recording.Recorder
+	observe func(ev *recording.StreamEvents)
+}
+
+var _ client.LiveSink = liveFanout{}
+
+// StreamEvents implements client.LiveSink.
+func (f liveFanout) StreamEvents(ev *recording.StreamEvents) {
+	f.rec.StreamEvents(ev)
+	f.observe(ev)
 }
