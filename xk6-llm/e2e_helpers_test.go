@@ -228,6 +228,8 @@ type e2e struct {
 	// tagger and observe are passed to engine.Config as they are.
 	tagger  func(at time.Duration, tags *recording.Tags)
 	observe func(res *recording.Result)
+	// observeEvents is passed to engine.Config.ObserveEvents.
+	observeEvents func(ev *recording.StreamEvents)
 }
 
 // engineRun is what an e2e run produced.
@@ -267,7 +269,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	eng, err := engine.New(engine.Config{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp, Shard: c.shard,
-		Tagger: c.tagger, Observe: c.observe,
+		Tagger: c.tagger, Observe: c.observe, ObserveEvents: c.observeEvents,
 	})
 	if err != nil {
 		tb.Fatal(err)
