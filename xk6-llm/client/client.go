@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +124,27 @@ type Options struct {
 
 	// TLSConfig is used for https targets. Default nil: Go's defaults.
 	TLSConfig *tls.Config
+
+	// Transport selects how plain http:// HTTP/1.1 requests go out.
+	// Default TransportAuto: the event loop on Linux, net/http elsewhere.
+	// The event loop sends them from IOThreads OS threads, each with an
+	// epoll set of non-blocking sockets, reading every ready socket once
+	// per wake-up and stamping each read as it completes, so that a token
+	// costs about one system call and no goroutine wake-up. https targets
+	// (TLS), HTTP2, a URL with user info or a query, and DoOutput (a
+	// script's per-token callback and tool calls) always use net/http.
+	Transport Transport
+
+	// IOThreads is the number of event-loop threads. Default: GOMAXPROCS
+	// (one per core).
+	IOThreads int
+
+	// SourceAddrs are local addresses the event loop binds its
+	// connections to, in turn: each gives its own range of ephemeral
+	// ports, so that one machine can hold more than ~28,000 connections
+	// to one server (127.0.0.2, 127.0.0.3, … for a loopback target).
+	// Default none: the kernel chooses.
+	SourceAddrs []netip.Addr
 }
 
 // withDefaults returns o with every unset field set to its default.
@@ -144,6 +167,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxLineBytes == 0 {
 		o.MaxLineBytes = DefaultMaxSSELine
 	}
+	if o.Transport == "" {
+		o.Transport = TransportAuto
+	}
+	if o.IOThreads == 0 {
+		o.IOThreads = runtime.GOMAXPROCS(0)
+	}
 	return o
 }
 
@@ -163,6 +192,23 @@ func (o Options) validate() error {
 	}
 	if o.MaxLineBytes < 0 {
 		errs = append(errs, fmt.Errorf("max line bytes %d: must not be negative", o.MaxLineBytes))
+	}
+	if _, err := ParseTransport(string(o.Transport)); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Transport == TransportEventLoop && !eventLoopAvailable {
+		errs = append(errs, fmt.Errorf("client transport eventloop: not available on %s (Linux only); use auto or nethttp", runtime.GOOS))
+	}
+	if o.Transport == TransportEventLoop && o.HTTP2 {
+		errs = append(errs, errors.New("client transport eventloop speaks HTTP/1.1 only: HTTP/2 needs auto or nethttp"))
+	}
+	if o.IOThreads < 0 {
+		errs = append(errs, fmt.Errorf("io threads %d: must not be negative", o.IOThreads))
+	}
+	for _, a := range o.SourceAddrs {
+		if !a.IsValid() {
+			errs = append(errs, errors.New("source address: invalid (zero) address"))
+		}
 	}
 	for k, vs := range o.Headers {
 		if !validHeaderName(k) {
@@ -201,6 +247,10 @@ type Client struct {
 	idTag   string          // seed-derived part of generated request ids
 	opts    Options
 	streams sync.Pool // *streamState
+
+	loops   *evLoops // nil: every request through net/http
+	targets sync.Map // base URL → *loopTarget
+	static  []byte   // the header lines of every event-loop request
 
 	statReads atomic.Int64 // body reads that returned data (benchmarks report tokens per read)
 }
@@ -268,13 +318,30 @@ func New(opts Options) (*Client, error) {
 	}
 	c.fresh = c.tr.Clone()
 	c.fresh.DisableKeepAlives = true
+	if eventLoopAvailable && opts.Transport != TransportNetHTTP && !opts.HTTP2 {
+		c.loops = newEvLoops(c, opts.IOThreads, opts.SourceAddrs)
+		c.static = c.staticHeader()
+	}
 	return c, nil
 }
 
-// Close releases the client's idle connections.
+// Close releases the client's idle connections and stops its event loop
+// (a request still in it ends failed).
 func (c *Client) Close() {
 	c.tr.CloseIdleConnections()
 	c.fresh.CloseIdleConnections()
+	if c.loops != nil {
+		c.loops.close()
+	}
+}
+
+// IOStats returns the system calls the event loop made so far (zero when
+// it never ran).
+func (c *Client) IOStats() IOStats {
+	if c.loops == nil {
+		return IOStats{}
+	}
+	return c.loops.stats()
 }
 
 // Clock returns the run clock the client stamps Results with.
@@ -438,6 +505,12 @@ func (c *Client) do(ctx context.Context, baseURL string, req *workload.Request, 
 	path := "/completions"
 	if req.Chat {
 		path = "/chat/completions"
+	}
+	if out.loopable() {
+		if t := c.loopTarget(ctx, baseURL); t != nil {
+			c.doLoop(ctx, t, path, body, req, res, out, live)
+			return
+		}
 	}
 	target := strings.TrimRight(baseURL, "/") + path
 
@@ -786,21 +859,27 @@ func (c *Client) failStatus(parent, rctx context.Context, res *recording.Result,
 		return
 	}
 	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+	c.statusFailure(res, resp.StatusCode, body)
+}
+
+// statusFailure records a response with a status other than 2xx, with
+// the server's error message from its (bounded) body.
+func (c *Client) statusFailure(res *recording.Result, status int, body []byte) {
 	class := recording.ClassHTTP4xx
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
+	case status == http.StatusTooManyRequests:
 		class = recording.ClassHTTP429
-	case resp.StatusCode >= 500:
+	case status >= 500:
 		class = recording.ClassHTTP5xx
-	case resp.StatusCode < 400:
+	case status < 400:
 		class = recording.ClassProtocol
 	}
 	msg := errorMessage(body)
 	if msg == "" {
-		c.fail(res, class, fmt.Errorf("http %d", resp.StatusCode))
+		c.fail(res, class, fmt.Errorf("http %d", status))
 		return
 	}
-	c.fail(res, class, fmt.Errorf("http %d: %s", resp.StatusCode, msg))
+	c.fail(res, class, fmt.Errorf("http %d: %s", status, msg))
 }
 
 // errorMessage extracts the message of an OpenAI-style error body

@@ -33,6 +33,7 @@ type streamState struct {
 	ngram   ngramCounter
 	content []byte
 	live    liveTally
+	wire    []byte // the event loop's request bytes
 
 	// firstToken is set when the first content chunk arrived (the TTFT
 	// timeout's timer reads it).
@@ -379,6 +380,12 @@ func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, b
 		c.failErr(parent, rctx, res, err, true)
 		return
 	}
+	c.jsonAnswer(res, data, st, out)
+}
+
+// jsonAnswer records a non-streamed answer, data (up to maxJSONBody+1
+// bytes of it), that ended at res.End.
+func (c *Client) jsonAnswer(res *recording.Result, data []byte, st *streamState, out *collector) {
 	if len(data) > maxJSONBody {
 		c.fail(res, recording.ClassProtocol, fmt.Errorf("response body over %d bytes", maxJSONBody))
 		return
