@@ -91,21 +91,15 @@ func (ls *evLoops) ready() bool {
 	return ls.err == nil
 }
 
-// pick returns the loop for the next request to t: the next one in
-// turn, unless it has no pooled connection to t and another has (new
-// connections spread over the loops; established ones are reused).
-func (ls *evLoops) pick(t *loopTarget) *evLoop {
-	n := uint64(len(ls.loops))
-	i := (ls.next.Add(1) - 1) % n
-	if t.idle[i].Load() > 0 {
-		return ls.loops[i]
+// route returns the loop for r: the loop of the pooled connection it
+// claims, when its target has one, else the next loop in turn (new
+// connections spread over the loops).
+func (ls *evLoops) route(r *evReq) *evLoop {
+	if cn := r.tgt.claim(); cn != nil {
+		r.pooled = cn
+		return cn.loop
 	}
-	for k := uint64(1); k < n; k++ {
-		if j := (i + k) % n; t.idle[j].Load() > 0 {
-			return ls.loops[j]
-		}
-	}
-	return ls.loops[i]
+	return ls.loops[(ls.next.Add(1)-1)%uint64(len(ls.loops))]
 }
 
 // close stops the loops (ending what they still hold) and waits for them.
@@ -166,7 +160,6 @@ type evLoop struct {
 
 	// Owned by the loop's thread.
 	conns     []*evConn // by fd
-	idle      map[*loopTarget][]*evConn
 	timers    evTimers
 	rbuf      []byte
 	events    []unix.EpollEvent
@@ -191,7 +184,7 @@ func newEvLoop(ls *evLoops) (*evLoop, error) {
 		unix.Close(evfd)
 		return nil, fmt.Errorf("event loop: epoll_ctl eventfd: %w", err)
 	}
-	return &evLoop{ls: ls, c: ls.c, epfd: epfd, evfd: evfd, idle: make(map[*loopTarget][]*evConn),
+	return &evLoop{ls: ls, c: ls.c, epfd: epfd, evfd: evfd,
 		rbuf: make([]byte, loopReadBuffer), events: make([]unix.EpollEvent, loopEvents)}, nil
 }
 
@@ -365,6 +358,7 @@ type evConn struct {
 	dialAt   time.Duration
 	gen      uint64 // changes with every state change, for timers
 	waiter   *evReq // a completed request whose Do waits for the drain
+	dead     bool   // pooled, claimed, then found closed by the server
 	drained  int64  // body bytes discarded after the request ended
 	close    bool   // close after this response: the request ended mid-body
 }
@@ -402,25 +396,15 @@ func (l *evLoop) start(r *evReq) {
 	if r.req.CancelAfter > 0 {
 		l.addTimer(evTimer{at: now + r.req.CancelAfter, kind: timerCancelAfter, r: r})
 	}
-	if cn := l.takeIdle(r.tgt); cn != nil {
-		l.attach(r, cn)
-		return
+	if cn := r.pooled; cn != nil {
+		r.pooled = nil
+		if cn.state == connIdle && !cn.dead {
+			l.attach(r, cn)
+			return
+		}
+		l.closeConn(cn) // the server closed it while the request was on its way
 	}
 	l.dial(r, false)
-}
-
-// takeIdle returns the most recently pooled connection to t, or nil.
-func (l *evLoop) takeIdle(t *loopTarget) *evConn {
-	pool := l.idle[t]
-	if len(pool) == 0 {
-		return nil
-	}
-	cn := pool[len(pool)-1]
-	pool[len(pool)-1] = nil
-	l.idle[t] = pool[:len(pool)-1]
-	t.idle[l.index].Add(-1)
-	cn.gen++
-	return cn
 }
 
 // putIdle pools a connection whose response completed.
@@ -430,8 +414,7 @@ func (l *evLoop) putIdle(cn *evConn) {
 	cn.r = nil
 	cn.gen++
 	cn.resp.reset()
-	l.idle[cn.tgt] = append(l.idle[cn.tgt], cn)
-	cn.tgt.idle[l.index].Add(1)
+	cn.tgt.put(cn)
 	if w := cn.waiter; w != nil {
 		cn.waiter = nil
 		l.release(w)
@@ -443,7 +426,7 @@ func (l *evLoop) putIdle(cn *evConn) {
 func (l *evLoop) attach(r *evReq, cn *evConn) {
 	r.conn, cn.r = cn, r
 	r.gotByte, r.mode, r.body, r.bodyBytes = false, bodyNone, r.body[:0], 0
-	cn.woff, cn.drained, cn.close = 0, 0, false
+	cn.woff, cn.drained, cn.close, cn.dead = 0, 0, false, false
 	cn.resp.reset()
 	cn.state = connWriting
 	cn.gen++
@@ -600,8 +583,15 @@ func (l *evLoop) ready(fd int, events uint32) {
 		l.read(cn)
 	case connIdle:
 		// A pooled connection that turns readable was closed by the
-		// server (or sent what was not asked for): drop it.
-		l.closeConn(cn)
+		// server (or sent what was not asked for): drop it. One that a
+		// request claimed already is left for it to find dead (and
+		// dial), silenced meanwhile.
+		if cn.tgt.remove(cn) {
+			l.closeConn(cn)
+			return
+		}
+		cn.dead = true
+		l.setInterest(cn, 0)
 	}
 }
 
@@ -806,15 +796,7 @@ func (l *evLoop) closeConn(cn *evConn) {
 		return
 	}
 	if cn.state == connIdle {
-		pool := l.idle[cn.tgt]
-		for i, x := range pool {
-			if x == cn {
-				l.idle[cn.tgt] = append(pool[:i], pool[i+1:]...)
-				pool[len(pool)-1] = nil
-				cn.tgt.idle[l.index].Add(-1)
-				break
-			}
-		}
+		cn.tgt.remove(cn) // not there when a request claimed it: it finds it closed
 	}
 	unix.Close(cn.fd)
 	l.nCloses.Add(1)
@@ -990,8 +972,8 @@ func (l *evLoop) fire(t evTimer, now time.Duration) {
 		l.dialFailed(cn, fmt.Errorf("dial tcp %s: i/o timeout", cn.tgt.addr))
 	case t.kind == timerDrain && cn.state == connDraining:
 		l.closeConn(cn) // the body did not end after [DONE]: not reusable
-	case t.kind == timerIdleConn && cn.state == connIdle:
-		l.closeConn(cn)
+	case t.kind == timerIdleConn && cn.state == connIdle && cn.tgt.remove(cn):
+		l.closeConn(cn) // unless a request claimed it meanwhile
 	}
 }
 

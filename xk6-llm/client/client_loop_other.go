@@ -16,9 +16,9 @@ type evConn struct{}
 
 func newEvLoops(*Client, int, []netip.Addr) *evLoops { return nil }
 
-func (*evLoops) ready() bool              { return false }
-func (*evLoops) pick(*loopTarget) *evLoop { return nil }
-func (*evLoops) close()                   {}
-func (*evLoops) stats() IOStats           { return IOStats{} }
-func (*evLoop) submit(*evReq)             {}
-func (*evLoop) cancel(evCancel)           {}
+func (*evLoops) ready() bool          { return false }
+func (*evLoops) route(*evReq) *evLoop { return nil }
+func (*evLoops) close()               {}
+func (*evLoops) stats() IOStats       { return IOStats{} }
+func (*evLoop) submit(*evReq)         {}
+func (*evLoop) cancel(evCancel)       {}

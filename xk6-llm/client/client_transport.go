@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -67,10 +67,51 @@ type loopTarget struct {
 	addr netip.AddrPort
 	host string // Host header
 	path string // base path without a trailing slash, e.g. "/v1"
-	// idle counts the pooled connections to the target in each loop, so
-	// that a request goes where one waits (as net/http's one pool would
-	// reuse it) rather than dialing another in the next loop.
-	idle []atomic.Int32
+
+	// pool holds the target's idle keep-alive connections of all loops
+	// (the most recent last): a request claims one here and goes to its
+	// loop, as net/http's one pool would reuse it, or goes to the next
+	// loop in turn and dials.
+	mu   sync.Mutex
+	pool []*evConn
+}
+
+// claim takes the most recently pooled connection, or nil.
+func (t *loopTarget) claim() *evConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(t.pool)
+	if n == 0 {
+		return nil
+	}
+	cn := t.pool[n-1]
+	t.pool[n-1] = nil
+	t.pool = t.pool[:n-1]
+	return cn
+}
+
+// put pools an idle connection.
+func (t *loopTarget) put(cn *evConn) {
+	t.mu.Lock()
+	t.pool = append(t.pool, cn)
+	t.mu.Unlock()
+}
+
+// remove takes cn out of the pool; false when it is not there (a request
+// claimed it).
+func (t *loopTarget) remove(cn *evConn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, x := range t.pool {
+		if x == cn {
+			n := len(t.pool)
+			copy(t.pool[i:], t.pool[i+1:])
+			t.pool[n-1] = nil
+			t.pool = t.pool[:n-1]
+			return true
+		}
+	}
+	return false
 }
 
 // loopTarget returns the event loop's target for baseURL, or nil when the
@@ -117,8 +158,7 @@ func (c *Client) loopTarget(ctx context.Context, baseURL string) *loopTarget {
 	if c.host != "" {
 		host = c.host
 	}
-	t := &loopTarget{addr: netip.AddrPortFrom(ip.Unmap(), uint16(p)), host: host, path: u.EscapedPath(),
-		idle: make([]atomic.Int32, c.opts.IOThreads)}
+	t := &loopTarget{addr: netip.AddrPortFrom(ip.Unmap(), uint16(p)), host: host, path: u.EscapedPath()}
 	got, _ := c.targets.LoadOrStore(baseURL, t)
 	return got.(*loopTarget)
 }
@@ -195,6 +235,10 @@ type evReq struct {
 	run  streamRun
 	done chan struct{}
 
+	// pooled is the idle connection claimed for the request (its loop
+	// is the request's), or nil: dial one.
+	pooled *evConn
+
 	// Owned by the loop.
 	state     evReqState
 	conn      *evConn
@@ -250,7 +294,7 @@ func (c *Client) doLoop(ctx context.Context, t *loopTarget, path string, body []
 	st.wire = c.appendRequest(st.wire[:0], t, path, req.Stream, res.RequestID, body)
 	r.wire = st.wire
 	r.run = streamRun{c: c, req: req, res: res, st: st, out: out}
-	l := c.loops.pick(t)
+	l := c.loops.route(r)
 	l.submit(r)
 	select {
 	case <-r.done:
