@@ -73,7 +73,9 @@ func TestE2EEventLoopFidelity(t *testing.T) {
 				res.Scheduled = clock.Now()
 				clients[i].Do(context.Background(), p.url, req, &res)
 				if res.Outcome != recording.OutcomeOK || res.ContentChunks != tokens {
-					failed.Do(func() { t.Errorf("%s: %v %s %q, %d chunks", names[i], res.Outcome, res.Class, res.Err, res.ContentChunks) })
+					failed.Do(func() {
+						t.Errorf("%s: %v %s %q, %d chunks", names[i], res.Outcome, res.Class, res.Err, res.ContentChunks)
+					})
 					return
 				}
 				recs[i].Record(&res)

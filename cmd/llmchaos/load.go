@@ -215,7 +215,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringArrayVar(&f.Headers, "header", nil, "extra request header K:V (repeatable); values never appear in reports")
 	fs.BoolVar(&f.HTTP2, "http2", false, "speak HTTP/2 (h2c to http targets) instead of HTTP/1.1")
 	fs.StringVar(&f.Transport, "client", string(client.TransportAuto), "how http:// HTTP/1.1 requests go out: eventloop (epoll threads, about one system call per token), nethttp (Go's net/http, a goroutine per stream) or auto (eventloop on Linux); https and --http2 always use nethttp")
-	fs.IntVar(&f.IOThreads, "io-threads", 0, "event-loop threads of --client eventloop (0: one per core)")
+	fs.IntVar(&f.IOThreads, "io-threads", 0, "event loops of --client eventloop, each with its own epoll set (0: one per four cores, at least one)")
 	fs.DurationVar(&f.Timeout, "timeout", 0, "bound on a whole request, send to end of stream (0: none)")
 	fs.DurationVar(&f.TTFTTimeout, "ttft-timeout", 0, "bound on the time from send to the first content chunk (0: none); a request cut by it failed (class timeout)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")

@@ -127,16 +127,18 @@ type Options struct {
 
 	// Transport selects how plain http:// HTTP/1.1 requests go out.
 	// Default TransportAuto: the event loop on Linux, net/http elsewhere.
-	// The event loop sends them from IOThreads OS threads, each with an
-	// epoll set of non-blocking sockets, reading every ready socket once
-	// per wake-up and stamping each read as it completes, so that a token
-	// costs about one system call and no goroutine wake-up. https targets
-	// (TLS), HTTP2, a URL with user info or a query, and DoOutput (a
-	// script's per-token callback and tool calls) always use net/http.
+	// The event loop sends them from IOThreads loops, each with an epoll
+	// set of non-blocking sockets, reading every ready socket once per
+	// wake-up and stamping each read as it completes, so that a token costs
+	// about one system call and no goroutine wake-up of its own. https
+	// targets (TLS), HTTP2, a URL with user info or a query, and DoOutput
+	// (a script's per-token callback and tool calls) always use net/http.
 	Transport Transport
 
-	// IOThreads is the number of event-loop threads. Default: GOMAXPROCS
-	// (one per core).
+	// IOThreads is the number of event loops. Default: one per four cores
+	// (GOMAXPROCS/4), at least one: a loop reads about 100,000 tokens a
+	// second on one core, and on 2 cores one loop cost less CPU per token
+	// than two (6.3 against 7.2 CPU-s per million at 100 streams × 10 ms).
 	IOThreads int
 
 	// SourceAddrs are local addresses the event loop binds its
@@ -171,7 +173,7 @@ func (o Options) withDefaults() Options {
 		o.Transport = TransportAuto
 	}
 	if o.IOThreads == 0 {
-		o.IOThreads = runtime.GOMAXPROCS(0)
+		o.IOThreads = max(1, runtime.GOMAXPROCS(0)/4)
 	}
 	return o
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"runtime"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -40,9 +40,18 @@ const (
 // Client is closed.
 var errClientClosed = errors.New("client closed while the request was in flight")
 
-// evLoops is a Client's event loops: --io-threads OS threads, started on
-// first use and stopped by Client.Close. Requests are spread over them
-// round-robin; each loop owns its connections and its keep-alive pool.
+// evLoops is a Client's event loops (--io-threads of them), started on
+// first use and stopped by Client.Close. A request goes to the loop of the
+// pooled connection it claims, else to the next loop in turn; each loop
+// owns its connections.
+//
+// A loop is a goroutine with its own epoll set that it waits on through
+// Go's netpoller (see runPolled), not an OS thread locked in a blocking
+// epoll_wait: measured here (2 cores, 100 streams × 10 ms ITL), locked
+// threads blocking in epoll_wait cost 7.7 CPU-s per million tokens with
+// one thread and 15.2 with two, because the scheduler hands their Ps off
+// and back around every wait (0.8 context switches per token with two),
+// against 6.3 and 7.2 for the netpoller-parked loop.
 type evLoops struct {
 	c       *Client
 	threads int
@@ -136,15 +145,17 @@ func (ls *evLoops) stats() IOStats {
 	return s
 }
 
-// evLoop is one event-loop thread: an epoll set of non-blocking sockets,
-// an eventfd that wakes it for new requests and cancellations, a timer
-// heap for timeouts. Everything below the mutex'd inbox belongs to the
-// loop's thread.
+// evLoop is one event loop: an epoll set of non-blocking sockets, an
+// eventfd that wakes it for new requests and cancellations, a timer heap
+// for timeouts. Everything below the mutex'd inbox belongs to the loop's
+// goroutine.
 type evLoop struct {
 	ls         *evLoops
 	c          *Client
 	index      int // in evLoops.loops
 	epfd, evfd int
+	epf        *os.File // epfd in Go's netpoller (runPolled)
+	drained    bool     // the last batch took every ready socket whole
 
 	mu      sync.Mutex
 	inbox   []*evReq
@@ -189,7 +200,11 @@ func newEvLoop(ls *evLoops) (*evLoop, error) {
 }
 
 func (l *evLoop) closeFDs() {
-	unix.Close(l.epfd)
+	if l.epf != nil {
+		l.epf.Close()
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.evfd)
 }
 
@@ -235,43 +250,118 @@ func (l *evLoop) wakeNow() {
 	l.nWakes.Add(1)
 }
 
-// run is the loop's thread: wait for ready sockets (or the next timer, or
-// a wake-up), read each ready socket once, take new requests and
-// cancellations, fire due timers.
+// run is the loop: see runPolled.
 func (l *evLoop) run() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer l.ls.wg.Done()
-	for {
-		wait := l.nextWait()
-		l.sleeping.Store(true)
-		if l.hasWork.Load() {
-			wait = 0
-		}
-		n, err := unix.EpollWait(l.epfd, l.events, wait)
-		l.sleeping.Store(false)
-		l.nWaits.Add(1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			l.shutdown(fmt.Errorf("event loop: epoll_wait: %w", err))
-			return
-		}
-		for i := range max(n, 0) {
-			ev := &l.events[i]
-			if int(ev.Fd) == l.evfd {
-				var b [8]byte
-				_, _ = unix.Read(l.evfd, b[:])
-				l.nWakes.Add(1)
-				l.wakeSent.Store(false)
-				continue
-			}
-			l.ready(int(ev.Fd), ev.Events)
-		}
-		if l.hasWork.Load() && l.takeInbox() {
-			l.shutdown(errClientClosed)
-			return
-		}
-		l.runTimers()
+	l.runPolled()
+}
+
+// runPolled is run waiting through Go's netpoller: the loop's epoll fd
+// is itself pollable, so the goroutine parks until one of its sockets (or
+// its eventfd) is ready, then takes every ready socket with one
+// non-blocking epoll_wait and reads each once. No thread blocks in a
+// system call holding a P, so the scheduler never hands Ps off around it.
+//
+// The whole loop runs inside one RawRead callback: returning false
+// there waits for the next readiness without forgetting one that came
+// while the loop worked (a new RawRead would reset it), so that after a
+// batch that took every ready socket whole the loop sleeps at once,
+// without a last epoll_wait that would find nothing: every arrival since
+// the last epoll_wait made the epoll fd ready again.
+func (l *evLoop) runPolled() {
+	if err := unix.SetNonblock(l.epfd, true); err != nil {
+		l.shutdown(fmt.Errorf("event loop: epoll fd: %w", err))
+		return
 	}
+	f := os.NewFile(uintptr(l.epfd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		l.shutdown(fmt.Errorf("event loop: epoll fd: %w", err))
+		return
+	}
+	l.epf = f
+	var deadline time.Duration
+	// setDeadline makes the wait end at the next timer.
+	setDeadline := func() {
+		if next := l.nextTimer(); next != deadline {
+			deadline = next
+			var t time.Time
+			if next > 0 {
+				t = l.c.clock.Time(next)
+			}
+			_ = f.SetReadDeadline(t)
+		}
+	}
+	var fatal error
+	stop := false
+	for !stop && fatal == nil {
+		err := rc.Read(func(fd uintptr) bool {
+			l.sleeping.Store(false)
+			for {
+				n, werr := unix.EpollWait(int(fd), l.events, 0)
+				l.nWaits.Add(1)
+				if werr != nil && !errors.Is(werr, unix.EINTR) {
+					fatal = fmt.Errorf("event loop: epoll_wait: %w", werr)
+					return true
+				}
+				l.drained = n < len(l.events)
+				l.dispatch(max(n, 0))
+				if l.hasWork.Load() && l.takeInbox() {
+					stop = true
+					return true
+				}
+				l.runTimers()
+				setDeadline()
+				if !l.drained {
+					continue // a socket or the event list was full: look again now
+				}
+				l.sleeping.Store(true)
+				if !l.hasWork.Load() {
+					return false // sleep until the next readiness
+				}
+				l.sleeping.Store(false)
+			}
+		})
+		l.sleeping.Store(false)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			fatal = fmt.Errorf("event loop: wait: %w", err)
+		}
+		if err != nil {
+			// The deadline passed (RawRead reports it before calling the
+			// loop again, too): fire the timers and set the next one.
+			l.runTimers()
+			deadline = -1
+			setDeadline()
+		}
+	}
+	if fatal != nil {
+		l.shutdown(fatal)
+		return
+	}
+	l.shutdown(errClientClosed)
+}
+
+// dispatch handles the first n events of the last epoll_wait.
+func (l *evLoop) dispatch(n int) {
+	for i := range n {
+		ev := &l.events[i]
+		if int(ev.Fd) == l.evfd {
+			var b [8]byte
+			_, _ = unix.Read(l.evfd, b[:])
+			l.nWakes.Add(1)
+			l.wakeSent.Store(false)
+			continue
+		}
+		l.ready(int(ev.Fd), ev.Events)
+	}
+}
+
+// nextTimer is the time of the next timer, 0 when none.
+func (l *evLoop) nextTimer() time.Duration {
+	if len(l.timers) == 0 {
+		return 0
+	}
+	return max(l.timers[0].at, 1)
 }
 
 // takeInbox starts the submitted requests and applies the cancellations;
@@ -317,18 +407,6 @@ func (l *evLoop) shutdown(err error) {
 		}
 		l.closeConn(cn)
 	}
-}
-
-// nextWait is epoll_wait's timeout in ms: until the next timer, or -1.
-func (l *evLoop) nextWait() int {
-	if len(l.timers) == 0 {
-		return -1
-	}
-	d := l.timers[0].at - l.c.clock.Now()
-	if d <= 0 {
-		return 0
-	}
-	return int((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // evConnState is where a connection is.
@@ -552,7 +630,7 @@ func (l *evLoop) write(cn *evConn) {
 		}
 		switch {
 		case errors.Is(err, unix.EAGAIN):
-			l.setInterest(cn, unix.EPOLLIN|unix.EPOLLOUT)
+			l.setInterest(cn, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLOUT)
 			return
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -561,7 +639,7 @@ func (l *evLoop) write(cn *evConn) {
 		return
 	}
 	cn.state = connWaiting
-	l.setInterest(cn, unix.EPOLLIN)
+	l.setInterest(cn, unix.EPOLLIN|unix.EPOLLRDHUP)
 }
 
 // ready handles one ready socket.
@@ -578,9 +656,9 @@ func (l *evLoop) ready(fd int, events uint32) {
 			l.write(cn)
 			return
 		}
-		l.read(cn) // the server answered (or closed) before the whole request was written
+		l.read(cn, events) // the server answered (or closed) before the whole request was written
 	case connWaiting, connDraining:
-		l.read(cn)
+		l.read(cn, events)
 	case connIdle:
 		// A pooled connection that turns readable was closed by the
 		// server (or sent what was not asked for): drop it. One that a
@@ -599,18 +677,31 @@ func (l *evLoop) ready(fd int, events uint32) {
 // through package syscall, as the net package's do: under the race
 // detector they then order the two ends of a connection in one process
 // (a test's server and this loop) as the net package does.
-func (l *evLoop) read(cn *evConn) {
-	n, err := syscall.Read(cn.fd, l.rbuf)
-	at := l.c.clock.Now()
-	l.nReads.Add(1)
-	switch {
-	case n > 0:
-		l.consume(cn, l.rbuf[:n], at)
-	case err == nil:
-		l.eof(cn, at)
-	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-	default:
-		l.connError(cn, fmt.Errorf("read tcp %s: %w", cn.tgt.addr, err), at)
+//
+// One read per wake-up takes all the socket holds (up to the loop's
+// buffer); only when the server's FIN (or a reset) came with the data,
+// which no later arrival would announce again, is it read on to the end.
+func (l *evLoop) read(cn *evConn, events uint32) {
+	for {
+		n, err := syscall.Read(cn.fd, l.rbuf)
+		at := l.c.clock.Now()
+		l.nReads.Add(1)
+		if n == len(l.rbuf) {
+			l.drained = false // more may wait in the socket: look again before sleeping
+		}
+		switch {
+		case n > 0:
+			l.consume(cn, l.rbuf[:n], at)
+			if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && n < len(l.rbuf) && cn.state != connClosed {
+				continue // the end follows the data
+			}
+		case err == nil:
+			l.eof(cn, at)
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+		default:
+			l.connError(cn, fmt.Errorf("read tcp %s: %w", cn.tgt.addr, err), at)
+		}
+		return
 	}
 }
 

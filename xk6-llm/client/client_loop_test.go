@@ -155,12 +155,10 @@ func TestEventLoopCancelAndClose(t *testing.T) {
 	t.Run("caller cancels mid-stream", func(t *testing.T) {
 		c := newTestClient(t, Options{Transport: TransportEventLoop})
 		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			<-started
-			cancel()
-		}()
+		first := firstTokenSink(cancel) // cancel once the client has read a token
 		var res recording.Result
-		c.Do(ctx, srv.url, chatRequest(), &res)
+		c.DoCall(ctx, srv.url, chatRequest(), &res, Call{Live: first})
+		<-started
 		if res.Outcome != recording.OutcomeCancelled || res.ContentChunks != 1 || res.End < res.FirstToken {
 			t.Errorf("%v %s %q, %d chunks, end %v first %v: want cancelled after one chunk", res.Outcome, res.Class, res.Err, res.ContentChunks, res.End, res.FirstToken)
 		}
@@ -200,4 +198,13 @@ func TestEventLoopCancelAndClose(t *testing.T) {
 			t.Fatal("Do did not return within 10 s of Close")
 		}
 	})
+}
+
+// firstTokenSink is a LiveSink that calls fn at a request's first token.
+type firstTokenSink func()
+
+func (f firstTokenSink) StreamEvents(ev *recording.StreamEvents) {
+	if ev.FirstToken {
+		f()
+	}
 }
