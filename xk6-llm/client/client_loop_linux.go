@@ -448,6 +448,11 @@ func (l *evLoop) setInterest(cn *evConn, ev uint32) {
 	}
 	cn.interest = ev
 	l.nCtls.Add(1)
+	// A socket made ready before its new interest covered it (a response
+	// that came before EPOLLIN was asked for) is queued by epoll_ctl
+	// without a wake-up when it is still queued for its old event: look
+	// with epoll_wait before sleeping.
+	l.drained = false
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, cn.fd, &unix.EpollEvent{Events: ev, Fd: int32(cn.fd)}); err != nil {
 		l.connError(cn, fmt.Errorf("epoll_ctl: %w", err), l.c.clock.Now())
 	}
@@ -535,6 +540,7 @@ func (l *evLoop) dial(r *evReq, fresh bool) {
 	case err == nil || errors.Is(err, unix.EINPROGRESS):
 		cn.interest = unix.EPOLLOUT
 		l.nCtls.Add(1)
+		l.drained = false
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: cn.interest, Fd: int32(fd)}); err != nil {
 			l.dialFailed(cn, fmt.Errorf("dial tcp %s: epoll_ctl: %w", r.tgt.addr, err))
 			return

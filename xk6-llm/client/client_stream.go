@@ -154,10 +154,15 @@ type streamRun struct {
 	finished bool          // a finish_reason arrived
 }
 
+// itlPrealloc bounds the gaps a stream's ITL slice holds before it
+// grows: a long max_tokens does not cost its whole slice up front for
+// every open stream (50,000 streams of 4,096 tokens would hold 800 MiB).
+const itlPrealloc = 256
+
 // begin prepares res for the stream.
 func (s *streamRun) begin() {
 	if cap(s.res.ITLMicros) == 0 && s.req.MaxTokens > 1 {
-		s.res.ITLMicros = make([]uint32, 0, min(s.req.MaxTokens-1, 1<<16))
+		s.res.ITLMicros = make([]uint32, 0, min(s.req.MaxTokens-1, itlPrealloc))
 	}
 }
 
