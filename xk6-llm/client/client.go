@@ -136,9 +136,10 @@ type Options struct {
 	Transport Transport
 
 	// IOThreads is the number of event loops. Default: one per four cores
-	// (GOMAXPROCS/4), at least one: a loop reads about 100,000 tokens a
-	// second on one core, and on 2 cores one loop cost less CPU per token
-	// than two (6.3 against 7.2 CPU-s per million at 100 streams × 10 ms).
+	// (GOMAXPROCS/4), at least one: at the 7–11 CPU-s per million tokens
+	// measured, a loop keeps up with about 100,000 tokens a second on one
+	// core, and on 2 cores one loop cost less CPU per token than two (6.3
+	// against 7.2 CPU-s per million at 100 streams × 10 ms).
 	IOThreads int
 
 	// SourceAddrs are local addresses the event loop binds its
