@@ -329,12 +329,16 @@ func (w WindowSource) Counter(metric string, sel Tags) (int64, time.Duration) {
 
 // Value returns goodput or a per-second throughput (requests_per_s,
 // input_tokens_per_s, output_tokens_per_s, total_tokens_per_s) over the
-// window's length.
+// window's length. Output tokens are those that streamed in the window,
+// by event time (the metric table's Series column), so that a window
+// inside a long stream sees its tokens.
 func (w WindowSource) Value(metric string, sel Tags) (float64, bool) {
 	if !w.covers(sel) {
 		return 0, false
 	}
-	return perSecond(metric, w.Window.Counts, w.SLO, w.Window.To-w.Window.From)
+	c := w.Window.Counts
+	c.OutputTokens = c.StreamedTokens
+	return perSecond(metric, c, w.SLO, w.Window.To-w.Window.From)
 }
 
 // logDist is a Distribution over a window's LogHistogram (µs), in ms.

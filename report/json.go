@@ -248,10 +248,12 @@ type Counts struct {
 	InputTokens    int64            `json:"input_tokens,omitempty"`
 	OutputTokens   int64            `json:"output_tokens,omitempty"`
 	Reconnects     int64            `json:"reconnects,omitempty"`
+	TokensStreamed int64            `json:"tokens_streamed,omitempty"`
 }
 
 // SecondRow is one second of the time series: the requests that ended in
-// [t, t+1) s of run clock.
+// [t, t+1) s of run clock (by completion), and the first tokens (ttft) and
+// chunks (itl, tokens_streamed) that arrived in it (by event time).
 type SecondRow struct {
 	T int `json:"t"`
 	Counts
@@ -408,6 +410,7 @@ func toCounts(c recording.Counts) Counts {
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers, Reconnects: c.Reconnects,
+		TokensStreamed: c.StreamedTokens,
 	}
 	if m := c.ErrorsByClass(); len(m) > 0 {
 		out.ErrorsByClass = m
@@ -422,6 +425,7 @@ func fromCounts(c Counts) recording.Counts {
 		EmptyOutput: c.EmptyOutput, UsageReported: c.UsageReported, UsageMismatch: c.UsageMismatch,
 		NgramsTotal: c.NgramsTotal, NgramsRepeated: c.NgramsRepeated, Good: c.Good,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, UsageDiffers: c.UsageDiffers, Reconnects: c.Reconnects,
+		StreamedTokens: c.TokensStreamed,
 	}
 	for k, n := range c.ErrorsByClass {
 		out.AddClass(recording.ErrorClass(k), n)

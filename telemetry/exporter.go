@@ -396,7 +396,9 @@ func (e *Exporter) AddSample(name string, tags recording.Tags, v float64) error 
 }
 
 // Observe records one Result. It is called once per result, from any
-// goroutine; it does not retain res.
+// goroutine; it does not retain res. A Result with LiveEvents had its ttft
+// and itl observed by ObserveEvents as they arrived; they are not observed
+// again.
 func (e *Exporter) Observe(res *recording.Result) {
 	ts := e.series(&res.Tags)
 	e.countRequest(ts, res)
@@ -404,11 +406,13 @@ func (e *Exporter) Observe(res *recording.Result) {
 	if sent {
 		ts.sendLag.Observe(max(res.SendLag(), 0).Seconds())
 	}
-	if d, ok := res.TTFT(); ok && sent {
-		ts.ttft.Observe(d.Seconds())
-	}
-	for _, g := range res.ITLMicros {
-		ts.itl.Observe(float64(g) / 1e6)
+	if !res.LiveEvents {
+		if d, ok := res.TTFT(); ok && sent {
+			ts.ttft.Observe(d.Seconds())
+		}
+		for _, g := range res.ITLMicros {
+			ts.itl.Observe(float64(g) / 1e6)
+		}
 	}
 	if res.Outcome != recording.OutcomeOK {
 		return
@@ -421,6 +425,21 @@ func (e *Exporter) Observe(res *recording.Result) {
 	}
 	if n := res.OutputTokenCount(); n > 0 {
 		ts.outputTokens.Add(float64(n))
+	}
+}
+
+// ObserveEvents records a running request's first token (ttft) and
+// chunk gaps (itl) as they arrive (see recording.StreamEvents), so that a
+// long stream shows in llmchaos_ttft_seconds and llmchaos_itl_seconds
+// while it runs. Safe for concurrent use; it does not retain ev. It fits
+// engine.Config.ObserveEvents.
+func (e *Exporter) ObserveEvents(ev *recording.StreamEvents) {
+	ts := e.series(ev.Tags)
+	if ev.FirstToken {
+		ts.ttft.Observe(ev.TTFT.Seconds())
+	}
+	for _, g := range ev.ITLMicros {
+		ts.itl.Observe(float64(g) / 1e6)
 	}
 }
 

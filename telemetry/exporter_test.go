@@ -331,3 +331,33 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/result")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/129, "ns/observation")
 }
+
+func TestObserveEventsBeforeTheResult(t *testing.T) {
+	// A running stream's first token and first gaps show in the live
+	// histograms before its Result; the Result (LiveEvents) does not add
+	// them again.
+	e, reg := newTestExporter(t)
+	r := okResult()
+	r.LiveEvents = true
+	e.ObserveEvents(&recording.StreamEvents{Tags: &r.Tags, At: r.FirstToken, FirstToken: true, TTFT: r.FirstToken - r.Sent, Tokens: 1})
+	e.ObserveEvents(&recording.StreamEvents{Tags: &r.Tags, At: r.FirstToken + 400*time.Millisecond, Tokens: 4, ITLMicros: r.ITLMicros[:4]})
+	h := gatherHistograms(t, reg)
+	if got := h[NameTTFT].GetSampleCount(); got != 1 {
+		t.Errorf("ttft samples while streaming = %d, want 1", got)
+	}
+	if got := h[NameITL].GetSampleCount(); got != 4 {
+		t.Errorf("itl samples while streaming = %d, want 4", got)
+	}
+	e.ObserveEvents(&recording.StreamEvents{Tags: &r.Tags, At: r.End, Tokens: 6, ITLMicros: r.ITLMicros[4:]})
+	e.Observe(r)
+	h = gatherHistograms(t, reg)
+	if got := h[NameTTFT].GetSampleCount(); got != 1 {
+		t.Errorf("ttft samples after the result = %d, want 1 (not counted twice)", got)
+	}
+	if got := h[NameITL].GetSampleCount(); got != 10 {
+		t.Errorf("itl samples after the result = %d, want 10", got)
+	}
+	if got := h[NameE2E].GetSampleCount(); got != 1 {
+		t.Errorf("e2e samples = %d, want 1 (by completion)", got)
+	}
+}

@@ -232,6 +232,8 @@ type e2e struct {
 	route func(endpoint int) (string, string, error)
 	// live is passed to engine.Config as it is.
 	live *engine.LiveLoad
+	// observeEvents is passed to engine.Config.ObserveEvents.
+	observeEvents func(ev *recording.StreamEvents)
 }
 
 // engineRun is what an e2e run produced.
@@ -271,7 +273,7 @@ func (c e2e) run(tb testing.TB) *engineRun {
 	eng, err := engine.New(engine.Config{
 		Targets: c.targets, Model: model, Arrival: arrival, Workload: w,
 		Client: client, Recorder: rec, Seed: c.seed, Grace: c.grace, RampUp: c.rampUp, Shard: c.shard,
-		Tagger: c.tagger, Observe: c.observe, Route: c.route, Live: c.live,
+		Tagger: c.tagger, Observe: c.observe, Route: c.route, Live: c.live, ObserveEvents: c.observeEvents,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -628,3 +628,64 @@ func TestEngineTaggerAndObserve(t *testing.T) {
 		t.Errorf("recorder's fault-phase count %d, want %d (tags must reach the Recorder)", got, fault)
 	}
 }
+
+// TestE2ELongStreamLiveSeries runs one 45-token stream at 50 ms a token
+// (about 2.3 s) through the engine: its first token and its chunks reach
+// ObserveEvents (and the Recorder) while it runs, one batch per second
+// after the first token, and the run's series credits tokens to every
+// second the stream spans, not all to the second it ended in.
+func TestE2ELongStreamLiveSeries(t *testing.T) {
+	url, _ := startSim(t, simOpts{TTFT: 5 * time.Millisecond, ITL: 50 * time.Millisecond})
+	const tokens = 45
+	var mu sync.Mutex
+	var evs []recording.StreamEvents
+	var resultSeen bool
+	var early int // batches before the Result
+	r := e2e{
+		targets:  []string{url},
+		arrival:  workload.ArrivalConfig{Rate: 1, Arrival: "constant", Requests: 1},
+		workload: workload.Config{InputTokens: workload.FixedDist(8), OutputTokens: workload.FixedDist(tokens), IgnoreEOS: true},
+		grace:    30 * time.Second,
+		observeEvents: func(ev *recording.StreamEvents) {
+			mu.Lock()
+			defer mu.Unlock()
+			evs = append(evs, recording.StreamEvents{At: ev.At, FirstToken: ev.FirstToken, Tokens: ev.Tokens})
+			if !resultSeen {
+				early++
+			}
+		},
+		observe: func(res *recording.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			resultSeen = true
+			if !res.LiveEvents {
+				t.Errorf("result without LiveEvents: the engine must give the client its live sink")
+			}
+		},
+	}.run(t)
+	req := checkAccounting(t, r)
+	if req.OK != 1 {
+		t.Fatalf("ok %d, want 1 (%v)", req.OK, req.ErrorsByClass)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(evs) < 3 || !evs[0].FirstToken || early != len(evs) {
+		t.Fatalf("batches %+v (%d before the Result): want the first token, then one per second, all before the Result", evs, early)
+	}
+	res := r.results[0]
+	first, end := int(res.FirstTokenUs/1e6), int(res.EndUs/1e6)
+	if end-first < 2 {
+		t.Fatalf("stream from %d µs to %d µs: want it to span 3 seconds", res.FirstTokenUs, res.EndUs)
+	}
+	var total int64
+	for sec := first; sec <= end; sec++ {
+		n := r.sum.Series.Second(sec).Counts.StreamedTokens
+		if n == 0 {
+			t.Errorf("second %d: no tokens, want the stream's chunks of that second", sec)
+		}
+		total += n
+	}
+	if total != tokens {
+		t.Errorf("tokens over the series = %d, want %d", total, tokens)
+	}
+}

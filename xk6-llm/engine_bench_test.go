@@ -25,11 +25,19 @@ import (
 // with a client pool sized to pool.
 func benchEngine(b *testing.B, targets []string, model string, arrival workload.ArrivalConfig, w workload.Config, pool int, header http.Header) (*engine.Engine, *recording.Recorder, *client.Client) {
 	b.Helper()
+	return benchEngineWith(b, targets, model, arrival, w, client.Options{Concurrency: pool, Headers: header})
+}
+
+// benchEngineWith is benchEngine with the client's options given (its
+// clock and seed are set here).
+func benchEngineWith(b *testing.B, targets []string, model string, arrival workload.ArrivalConfig, w workload.Config, copts client.Options) (*engine.Engine, *recording.Recorder, *client.Client) {
+	b.Helper()
 	workload, err := workload.New(w.WithDefaults(), rand.New(rand.NewPCG(1, engine.SeedStreamWorkloadSetup)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := client.New(client.Options{Clock: recording.NewRunClock(), Concurrency: pool, Seed: 1, Headers: header})
+	copts.Clock, copts.Seed = recording.NewRunClock(), 1
+	client, err := client.New(copts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,6 +87,8 @@ type loadFlags struct {
 	APIKeyEnv   string
 	Headers     []string
 	HTTP2       bool
+	Transport   string
+	IOThreads   int
 	Timeout     time.Duration
 	TTFTTimeout time.Duration
 	IdleTimeout time.Duration
@@ -134,6 +136,8 @@ type loadConfig struct {
 	APIKeyEnv   string
 	Headers     http.Header
 	HTTP2       bool
+	Transport   client.Transport
+	IOThreads   int
 	Timeout     time.Duration
 	TTFTTimeout time.Duration
 	IdleTimeout time.Duration
@@ -213,6 +217,8 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringVar(&f.APIKeyEnv, "api-key-env", f.APIKeyEnv, "environment variable holding the API key (sent as a bearer token, never printed)")
 	fs.StringArrayVar(&f.Headers, "header", nil, "extra request header K:V (repeatable); values never appear in reports")
 	fs.BoolVar(&f.HTTP2, "http2", false, "speak HTTP/2 (h2c to http targets) instead of HTTP/1.1")
+	fs.StringVar(&f.Transport, "client", string(client.TransportAuto), "how http:// HTTP/1.1 requests go out: eventloop (epoll threads, about one system call per token), nethttp (Go's net/http, a goroutine per stream) or auto (eventloop on Linux); https and --http2 always use nethttp")
+	fs.IntVar(&f.IOThreads, "io-threads", 0, "event loops of --client eventloop, each with its own epoll set (0: one per four cores, at least one)")
 	fs.DurationVar(&f.Timeout, "timeout", 0, "bound on a whole request, send to end of stream (0: none)")
 	fs.DurationVar(&f.TTFTTimeout, "ttft-timeout", 0, "bound on the time from send to the first content chunk (0: none); a request cut by it failed (class timeout)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "bound on the server's silence: to the first byte and between reads (0: none)")
@@ -244,6 +250,16 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput, APIKeyEnvGiven: fs.Changed("api-key-env"),
 	}
+
+	if tr, err := client.ParseTransport(f.Transport); err != nil {
+		bad("--client: %v", err)
+	} else {
+		c.Transport = tr
+	}
+	if f.IOThreads < 0 {
+		bad("--io-threads %d: must not be negative", f.IOThreads)
+	}
+	c.IOThreads = f.IOThreads
 
 	for _, t := range f.Targets {
 		t = strings.TrimSpace(t)

@@ -88,7 +88,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard, StartAt: cfg.StartAt,
 		Client: client.Options{
-			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers,
+			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers, Transport: cfg.Transport, IOThreads: cfg.IOThreads,
 			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
 		},
 		Recorder:    ropts,
@@ -315,6 +315,7 @@ func (c loadConfig) record() map[string]any {
 		"seed":          c.Seed,
 		"api_key_env":   c.APIKeyEnv,
 		"http2":         c.HTTP2,
+		"client":        string(c.Transport),
 		"grace":         c.Grace.String(),
 		"ignore_eos":    w.IgnoreEOS,
 		"thresholds":    thresholdStrings(c.Thresholds),

@@ -203,6 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 
 	var (
 		observeResult func(*recording.Result)
+		observeEvents func(*recording.StreamEvents)
 		scheduled     func(*recording.Tags)
 	)
 	if cfg.Observe != nil {
@@ -213,12 +214,12 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 		if err != nil {
 			return nil, &StageError{StageObservers, err}
 		}
-		l.Observers, observeResult, scheduled = obs, obs.Observe, obs.Scheduled
+		l.Observers, observeResult, observeEvents, scheduled = obs, obs.Observe, obs.ObserveEvents, obs.Scheduled
 	}
 	eng, err := engine.New(engine.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: wl,
 		Client: client, Recorder: rec, Seed: cfg.Seed, Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard,
-		Tagger: cfg.Tagger, Route: cfg.Route, Observe: observeResult, Scheduled: scheduled, Live: cfg.Live,
+		Tagger: cfg.Tagger, Route: cfg.Route, Observe: observeResult, ObserveEvents: observeEvents, Scheduled: scheduled, Live: cfg.Live,
 	})
 	if err != nil {
 		l.closeObservers(ctx)

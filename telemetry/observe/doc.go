@@ -18,7 +18,7 @@
 //		Warn:           func(err error) { fmt.Fprintln(stderr, "warning:", err) },
 //	})
 //	// print obs.MetricsURL() when it is not empty
-//	eng, _ := engine.New(engine.Config{..., Observe: obs.Observe})
+//	eng, _ := engine.New(engine.Config{..., Observe: obs.Observe, ObserveEvents: obs.ObserveEvents})
 //	// the runner: obs.FaultActive(name, type, true) after Inject and
 //	// obs.FaultActive(name, type, false) after Undo
 //	stats, _ := eng.Run(ctx)

@@ -341,6 +341,16 @@ func (o *Observers) Observe(res *recording.Result) {
 	}
 }
 
+// ObserveEvents records a running request's first token and chunks in
+// the live series as they arrive (telemetry.Exporter.ObserveEvents). Cheap,
+// safe for concurrent use, does not keep ev: it fits
+// engine.Config.ObserveEvents.
+func (o *Observers) ObserveEvents(ev *recording.StreamEvents) {
+	if o.exporter != nil {
+		o.exporter.ObserveEvents(ev)
+	}
+}
+
 // AddSample exports one sample of a custom metric of Options.Metrics in
 // its live series (see telemetry.Exporter.AddSample); a metric registered
 // after Start is not exported. Safe for concurrent use; it fits

@@ -47,7 +47,7 @@ type ToolCall struct {
 // field) is left out; it does not fail the request.
 func (c *Client) DoOutput(ctx context.Context, baseURL string, req *workload.Request, res *recording.Result, onToken func(text []byte)) Output {
 	out := &collector{tools: true, onToken: onToken}
-	c.do(ctx, baseURL, req, res, out)
+	c.do(ctx, baseURL, req, res, out, nil)
 	return Output{Text: out.text, ToolCalls: out.calls.calls}
 }
 

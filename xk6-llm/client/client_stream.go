@@ -23,14 +23,17 @@ const drainTimeout = 2 * time.Second
 var errDrainTimeout = errors.New("body did not end after [DONE]")
 
 // streamState is one request's reusable scratch: the timed body reader,
-// the SSE decoder, the chunk parser and the n-gram counter. The client
-// pools them so that a request allocates none of their buffers.
+// the SSE decoder, the chunk parser, the n-gram counter and the live
+// tally. The client pools them so that a request allocates none of their
+// buffers.
 type streamState struct {
 	rd      timedReader
 	dec     SSEDecoder
 	parser  chunkParser
 	ngram   ngramCounter
 	content []byte
+	live    liveTally
+	wire    []byte // the event loop's request bytes
 
 	// firstToken is set when the first content chunk arrived (the TTFT
 	// timeout's timer reads it).
@@ -58,7 +61,9 @@ func (t *timedReader) Read(p []byte) (int, error) {
 
 var _ io.Reader = (*timedReader)(nil)
 
-func (c *Client) getStream() *streamState {
+// getStream returns a clean streamState whose live tally tells live (nil:
+// nobody).
+func (c *Client) getStream(live LiveSink) *streamState {
 	st, _ := c.streams.Get().(*streamState)
 	if st == nil {
 		st = &streamState{}
@@ -67,6 +72,7 @@ func (c *Client) getStream() *streamState {
 	st.rd.last.Store(0)
 	st.firstToken.Store(false)
 	st.ngram.reset()
+	st.live = liveTally{sink: live}
 	if cap(st.content) > 1<<20 {
 		st.content = nil
 	}
@@ -80,105 +86,220 @@ func (c *Client) getStream() *streamState {
 	return st
 }
 
-// readStream consumes an SSE response: token chunks set FirstToken and the
-// ITL gaps (stamped at the read that delivered them), usage and
-// finish_reason are recorded, [DONE] (or a clean body end after a
-// finish_reason) ends the request OK. A cut connection is a reset; a clean
-// body end with neither [DONE] nor a finish_reason, a malformed data line
-// or an over-long line is a protocol error.
+// liveTally batches a request's chunks for its LiveSink: one call per
+// second of run clock the stream spans, and one at its first token.
+type liveTally struct {
+	sink    LiveSink
+	ev      recording.StreamEvents
+	sec     time.Duration // second (run clock, truncated) of the batch
+	at      time.Duration // latest chunk in the batch
+	n       int           // chunks in the batch
+	first   bool          // the batch holds the first token
+	itlFrom int           // res.ITLMicros[itlFrom:] are the batch's gaps
+}
+
+// before is called before a chunk arriving at at is added to res: a batch
+// of an earlier second goes out first.
+func (t *liveTally) before(res *recording.Result, at time.Duration) {
+	if t.n > 0 && at.Truncate(time.Second) != t.sec {
+		t.flush(res)
+	}
+}
+
+// add counts a chunk that arrived at at (res already holds it); the first
+// token goes out at once.
+func (t *liveTally) add(res *recording.Result, at time.Duration, first bool) {
+	t.sec, t.at = at.Truncate(time.Second), at
+	t.n++
+	if first {
+		t.first = true
+		t.flush(res)
+	}
+}
+
+// flush tells the sink of the batch.
+func (t *liveTally) flush(res *recording.Result) {
+	if t.n == 0 {
+		return
+	}
+	t.ev = recording.StreamEvents{Tags: &res.Tags, At: t.at, FirstToken: t.first, Tokens: t.n,
+		ITLMicros: res.ITLMicros[min(t.itlFrom, len(res.ITLMicros)):]}
+	if t.first {
+		t.ev.TTFT = res.FirstToken - res.Sent
+	}
+	t.sink.StreamEvents(&t.ev)
+	t.ev = recording.StreamEvents{}
+	t.itlFrom = len(res.ITLMicros)
+	t.n, t.first = 0, false
+}
+
+// streamStep is what a streamed answer needs after one event.
+type streamStep uint8
+
+const (
+	stepMore  streamStep = iota // read on
+	stepDone                    // [DONE]: the request ended ok; drain the body
+	stepEnded                   // the request ended (failed, or cancelled by its plan); res says how
+)
+
+// streamRun reads one streamed answer into its Result, an event at a
+// time: the goroutine reader (readStream) and the event loop drive it.
+type streamRun struct {
+	c        *Client
+	req      *workload.Request
+	res      *recording.Result
+	st       *streamState
+	out      *collector
+	last     time.Duration // arrival of the previous content chunk
+	finished bool          // a finish_reason arrived
+}
+
+// itlPrealloc bounds the gaps a stream's ITL slice holds before it
+// grows: a long max_tokens does not cost its whole slice up front for
+// every open stream (50,000 streams of 4,096 tokens would hold 800 MiB).
+const itlPrealloc = 256
+
+// begin prepares res for the stream.
+func (s *streamRun) begin() {
+	if cap(s.res.ITLMicros) == 0 && s.req.MaxTokens > 1 {
+		s.res.ITLMicros = make([]uint32, 0, min(s.req.MaxTokens-1, itlPrealloc))
+	}
+}
+
+// event applies one SSE event whose read completed at at: token chunks
+// set FirstToken and the ITL gaps, usage and finish_reason are recorded,
+// [DONE] ends the request ok. A malformed data line or an error object
+// ends it failed; CancelAfterTokens reached ends it cancelled.
+func (s *streamRun) event(ev *SSEEvent, at time.Duration) streamStep {
+	res, st, out := s.res, s.st, s.out
+	if ev.IsDone() {
+		res.End = at
+		res.Outcome = recording.OutcomeOK
+		return stepDone
+	}
+	if len(ev.Data) == 0 {
+		return stepMore
+	}
+	f, err := st.parser.parse(ev.Data)
+	if err != nil {
+		res.End = at
+		s.c.fail(res, recording.ClassProtocol, err)
+		return stepEnded
+	}
+	if f.isError() {
+		res.End = at
+		class, msg := streamError(ev.Data)
+		s.c.fail(res, class, errors.New(msg))
+		return stepEnded
+	}
+	if f.carriesToken() {
+		live := st.live.sink != nil
+		if live {
+			st.live.before(res, at)
+		}
+		res.ContentChunks++
+		first := res.FirstToken == 0
+		if first {
+			res.FirstToken = at
+			st.firstToken.Store(true)
+		} else {
+			res.ITLMicros = append(res.ITLMicros, gapMicros(at-s.last))
+		}
+		s.last = at
+		if live {
+			st.live.add(res, at, first)
+		}
+		text := f.output()
+		if len(text) > 0 {
+			res.OutputChars += utf8.RuneCount(text)
+			st.ngram.write(text)
+			if out != nil {
+				st.content = append(st.content, text...)
+			}
+		}
+		if out != nil {
+			if out.tools && f.toolCallsRaw != nil {
+				out.calls.add(f.toolCallsRaw)
+			}
+			if out.onToken != nil {
+				out.onToken(text)
+			}
+		}
+	}
+	if f.hasFinish {
+		res.FinishReason = finishReason(f.finish)
+		s.finished = true
+	}
+	if f.usage {
+		res.UsageReported = true
+		res.InputTokens, res.OutputTokens = f.promptTokens, f.completionTokens
+	}
+	if s.req.CancelAfterTokens > 0 && res.ContentChunks >= s.req.CancelAfterTokens {
+		res.End = at
+		markCancelled(res)
+		return stepEnded
+	}
+	return stepMore
+}
+
+// bodyEnd ends the request at a clean end of the body at at: ok after a
+// finish_reason, else a protocol error.
+func (s *streamRun) bodyEnd(at time.Duration) {
+	s.res.End = at
+	if s.finished {
+		s.res.Outcome = recording.OutcomeOK
+		return
+	}
+	s.c.fail(s.res, recording.ClassProtocol, errors.New("stream ended without [DONE] or a finish_reason"))
+}
+
+// finish completes res once the request has ended, however it ended: the
+// n-gram counts, the live tally's last batch, the collected text.
+func (s *streamRun) finish() {
+	st, res := s.st, s.res
+	st.ngram.finish()
+	res.NgramsTotal, res.NgramsRepeated = st.ngram.total, st.ngram.repeated
+	if st.live.sink != nil {
+		st.live.flush(res)
+	}
+	if s.out != nil {
+		s.out.text = string(st.content)
+	}
+}
+
+// readStream consumes an SSE response: see streamRun.event for what each
+// event does. A cut connection is a reset; a clean body end with neither
+// [DONE] nor a finish_reason, a malformed data line or an over-long line
+// is a protocol error.
 func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, req *workload.Request, res *recording.Result, body io.Reader, st *streamState, out *collector) {
 	st.rd.r = body
 	st.dec.Reset(&st.rd, c.opts.MaxLineBytes)
-	if cap(res.ITLMicros) == 0 && req.MaxTokens > 1 {
-		res.ITLMicros = make([]uint32, 0, min(req.MaxTokens-1, 1<<16))
-	}
+	s := streamRun{c: c, req: req, res: res, st: st, out: out}
+	s.begin()
 	defer func() {
-		st.ngram.finish()
-		res.NgramsTotal, res.NgramsRepeated = st.ngram.total, st.ngram.repeated
+		s.finish()
 		c.statReads.Add(int64(st.dec.Reads()))
-		if out != nil {
-			out.text = string(st.content)
-		}
 	}()
-	var (
-		last     time.Duration
-		finished bool
-	)
 	for {
 		ev, err := st.dec.Next()
 		if err != nil {
-			res.End = c.clock.Now()
 			switch {
-			case errors.Is(err, io.EOF) && finished:
-				res.Outcome = recording.OutcomeOK
 			case errors.Is(err, io.EOF):
-				c.fail(res, recording.ClassProtocol, errors.New("stream ended without [DONE] or a finish_reason"))
+				s.bodyEnd(c.clock.Now())
 			case errors.Is(err, ErrSSETooLong):
+				res.End = c.clock.Now()
 				c.fail(res, recording.ClassProtocol, err)
 			default:
+				res.End = c.clock.Now()
 				c.failErr(parent, rctx, res, err, true)
 			}
 			return
 		}
-		if ev.IsDone() {
-			res.End = st.rd.at
-			res.Outcome = recording.OutcomeOK
+		switch s.event(&ev, st.rd.at) {
+		case stepDone:
 			c.drain(cancel, st)
 			return
-		}
-		if len(ev.Data) == 0 {
-			continue
-		}
-		f, err := st.parser.parse(ev.Data)
-		if err != nil {
-			res.End = st.rd.at
-			c.fail(res, recording.ClassProtocol, err)
-			return
-		}
-		if f.isError() {
-			res.End = st.rd.at
-			class, msg := streamError(ev.Data)
-			c.fail(res, class, errors.New(msg))
-			return
-		}
-		at := st.rd.at
-		if f.carriesToken() {
-			res.ContentChunks++
-			if res.FirstToken == 0 {
-				res.FirstToken = at
-				st.firstToken.Store(true)
-			} else {
-				res.ITLMicros = append(res.ITLMicros, gapMicros(at-last))
-			}
-			last = at
-			text := f.output()
-			if len(text) > 0 {
-				res.OutputChars += utf8.RuneCount(text)
-				st.ngram.write(text)
-				if out != nil {
-					st.content = append(st.content, text...)
-				}
-			}
-			if out != nil {
-				if out.tools && f.toolCallsRaw != nil {
-					out.calls.add(f.toolCallsRaw)
-				}
-				if out.onToken != nil {
-					out.onToken(text)
-				}
-			}
-		}
-		if f.hasFinish {
-			res.FinishReason = finishReason(f.finish)
-			finished = true
-		}
-		if f.usage {
-			res.UsageReported = true
-			res.InputTokens, res.OutputTokens = f.promptTokens, f.completionTokens
-		}
-		if req.CancelAfterTokens > 0 && res.ContentChunks >= req.CancelAfterTokens {
-			res.End = at
-			markCancelled(res)
+		case stepEnded:
 			return
 		}
 	}
@@ -264,6 +385,12 @@ func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, b
 		c.failErr(parent, rctx, res, err, true)
 		return
 	}
+	c.jsonAnswer(res, data, st, out)
+}
+
+// jsonAnswer records a non-streamed answer, data (up to maxJSONBody+1
+// bytes of it), that ended at res.End.
+func (c *Client) jsonAnswer(res *recording.Result, data []byte, st *streamState, out *collector) {
 	if len(data) > maxJSONBody {
 		c.fail(res, recording.ClassProtocol, fmt.Errorf("response body over %d bytes", maxJSONBody))
 		return
@@ -304,6 +431,9 @@ func (c *Client) readJSON(parent, rctx context.Context, res *recording.Result, b
 		res.FirstToken = res.End
 		st.firstToken.Store(true)
 		res.ContentChunks = 1
+		if st.live.sink != nil {
+			st.live.add(res, res.End, true)
+		}
 		if out != nil && out.onToken != nil {
 			out.onToken([]byte(text))
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -74,8 +75,15 @@ func srvBlock(r *http.Request) {
 	<-r.Context().Done()
 }
 
+// testTransport runs the package's tests over another transport than
+// the default: go test ./xk6-llm/client -args -transport=nethttp.
+var testTransport = flag.String("transport", "", "client transport the tests use (auto, eventloop, nethttp)")
+
 func newTestClient(t *testing.T, opts Options) *Client {
 	t.Helper()
+	if opts.Transport == "" && !opts.HTTP2 {
+		opts.Transport = Transport(*testTransport)
+	}
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
 	}

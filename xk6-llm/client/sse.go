@@ -148,7 +148,59 @@ func (d *SSEDecoder) Next() (SSEEvent, error) {
 		if d.err != nil {
 			return SSEEvent{}, d.err
 		}
+		if d.r == nil {
+			return SSEEvent{}, errSSEMore
+		}
 		d.fill()
+	}
+}
+
+// errSSEMore is Next's answer in push mode (ResetPush) when the bytes
+// pushed so far hold no further event: push more and call again. It is
+// not sticky.
+var errSSEMore = errors.New("sse: more input needed")
+
+// ResetPush makes the decoder decode bytes given to Push instead of
+// reading a reader (the event loop reads the socket itself): Next then
+// returns errSSEMore when the input pushed so far holds no more events,
+// and io.EOF after PushEOF. It keeps its buffers as Reset does, starting
+// with initial bytes when it has none.
+func (d *SSEDecoder) ResetPush(maxLine, initial int) {
+	if d.buf == nil {
+		d.buf = make([]byte, initial)
+	}
+	d.Reset(nil, maxLine)
+}
+
+// Push appends p to the input of a decoder in push mode, compacting or
+// growing the buffer first; a line longer than the limit is reported by
+// the next call to Next.
+func (d *SSEDecoder) Push(p []byte) {
+	if len(p) == 0 || d.err != nil {
+		return
+	}
+	d.reads++
+	if d.r0 == d.w {
+		d.searched -= d.r0
+		d.r0, d.w = 0, 0
+	} else if len(d.buf)-d.w < len(p) && d.r0 > 0 {
+		n := copy(d.buf, d.buf[d.r0:d.w])
+		d.searched -= d.r0
+		d.r0, d.w = 0, n
+	}
+	if len(d.buf)-d.w < len(p) {
+		nb := make([]byte, max(2*len(d.buf), d.w+len(p)))
+		copy(nb, d.buf[:d.w])
+		d.buf = nb
+	}
+	d.w += copy(d.buf[d.w:], p)
+}
+
+// PushEOF marks the end of a decoder's pushed input: Next returns the
+// events still complete in it, then io.EOF.
+func (d *SSEDecoder) PushEOF() {
+	if d.err == nil {
+		d.err = io.EOF
 	}
 }
 

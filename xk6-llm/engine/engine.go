@@ -94,8 +94,17 @@ type Config struct {
 	Tagger func(at time.Duration, tags *recording.Tags)
 	// Observe, when set, sees every Result right after the Recorder took
 	// it (live exporters, tracing). It runs on the request's goroutine,
-	// must be cheap, and must not keep res: the engine reuses it.
+	// must be cheap, and must not keep res: the engine reuses it. A
+	// Result's first token and chunks went to ObserveEvents (and the
+	// Recorder) as they arrived: the Result carries LiveEvents.
 	Observe func(res *recording.Result)
+	// ObserveEvents, when set, sees each running request's events as they
+	// happen (its first token at once, its chunks batched per second),
+	// right after the Recorder (recording.StreamEvents): the live exporter
+	// observes ttft and itl here, by event time. It runs on the request's
+	// goroutine or an event-loop thread, must be cheap, and must not keep
+	// ev.
+	ObserveEvents func(ev *recording.StreamEvents)
 	// Shard is this process's part of a load split over several (see
 	// workload.Shard); the zero value runs the whole load. Every other
 	// field describes the whole load: an open-loop shard sends the
@@ -326,6 +335,7 @@ type run struct {
 	pacer  *Pacer
 	client *client.Client
 	rec    *recording.Recorder
+	live   client.LiveSink // the Recorder, then Config.ObserveEvents
 
 	// cancelReqs cancels the context of every request (Run's "hard"),
 	// with ErrRunEnded when the grace ran out.
@@ -362,6 +372,10 @@ func newRun(e *Engine) *run {
 		rec:       cfg.Recorder,
 		schedDone: make(chan struct{}),
 		turnsEnd:  cfg.Arrival.Duration,
+	}
+	r.live = cfg.Recorder
+	if cfg.ObserveEvents != nil {
+		r.live = liveFanout{rec: cfg.Recorder, observe: cfg.ObserveEvents}
 	}
 	r.pacer = NewPacer(r.clock, cfg.Pacer)
 	if n := cfg.Arrival.MaxInFlight; n > 0 && cfg.Arrival.OpenLoop() {
@@ -653,10 +667,8 @@ func (r *run) send(hard context.Context, res *recording.Result, req *workload.Re
 	switch {
 	case unroutable != nil:
 		r.client.Unreachable(res, req, unroutable)
-	case keep:
-		reply = r.client.DoContent(hard, url, req, res)
 	default:
-		r.client.Do(hard, url, req, res)
+		reply = r.client.DoCall(hard, url, req, res, client.Call{Live: r.live, Content: keep})
 	}
 	r.rec.RequestEnded(res.End)
 	if r.sem != nil {
@@ -783,4 +795,19 @@ func (r *run) userSession(hard context.Context, at time.Duration, rng *rand.Rand
 	res := r.newResult(seq, session, 0, at, endpoint, s)
 	end := r.runSession(hard, s, session, endpoint, res, req)
 	return end + c.ThinkTime.Sample(rng), true
+}
+
+// liveFanout tells the Recorder, then Config.ObserveEvents, of a running
+// request's events.
+type liveFanout struct {
+	rec     *recording.Recorder
+	observe func(ev *recording.StreamEvents)
+}
+
+var _ client.LiveSink = liveFanout{}
+
+// StreamEvents implements client.LiveSink.
+func (f liveFanout) StreamEvents(ev *recording.StreamEvents) {
+	f.rec.StreamEvents(ev)
+	f.observe(ev)
 }

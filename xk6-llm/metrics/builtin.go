@@ -14,7 +14,10 @@ const (
 // (the order of threshold error messages and of the README). The slice is
 // new on each call; callers may keep or change it.
 //
-// The definitions are DESIGN §3's. JSONKey names the metric's figure in the
+// The definitions are DESIGN §3's. Series says which metrics the
+// per-second series and the live windows see by event time (a first
+// token, a chunk, as it arrives) and which by completion (when the
+// request ends); whole-run figures are the same either way. JSONKey names the metric's figure in the
 // JSON run report: a key of "metrics" for trends, of "quality" for rates,
 // of "throughput" for per-second figures (goodput's is in "quality"), of
 // "requests" for counters; empty
@@ -22,19 +25,19 @@ const (
 // recovery times in their own section).
 func Builtin() []Metric {
 	return []Metric{
-		{Name: "ttft", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
+		{Name: "ttft", Series: SeriesEvent, Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
 			JSONKey: "ttft_ms", PromName: "llmchaos_ttft_seconds",
 			PromHelp:    "Time to first token (send to first content chunk), in seconds.",
 			Description: "actual send to first content chunk"},
-		{Name: "itl", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
+		{Name: "itl", Series: SeriesEvent, Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
 			JSONKey: "itl_ms", PromName: "llmchaos_itl_seconds",
 			PromHelp:    "Inter-token latency: gap between consecutive content chunks, in seconds.",
 			Description: "gap between consecutive content chunks, pooled"},
-		{Name: "tpot", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
+		{Name: "tpot", Series: SeriesCompletion, Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
 			JSONKey: "tpot_ms", PromName: "llmchaos_tpot_seconds",
 			PromHelp:    "Time per output token of ok requests: (e2e - ttft) / (output tokens - 1), in seconds.",
 			Description: "(e2e - ttft) / (output_tokens - 1) per request"},
-		{Name: "e2e", Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
+		{Name: "e2e", Series: SeriesCompletion, Kind: Trend, Unit: UnitMillis, Builtin: true, Default: true, Compare: CompareBootstrap,
 			JSONKey: "e2e_ms", PromName: "llmchaos_e2e_seconds",
 			PromHelp:    "End-to-end latency of ok requests (send to end of stream), in seconds.",
 			Description: "actual send to end of stream"},
@@ -56,21 +59,21 @@ func Builtin() []Metric {
 			JSONKey: "input_tokens", Description: "prompt tokens per request (usage when reported, else the client's count)"},
 		{Name: "output_tokens", Kind: Trend, Unit: UnitTokens, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "output_tokens", Description: "output tokens per request (usage when reported, else content chunks counted)"},
-		{Name: "error_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "error_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "error_rate", Description: "failed / finished requests; a request cut by a timeout or unfinished when the run ended (grace expired) is failed (timeout), only cancels the workload asked for are not"},
-		{Name: "truncation_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "truncation_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "truncation_rate", Description: "share finished with finish_reason length (not counted when ignore_eos asked for max_tokens)"},
-		{Name: "rejection_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "rejection_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "rejection_rate", Description: "share rejected with HTTP 400, 413 or 422"},
-		{Name: "throttle_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "throttle_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "throttle_rate", Description: "share answered 429"},
-		{Name: "repetition_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "repetition_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "repetition_rate", Description: "share of output n-grams that repeat"},
-		{Name: "empty_output_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "empty_output_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "empty_output_rate", Description: "share of successful requests with no output"},
-		{Name: "usage_mismatch_rate", Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "usage_mismatch_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "usage_mismatch_rate", Description: "chunks and usage differ by more than max(2, 5 %)"},
-		{Name: "requests", Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
+		{Name: "requests", Series: SeriesCompletion, Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
 			JSONKey: "sent", PromName: "llmchaos_requests_total",
 			PromHelp:    "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error_class.",
 			Description: "requests sent"},
@@ -78,15 +81,15 @@ func Builtin() []Metric {
 			JSONKey: "lost", PromName: "llmchaos_requests_lost",
 			PromHelp:    "Sent requests that never ended as a result: sent - (ok + failed + cancelled), set at the run's end; must be 0.",
 			Description: "sent - (ok + failed + cancelled)"},
-		{Name: "requests_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "requests_per_s", Series: SeriesCompletion, Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "requests_per_s", Label: "ok requests", Description: "ok requests per second (vLLM's request throughput)"},
-		{Name: "input_tokens_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "input_tokens_per_s", Series: SeriesCompletion, Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "input_tokens_per_s", Label: "input tokens", Description: "input tokens of ok requests per second"},
-		{Name: "output_tokens_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
-			JSONKey: "output_tokens_per_s", Label: "output tokens", Description: "output tokens of ok requests per second"},
-		{Name: "total_tokens_per_s", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
-			JSONKey: "total_tokens_per_s", Label: "total tokens", Description: "input and output tokens of ok requests per second"},
-		{Name: "goodput", Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
+		{Name: "output_tokens_per_s", Series: SeriesEvent, Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
+			JSONKey: "output_tokens_per_s", Label: "output tokens", Description: "output tokens of ok requests per second; in live windows and the per-second series, tokens as they stream (every request's chunks, by event time)"},
+		{Name: "total_tokens_per_s", Series: SeriesEvent, Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
+			JSONKey: "total_tokens_per_s", Label: "total tokens", Description: "input and output tokens of ok requests per second; in live windows and the per-second series, output tokens as they stream, input tokens when a request ends"},
+		{Name: "goodput", Series: SeriesCompletion, Kind: Gauge, Unit: UnitPerS, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "goodput_per_s", Description: "requests per second that met every goodput SLO"},
 	}
 }

@@ -97,6 +97,38 @@ type Metric struct {
 	// Compare is how `llmchaos compare` sets two runs' figures of the
 	// metric side by side; CompareNone leaves it out.
 	Compare Compare
+	// Series is when the per-second series and the live windows (the live
+	// line, stop conditions, recovery detection, the live exporter) see
+	// the metric's samples: by event time, as they happen, or by
+	// completion, when the request ends. SeriesNone: not kept per second.
+	Series Series
+}
+
+// Series is when a metric's samples enter the per-second series and the
+// live windows.
+type Series uint8
+
+// When samples enter the series.
+const (
+	// SeriesNone: the metric is not kept per second (whole-run only).
+	SeriesNone Series = iota
+	// SeriesEvent: a sample counts in the second its event happened, as
+	// it happens (a first token, a chunk), while the request still runs.
+	SeriesEvent
+	// SeriesCompletion: a sample counts in the second its request ended,
+	// when it ends.
+	SeriesCompletion
+)
+
+// String returns "event", "completion" or "-" (none).
+func (s Series) String() string {
+	switch s {
+	case SeriesEvent:
+		return "event"
+	case SeriesCompletion:
+		return "completion"
+	}
+	return "-"
 }
 
 // Compare is how `llmchaos compare` shows a metric of both runs.

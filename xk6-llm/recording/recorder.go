@@ -175,6 +175,12 @@ func endOf(res *Result) time.Duration {
 }
 
 // Record adds one Result. See the Recorder's concurrency contract.
+//
+// The per-second series counts the request's outcome, e2e and tpot in the
+// second it ended (by completion) and its first token, chunks (ttft, itl,
+// Counts.StreamedTokens) in the seconds they arrived (by event time): a
+// result with LiveEvents had those given to StreamEvents already; for one
+// without, Record places them now, from FirstToken and the ITL gaps.
 func (r *Recorder) Record(res *Result) {
 	if r.reqs != nil {
 		_ = r.reqs.Write(res) // sticky; reported by RequestWriter.Flush
@@ -193,6 +199,16 @@ func (r *Recorder) Record(res *Result) {
 	if res.Outcome == OutcomeFailed && res.Err != "" {
 		r.countErrMsg(res.Class, res.Err)
 	}
+	// Output tokens by event time: the chunks (placed now unless they
+	// were given live), then what usage adds to them at the end.
+	streamed := int64(res.ContentChunks)
+	if !res.LiveEvents {
+		streamed = r.placeEvents(t, res)
+	}
+	if fix := streamedTotal(res) - streamed; fix != 0 {
+		t.Counts.StreamedTokens += fix
+		r.series.row(sec).c.StreamedTokens += fix
+	}
 	row := r.series.row(sec)
 	row.c.addResult(res, good, r.ignoreEOS)
 	sh := r.series.beginHists(sec)
@@ -207,9 +223,7 @@ func (r *Recorder) Record(res *Result) {
 		}
 	}
 	if d, ok := res.TTFT(); ok && sent {
-		v := micros(d)
-		t.record(MetricTTFT, v)
-		sh[0][logBucket(v)]++
+		t.record(MetricTTFT, micros(d))
 	}
 	if len(res.ITLMicros) > 0 {
 		h := t.Hists[MetricITL]
@@ -217,10 +231,8 @@ func (r *Recorder) Record(res *Result) {
 			h = NewHistogram(MetricITL)
 			t.Hists[MetricITL] = h
 		}
-		itl := &sh[2]
 		for _, g := range res.ITLMicros {
 			_ = h.RecordValue(min(int64(g), LatencyMaxMicros)) // in range after min
-			itl[logBucket(int64(g))]++
 		}
 	}
 	if res.Outcome != OutcomeOK {
@@ -307,7 +319,7 @@ type Live struct {
 	TTFTP99          time.Duration // p99 ttft over the last 10 s (0 when none)
 	Errors           int64         // failed requests so far
 	ErrorsPerS       float64       // failed requests in the last complete second
-	OutputTokensPerS float64       // output tokens of ok requests in the last complete second
+	OutputTokensPerS float64       // output tokens streamed in the last complete second (by event time, Counts.StreamedTokens)
 	// RecentOK is the number of ok requests that ended over the last
 	// RecentSpan: the current second so far and the 9 complete seconds
 	// before it, or everything since the start while the run is younger.
@@ -331,7 +343,7 @@ func (r *Recorder) Snapshot(now time.Duration) Live {
 	if row := r.series.peek(secondOf(now) - 1); row != nil {
 		l.RequestsPerS = float64(row.c.OK)
 		l.ErrorsPerS = float64(row.c.Failed)
-		l.OutputTokensPerS = float64(row.c.OutputTokens)
+		l.OutputTokensPerS = float64(row.c.StreamedTokens)
 	}
 	cur := secondOf(now)
 	first := max(cur-int(LiveWindow/time.Second)+1, 0)

@@ -114,6 +114,14 @@ type Result struct {
 	OutputChars      int    // characters of content received
 	NgramsTotal      int    // n-grams in the output (for repetition_rate)
 	NgramsRepeated   int    // n-grams that had already occurred in the same output
+
+	// LiveEvents reports that the client gave this request's first token
+	// and every content chunk to a live sink (Recorder.StreamEvents) as
+	// they arrived, so that Record leaves them out of the per-second
+	// series (it still records the whole-run histograms). Without it,
+	// Record attributes them to the seconds they happened in from
+	// FirstToken and the ITL gaps, late.
+	LiveEvents bool
 }
 
 // ClientQueue is the time the request waited for an in-flight slot

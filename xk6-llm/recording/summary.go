@@ -90,6 +90,16 @@ type Counts struct {
 	// Reconnects counts requests sent again on a fresh connection after
 	// the server closed a reused keep-alive one under them (not errors).
 	Reconnects int64
+	// StreamedTokens counts output tokens by event time: each content
+	// chunk in the second it arrived, whatever its request's outcome
+	// (a request still running, or one that fails later, counts its
+	// chunks), plus, for an ok request whose usage reports a count other
+	// than its chunks (or a non-streamed answer), the difference in the
+	// second it ended. Over a whole run it is OutputTokens plus the chunks
+	// of requests that did not end ok. Live windows and the per-second
+	// series read output tokens from it (output_tokens_per_s is by event
+	// time there); OutputTokens stays the ok requests' count at their end.
+	StreamedTokens int64
 }
 
 // Add adds o to c.
@@ -114,6 +124,7 @@ func (c *Counts) Add(o Counts) {
 	c.InputTokens += o.InputTokens
 	c.OutputTokens += o.OutputTokens
 	c.Reconnects += o.Reconnects
+	c.StreamedTokens += o.StreamedTokens
 }
 
 // Class returns how many failed or cancelled results had class cl.

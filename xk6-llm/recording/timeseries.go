@@ -6,10 +6,16 @@ import (
 	"time"
 )
 
-// The time series keeps one row per second of run clock. Requests are
-// attributed to the second in which they END (Result.End; a dropped request
-// without an End to the second it was scheduled in), so a second's row is
-// final once no request still running can end in it.
+// The time series keeps one row per second of run clock. A request's
+// outcome, counters, e2e and tpot are attributed to the second in which it
+// ENDED (Result.End; a dropped request without an End to the second it was
+// scheduled in): by completion. Its first token (ttft), its chunks (itl
+// gaps, Counts.StreamedTokens) are attributed to the seconds they ARRIVED
+// in: by event time, told to Recorder.StreamEvents as they happen (or
+// placed by Record from the Result's times). The metric table's Series
+// column says which metric is which. A second's row is final once no
+// request still running can end in it; its event-time part is complete
+// within a chunk's gap after the second.
 //
 // Memory: a row holds the Counts, the in-flight max and area, and the four
 // per-second LogHistograms (ttft, e2e, itl, tpot) packed into one byte slice
@@ -199,7 +205,8 @@ func (s *Series) covered(i int) time.Duration {
 }
 
 // SecondStats is one row of the time series: the second [Second, Second+1)
-// of run clock, with the requests that ended in it.
+// of run clock, with the requests that ended in it and the first tokens
+// and chunks that arrived in it.
 type SecondStats struct {
 	Second       int
 	Counts       Counts
@@ -315,7 +322,8 @@ type WindowStats struct {
 
 // Window aggregates the seconds that overlap [from, to): from rounds down
 // and to up to whole seconds, and the window is clipped to [0, End()). Each
-// request counts in the second it ended in.
+// request counts in the second it ended in; its first token and chunks in
+// the seconds they arrived in.
 func (s *Series) Window(from, to time.Duration) *WindowStats {
 	ws := &WindowStats{}
 	from = max(from, 0)
@@ -387,8 +395,9 @@ func (w *WindowStats) perSecond(n int64) float64 {
 // RequestsPerSecond is ok requests per second over the window.
 func (w *WindowStats) RequestsPerSecond() float64 { return w.perSecond(w.Counts.OK) }
 
-// OutputTokensPerSecond is output tokens of ok requests per second.
-func (w *WindowStats) OutputTokensPerSecond() float64 { return w.perSecond(w.Counts.OutputTokens) }
+// OutputTokensPerSecond is output tokens streamed per second, by event
+// time (Counts.StreamedTokens): tokens of requests still running count.
+func (w *WindowStats) OutputTokensPerSecond() float64 { return w.perSecond(w.Counts.StreamedTokens) }
 
 // GoodputPerSecond is requests that met every SLO per second.
 func (w *WindowStats) GoodputPerSecond() float64 { return w.perSecond(w.Counts.Good) }

@@ -117,9 +117,16 @@ func Handler() http.Handler {
 // TestClientBenchServer) and returns its base URL; the process ends when
 // the benchmark does. URLEnv, when set, is returned instead.
 func Start(b *testing.B) string {
+	url, _ := StartProcess(b)
+	return url
+}
+
+// StartProcess is Start that also returns the server's process id (0 for
+// a server given by URLEnv), for reading its CPU time (ProcessCPU).
+func StartProcess(b *testing.B) (string, int) {
 	b.Helper()
 	if url := os.Getenv(URLEnv); url != "" {
-		return url
+		return url, 0
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestClientBenchServer$", "-test.count=1")
 	cmd.Env = append(os.Environ(), ServerEnv+"=1")
@@ -145,11 +152,73 @@ func Start(b *testing.B) string {
 	for sc.Scan() {
 		if addr, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return "http://" + addr + "/v1"
+			return "http://" + addr + "/v1", cmd.Process.Pid
 		}
 	}
 	b.Fatalf("bench server exited before listening: %v", sc.Err())
-	return ""
+	return "", 0
+}
+
+// ProcessCPU returns process pid's user + system CPU time so far, from
+// /proc/PID/stat (0 when it cannot be read).
+func ProcessCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis: state is field 3,
+	// utime and stime fields 14 and 15, in clock ticks (USER_HZ, 100).
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// Rusage is this process's CPU time and context switches so far.
+type Rusage struct {
+	User, Sys              time.Duration
+	Voluntary, Involuntary int64 // context switches
+}
+
+// ReadRusage returns getrusage(RUSAGE_SELF).
+func ReadRusage() Rusage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return Rusage{}
+	}
+	return Rusage{User: time.Duration(ru.Utime.Nano()), Sys: time.Duration(ru.Stime.Nano()), Voluntary: ru.Nvcsw, Involuntary: ru.Nivcsw}
+}
+
+// IOSyscalls returns this process's read-like and write-like system calls
+// so far (/proc/self/io syscr and syscw: every read(2) and write(2) and
+// their vector forms, EAGAIN ones included; not recvmsg, epoll, futex or
+// others), or −1 when the kernel does not say.
+func IOSyscalls() (reads, writes int64) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1, -1
+	}
+	reads, writes = -1, -1
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			fmt.Sscan(v, &reads)
+		}
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			fmt.Sscan(v, &writes)
+		}
+	}
+	return reads, writes
 }
 
 // CPUTime returns this process's user and system CPU time so far.

@@ -1,0 +1,410 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
+)
+
+// Environment knobs of BenchmarkLoadClientTable.
+const (
+	// tableTokensEnv sets the tokens streamed per CPU case (default 300,000).
+	tableTokensEnv = "LLMCHAOS_BENCH_TOKENS"
+	// tableStreamsEnv sets the streams held open for the memory case
+	// (default 15,000: this machine's open-file limit is 20,000 per
+	// process, and each end of a stream takes one).
+	tableStreamsEnv = "LLMCHAOS_BENCH_STREAMS"
+	// tableIOThreadsEnv sets the event loop's threads (default: the
+	// client's, one per core).
+	tableIOThreadsEnv = "LLMCHAOS_BENCH_IO_THREADS"
+	// tableOnlyEnv runs only the named part: cpu, mem, lag or sim.
+	tableOnlyEnv = "LLMCHAOS_BENCH_ONLY"
+)
+
+// tableClient is one client of the table, behind one function: send a
+// streamed chat request and return its content chunks; first, when set,
+// is called at its first one.
+type tableClient struct {
+	name   string
+	stream func(ctx context.Context, url string, req *workload.Request, first func()) (int, error)
+	io     func() client.IOStats // the event loop's own count; nil: none
+	close  func()
+}
+
+// firstTokens is a LiveSink that forwards to a Recorder and calls a
+// request's first callback at its first token (the memory case waits for
+// every stream to be open).
+type firstTokens struct {
+	rec   *recording.Recorder
+	first func()
+}
+
+func (f firstTokens) StreamEvents(ev *recording.StreamEvents) {
+	f.rec.StreamEvents(ev)
+	if ev.FirstToken && f.first != nil {
+		f.first()
+	}
+}
+
+// newTableClient builds the named client: "eventloop" and "goroutine" are
+// llmchaos's client with that transport, recording every Result (live
+// events included) as a run does; "net/http" is the plain client.
+func newTableClient(b *testing.B, name string, streams int, header http.Header, src []netip.Addr) *tableClient {
+	b.Helper()
+	if name == "net/http" {
+		plain := benchserver.PlainStream(streams, header)
+		return &tableClient{name: name, close: func() {}, stream: func(ctx context.Context, url string, req *workload.Request, first func()) (int, error) {
+			body, err := json.Marshal(map[string]any{"model": req.Model, "messages": req.Messages, "max_tokens": req.MaxTokens, "stream": true,
+				"stream_options": map[string]bool{"include_usage": true}, "ignore_eos": req.IgnoreEOS})
+			if err != nil {
+				return 0, err
+			}
+			return plain(ctx, url, body, first)
+		}}
+	}
+	tr := client.TransportEventLoop
+	if name == "goroutine" {
+		tr = client.TransportNetHTTP
+		src = nil
+	}
+	c, err := client.New(client.Options{Transport: tr, Concurrency: streams, Headers: header, SourceAddrs: src, IOThreads: envInt(tableIOThreadsEnv, 0),
+		Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := recording.NewRecorder(recording.Options{})
+	return &tableClient{name: name, io: c.IOStats, close: c.Close,
+		stream: func(ctx context.Context, url string, req *workload.Request, first func()) (int, error) {
+			var res recording.Result
+			res.Scheduled = c.Clock().Now()
+			c.DoCall(ctx, url, req, &res, client.Call{Live: firstTokens{rec: rec, first: first}})
+			rec.Record(&res)
+			if res.Outcome != recording.OutcomeOK {
+				return res.ContentChunks, fmt.Errorf("%v %s: %s", res.Outcome, res.Class, res.Err)
+			}
+			return res.ContentChunks, nil
+		}}
+}
+
+// cpuFigures is one client's CPU case.
+type cpuFigures struct {
+	tokens               int64
+	wall                 time.Duration
+	ru                   benchserver.Rusage // deltas
+	ioReads, ioWrites    int64              // /proc/self/io deltas
+	loop                 client.IOStats     // deltas
+	serverCPU            time.Duration
+	cpuPerMtok, perToken float64
+}
+
+func (f cpuFigures) perTok(n int64) float64 { return float64(n) / float64(f.tokens) }
+
+// runCPU streams total tokens over streams concurrent requests of perReq
+// tokens each at the server's ITL, and measures the process's CPU, its
+// read/write system calls, context switches and the loop's own count.
+func runCPU(b *testing.B, tc *tableClient, url, model string, serverPID, streams, perReq, total int) cpuFigures {
+	b.Helper()
+	req := &workload.Request{Chat: true, Model: model, Stream: true, MaxTokens: perReq, IgnoreEOS: true,
+		Messages: []workload.Message{{Role: "user", Content: "go"}}}
+	warm := *req
+	warm.MaxTokens = 2
+	if _, err := tc.stream(context.Background(), url, &warm, nil); err != nil {
+		b.Fatalf("%s: warm-up: %v", tc.name, err)
+	}
+	requests := max(total/perReq, streams)
+	runtime.GC()
+	var f cpuFigures
+	var l0 client.IOStats
+	if tc.io != nil {
+		l0 = tc.io()
+	}
+	ru0 := benchserver.ReadRusage()
+	r0, w0 := benchserver.IOSyscalls()
+	s0 := benchserver.ProcessCPU(serverPID)
+	t0 := time.Now()
+	var next, got atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Go(func() {
+			for next.Add(1) <= int64(requests) {
+				n, err := tc.stream(context.Background(), url, req, nil)
+				got.Add(int64(n))
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f.wall = time.Since(t0)
+	ru1 := benchserver.ReadRusage()
+	r1, w1 := benchserver.IOSyscalls()
+	f.serverCPU = benchserver.ProcessCPU(serverPID) - s0
+	if firstErr != nil {
+		b.Fatalf("%s: %v", tc.name, firstErr)
+	}
+	f.tokens = got.Load()
+	f.ru = benchserver.Rusage{User: ru1.User - ru0.User, Sys: ru1.Sys - ru0.Sys,
+		Voluntary: ru1.Voluntary - ru0.Voluntary, Involuntary: ru1.Involuntary - ru0.Involuntary}
+	f.ioReads, f.ioWrites = r1-r0, w1-w0
+	if tc.io != nil {
+		l1 := tc.io()
+		f.loop = client.IOStats{Reads: l1.Reads - l0.Reads, Writes: l1.Writes - l0.Writes, EpollWaits: l1.EpollWaits - l0.EpollWaits,
+			EpollCtls: l1.EpollCtls - l0.EpollCtls, Wakes: l1.Wakes - l0.Wakes, Dials: l1.Dials - l0.Dials, Closes: l1.Closes - l0.Closes,
+			Syscalls: l1.Syscalls - l0.Syscalls}
+	}
+	f.cpuPerMtok = (f.ru.User + f.ru.Sys).Seconds() / (float64(f.tokens) / 1e6)
+	return f
+}
+
+// memFigures is one client's memory case.
+type memFigures struct {
+	streams       int
+	rss0, rss     float64 // bytes
+	perStream     float64 // bytes
+	open          time.Duration
+	heap, gorouts int
+}
+
+// runMem holds streams concurrent streams (ITL 1 s, long answers), waits
+// until every one has its first token, holds 2 s, and reads the RSS.
+func runMem(b *testing.B, tc *tableClient, url string, streams int) memFigures {
+	b.Helper()
+	req := &workload.Request{Chat: true, Model: "bench-model", Stream: true, MaxTokens: 1000, IgnoreEOS: true,
+		Messages: []workload.Message{{Role: "user", Content: "hold"}}}
+	runtime.GC()
+	debug.FreeOSMemory()
+	f := memFigures{streams: streams, rss0: procStatus(b, "VmRSS")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var opened atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	// Open the streams at 3,000/s: the server's accept queue holds 4,096.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < streams; {
+		<-tick.C
+		for range min(3, streams-i) {
+			i++
+			wg.Go(func() { _, _ = tc.stream(ctx, url, req, func() { opened.Add(1) }) })
+		}
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for opened.Load() < int64(streams) {
+		if time.Now().After(deadline) {
+			cancel()
+			wg.Wait()
+			b.Fatalf("%s: only %d of %d streams open after 120 s", tc.name, opened.Load(), streams)
+		}
+		<-tick.C
+	}
+	f.open = time.Since(t0)
+	hold := time.NewTimer(2 * time.Second)
+	<-hold.C
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	f.rss = procStatus(b, "VmRSS")
+	f.heap, f.gorouts = int(ms.HeapInuse), runtime.NumGoroutine()
+	f.perStream = (f.rss - f.rss0) / float64(streams)
+	cancel()
+	wg.Wait()
+	return f
+}
+
+// lagFigures is one transport's send-lag case.
+type lagFigures struct {
+	p50, p99, max int64 // µs
+	rate          float64
+	ok, scheduled int64
+}
+
+// tableSendLag drives 5,000 req/s of 4-token requests for 5 s through the
+// engine against the simulator (in a process of its own) and reads the
+// send lag the recorder saw.
+func tableSendLag(b *testing.B, url string, tr client.Transport) lagFigures {
+	b.Helper()
+	const rate, span = 5000, 5 * time.Second
+	eng, rec, _ := benchEngineWith(b, []string{url}, "llmchaos-sim", workload.ArrivalConfig{Rate: rate, Arrival: workload.ArrivalConstant, Duration: span},
+		shortChat(4), client.Options{Concurrency: 1024, Transport: tr})
+	stats, err := eng.Run(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := rec.Finish(stats.End)
+	req := sum.Requests()
+	lag := sum.Distribution(recording.MetricSendLag, recording.TagFilter{})
+	return lagFigures{p50: lag.P50, p99: lag.P99, max: lag.Max, rate: float64(req.Sent) / stats.End.Seconds(), ok: req.OK, scheduled: req.Scheduled}
+}
+
+// envInt reads a positive integer knob, else def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkLoadClientTable prints the load client's figures side by side
+// for the event-loop client, the goroutine client (llmchaos's client over
+// net/http, one goroutine per stream) and a plain net/http client
+// (bufio.Scanner + encoding/json), on the same traffic in one run, and the
+// simulator's own CPU per token:
+//
+//   - CPU-s per million tokens (user + system, getrusage of this
+//     process) at 100 streams × 10 ms ITL and at 1,000 streams × 100 ms
+//     ITL, from the client benchmark's SSE server in a process of its own
+//     (each token its own write, streams unsynchronised: the worst case
+//     for batching reads); the llmchaos clients record every Result and
+//     its live events in a Recorder, as a run does;
+//   - system calls per token at 100 streams: the event loop's own count
+//     of every call it makes (reads, writes, epoll_wait, epoll_ctl,
+//     eventfd wake-ups, the calls of a dial), and for every client the
+//     process's read(2)/write(2) calls from /proc/self/io (syscr, syscw:
+//     EAGAIN reads included; epoll, futex, nanosleep and the Go runtime's
+//     other calls are not counted there) and its context switches
+//     (getrusage voluntary + involuntary);
+//   - RSS per stream: LLMCHAOS_BENCH_STREAMS (default 15,000) streams held
+//     open at once, the event loop's spread over four loopback source
+//     addresses, RSS growth per stream and the RSS 50,000 would take;
+//   - send lag at 5,000 req/s of 4-token requests for 5 s through the
+//     engine against the simulator in a process of its own: p50, p99 and
+//     the achieved rate (the plain client has no engine);
+//   - the simulator's CPU-s per million tokens serving 100 streams ×
+//     10 ms ITL to the event-loop client.
+//
+// The targets: ≤ 3 CPU-s per million tokens, ≤ 1 system call per
+// token, 50,000 streams in < 1.5 GiB, send lag p99 < 5 ms. On a shared
+// 2-core machine the figures move with its load; CPU seconds and call
+// counts move least.
+func BenchmarkLoadClientTable(b *testing.B) {
+	total := envInt(tableTokensEnv, 300_000)
+	memStreams := envInt(tableStreamsEnv, 15_000)
+	raiseFileLimit(b, uint64(memStreams)+1024)
+	names := []string{"eventloop", "goroutine", "net/http"}
+	src := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5")}
+	only := os.Getenv(tableOnlyEnv)
+	part := func(p string) bool { return only == "" || strings.Contains(only, p) }
+	for b.Loop() {
+		url, pid := benchserver.StartProcess(b)
+		var cpu100, cpu1000 [3]cpuFigures
+		var mem [3]memFigures
+		for i, name := range names {
+			if c := os.Getenv("LLMCHAOS_BENCH_CLIENTS"); c != "" && !strings.Contains(c, name) {
+				continue
+			}
+			if part("cpu") {
+				tc := newTableClient(b, name, 100, http.Header{"X-Bench-ITL": {"10ms"}}, nil)
+				cpu100[i] = runCPU(b, tc, url, "bench-model", pid, 100, 200, total)
+				tc.close()
+			}
+			if part("1000") {
+				tc := newTableClient(b, name, 1000, http.Header{"X-Bench-ITL": {"100ms"}}, nil)
+				cpu1000[i] = runCPU(b, tc, url, "bench-model", pid, 1000, 50, total)
+				tc.close()
+			}
+			if part("mem") {
+				tc := newTableClient(b, name, memStreams, http.Header{"X-Bench-ITL": {"1s"}}, src)
+				mem[i] = runMem(b, tc, url, memStreams)
+				tc.close()
+			}
+		}
+		var lag [2]lagFigures
+		if part("lag") {
+			sim := startSimProcess(b, simOpts{TTFT: time.Millisecond, ITL: time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 8192})
+			for i, tr := range []client.Transport{client.TransportEventLoop, client.TransportNetHTTP} {
+				lag[i] = tableSendLag(b, sim.url, tr)
+			}
+		}
+		var simCPU [2]cpuFigures
+		if part("sim") {
+			simITL := startSimProcess(b, simOpts{TTFT: 10 * time.Millisecond, ITL: 10 * time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 8192})
+			for i, name := range names[:2] {
+				tc := newTableClient(b, name, 100, nil, nil)
+				simCPU[i] = runCPU(b, tc, simITL.url, "llmchaos-sim", simITL.cmd.Process.Pid, 100, 200, min(total, 200_000))
+				tc.close()
+			}
+		}
+
+		var out strings.Builder
+		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "client\tCPU-s/Mtok 100×10ms\tCPU-s/Mtok 1000×100ms\tloop syscalls/tok\tread+write/tok\tctx-sw/tok\tRSS/stream KiB\tRSS at 50k MiB\tsend lag p50/p99 ms\treq/s\t")
+		for i, name := range names {
+			c := cpu100[i]
+			loop := "-"
+			if name == "eventloop" {
+				loop = fmt.Sprintf("%.2f", c.perTok(c.loop.Syscalls))
+			}
+			lagCol, rateCol := "-", "-"
+			if i < len(lag) {
+				lagCol = fmt.Sprintf("%.2f / %.2f", float64(lag[i].p50)/1e3, float64(lag[i].p99)/1e3)
+				rateCol = fmt.Sprintf("%.0f", lag[i].rate)
+			}
+			m := mem[i]
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%.1f\t%.0f\t%s\t%s\t\n", name, c.cpuPerMtok, cpu1000[i].cpuPerMtok, loop,
+				c.perTok(c.ioReads+c.ioWrites), c.perTok(c.ru.Voluntary+c.ru.Involuntary), m.perStream/1024, (m.rss0+50_000*m.perStream)/(1<<20), lagCol, rateCol)
+		}
+		fmt.Fprintf(tw, "simulator\t%.2f\t\t\t\t\t\t\t\t\t\n", simCPU[0].serverCPU.Seconds()/(float64(simCPU[0].tokens)/1e6))
+		tw.Flush()
+		b.Logf("load client table (%d tokens per CPU case, %d streams held, GOMAXPROCS %d, load average %s):\n%s", total, memStreams, runtime.GOMAXPROCS(0), loadAvg(), out.String())
+		for i, name := range names {
+			c, c2, m := cpu100[i], cpu1000[i], mem[i]
+			b.Logf("%s: 100×10ms: %d tokens in %v (%.0f tok/s), user %.2f s sys %.2f s, %.3f read + %.3f write calls/tok, %.3f+%.3f ctx-sw/tok, server CPU %.2f s; 1000×100ms: %d tokens in %v, user %.2f s sys %.2f s, server CPU %.2f s; memory: %d streams open in %v, RSS %.0f MiB (%.0f before), heap %.0f MiB, %d goroutines",
+				name, c.tokens, c.wall.Round(time.Millisecond), float64(c.tokens)/c.wall.Seconds(), c.ru.User.Seconds(), c.ru.Sys.Seconds(), c.perTok(c.ioReads), c.perTok(c.ioWrites),
+				c.perTok(c.ru.Voluntary), c.perTok(c.ru.Involuntary), c.serverCPU.Seconds(),
+				c2.tokens, c2.wall.Round(time.Millisecond), c2.ru.User.Seconds(), c2.ru.Sys.Seconds(), c2.serverCPU.Seconds(),
+				m.streams, m.open.Round(time.Millisecond), m.rss/(1<<20), m.rss0/(1<<20), float64(m.heap)/(1<<20), m.gorouts)
+			if name == "eventloop" {
+				l := c.loop
+				b.Logf("eventloop calls per token at 100×10ms: reads %.3f, writes %.3f, epoll_wait %.3f, epoll_ctl %.3f, eventfd %.3f, dials %d; at 1000×100ms: %.2f calls/tok",
+					c.perTok(l.Reads), c.perTok(l.Writes), c.perTok(l.EpollWaits), c.perTok(l.EpollCtls), c.perTok(l.Wakes), l.Dials, c2.perTok(c2.loop.Syscalls))
+			}
+		}
+		for i, tr := range []string{"eventloop", "goroutine"} {
+			b.Logf("send lag %s: p50 %d µs, p99 %d µs, max %d µs; %.0f req/s sent, %d ok of %d", tr, lag[i].p50, lag[i].p99, lag[i].max, lag[i].rate, lag[i].ok, lag[i].scheduled)
+		}
+		for i, name := range names[:2] {
+			c := simCPU[i]
+			b.Logf("simulator serving the %s client at 100×10ms: %d tokens, simulator CPU %.2f s (%.2f CPU-s/Mtok); the client: %.2f CPU-s/Mtok, %.2f ctx-sw/tok, loop %.2f calls/tok (%.3f epoll_wait/tok)",
+				name, c.tokens, c.serverCPU.Seconds(), c.serverCPU.Seconds()/(float64(c.tokens)/1e6), c.cpuPerMtok, c.perTok(c.ru.Voluntary+c.ru.Involuntary), c.perTok(c.loop.Syscalls), c.perTok(c.loop.EpollWaits))
+		}
+		b.ReportMetric(cpu100[0].cpuPerMtok, "eventloop-cpu-s/Mtok")
+		b.ReportMetric(cpu100[0].perTok(cpu100[0].loop.Syscalls), "eventloop-syscalls/tok")
+		b.ReportMetric(mem[0].perStream/1024, "eventloop-KiB/stream")
+		b.ReportMetric(float64(lag[0].p99)/1e3, "eventloop-lag-p99-ms")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
