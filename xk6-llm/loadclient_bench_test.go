@@ -111,7 +111,7 @@ type cpuFigures struct {
 	ioReads, ioWrites    int64              // /proc/self/io deltas
 	loop                 client.IOStats     // deltas
 	serverCPU            time.Duration
-	cpuPerMtok, perToken float64
+	cpuPerMtok           float64
 }
 
 func (f cpuFigures) perTok(n int64) float64 { return float64(n) / float64(f.tokens) }
