@@ -105,13 +105,13 @@ func newTableClient(b *testing.B, name string, streams int, header http.Header, 
 
 // cpuFigures is one client's CPU case.
 type cpuFigures struct {
-	tokens               int64
-	wall                 time.Duration
-	ru                   benchserver.Rusage // deltas
-	ioReads, ioWrites    int64              // /proc/self/io deltas
-	loop                 client.IOStats     // deltas
-	serverCPU            time.Duration
-	cpuPerMtok           float64
+	tokens            int64
+	wall              time.Duration
+	ru                benchserver.Rusage // deltas
+	ioReads, ioWrites int64              // /proc/self/io deltas
+	loop              client.IOStats     // deltas
+	serverCPU         time.Duration
+	cpuPerMtok        float64
 }
 
 func (f cpuFigures) perTok(n int64) float64 { return float64(n) / float64(f.tokens) }
