@@ -61,10 +61,14 @@ func startPodNet(t *testing.T, c *k8stest.Cluster, ns, selector, simRoot string)
 	n := &podNet{sim: strings.TrimPrefix(simRoot, "http://"), conns: map[string][]net.Conn{}, live: map[string]bool{}, dials: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	seen := make(chan struct{}) // closed once the watch saw a pod with an IP
+	var once sync.Once
 	go func() {
 		defer close(done)
 		_, _ = kube.WaitPods(ctx, c.Client(t), ns, selector, func(pods []*corev1.Pod) bool {
-			n.follow(pods)
+			if n.follow(pods) > 0 {
+				once.Do(func() { close(seen) })
+			}
 			return false
 		})
 	}()
@@ -72,12 +76,19 @@ func startPodNet(t *testing.T, c *k8stest.Cluster, ns, selector, simRoot string)
 		cancel()
 		<-done
 	})
+	// The run dials the pods as soon as it starts: they must be followed
+	// by then, or their dials are refused.
+	select {
+	case <-seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pod network saw no pod with an IP within 30s")
+	}
 	return n
 }
 
 // follow takes the pods that exist now: the IPs of those gone lose their
-// connections.
-func (n *podNet) follow(pods []*corev1.Pod) {
+// connections. It returns how many pods it follows.
+func (n *podNet) follow(pods []*corev1.Pod) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := map[string]bool{}
@@ -95,6 +106,7 @@ func (n *podNet) follow(pods []*corev1.Pod) {
 		}
 	}
 	n.live = now
+	return len(now)
 }
 
 // dial is the run's dial hook.

@@ -1,7 +1,9 @@
 package testutil
 
 import (
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -59,20 +61,21 @@ func WaitValue[T any](t testing.TB, limit time.Duration, what string, get func()
 }
 
 // FreePorts returns the first of n consecutive ports on 127.0.0.1 that were
-// free a moment ago: the kernel picks the first, the rest are checked by
-// listening on them. Another process may take them before the caller binds;
-// it fails the test when 50 tries find no such run.
+// free a moment ago, checked by listening on them. They are drawn below
+// Linux's ephemeral range (32768 and up), which the kernel hands to
+// outgoing connections: a port from there was seen taken by a connection
+// of a busy test run between this check and the caller's bind. Another
+// process may still take them; it fails the test when 200 tries find no
+// such run.
 func FreePorts(t testing.TB, n int) int {
 	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
+	const lo, hi = 20000, 32768 // [lo, hi): below the ephemeral range
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	for range 200 {
+		base := lo + rng.IntN(hi-lo-n)
+		var lns []net.Listener
+		ok := true
+		for p := base; p < base+n; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 			if err != nil {
 				ok = false
