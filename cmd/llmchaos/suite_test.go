@@ -427,3 +427,27 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 		t.Errorf("summary:\n%s", buf)
 	}
 }
+
+// TestSuiteCapacityAppliesTheKnee: suite --capacity gives an experiment
+// whose rate is a share (rate: 80%, no capacity key of its own) its rate
+// from the capacity file, as run --capacity does; without the file the
+// suite is refused.
+func TestSuiteCapacityAppliesTheKnee(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "share.yaml")
+	if err := os.WriteFile(exp, []byte(strings.Replace(killExperiment, "rate: 5,", "rate: 80%,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	knee := filepath.Join("..", "..", "capacity", "testdata", "sim-knee.json") // knee 65 req/s
+	code, out, errOut := run(t, "suite", "--dry-run", "--no-history", "--capacity", knee, exp)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0:\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "kill-me: workload.rate 80%") || !strings.Contains(out, "52 req/s") {
+		t.Errorf("the plan does not show 80%% of the 65 req/s knee (52 req/s):\n%s", out)
+	}
+	code, out, errOut = run(t, "suite", "--dry-run", "--no-history", exp)
+	if code != ExitUsage || !strings.Contains(out+errOut, "capacity") {
+		t.Errorf("without --capacity: exit %d, want 2 naming the capacity file:\n%s\n%s", code, out, errOut)
+	}
+}
