@@ -57,27 +57,16 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 
 // tagsArg reads a tags object. The recorder keeps the tags thresholds and
 // reports select on: class (also as "name"), phase, fault, endpoint and
-// scenario; other keys are accepted and not kept.
+// scenario; other keys are accepted and not kept (see recordingTags:
+// class wins over name).
 func tagsArg(v sobek.Value) recording.Tags {
-	var t recording.Tags
 	o, ok := v.(*sobek.Object)
 	if !ok || v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
-		return t
+		return recording.Tags{}
 	}
+	m := make(map[string]string, len(o.Keys()))
 	for _, k := range o.Keys() {
-		s := o.Get(k).String()
-		switch k {
-		case "class", "name":
-			t.Class = s
-		case "phase":
-			t.Phase = s
-		case "fault":
-			t.Fault = s
-		case "endpoint":
-			t.Endpoint = s
-		case "scenario":
-			t.Scenario = s
-		}
+		m[k] = o.Get(k).String()
 	}
-	return t
+	return recordingTags(m)
 }
