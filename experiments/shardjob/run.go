@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -62,7 +63,7 @@ type Started func(job string, startAt time.Time)
 // the Job (and its pods) at the end, also when it fails or ctx ends. A
 // shard without a report fails Run (naming it and quoting its log) unless
 // cfg.Partial, where the others are merged with a warning.
-func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, started Started) (*Result, error) {
+func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, started Started) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shard job: %w", err)
 	}
@@ -78,13 +79,19 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 			defer cancel()
 			bg := metav1.DeletePropagationBackground
 			// Nothing of the load is lost with it: the reports are read.
-			_ = jobs.Delete(dctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+			// A Job left behind (the run was cut short before its start
+			// instant, say) would still send its load: say so.
+			name := job.Name
+			if derr := jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); derr != nil && !apierrors.IsNotFound(derr) {
+				err = errors.Join(err, fmt.Errorf("shard job: delete Job %s/%s: %w (delete it by hand: kubectl -n %s delete job %s)",
+					cfg.Namespace, name, derr, cfg.Namespace, name))
+			}
 		}()
 	}
 	if started != nil {
 		started(job.Name, cfg.StartAt)
 	}
-	res := &Result{Job: job.Name, StartAt: cfg.StartAt}
+	res = &Result{Job: job.Name, StartAt: cfg.StartAt}
 	if job, err = waitFinished(ctx, cl.Client, job); err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
