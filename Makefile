@@ -15,7 +15,7 @@ build:
 # Timing-accuracy tests skip themselves under -race (the detector's cost and
 # other packages sharing the cores would be what they measure); they run
 # again here without -race, one package at a time.
-TIMING_TESTS := TestConstantModeGroundTruth|TestE2EClientTimingError
+TIMING_TESTS := TestConstantModeGroundTruth|TestE2EClientTimingError|TestE2EEventLoopFidelity
 
 test:
 	$(GO) vet ./...
