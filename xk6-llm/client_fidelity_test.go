@@ -2,6 +2,8 @@ package llm_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,23 +36,49 @@ const maxFidelityDiff = 300 * time.Microsecond
 // ITL p99 5.97/5.96/6.06 against 5.93/6.04/6.00, p50s within 0.05 ms. A
 // client more exact at the tail is no fidelity loss; a later one would be.
 //
-// Why p99 is logged, not asserted: with two other test packages running
-// beside it (probe p99 1.39 ms, max 14.6 ms), ITL p99 read 8.04 ms
-// (eventloop) against 7.59 ms (nethttp) while the p50s stayed 12 µs apart:
-// when the machine takes the CPU away, the loop's reads of all its streams
-// wait together, where goroutines on the other core read on. Gating on a
-// quiet probe does not help: in CI a stall of the loop's thread that the
-// probe's goroutine did not share decided another test's p99 over 150
-// requests (TestE2EClientTimingError). That tail is the machine's.
+// Why up to three tries: with two other test packages running beside it
+// (probe p99 1.39 ms, max 14.6 ms), ITL p99 read 8.04 ms (eventloop)
+// against 7.59 ms (nethttp) while the p50s stayed 12 µs apart: when the
+// machine takes the CPU away, the loop's reads of all its streams wait
+// together, where goroutines on the other core read on, and a p99 over
+// 240 TTFTs is the third-worst reading. Gating on a quiet probe did not
+// help (in CI a stall of the loop's thread that the probe's goroutine did
+// not share decided TestE2EClientTimingError's p99). A client that is
+// really later at the tail is later on every try; a stall of the machine
+// falls on one. So each try is a fresh run, a failed one is logged, and
+// the test fails when all fidelityTries fail. Measured on an idle machine:
+// 24 runs, the first try of a process failed 5 times (TTFT p99 0.37–3.5
+// ms later: the test process's heap is still growing, and a GC cycle
+// stops the loop's thread, which serves every stream), a second try never.
+const fidelityTries = 3
+
 func TestE2EEventLoopFidelity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs real time: 480 streams of 0.12 s")
+		t.Skip("needs real time: 480 streams of 0.12 s per try")
 	}
 	if raceEnabled {
 		t.Skip("timing fidelity is checked in make test's non-race pass")
 	}
-	const workers, rounds, tokens = 12, 40, 20
 	p := startSimProcess(t, simOpts{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, MaxNumSeqs: 1024, MaxWaiting: 4096})
+	var problems []string
+	for try := 1; try <= fidelityTries; try++ {
+		problems = fidelityTry(t, p.url)
+		if t.Failed() {
+			return
+		}
+		if len(problems) == 0 {
+			return
+		}
+		t.Logf("try %d of %d: %s", try, fidelityTries, strings.Join(problems, "; "))
+	}
+	t.Errorf("the event-loop client's percentiles left the bounds on all %d tries; last: %s", fidelityTries, strings.Join(problems, "; "))
+}
+
+// fidelityTry runs both clients alternately over one fresh run against
+// url and returns what left the bounds (nothing: the try passed). A
+// failed request fails the test.
+func fidelityTry(t *testing.T, url string) []string {
+	const workers, rounds, tokens = 12, 40, 20
 	clock := recording.NewRunClock()
 	names := []string{"eventloop", "nethttp"}
 	var clients [2]*client.Client
@@ -72,13 +100,28 @@ func TestE2EEventLoopFidelity(t *testing.T) {
 	probeDone.Go(func() { probe = wakeProbe(ctx, time.Millisecond) })
 	var wg sync.WaitGroup
 	var failed sync.Once
+	// Warm-up, not recorded: four requests per worker on each client;
+	// the first opens a connection (the loop's non-blocking connect and the
+	// goroutine client's dial differ by a fraction of a ms, and 12 cold
+	// requests of 240 would be the p99); the recorded rounds measure
+	// streams on open connections, as a run's steady state does.
+	for w := range workers {
+		wg.Go(func() {
+			for i := range 4 * len(clients) {
+				var res recording.Result
+				res.Scheduled = clock.Now()
+				clients[(w+i)%2].Do(context.Background(), url, req, &res)
+			}
+		})
+	}
+	wg.Wait()
 	for w := range workers {
 		wg.Go(func() {
 			for k := range rounds {
 				i := (w + k) % 2 // alternate clients, and start the workers on both
 				var res recording.Result
 				res.Scheduled = clock.Now()
-				clients[i].Do(context.Background(), p.url, req, &res)
+				clients[i].Do(context.Background(), url, req, &res)
 				if res.Outcome != recording.OutcomeOK || res.ContentChunks != tokens {
 					failed.Do(func() {
 						t.Errorf("%s: %v %s %q, %d chunks", names[i], res.Outcome, res.Class, res.Err, res.ContentChunks)
@@ -93,7 +136,7 @@ func TestE2EEventLoopFidelity(t *testing.T) {
 	stop()
 	probeDone.Wait()
 	if t.Failed() {
-		return
+		return nil
 	}
 	if clients[0].IOStats().Reads == 0 || clients[1].IOStats().Reads != 0 {
 		t.Fatalf("event-loop reads: %d and %d; want the first client only on the loop", clients[0].IOStats().Reads, clients[1].IOStats().Reads)
@@ -107,14 +150,16 @@ func TestE2EEventLoopFidelity(t *testing.T) {
 	}
 	wake := figures(probe)
 	t.Logf("goroutine wake-up lateness (probe): %v", wake)
+	var problems []string
 	for m, name := range []string{"ttft", "itl"} {
 		el, nh := d[0][m], d[1][m]
 		t.Logf("%s µs: eventloop n=%d p50 %d p99 %d; nethttp n=%d p50 %d p99 %d", name, el.Count, el.P50, el.P99, nh.Count, nh.P50, nh.P99)
 		if diff := time.Duration(el.P50-nh.P50) * time.Microsecond; diff.Abs() > maxFidelityDiff {
-			t.Errorf("%s p50: eventloop %d µs, nethttp %d µs: differ by %v, want within %v", name, el.P50, nh.P50, diff, maxFidelityDiff)
+			problems = append(problems, fmt.Sprintf("%s p50: eventloop %d µs, nethttp %d µs: differ by %v, want within %v", name, el.P50, nh.P50, diff, maxFidelityDiff))
 		}
 		if diff := time.Duration(el.P99-nh.P99) * time.Microsecond; diff > maxFidelityDiff {
-			t.Logf("%s p99: the loop is %v later than net/http (a figure; the issue's bound is %v), probe p99 %v", name, diff, maxFidelityDiff, wake.p99)
+			problems = append(problems, fmt.Sprintf("%s p99: eventloop %d µs, nethttp %d µs: the loop is %v later, want at most %v (probe p99 %v)", name, el.P99, nh.P99, diff, maxFidelityDiff, wake.p99))
 		}
 	}
+	return problems
 }
