@@ -118,6 +118,11 @@ type Options struct {
 	// ShardImage is the llmchaos image of the shard pods of a sharded load
 	// run as a Kubernetes Job.
 	ShardImage string
+	// ShardServiceAccount runs those pods. "": when they follow the
+	// target's pods (no target.kubernetes.url), deploy/kubernetes's
+	// shardjob.DefaultPodServiceAccount, which must exist in the target's
+	// namespace; else the namespace's default.
+	ShardServiceAccount string
 	// ShardStartIn is how far ahead of their start the shards are started
 	// (0: DefaultShardStartIn).
 	ShardStartIn time.Duration

@@ -84,7 +84,7 @@ func (p *plan) writeKubernetesTarget(b *strings.Builder, t spec.KubernetesTarget
 func (p *plan) writeKubernetesEndpoints(b *strings.Builder, k *kubeTarget) {
 	ctx, cancel := context.WithTimeout(context.Background(), previewTimeout)
 	defer cancel()
-	d := kube.Discovery{Client: k.cl.Client, Namespace: k.ns, Service: k.t.Service, Selector: k.t.Selector, Port: k.t.Port}
+	d := k.discovery()
 	var (
 		eps     []kube.Endpoint
 		problem error
@@ -105,8 +105,8 @@ func (p *plan) writeKubernetesEndpoints(b *strings.Builder, k *kubeTarget) {
 	case len(eps) == 0:
 		fmt.Fprintf(b, "    none is ready now: the run would fail to start\n")
 	default:
-		for _, e := range k.newSet(eps).urls {
-			fmt.Fprintf(b, "    ready now: %s\n", e)
+		for _, e := range eps {
+			fmt.Fprintf(b, "    ready now: %s\n", k.router.BaseURL(e))
 		}
 	}
 	if problem != nil {

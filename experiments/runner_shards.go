@@ -42,7 +42,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	}
 	sr := r.opts.Shards
 	if sr == nil {
-		if sr, err = r.kubeShards(); err != nil {
+		if sr, err = r.kubeShards(ctx); err != nil {
 			return engine.RunStats{}, err
 		}
 	}
@@ -163,27 +163,35 @@ type shardEvent struct {
 }
 
 // kubeShards is the ShardRunner of a Kubernetes target: an Indexed Job in
-// its namespace, running Options.ShardImage.
-func (r *run) kubeShards() (ShardRunner, error) {
+// its namespace, running Options.ShardImage as Options.ShardServiceAccount.
+func (r *run) kubeShards(ctx context.Context) (ShardRunner, error) {
 	if r.kube == nil {
 		return nil, errors.New("workload.shards: needs target.kubernetes (its shards are the pods of an Indexed Job)")
 	}
 	if r.opts.ShardImage == "" {
 		return nil, errors.New("workload.shards: no llmchaos image for the shard pods: give llmchaos run --shard-image IMAGE")
 	}
-	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
+	sa, err := r.shardServiceAccount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir), ServiceAccount: sa}, nil
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the
-// targets, the model, the seed and the workload of the experiment.
+// target, the model, the seed and the workload of the experiment.
 // Workload keys a shard cannot take yet are refused by validation.
 func (r *run) shardLoadArgs() ([]string, error) {
 	p := r.p
 	w := p.spec.Workload
 	var a []string
 	add := func(flag, v string) { a = append(a, flag, v) }
-	for _, e := range r.endpoints {
-		add("--target", e.load)
+	if r.followsPods() {
+		a = append(a, r.shardKubeArgs()...)
+	} else {
+		for _, e := range r.endpoints {
+			add("--target", e.load)
+		}
 	}
 	add("--model", r.model)
 	add("--seed", strconv.FormatInt(int64(p.seed), 10))

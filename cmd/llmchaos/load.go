@@ -38,6 +38,7 @@ const (
 // once.
 type loadFlags struct {
 	Targets []string
+	Kube    loadKubeFlags // a Kubernetes target instead of Targets
 	Model   string
 	Name    string
 
@@ -119,7 +120,10 @@ func defaultLoadFlags() loadFlags {
 // loadConfig is a checked `llmchaos load` run: the preset, the user's flags
 // and the defaults combined. runLoad takes it.
 type loadConfig struct {
-	Targets  []string
+	Targets []string
+	// Kube is the Kubernetes target whose ready pods the load follows,
+	// instead of Targets (nil: Targets).
+	Kube     *loadKube
 	Model    string
 	Name     string
 	Preset   string // "" for a custom workload
@@ -172,6 +176,7 @@ type loadConfig struct {
 // addLoadFlags binds the load command's flags to f.
 func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringSliceVar(&f.Targets, "target", nil, "base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (repeatable or comma-separated: sessions go round-robin)")
+	f.Kube.add(fs)
 	fs.StringVar(&f.Model, "model", "", "model name to request (required)")
 	fs.StringVar(&f.Name, "name", "", "name of the run in reports (the JUnit testsuite's name)")
 
@@ -273,8 +278,11 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		}
 		c.Targets = append(c.Targets, strings.TrimRight(t, "/"))
 	}
-	if len(f.Targets) == 0 {
-		bad("--target is required: the base URL of the API, e.g. --target http://127.0.0.1:8000/v1")
+	kt, kubeGiven, kubeErrs := f.Kube.config(fs, len(f.Targets) > 0)
+	errs = append(errs, kubeErrs...)
+	c.Kube = kt
+	if len(f.Targets) == 0 && !kubeGiven {
+		bad("--target is required: the base URL of the API, e.g. --target http://127.0.0.1:8000/v1 (or the pods of a Kubernetes target: --kubernetes-selector or --kubernetes-service)")
 	}
 	if f.Model == "" {
 		bad("--model is required: the served model's name (GET /v1/models lists it)")
@@ -651,6 +659,18 @@ evenly as whole numbers allow; when a closed loop's users send still
 follows the server's answers. Each shard's JSON report carries its shard;
 llmchaos merge checks that the reports are one set and adds them up.
 
+Kubernetes: instead of --target, --kubernetes-selector (with
+--kubernetes-port) or --kubernetes-service (and --kubernetes-namespace,
+--kubernetes-path, --kubeconfig, --kube-context; in a pod, its service
+account, which must list and watch pods or EndpointSlices) sends the load to
+the target's ready pods and follows them while it runs, as an experiment's
+target.kubernetes does: the endpoints are listed before the start (the load
+fails when none is ready within 30 s), each request goes to a pod ready at
+its send (round-robin), its result is tagged with the pod's name, and the
+pods that join or leave are printed and recorded in the report's events.
+Shards given these flags each follow the pods themselves, so that a pod
+replaced during the load gets its share of every shard's requests.
+
 Workload: a preset (--workload chat|batch|completion|agent) or your own
 lengths (--input-tokens, or its other name --prompt-tokens; --output-tokens)
 or a --dataset, with shared
@@ -696,7 +716,9 @@ written is a warning.`,
   # one load of 400 req/s from two machines, then one report:
   llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 0/2 --start-at 2025-06-01T12:00:00Z --out a.json   # machine A
   llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 1/2 --start-at 2025-06-01T12:00:00Z --out b.json   # machine B
-  llmchaos merge a.json b.json -o all.json`,
+  llmchaos merge a.json b.json -o all.json
+  # the ready pods of a Deployment, followed while the load runs:
+  llmchaos load --kubernetes-namespace llm --kubernetes-selector app=vllm --kubernetes-port 8000 --model M --rate 20 --duration 5m --workload chat --out run.json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())

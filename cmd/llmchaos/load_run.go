@@ -61,9 +61,40 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	quiet := cfg.Summary.Quiet
 	if !quiet {
 		fmt.Fprintln(human, describeLoad(cfg))
-		if !cfg.StartAt.IsZero() {
-			fmt.Fprintf(human, "llmchaos load: starts at %s (in %v)\n", cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Until(cfg.StartAt).Round(time.Millisecond))
+	}
+	targets := cfg.Targets
+	var (
+		route      func(int) (string, string, error)
+		kubeTarget *kubeLoad
+		kubeLines  func() []string // the endpoints' events not printed yet
+	)
+	if cfg.Kube != nil {
+		// The endpoints ready now are the targets the pre-flight check
+		// asks and the monitor scrapes; each request goes to one ready at
+		// its send.
+		kubeTarget, err = startKube(ctx, cfg.Kube)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("aborted during the discovery of the Kubernetes target's endpoints (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
+				fmt.Fprintf(stderr, "llmchaos load: %v\n", err)
+				return withCode(ExitAborted, err)
+			}
+			if _, ok := errors.AsType[*exitError](err); ok {
+				return err
+			}
+			return fmt.Errorf("kubernetes target: %w", err)
 		}
+		defer kubeTarget.router.Stop()
+		targets, route = kubeTarget.router.URLs(), kubeTarget.router.Route
+		if !quiet {
+			kubeLines = kubeTarget.pending
+			for _, line := range kubeLines() {
+				fmt.Fprintln(human, line)
+			}
+		}
+	}
+	if !quiet && !cfg.StartAt.IsZero() {
+		fmt.Fprintf(human, "llmchaos load: starts at %s (in %v)\n", cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Until(cfg.StartAt).Round(time.Millisecond))
 	}
 	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
 	if cfg.Name != "" {
@@ -74,7 +105,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		// The experiment runner's words for target.llm.api_key_env.
 		fmt.Fprintf(stderr, "%s: warning: --api-key-env: the environment variable %s is not set (or empty): requests will be sent without an API key\n", cmdName, cfg.APIKeyEnv)
 	}
-	oopts := cfg.Observe.options(cfg.Targets)
+	oopts := cfg.Observe.options(targets)
 	oopts.TraceAttributes = attrs
 	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
 
@@ -85,7 +116,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		abort   *report.Abort // the stop condition's, written before aborted is set
 	)
 	l, runErr := loadrun.Run(ctx, loadrun.Config{
-		Targets: cfg.Targets, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
+		Targets: targets, Route: route, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard, StartAt: cfg.StartAt,
 		Client: client.Options{
 			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers, Transport: cfg.Transport, IOThreads: cfg.IOThreads,
@@ -108,7 +139,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 			g.Go(func() error {
 				liveLoop(done, liveOptions{
 					out: human, tty: isTerminal(human), every: every, rec: l.Recorder, clock: l.Clock,
-					live: live, slo: cfg.SLO,
+					live: live, slo: cfg.SLO, lines: kubeLines,
 					checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
 					abort: func(failed assertions.Outcomes) {
 						if aborted.CompareAndSwap(false, true) {
@@ -155,6 +186,12 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		}
 		return se.Err
 	}
+	if kubeLines != nil {
+		// What the endpoints did since the live loop's last tick.
+		for _, line := range kubeLines() {
+			fmt.Fprintln(human, line)
+		}
+	}
 	if runErr != nil {
 		if obs != nil {
 			obs.finish(ctx, nil)
@@ -186,6 +223,9 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		return errors.Join(append(errs, err)...)
 	}
 	doc.Abort = abort
+	if kubeTarget != nil {
+		doc.Events = kubeTarget.records(l.Clock.Start())
+	}
 	// With --history the run is recorded whatever its exit (only
 	// --fail-on-regression may turn a pass into 99).
 	defer func() { result = cfg.History.finish(ctx, cmdName, doc, result, cfg.Summary, human, stderr) }()
@@ -203,8 +243,12 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 
 // describeLoad is the line printed when a load starts.
 func describeLoad(cfg loadConfig) string {
-	s := fmt.Sprintf("llmchaos load: %s, workload %s, %d target(s), seed %d",
-		cfg.Arrival.Describe(), cfg.Workload.Name, len(cfg.Targets), cfg.Seed)
+	target := fmt.Sprintf("%d target(s)", len(cfg.Targets))
+	if cfg.Kube != nil {
+		target = "the ready pods of a Kubernetes target, followed live"
+	}
+	s := fmt.Sprintf("llmchaos load: %s, workload %s, %s, seed %d",
+		cfg.Arrival.Describe(), cfg.Workload.Name, target, cfg.Seed)
 	if !cfg.Shard.Whole() {
 		s += fmt.Sprintf("; shard %s: this process sends its part of that load", cfg.Shard)
 	}
@@ -241,6 +285,9 @@ type liveOptions struct {
 	// checked, when set, sees the failed thresholds (none: all hold) after
 	// each live check.
 	checked func(assertions.Outcomes)
+	// lines, when set, returns lines to print at the next tick (what a
+	// Kubernetes target's endpoints did), each on its own.
+	lines func() []string
 }
 
 // liveLoop shows the run's progress and checks the abortOnFail thresholds
@@ -263,6 +310,17 @@ func liveLoop(done <-chan struct{}, o liveOptions) {
 			}
 			return
 		case <-tick.C:
+		}
+		if o.lines != nil {
+			for _, line := range o.lines() {
+				if o.tty {
+					// Over the live line, which the tick rewrites below.
+					fmt.Fprintf(o.out, "\r\x1b[K%s\n", line)
+					wrote = false
+				} else {
+					fmt.Fprintln(o.out, line)
+				}
+			}
 		}
 		now := o.clock.Now()
 		if o.live.Enabled() {
@@ -307,7 +365,6 @@ func liveLine(l recording.Live) string {
 func (c loadConfig) record() map[string]any {
 	a, w := c.Arrival, c.Workload
 	m := map[string]any{
-		"targets":       c.Targets,
 		"model":         c.Model,
 		"mode":          string(a.Mode()),
 		"workload":      w.Name,
@@ -333,6 +390,13 @@ func (c loadConfig) record() map[string]any {
 		"headers":       headerRecord(c.Headers),
 	}
 	c.Observe.record(m)
+	if c.Kube != nil {
+		// Not the endpoints found: each shard finds those ready at its
+		// start.
+		m["target"] = c.Kube.record()
+	} else {
+		m["targets"] = c.Targets
+	}
 	if !c.Shard.Whole() {
 		m["shard"] = c.Shard.String()
 	}

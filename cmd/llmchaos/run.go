@@ -14,6 +14,7 @@ import (
 	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
@@ -35,6 +36,7 @@ type runConfig struct {
 	NoGuard     bool          // no dead-man's switch (see experiments' guard)
 	NoPreflight bool          // skip the load's pre-flight check
 	ShardImage  string        // llmchaos image of a sharded load's Job pods (workload.shards)
+	ShardSA     string        // their service account
 
 	// Capacity is --capacity: the capacity file a rate given as a share
 	// (workload.rate: 80%) is applied from, in place of workload.capacity.
@@ -187,6 +189,7 @@ itself failed.
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")
 	fs.DurationVar(&c.Progress, "progress", experiments.DefaultProgress, "print a line of load figures this often (0: never)")
 	fs.StringVar(&c.ShardImage, "shard-image", "", "llmchaos image the shard pods run when workload.shards is above 1 (an Indexed Job in target.kubernetes's namespace)")
+	fs.StringVar(&c.ShardSA, "shard-service-account", "", "service account of the shard pods (default: when they follow target.kubernetes's pods, "+shardjob.DefaultPodServiceAccount+" of deploy/kubernetes, which may list and watch pods and EndpointSlices; with target.kubernetes.url, the namespace's default)")
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check (each endpoint's /models lists the model, else one max_tokens 1 request succeeds) that stops the run, exit 2, before any fault when the endpoints refuse it for good")
 	fs.StringVar(&c.Rate, "rate", "", "replace the experiment's workload.rate: requests per second, or a share of the measured capacity such as 80% (with --capacity, or the workload's capacity file)")
 	fs.StringVar(&c.Capacity, "capacity", "", "the capacity file (llmchaos capacity --out) a workload rate given as a share (rate: 80%) is taken from, in place of workload.capacity")
@@ -227,7 +230,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	if c.Summary.Quiet {
 		progressOut = &alarmWriter{w: stderr}
 	}
-	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight, ShardImage: c.ShardImage,
+	opts := experiments.Options{RunDir: c.Out, File: c.File, Seed: c.Seed, Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight, ShardImage: c.ShardImage, ShardServiceAccount: c.ShardSA,
 		Observe: experiments.ObserveOptions{
 			MetricsListen: c.Observe.MetricsListen, RemoteWriteURL: c.Observe.RemoteWrite, OTLPEndpoint: c.Observe.OTLPEndpoint,
 			Scrape: c.Observe.Scrape, ScrapeInterval: c.Observe.ScrapeInterval, MetricsLinger: c.Observe.MetricsLinger,

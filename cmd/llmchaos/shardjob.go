@@ -55,9 +55,16 @@ The load flags are checked here first. File flags (--dataset, --trace) name
 files inside the pods (an image that has them, or a volume). --api-key-secret
 NAME/KEY gives the pods the API key from a Secret, as ` + client.DefaultAPIKeyEnv + `.
 
+With --kubernetes-selector or --kubernetes-service among the load flags,
+each shard follows the target's ready pods itself while it runs (a pod
+replaced meanwhile gets its share of the requests): the shard pods then run
+with their service account's token, and --service-account must name one
+that may list and watch pods and EndpointSlices in the namespace
+(deploy/kubernetes's ` + shardjob.DefaultPodServiceAccount + `).
+
 The service account that runs shard-job needs, in the namespace: jobs
-create, get, watch, delete; pods list; pods/log get (deploy/kubernetes's Role
-grants them).
+create, get, watch, delete; pods list; pods/log get; serviceaccounts get
+with --service-account (deploy/kubernetes's Role grants them).
 
 Exit codes: 0 merged (with --threshold: every threshold held); 99 with
 --threshold, a threshold failed; 98 with --threshold, a shard had been
@@ -82,7 +89,7 @@ aborted; 2 bad flags; 1 anything else (a shard without a report, unless
 	fs.StringVar(&o.Image, "image", "", "llmchaos image the shard pods run (required)")
 	fs.IntVar(&o.Shards, "shards", 0, "number of shards, N: pods that run at once (required)")
 	fs.DurationVar(&o.StartIn, "start-in", shardjob.DefaultStartIn, "how long after the Job's creation the shards start together")
-	fs.StringVar(&o.ServiceAccount, "service-account", "", "service account of the shard pods (default: the namespace's default)")
+	fs.StringVar(&o.ServiceAccount, "service-account", "", "service account of the shard pods (default: the namespace's default); shards given --kubernetes-selector or --kubernetes-service need one that may list and watch pods and EndpointSlices, such as deploy/kubernetes's "+shardjob.DefaultPodServiceAccount)
 	fs.StringVar(&o.APIKeySecret, "api-key-secret", "", "NAME/KEY of a Secret in the namespace whose value the shards send as the API key")
 	fs.BoolVar(&o.Keep, "keep", false, "leave the Job and its pods (for an hour) instead of deleting them")
 	fs.BoolVar(&o.Partial, "partial", false, "merge the shards that have a report when some do not (a warning instead of an error)")
@@ -153,6 +160,11 @@ func runShardJob(ctx context.Context, o shardJobOptions, stdout, stderr io.Write
 	cl, err := o.Access.Connect()
 	if err != nil {
 		return err
+	}
+	if cfg.ServiceAccount != "" {
+		if err := shardjob.CheckServiceAccount(ctx, cl.Client, cfg.Namespace, cfg.ServiceAccount); err != nil {
+			return usageError(err)
+		}
 	}
 	res, err := shardjob.Run(ctx, cl, cfg, shardjob.PodLogs{Client: cl.Client}, func(job string, at time.Time) {
 		fmt.Fprintf(stderr, "llmchaos shard-job: Job %s/%s: %d shards start at %s\n", cfg.Namespace, job, cfg.Shards, at.UTC().Format(time.RFC3339Nano))

@@ -95,7 +95,8 @@ func TestRender(t *testing.T) {
 	slices.Sort(kinds)
 	cm := find(t, objs, "ConfigMap", "")
 	want := []string{"ClusterRole/llmchaos-target-namespaces", "ClusterRoleBinding/llmchaos-target-namespaces", "ConfigMap/" + cm.GetName(),
-		"Deployment/sim", "Job/llmchaos-run", "Namespace/llmchaos", "Role/llmchaos", "RoleBinding/llmchaos", "Service/sim", "ServiceAccount/llmchaos"}
+		"Deployment/sim", "Job/llmchaos-run", "Namespace/llmchaos", "Role/llmchaos", "Role/llmchaos-load", "RoleBinding/llmchaos", "RoleBinding/llmchaos-load",
+		"Service/sim", "ServiceAccount/llmchaos", "ServiceAccount/llmchaos-load"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("rendered %q\nwant %q", kinds, want)
 	}

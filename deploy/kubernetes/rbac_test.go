@@ -23,8 +23,13 @@ import (
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
-// serviceAccount is the user the tool runs as in the cluster.
-const serviceAccount = "system:serviceaccount:" + namespace + ":llmchaos"
+// serviceAccount is the user the tool runs as in the cluster;
+// loadServiceAccount the one of the shard pods that follow the target's
+// pods.
+const (
+	serviceAccount     = "system:serviceaccount:" + namespace + ":llmchaos"
+	loadServiceAccount = "system:serviceaccount:" + namespace + ":" + shardjob.DefaultPodServiceAccount
+)
 
 // toolCalls returns every API call llmchaos makes, from the lists kept
 // next to the clients.
@@ -80,16 +85,22 @@ func ruleKeys(t *testing.T, role *unstructured.Unstructured) map[callKey]bool {
 
 // TestRBACGrantsExactlyTheCallsTheToolMakes: the Role grants every
 // namespaced call of toolCalls and nothing else, and the ClusterRole every
-// cluster-scoped one and nothing else.
+// cluster-scoped one and nothing else; the shard pods' Role grants the
+// calls of a shard that follows the target's pods and nothing else.
 func TestRBACGrantsExactlyTheCallsTheToolMakes(t *testing.T) {
 	objs := render(t)
 	for _, tt := range []struct {
 		kind, name string
 		cluster    bool
-	}{{"Role", "llmchaos", false}, {"ClusterRole", "llmchaos-target-namespaces", true}} {
+		calls      []kube.APICall
+	}{
+		{"Role", "llmchaos", false, toolCalls()},
+		{"ClusterRole", "llmchaos-target-namespaces", true, toolCalls()},
+		{"Role", shardjob.DefaultPodServiceAccount, false, shardjob.PodAPICalls()},
+	} {
 		granted := ruleKeys(t, find(t, objs, tt.kind, tt.name))
 		used := map[callKey]bool{}
-		for _, c := range toolCalls() {
+		for _, c := range tt.calls {
 			if c.ClusterScoped == tt.cluster {
 				used[keyOf(c)] = true
 			}
@@ -120,10 +131,10 @@ func TestServiceAccountMayMakeEachCallAndNoOther(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
-	may := func(attrs authorizationv1.ResourceAttributes) (bool, string) {
+	mayAs := func(user string, attrs authorizationv1.ResourceAttributes) (bool, string) {
 		sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:               serviceAccount,
+				User:               user,
 				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 				ResourceAttributes: &attrs,
 			},
@@ -133,6 +144,7 @@ func TestServiceAccountMayMakeEachCallAndNoOther(t *testing.T) {
 		}
 		return sar.Status.Allowed, sar.Status.Reason
 	}
+	may := func(attrs authorizationv1.ResourceAttributes) (bool, string) { return mayAs(serviceAccount, attrs) }
 	for _, call := range toolCalls() {
 		attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: call.Verb, Group: call.Group, Resource: call.Resource, Subresource: call.Subresource}
 		if call.ClusterScoped {
@@ -166,6 +178,28 @@ func TestServiceAccountMayMakeEachCallAndNoOther(t *testing.T) {
 	for _, d := range denied {
 		if ok, _ := may(d.attrs); ok {
 			t.Errorf("%s (%s %s/%s in %q): allowed, want denied", d.what, d.attrs.Verb, d.attrs.Resource, d.attrs.Subresource, d.attrs.Namespace)
+		}
+	}
+
+	// The shard pods' account: a shard's calls, and nothing the runner does.
+	for _, call := range shardjob.PodAPICalls() {
+		attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: call.Verb, Group: call.Group, Resource: call.Resource, Subresource: call.Subresource}
+		if ok, why := mayAs(loadServiceAccount, attrs); !ok {
+			t.Errorf("as %s, %s in %s (%s): denied: %s", loadServiceAccount, call, namespace, call.Why, why)
+		}
+	}
+	for _, d := range []authorizationv1.ResourceAttributes{
+		{Namespace: namespace, Verb: "get", Resource: "pods"},
+		{Namespace: namespace, Verb: "delete", Resource: "pods"},
+		{Namespace: namespace, Verb: "get", Resource: "pods", Subresource: "log"},
+		{Namespace: namespace, Verb: "create", Group: "batch", Resource: "jobs"},
+		{Namespace: namespace, Verb: "list", Resource: "secrets"},
+		{Namespace: namespace, Verb: "get", Resource: "serviceaccounts"},
+		{Namespace: "kube-system", Verb: "list", Resource: "pods"},
+		{Verb: "get", Resource: "namespaces", Name: namespace},
+	} {
+		if ok, _ := mayAs(loadServiceAccount, d); ok {
+			t.Errorf("as %s, %s %s/%s in %q: allowed, want denied", loadServiceAccount, d.Verb, d.Resource, d.Subresource, d.Namespace)
 		}
 	}
 

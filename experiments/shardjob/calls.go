@@ -2,6 +2,11 @@ package shardjob
 
 import "github.com/llmchaos/llmchaos/internal/kube"
 
+// DefaultPodServiceAccount is the service account deploy/kubernetes makes
+// for the shard pods that follow a Kubernetes target's pods: it may make
+// PodAPICalls and nothing else.
+const DefaultPodServiceAccount = "llmchaos-load"
+
 // APICalls returns every kind of Kubernetes API call this package makes,
 // for the RBAC of deploy/kubernetes.
 func APICalls() []kube.APICall {
@@ -13,5 +18,14 @@ func APICalls() []kube.APICall {
 		{Verb: "delete", Group: "batch", Resource: "jobs", Why: why + "delete the Job once its reports are read"},
 		{Verb: "list", Resource: "pods", Why: why + "find the Job's pods and their completion indexes"},
 		{Verb: "get", Resource: "pods", Subresource: "log", Why: why + "read each shard's JSON report from its log"},
+		{Verb: "get", Resource: "serviceaccounts", Why: why + "check that the shard pods' service account exists (CheckServiceAccount)"},
 	}
+}
+
+// PodAPICalls returns the API calls of a shard pod that follows the pods
+// of a Kubernetes target (Config.FollowsPods: llmchaos load
+// --kubernetes-selector or --kubernetes-service), those of kube.Router:
+// the RBAC its service account needs.
+func PodAPICalls() []kube.APICall {
+	return kube.RouterAPICalls()
 }

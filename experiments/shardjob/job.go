@@ -60,6 +60,9 @@ type Config struct {
 	// RunID labels the Job (llmchaos.io/run).
 	RunID string
 	// ServiceAccount runs the shard pods ("" for the namespace's default).
+	// Shards that follow a Kubernetes target's pods (FollowsPods) need one
+	// that may make PodAPICalls, such as deploy/kubernetes's
+	// DefaultPodServiceAccount.
 	ServiceAccount string
 	// Env is added to the load container (an API key from a Secret).
 	Env []corev1.EnvVar
@@ -131,6 +134,14 @@ func (c Config) withDefaults(now time.Time) Config {
 	return c
 }
 
+// FollowsPods reports whether the shards follow the pods of a Kubernetes
+// target (their load flags have --kubernetes-selector or
+// --kubernetes-service): their pods then carry their service account's
+// token, and that account must make PodAPICalls.
+func (c Config) FollowsPods() bool {
+	return hasFlag(c.LoadArgs, "--kubernetes-selector") || hasFlag(c.LoadArgs, "--kubernetes-service")
+}
+
 func hasFlag(args []string, flag string) bool {
 	return slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
 }
@@ -163,6 +174,8 @@ func (c Config) Job() *batchv1.Job {
 	zero := int32(0)
 	ttl := int32(c.TTL / time.Second)
 	no, yes := false, true
+	// Only shards that follow the target's pods talk to the API server.
+	token := c.FollowsPods()
 	uid := int64(65532)
 	labels := kube.OwnedLabels(c.RunID, "load")
 	labels["app.kubernetes.io/name"] = "llmchaos-load"
@@ -180,7 +193,7 @@ func (c Config) Job() *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					ServiceAccountName:           c.ServiceAccount,
-					AutomountServiceAccountToken: &no,
+					AutomountServiceAccountToken: &token,
 					EnableServiceLinks:           &no,
 					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Containers: []corev1.Container{{

@@ -37,15 +37,22 @@ func (c APICall) String() string {
 
 // APICalls returns the kinds of API call this package makes itself, for
 // the RBAC of deploy/kubernetes: target.kubernetes's endpoint discovery
-// (Discovery), the waits on pods (WaitPods, PodTarget) and the opt-in
+// (Discovery, Router: RouterAPICalls), the waits on pods (WaitPods, PodTarget) and the opt-in
 // check of a namespace. WaitGone's calls are on a resource its caller
 // names, and listed by the caller.
 func APICalls() []APICall {
+	return append(RouterAPICalls(),
+		APICall{Verb: "get", Resource: "namespaces", ClusterScoped: true, Why: "the opt-in label of the target's namespace"})
+}
+
+// RouterAPICalls returns the API calls of a Router (and its Discovery):
+// what llmchaos load needs to follow a Kubernetes target's pods, in the
+// runner or in a shard's pod.
+func RouterAPICalls() []APICall {
 	return []APICall{
-		{Verb: "list", Resource: "pods", Why: "target.kubernetes without a Service: the ready pods of the selector; waits on pods"},
-		{Verb: "watch", Resource: "pods", Why: "target.kubernetes without a Service: live re-discovery; waits on pods"},
-		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: the Service's endpoints"},
-		{Verb: "watch", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "target.kubernetes: live re-discovery"},
-		{Verb: "get", Resource: "namespaces", ClusterScoped: true, Why: "the opt-in label of the target's namespace"},
+		{Verb: "list", Resource: "pods", Why: "a Kubernetes target without a Service: the ready pods of the selector; waits on pods"},
+		{Verb: "watch", Resource: "pods", Why: "a Kubernetes target without a Service: live re-discovery; waits on pods"},
+		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "a Kubernetes target with a Service: its endpoints"},
+		{Verb: "watch", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "a Kubernetes target with a Service: live re-discovery"},
 	}
 }
