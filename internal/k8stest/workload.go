@@ -33,6 +33,9 @@ type Workload struct {
 	// Service creates a Service selecting the pods, port Port to target
 	// port http.
 	Service bool
+	// Node, when set, is the node the pods run on (a LoopbackNode's),
+	// instead of any of the shared kwok nodes.
+	Node string
 }
 
 // Selector returns the label selector of w's pods.
@@ -51,6 +54,12 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 	podLabels := maps.Clone(w.Labels)
 	maps.Copy(podLabels, w.PodLabels)
 	replicas := w.Replicas
+	nodeSelector := map[string]string{"type": "kwok"}
+	var tolerations []corev1.Toleration
+	if w.Node != "" {
+		nodeSelector = map[string]string{corev1.LabelHostname: w.Node}
+		tolerations = []corev1.Toleration{{Key: LoopbackTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	}
 	_, err := client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 		Spec: appsv1.DeploymentSpec{
@@ -59,7 +68,8 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"type": "kwok"},
+					NodeSelector: nodeSelector,
+					Tolerations:  tolerations,
 					Containers: []corev1.Container{{
 						Name:  "sim",
 						Image: "llmchaos:dev",

@@ -1,0 +1,184 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+)
+
+// The shards' load flags: with a target.kubernetes without url, the
+// target's pods (namespace resolved, selector, Service, port, path), which
+// every shard follows itself, and how this process reached the cluster
+// only for shards that run here; with a url, the url.
+func TestShardLoadArgsOfAKubernetesTarget(t *testing.T) {
+	exp, _, err := spec.Load(filepath.Join("catalog", "k8s-pod-kill.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp.Target.Kubernetes.Namespace = ""
+	exp.Target.Kubernetes.Kubeconfig, exp.Target.Kubernetes.Context = "/home/me/.kube/config", "lab"
+	exp.Workload = spec.Workload{Rate: spec.PerSecondRate(30), Duration: spec.Duration(10 * time.Second), InputTokens: mustDist("16"), OutputTokens: mustDist("8"), Shards: 3}
+	exp.StopConditions, exp.SteadyState, exp.Faults, exp.Thresholds = nil, nil, nil, nil
+	p, err := newPlan(exp, "exp.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(opts Options, url string) []string {
+		t.Helper()
+		r := newRun(p, opts, t.TempDir(), nil)
+		k := p.spec.Target.Kubernetes
+		k.URL = url
+		r.kube, r.model = &kubeTarget{t: *k, ns: "llm"}, "m"
+		if url != "" {
+			r.endpoints = []*endpoint{{url: url, load: url}}
+		}
+		a, err := r.shardLoadArgs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	pods := []string{"--kubernetes-namespace", "llm", "--kubernetes-selector", "app=llmchaos-sim", "--kubernetes-service", "llmchaos-sim",
+		"--kubernetes-port", "8000", "--kubernetes-path", "/v1"}
+	for _, tt := range []struct {
+		name string
+		opts Options
+		url  string
+		want []string
+	}{
+		{"pods, in the cluster's Job", Options{}, "", pods},
+		{"pods, shards run here", Options{Shards: &LocalShards{Binary: "llmchaos"}}, "", append(slices.Clone(pods), "--kubeconfig", "/home/me/.kube/config", "--kube-context", "lab")},
+		{"pods, a Job given by the caller", Options{Shards: &KubernetesShards{}}, "", pods},
+		{"url", Options{}, "http://lb.example/v1", []string{"--target", "http://lb.example/v1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := args(tt.opts, tt.url)
+			if !slices.Equal(a[:len(tt.want)], tt.want) || slices.Contains(a[len(tt.want):], "--target") || slices.ContainsFunc(a[len(tt.want):], func(s string) bool { return strings.HasPrefix(s, "--kube") }) {
+				t.Errorf("args %q\nwant them to start with %q, and no other target flag", a, tt.want)
+			}
+			if i := slices.Index(a, "--model"); i < 0 || a[i+1] != "m" {
+				t.Errorf("args %q: no --model m", a)
+			}
+		})
+	}
+}
+
+// A sharded experiment whose load goes to the pods themselves: 3 shards
+// (local processes of the real binary) each follow the pods of the
+// target (llmchaos load --kubernetes-*), which run on a node whose pod
+// network is on the loopback interface, where the test serves the
+// simulator. The runner kills a pod at 3 s; the shards stop sending to it
+// and send to its ReplicaSet's replacement, whose name tags requests of
+// the recovery; the kill's recovery is measured on the shards' results.
+func TestRunShardedLoadFollowsThePods(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	node := c.LoopbackNode(t)
+	ns := c.Namespace(t)
+	w := simWorkload
+	w.Service, w.Node = false, node.Name // EndpointSlices refuse loopback addresses: follow the pods by selector
+	before := c.CreateWorkload(t, ns, w)
+	ln := node.Listen(t)
+	serveSimOn(t, ln)
+
+	exp, file, want := shardedSpec(t, c, ns, "", 10*time.Second)
+	exp.Target.Kubernetes.Service, exp.Target.Kubernetes.Port = "", ln.Port()
+	exp.Faults[0].Duration = spec.Duration(3 * time.Second)
+	shards := &LocalShards{Binary: llmchaosBinary(t)}
+	dir := t.TempDir()
+	var out, saved bytes.Buffer
+	reqs := recording.NewRequestWriter(&saved)
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if err := reqs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	victim, replacement := checkPodKill(t, c, ns, before, o, dir, out.String())
+	if d := o.Doc; d.Requests.Scheduled != int64(want) {
+		t.Errorf("%d requests recorded, want the single-process schedule's %d", d.Requests.Scheduled, want)
+	}
+	// Each shard's own report tells when it saw the victim go and the
+	// replacement come (on its clock, which starts with the run's).
+	if len(o.Shards) != 3 {
+		t.Fatalf("%d shard reports, want 3", len(o.Shards))
+	}
+	removedAt := make([]float64, 3)
+	for i, d := range o.Shards {
+		removedAt[i] = -1
+		var kinds []string
+		for _, e := range d.Events {
+			kinds = append(kinds, e.Kind+" "+e.Target)
+			if e.Kind == "endpoint_removed" && e.Target == victim {
+				removedAt[i] = e.AtS
+			}
+		}
+		if removedAt[i] < 0 || !slices.Contains(kinds, "endpoint_added "+replacement) {
+			t.Errorf("shard %d's events %q: want %s removed and %s added", i, kinds, victim, replacement)
+		}
+	}
+	names := map[string]bool{replacement: true}
+	for _, p := range before {
+		names[p.Name] = true
+	}
+	byPod := map[string]int{}
+	err = recording.ReadRequests(&saved, false, func(r *recording.Result) {
+		if !names[r.Tags.Endpoint] {
+			t.Errorf("seq %d tagged endpoint %q, want one of the pods %v", r.Seq, r.Tags.Endpoint, names)
+		}
+		if r.Outcome != recording.OutcomeOK {
+			t.Errorf("seq %d to %s: %s %s %s", r.Seq, r.Tags.Endpoint, r.Outcome, r.Class, r.Err)
+		}
+		byPod[r.Tags.Endpoint]++
+		// Shard k sends the arrivals of seq k mod 3.
+		if shard := r.Seq % 3; r.Tags.Endpoint == victim && r.Sent.Seconds() > removedAt[shard] {
+			t.Errorf("seq %d sent to %s at %.6fs, after shard %d saw it removed at %.6fs", r.Seq, victim, r.Sent.Seconds(), shard, removedAt[shard])
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range names {
+		if byPod[name] == 0 {
+			t.Errorf("no request to pod %s: %v", name, byPod)
+		}
+	}
+	for _, p := range before {
+		if ln.Accepted(p.Status.PodIP) == 0 {
+			t.Errorf("no connection reached pod %s's IP %s", p.Name, p.Status.PodIP)
+		}
+	}
+	t.Logf("requests by pod %v; victim %s, replacement %s", byPod, victim, replacement)
+}
+
+// serveSimOn serves a simulator replica on ln until the test ends.
+func serveSimOn(t *testing.T, ln *k8stest.PodListener) {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.Latency, cfg.TTFT, cfg.ITL = sim.LatencyConstant, 10*time.Millisecond, 2*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(ctx, ln, server.Options{Config: cfg}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("simulator: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("simulator did not stop within 15 s")
+		}
+	})
+}
