@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
@@ -344,6 +345,15 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 	w := simWorkload
 	w.PodLabels = nil
 	pods := c.CreateWorkload(t, ns, w)
+	// The dry run lists the endpoints ready now: wait until the Service's
+	// EndpointSlices have caught up with the pods.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := k8stest.WaitEndpointSlices(ctx, c.Client(t), ns, w.Name, func(eps []*discoveryv1.EndpointSlice) bool {
+		return len(k8stest.ReadyAddresses(eps)) == len(pods)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	exp, file := podKillSpec(t, c, ns)
 
 	var out bytes.Buffer
