@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,16 +193,48 @@ type jobShards struct {
 	local *LocalShards
 	kube  *KubernetesShards
 
-	once sync.Once
+	follows atomic.Int32 // pod logs followed
+	once    sync.Once
 	outs []ShardOutput
 	err  error
 }
 
-func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
-	if err := j.local.Start(ctx, args, n, startAt); err != nil {
+func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error {
+	if err := j.local.Start(ctx, args, n, startAt, nil); err != nil {
 		return err
 	}
-	return j.kube.Start(ctx, args, n, startAt)
+	return j.kube.Start(ctx, args, n, startAt, lines)
+}
+
+// Follow streams the output of the local shard of pod's completion index
+// as it comes, until its process has ended: the pod's log, followed.
+func (j *jobShards) Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) error {
+	i, err := strconv.Atoi(pod.Annotations[batchv1.JobCompletionIndexAnnotation])
+	if err != nil || i < 0 || i >= len(j.local.outs) {
+		return fmt.Errorf("pod %s: no completion index in %v", pod.Name, pod.Annotations)
+	}
+	j.follows.Add(1)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	sent := 0
+	for {
+		var ended bool
+		select {
+		case <-j.local.ended[i]:
+			ended = true
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		b := j.local.outs[i].Bytes()
+		if _, err := w.Write(b[sent:]); err != nil {
+			return err
+		}
+		sent = len(b)
+		if ended {
+			return nil
+		}
+	}
 }
 
 func (j *jobShards) Collect(ctx context.Context) ([]ShardOutput, error) { return j.kube.Collect(ctx) }
@@ -247,6 +281,9 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if len(o.Shards) != 3 {
 		t.Errorf("%d shard reports, want 3", len(o.Shards))
 	}
+	if n := js.follows.Load(); n != 3 {
+		t.Errorf("%d pod logs followed, want the 3 shards'", n)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	jobs, err := c.Client(t).BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
@@ -261,4 +298,77 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if *job.Spec.Completions != 3 || !slices.Contains(args, "$(JOB_COMPLETION_INDEX)/3") || !strings.Contains(strings.Join(args, " "), "--save-requests -") {
 		t.Errorf("Job completions %d args %q", *job.Spec.Completions, args)
 	}
+}
+
+// A sharded load is judged live: 3 shards (local processes of the real
+// binary) send 30/s for 30 s to the simulator through the runner's proxy;
+// the steady state's threshold probe is checked over their results before
+// the fault (so it must have seen them), then a network.latency fault of
+// 400 ms at 4 s makes the stop condition ttft p(99)<200ms fail. The run
+// stops long before its 30 s with the stop condition's abort, the shards
+// are stopped as Ctrl-C stops a load and report, and every request they
+// scheduled is recorded once, none lost.
+func TestRunShardedLoadStopsLive(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	ns := c.Namespace(t)
+	c.CreateWorkload(t, ns, simWorkload)
+	url := startTestSim(t) + "/v1"
+	exp, file, full := shardedSpec(t, c, ns, url, 30*time.Second)
+	exp.Faults = []spec.Fault{{Name: "slow", Type: "network.latency", At: spec.Duration(4 * time.Second), Duration: spec.Duration(20 * time.Second),
+		Params: map[string]any{"latency": "400ms"}}}
+	exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.1"}}
+	exp.StopConditions = []spec.StopCondition{{Threshold: "ttft: p(99)<200ms"}}
+	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}}
+	exp.Recovery = spec.Recovery{Window: spec.Duration(2 * time.Second), Hold: spec.Duration(2 * time.Second)}
+	shards := &LocalShards{Binary: llmchaosBinary(t)}
+	var out, saved bytes.Buffer
+	reqs := recording.NewRequestWriter(&saved)
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if err := reqs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d := o.Doc
+	if d.Abort == nil || d.Abort.Cause != AbortStopCondition {
+		t.Fatalf("abort %+v, want the stop condition's\n%s", d.Abort, out.String())
+	}
+	// The steady state before the fault was judged on the shards' results.
+	var before []report.ProbeRecord
+	if d.SteadyState != nil {
+		before = slices.DeleteFunc(slices.Clone(d.SteadyState.Before), func(p report.ProbeRecord) bool { return !strings.Contains(p.Probe, "error_rate") })
+	}
+	if len(before) != 1 || !before[0].OK {
+		t.Errorf("steady state before: %+v, want the threshold probe held\n%s", before, out.String())
+	} else {
+		t.Logf("steady state before: %+v", before[0])
+	}
+	// Stopped soon after the fault, not at the end of the schedule.
+	if d.Requests.Scheduled == 0 || d.Requests.Scheduled >= int64(full)*2/3 {
+		t.Errorf("%d requests scheduled of the full schedule's %d: want the run stopped early", d.Requests.Scheduled, full)
+	}
+	if d.Requests.Lost != 0 {
+		t.Errorf("%d requests lost", d.Requests.Lost)
+	}
+	var n int64
+	seen := map[int64]bool{}
+	err = recording.ReadRequests(&saved, false, func(r *recording.Result) {
+		n++
+		if seen[int64(r.Seq)] {
+			t.Errorf("seq %d recorded twice", r.Seq)
+		}
+		seen[int64(r.Seq)] = true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != d.Requests.Scheduled {
+		t.Errorf("%d request lines, the report counts %d scheduled", n, d.Requests.Scheduled)
+	}
+	if len(o.Shards) != 3 {
+		t.Errorf("%d shard reports, want 3 (each stopped shard reports)", len(o.Shards))
+	}
+	t.Logf("%d of %d requests, abort %s\n%s", d.Requests.Scheduled, full, d.Abort.Reason(), out.String())
 }

@@ -12,6 +12,7 @@ func APICalls() []kube.APICall {
 		{Verb: "get", Group: "batch", Resource: "jobs", Why: why + "look again when a watch ends"},
 		{Verb: "delete", Group: "batch", Resource: "jobs", Why: why + "delete the Job once its reports are read"},
 		{Verb: "list", Resource: "pods", Why: why + "find the Job's pods and their completion indexes"},
-		{Verb: "get", Resource: "pods", Subresource: "log", Why: why + "read each shard's JSON report from its log"},
+		{Verb: "watch", Resource: "pods", Why: why + "follow each shard's log once its pod has started"},
+		{Verb: "get", Resource: "pods", Subresource: "log", Why: why + "read each shard's request lines and JSON report from its log, followed while it runs"},
 	}
 }

@@ -26,6 +26,11 @@ const Container = "load"
 const IndexEnv = "JOB_COMPLETION_INDEX"
 
 // indexAnnotation is the annotation that holds a pod's completion index.
+// FlushEvery is how often a shard (llmchaos load --save-requests -)
+// writes out its request lines while it runs, so that the runner sees
+// them live.
+const FlushEvery = 250 * time.Millisecond
+
 const indexAnnotation = batchv1.JobCompletionIndexAnnotation
 
 // DefaultStartIn is how far ahead of the Job's creation the shards start
@@ -78,6 +83,11 @@ type Config struct {
 	// Partial merges the shards that succeeded when some did not (with a
 	// warning) instead of failing.
 	Partial bool
+	// Lines, when not nil and the LogSource is also a Follower, gets
+	// every line of every shard's log while the Job runs: Run follows
+	// each shard's pod log from its start, and reads the reports from
+	// what it followed.
+	Lines LineFunc
 }
 
 // reservedFlags are the flags of `llmchaos load` the Job sets itself.

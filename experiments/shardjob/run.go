@@ -25,6 +25,13 @@ import (
 // deleteTimeout bounds the deletion of the Job at the end of Run.
 const deleteTimeout = time.Minute
 
+// StopGrace is how long Run waits, once ctx ended, for the followed logs
+// of the shards it stopped (their pods deleted: each load gets SIGTERM,
+// stops as on Ctrl-C and writes its report within the pod's grace
+// period, 30 s by default), and, after the Job finished, for the last
+// lines of the logs it follows.
+const StopGrace = 45 * time.Second
+
 // Shard is what became of one shard.
 type Shard struct {
 	// Index is the shard's completion index.
@@ -92,14 +99,35 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 		started(job.Name, cfg.StartAt)
 	}
 	res = &Result{Job: job.Name, StartAt: cfg.StartAt}
+	var fl *following
+	if f, ok := logs.(Follower); ok && cfg.Lines != nil {
+		// The streams outlive ctx: a stopped shard's last lines and
+		// report come after it.
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		fl = follow(fctx, cl.Client, job, cfg.Shards, f, cfg.Lines)
+	}
+	created := job
 	if job, err = waitFinished(ctx, cl.Client, job); err != nil {
-		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		err = fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		if fl != nil && ctx.Err() != nil {
+			res.Shards = stopFollowed(context.WithoutCancel(ctx), cl.Client, created, cfg.Shards, fl, cfg.SaveRequests)
+			if merr := res.merge(true); merr != nil {
+				err = errors.Join(err, merr)
+			}
+		}
+		return res, err
+	}
+	if fl != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		fl.wait(wctx)
+		cancel()
 	}
 	pods, err := shardPods(ctx, cl.Client, job)
 	if err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	res.Shards = collect(ctx, cfg.Shards, pods, logs, cfg.SaveRequests)
+	res.Shards = collect(ctx, cfg.Shards, pods, logs, fl, cfg.SaveRequests)
 	if err := res.merge(cfg.Partial); err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
@@ -183,9 +211,45 @@ func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Jo
 	return list.Items, nil
 }
 
+// stopFollowed stops the shards of job once ctx ended: it deletes the
+// Job's pods (each load gets SIGTERM, stops as on Ctrl-C and writes its
+// report), waits up to StopGrace for their followed logs to end, and
+// returns the shards whose followed logs hold a report.
+func stopFollowed(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, fl *following, keep bool) []Shard {
+	ctx, cancel := context.WithTimeout(ctx, StopGrace)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	_ = client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	fl.wait(ctx)
+	shards := make([]Shard, n)
+	for i := range shards {
+		shards[i].Index = i
+		pod, b, ok := fl.log(i)
+		shards[i].Pod = pod
+		if !ok {
+			shards[i].Err = errors.New("its log was not followed to its end")
+			continue
+		}
+		fromLog(&shards[i], b, keep)
+	}
+	return shards
+}
+
+// fromLog sets s's report (and log, with keep) from its pod's log b.
+func fromLog(s *Shard, b []byte, keep bool) {
+	if keep {
+		s.Log = b
+	}
+	var err error
+	if s.Doc, err = ParseReport(b); err != nil {
+		s.Err = fmt.Errorf("pod %s: %w", s.Pod, err)
+	}
+}
+
 // collect reads the report of every shard 0..n-1 from the log of its pod
-// that succeeded, reading the logs at once; keep keeps the logs.
-func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, keep bool) []Shard {
+// that succeeded (what fl followed of it when it followed it to its end,
+// else read now), reading the logs at once; keep keeps the logs.
+func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, fl *following, keep bool) []Shard {
 	shards := make([]Shard, n)
 	byIndex := map[int]*corev1.Pod{}
 	failed := map[int]*corev1.Pod{}
@@ -210,18 +274,19 @@ func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, keep
 			continue
 		}
 		shards[i].Pod = p.Name
+		if fl != nil {
+			if pod, b, ok := fl.log(i); ok && pod == p.Name {
+				fromLog(&shards[i], b, keep)
+				continue
+			}
+		}
 		wg.Go(func() {
 			b, err := logs.Log(ctx, p)
 			if err != nil {
 				shards[i].Err = err
 				return
 			}
-			if keep {
-				shards[i].Log = b
-			}
-			if shards[i].Doc, err = ParseReport(b); err != nil {
-				shards[i].Err = fmt.Errorf("pod %s: %w", p.Name, err)
-			}
+			fromLog(&shards[i], b, keep)
 		})
 	}
 	wg.Wait()
