@@ -195,8 +195,8 @@ type jobShards struct {
 
 	follows atomic.Int32 // pod logs followed
 	once    sync.Once
-	outs []ShardOutput
-	err  error
+	outs    []ShardOutput
+	err     error
 }
 
 func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error {
