@@ -55,9 +55,9 @@ func llmchaosBinary(t *testing.T) string {
 	return testutil.BinPath(binDir)
 }
 
-// shardedSpec is podKillSpec sending to url, 30/s for d, as 3 shards, with
-// nothing live (no stop conditions, no threshold probe of the steady
-// state); want is its single-process schedule's request count.
+// shardedSpec is podKillSpec sending to url, 30/s for d, as 3 shards,
+// without stop conditions or threshold probes of the steady state (a test
+// adds its own); want is its single-process schedule's request count.
 func shardedSpec(t *testing.T, c *k8stest.Cluster, ns, url string, d time.Duration) (exp *spec.Spec, file string, want int) {
 	t.Helper()
 	exp, file = podKillSpec(t, c, ns)

@@ -530,13 +530,12 @@ func (v *validator) capacityRate(w Workload) {
 }
 
 // shards checks workload.shards. A sharded load runs in other processes
-// (the pods of an Indexed Job) and its results are recorded by the runner
-// only once they ended: nothing live reads them, so a sharded experiment
-// has no stop conditions, abortOnFail thresholds or threshold probes of
-// the steady state before the faults; and the shards get the workload as
-// llmchaos load flags, which a script, a trace, a dataset, stages, a
-// ramp, a closed loop, a capacity share, an API key or headers do not
-// travel in yet.
+// (the pods of an Indexed Job) whose request lines the runner follows
+// live, so stop conditions, abortOnFail thresholds and threshold probes
+// of the steady state work; but the shards get the workload as llmchaos
+// load flags, which a script, a trace, a dataset, stages, a ramp, a
+// closed loop, a capacity share, an API key or headers do not travel in
+// yet.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
