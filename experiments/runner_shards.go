@@ -14,6 +14,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -58,7 +59,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	// shift is the shards' clock zero on the run clock: 0, as both start
 	// at start; kept for a runner whose clock would start elsewhere.
 	shift := start.Sub(clock.Start())
-	if err := sr.Start(ctx, args, n, start); err != nil {
+	if err := sr.Start(ctx, r.jr, args, n, start); err != nil {
 		return engine.RunStats{}, &loadrun.StageError{Stage: loadrun.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
 	}
 	r.out.printf("load: %d shards start at %s (in %v)", n, start.UTC().Format(time.RFC3339Nano), time.Until(start).Round(time.Millisecond))
@@ -171,7 +172,15 @@ func (r *run) kubeShards() (ShardRunner, error) {
 	if r.opts.ShardImage == "" {
 		return nil, errors.New("workload.shards: no llmchaos image for the shard pods: give llmchaos run --shard-image IMAGE")
 	}
-	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
+	// The journal's revert runs in the guard or `llmchaos recover`,
+	// perhaps in another directory.
+	access := kube.Access{Kubeconfig: r.kube.t.Kubeconfig, Context: r.kube.t.Context}
+	if access.Kubeconfig != "" {
+		if abs, err := filepath.Abs(access.Kubeconfig); err == nil {
+			access.Kubeconfig = abs
+		}
+	}
+	return &KubernetesShards{Cluster: r.kube.cl, Access: access, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the
