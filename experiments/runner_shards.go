@@ -14,6 +14,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -84,7 +85,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 			liveRec.Record(res)
 		})
 	}
-	if err := sr.Start(ctx, args, n, start, lines); err != nil {
+	if err := sr.Start(ctx, r.jr, args, n, start, lines); err != nil {
 		return engine.RunStats{}, &loadrun.StageError{Stage: loadrun.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
 	}
 	r.out.printf("load: %d shards start at %s (in %v)", n, start.UTC().Format(time.RFC3339Nano), time.Until(start).Round(time.Millisecond))
@@ -207,7 +208,15 @@ func (r *run) kubeShards() (ShardRunner, error) {
 	if r.opts.ShardImage == "" {
 		return nil, errors.New("workload.shards: no llmchaos image for the shard pods: give llmchaos run --shard-image IMAGE")
 	}
-	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
+	// The journal's revert runs in the guard or `llmchaos recover`,
+	// perhaps in another directory.
+	access := kube.Access{Kubeconfig: r.kube.t.Kubeconfig, Context: r.kube.t.Context}
+	if access.Kubeconfig != "" {
+		if abs, err := filepath.Abs(access.Kubeconfig); err == nil {
+			access.Kubeconfig = abs
+		}
+	}
+	return &KubernetesShards{Cluster: r.kube.cl, Access: access, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir)}, nil
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the

@@ -3,6 +3,8 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,11 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/experiments/spec"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/internal/testutil"
@@ -176,10 +181,14 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 // request lines on stdout.
 func TestKubernetesShardsJob(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
-	k := &KubernetesShards{Namespace: "llm", Image: "llmchaos:dev", RunID: "exp-1"}
+	access := kube.Access{Kubeconfig: "/etc/llmchaos/kubeconfig", Context: "prod"}
+	k := &KubernetesShards{Access: access, Namespace: "llm", Image: "llmchaos:dev", RunID: "exp-1"}
 	cfg := k.Job([]string{"--target", "http://vllm/v1", "--rate", "30", "--seed", "11"}, 3, at)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Access != access {
+		t.Errorf("access %+v, want %+v: the journal's revert reaches the cluster with it", cfg.Access, access)
 	}
 	job := cfg.Job()
 	if *job.Spec.Completions != 3 || *job.Spec.Parallelism != 3 || job.Namespace != "llm" || !strings.HasPrefix(job.Name, "llmchaos-load-") {
@@ -199,22 +208,34 @@ func TestKubernetesShardsJob(t *testing.T) {
 // jobShards runs the shards as the Indexed Job of KubernetesShards on the
 // test control plane, whose kwok pods run no container: the shards
 // themselves run as local processes, and the Job's pod logs are theirs,
-// served by completion index once they ended.
+// served by completion index once they ended. When the logs are first
+// asked for (the Job has finished, Run has not deleted it yet) it takes
+// a look at the run's journal and Jobs.
 type jobShards struct {
 	local *LocalShards
 	kube  *KubernetesShards
+	// dir is the run directory; client and ns reach the run's Jobs.
+	dir    string
+	client kubernetes.Interface
+	ns     string
 
 	follows atomic.Int32 // pod logs followed
 	once    sync.Once
 	outs    []ShardOutput
 	err     error
+	// pending and jobs are what the journal shows pending and the Jobs of
+	// the run (label run=sharded) while the logs are read.
+	looked  sync.Once
+	pending []faults.PendingFault
+	jobs    []batchv1.Job
+	seenErr error
 }
 
-func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error {
-	if err := j.local.Start(ctx, args, n, startAt, nil); err != nil {
+func (j *jobShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
+	if err := j.local.Start(ctx, jr, args, n, startAt, nil); err != nil {
 		return err
 	}
-	return j.kube.Start(ctx, args, n, startAt, lines)
+	return j.kube.Start(ctx, jr, args, n, startAt, lines)
 }
 
 // Follow streams the output of the local shard of pod's completion index
@@ -243,6 +264,7 @@ func (j *jobShards) Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) er
 		}
 		sent = len(b)
 		if ended {
+			j.look(ctx)
 			return nil
 		}
 	}
@@ -250,8 +272,23 @@ func (j *jobShards) Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) er
 
 func (j *jobShards) Collect(ctx context.Context) ([]ShardOutput, error) { return j.kube.Collect(ctx) }
 
+// look keeps, once, what the journal shows pending and the Jobs of the
+// run while the shards' logs are read (the Job exists).
+func (j *jobShards) look(ctx context.Context) {
+	j.looked.Do(func() {
+		var perr error
+		j.pending, perr = faults.Pending(j.dir)
+		list, lerr := j.client.BatchV1().Jobs(j.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
+		if lerr == nil {
+			j.jobs = list.Items
+		}
+		j.seenErr = errors.Join(perr, lerr)
+	})
+}
+
 func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
 	j.once.Do(func() { j.outs, j.err = j.local.Collect(ctx) })
+	j.look(ctx)
 	if j.err != nil {
 		return nil, j.err
 	}
@@ -265,7 +302,10 @@ func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
 // Through KubernetesShards: the run creates an Indexed Job of 3 pods in
 // the target's namespace with the shard flags (--save-requests - among
 // them), waits for it, reads the shards' logs and records the whole
-// single-process schedule.
+// single-process schedule. While the Job exists the run's journal holds
+// it (shardjob.KindJob, the Job's name, namespace and kubeconfig), so
+// that a killed runner's guard would delete it; at the end the run
+// deletes the Job and its pods, and the journal has nothing pending.
 func TestRunShardedLoadThroughAJob(t *testing.T) {
 	skipShort(t)
 	c := k8stest.Start(t)
@@ -279,10 +319,13 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := &jobShards{local: &LocalShards{Binary: llmchaosBinary(t)}}
-	js.kube = &KubernetesShards{Cluster: cl, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js, Keep: true}
+	client := c.Client(t)
+	dir := t.TempDir()
+	js := &jobShards{local: &LocalShards{Binary: llmchaosBinary(t)}, dir: dir, client: client, ns: ns}
+	access := kube.Access{Kubeconfig: c.Kubeconfig}
+	js.kube = &KubernetesShards{Cluster: cl, Access: access, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -295,19 +338,51 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if n := js.follows.Load(); n != 3 {
 		t.Errorf("%d pod logs followed, want the 3 shards'", n)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	jobs, err := c.Client(t).BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
-	if err != nil {
-		t.Fatal(err)
+	if js.seenErr != nil {
+		t.Fatal(js.seenErr)
 	}
-	if len(jobs.Items) != 1 {
-		t.Fatalf("%d Jobs of the run, want 1", len(jobs.Items))
+	if len(js.jobs) != 1 {
+		t.Fatalf("%d Jobs of the run while it ran, want 1", len(js.jobs))
 	}
-	job := jobs.Items[0]
+	job := js.jobs[0]
 	args := job.Spec.Template.Spec.Containers[0].Args
 	if *job.Spec.Completions != 3 || !slices.Contains(args, "$(JOB_COMPLETION_INDEX)/3") || !strings.Contains(strings.Join(args, " "), "--save-requests -") {
 		t.Errorf("Job completions %d args %q", *job.Spec.Completions, args)
+	}
+	// While the Job existed, the journal held it, injected, with what
+	// deletes it after a crash.
+	if len(js.pending) != 1 {
+		t.Fatalf("journal while the load ran: %d pending, want the Job: %+v", len(js.pending), js.pending)
+	}
+	p := js.pending[0]
+	if p.Type != shardjob.JournalType || p.Target != "job "+ns+"/"+job.Name || p.InjectedAt.IsZero() || len(p.Specs) != 1 || p.Specs[0].Kind != shardjob.KindJob {
+		t.Errorf("pending entry %+v, want %s target job %s/%s, injected, one %s spec", p, shardjob.JournalType, ns, job.Name, shardjob.KindJob)
+	} else {
+		var ref shardjob.JobRef
+		if err := json.Unmarshal(p.Specs[0].Data, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if want := (shardjob.JobRef{Access: access, Namespace: ns, Name: job.Name}); ref != want {
+			t.Errorf("revert spec %+v, want %+v", ref, want)
+		}
+	}
+	// At the end: the journal closed, the Job and its pods gone.
+	if pend, err := faults.Pending(dir); err != nil || len(pend) != 0 {
+		t.Errorf("journal after the run: %d pending (%+v), %v; want none", len(pend), pend, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"}
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 0 || len(pods.Items) != 0 {
+		t.Errorf("after the run: %d Jobs and %d pods of it left, want none", len(jobs.Items), len(pods.Items))
 	}
 }
 

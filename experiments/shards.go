@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -39,11 +40,14 @@ type ShardRunner interface {
 	// Start starts n shards of `llmchaos load` with args (the load's
 	// flags, without --shard, --start-at, --out, --progress or
 	// --save-requests) that all start their schedule at startAt. It
-	// returns once they are on their way, not when they end. lines, when
-	// not nil, is called with every line a shard writes to its output as
-	// soon as it has it (in order for one shard, concurrently for
-	// several); line is only valid during the call.
-	Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error
+	// returns once they are on their way, not when they end. What would
+	// outlive a killed runner (a Job) is recorded in jr, the run's
+	// journal, before it is created, and its entry closed once it is
+	// gone, by the time Collect returns. lines, when not nil, is called
+	// with every line a shard writes to its output as soon as it has it
+	// (in order for one shard, concurrently for several); line is only
+	// valid during the call.
+	Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error
 	// Collect waits until every shard has ended and returns what each
 	// wrote, by index; an error when any shard has no report.
 	Collect(ctx context.Context) ([]ShardOutput, error)
@@ -135,8 +139,9 @@ const DefaultShardStopGrace = 30 * time.Second
 
 var _ ShardRunner = (*LocalShards)(nil)
 
-// Start implements ShardRunner.
-func (l *LocalShards) Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error {
+// Start implements ShardRunner. The shards are child processes of the
+// runner, stopped when ctx ends; they are not recorded in jr.
+func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Binary == "" {
@@ -208,8 +213,11 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 // report and request lines from its pod's log. The runner uses it for
 // workload.shards with a target.kubernetes when Options.Shards is nil.
 type KubernetesShards struct {
-	// Cluster and Namespace are where the Job runs.
+	// Cluster and Namespace are where the Job runs; Access is how the
+	// journal's revert reaches Cluster again after a crash (the target's
+	// kubeconfig and context).
 	Cluster   *kube.Cluster
+	Access    kube.Access
 	Namespace string
 	// Image is the llmchaos image the shard pods run.
 	Image string
@@ -233,19 +241,23 @@ var _ ShardRunner = (*KubernetesShards)(nil)
 // Job returns the Job Start creates for args, n and startAt.
 func (k *KubernetesShards) Job(args []string, n int, startAt time.Time) shardjob.Config {
 	cfg := shardConfig(args, n, startAt)
-	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = kube.Access{}, k.Namespace, k.Image, k.RunID, k.ServiceAccount
+	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = k.Access, k.Namespace, k.Image, k.RunID, k.ServiceAccount
 	cfg.Name = "llmchaos-load-" + kube.Token()
 	cfg.Keep = k.Keep
 	return cfg
 }
 
-// Start implements ShardRunner: it creates the Job and returns; the Job
-// is watched until it finished in the background.
-func (k *KubernetesShards) Start(ctx context.Context, args []string, n int, startAt time.Time, lines LineFunc) error {
+// Start implements ShardRunner: it records the Job in jr (shardjob.KindJob,
+// so that the guard or `llmchaos recover` deletes it if the runner is
+// killed), creates it and returns; the Job is watched until it finished
+// in the background, then deleted, unless Keep, and its journal entry
+// closed.
+func (k *KubernetesShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
 	if k.done != nil {
 		return errors.New("kubernetes shards: started twice")
 	}
 	cfg := k.Job(args, n, startAt)
+	cfg.Journal = jr
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("kubernetes shards: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -72,9 +73,18 @@ type Config struct {
 	Resources corev1.ResourceRequirements
 	// TTL is the Job's ttlSecondsAfterFinished (0: DefaultTTL).
 	TTL time.Duration
-	// Keep leaves the Job after its reports are collected (Run deletes
-	// it by default).
+	// Keep leaves the finished Job, its pods and their logs (until its
+	// TTL) after its reports are collected; by default Run deletes it. A
+	// Job that has not finished when Run ends (ctx ended first) is deleted
+	// all the same: left, it would go on sending a load nobody reads.
 	Keep bool
+	// Journal, when set, is the write-ahead journal of the run the load
+	// is part of: Run records the Job in it (KindJob, a JobRef through
+	// Access) before creating it and closes the entry once the Job is
+	// deleted (or, kept, has finished), so that the guard or `llmchaos
+	// recover` deletes a Job whose run was killed. Nil (`llmchaos
+	// shard-job`, which has no run directory): not recorded.
+	Journal *faults.Journal
 	// SaveRequests makes every shard write its per-request lines
 	// (--save-requests -) to stdout before its report, and Run keep each
 	// shard's log (Shard.Log) for them to be read back with

@@ -12,18 +12,15 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 )
-
-// deleteTimeout bounds the deletion of the Job at the end of Run.
-const deleteTimeout = time.Minute
 
 // StopGrace is how long Run waits, once ctx ended, for the followed logs
 // of the shards it stopped (their pods deleted: each load gets SIGTERM,
@@ -66,34 +63,36 @@ type Started func(job string, startAt time.Time)
 
 // Run creates the Indexed Job of cfg, waits until it has finished, reads
 // every shard's report from its pod's log through logs, checks that they
-// are the shards of one load and merges them. Unless cfg.Keep it deletes
-// the Job (and its pods) at the end, also when it fails or ctx ends. A
-// shard without a report fails Run (naming it and quoting its log) unless
-// cfg.Partial, where the others are merged with a warning.
+// are the shards of one load and merges them. At the end it deletes the
+// Job and its pods and waits until they are gone, also when it fails or
+// ctx ends, unless cfg.Keep and the Job has finished; a deletion that
+// fails is an error that says how to delete the Job by hand. With
+// cfg.Journal the Job is in the run's journal from before its creation
+// until then. A shard without a report fails Run (naming it and quoting
+// its log) unless cfg.Partial, where the others are merged with a
+// warning.
 func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, started Started) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shard job: %w", err)
 	}
 	cfg = cfg.withDefaults(time.Now())
-	jobs := cl.Client.BatchV1().Jobs(cfg.Namespace)
-	job, err := jobs.Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
+	ref := JobRef{Access: cfg.Access, Namespace: cfg.Namespace, Name: cfg.Name}
+	entry, err := begin(cfg.Journal, ref)
 	if err != nil {
-		return nil, fmt.Errorf("shard job: create Job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		return nil, fmt.Errorf("shard job: %w", err)
 	}
-	if !cfg.Keep {
-		defer func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-			defer cancel()
-			bg := metav1.DeletePropagationBackground
-			// Nothing of the load is lost with it: the reports are read.
-			// A Job left behind (the run was cut short before its start
-			// instant, say) would still send its load: say so.
-			name := job.Name
-			if derr := jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); derr != nil && !apierrors.IsNotFound(derr) {
-				err = errors.Join(err, fmt.Errorf("shard job: delete Job %s/%s: %w (delete it by hand: kubectl -n %s delete job %s)",
-					cfg.Namespace, name, derr, cfg.Namespace, name))
-			}
-		}()
+	job, err := cl.Client.BatchV1().Jobs(cfg.Namespace).Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
+	if err != nil {
+		return nil, createFailed(ctx, cl, ref, entry, err)
+	}
+	finished := false
+	defer func() {
+		err = errors.Join(err, end(ctx, cl, ref, entry, cfg.Keep && finished))
+	}()
+	if entry != nil {
+		if err := entry.Injected(); err != nil {
+			return nil, fmt.Errorf("shard job: %w", err)
+		}
 	}
 	if started != nil {
 		started(job.Name, cfg.StartAt)
@@ -123,6 +122,7 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 		fl.wait(wctx)
 		cancel()
 	}
+	finished = true
 	pods, err := shardPods(ctx, cl.Client, job)
 	if err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
@@ -132,6 +132,69 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
 	return res, nil
+}
+
+// begin records the Job of ref in j before it is created and returns its
+// entry (nil without a journal).
+func begin(j *faults.Journal, ref JobRef) (*faults.Entry, error) {
+	if j == nil {
+		return nil, nil
+	}
+	e, err := j.Begin(journalName, JournalType, ref.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Will(ref.Spec()); err != nil {
+		// Nothing was created: the entry is closed.
+		return nil, errors.Join(err, e.Failed(err))
+	}
+	return e, nil
+}
+
+// createFailed returns the error of a create of the Job of ref that
+// failed with err, and closes its journal entry. A create the API server
+// refused made nothing; after any other failure (ctx ended, the
+// connection was lost) the Job may exist all the same, and is deleted.
+func createFailed(ctx context.Context, cl *kube.Cluster, ref JobRef, entry *faults.Entry, err error) error {
+	err = fmt.Errorf("shard job: create Job %s/%s: %w", ref.Namespace, ref.Name, err)
+	if refused(err) {
+		if entry != nil {
+			return errors.Join(err, entry.Failed(err))
+		}
+		return err
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+	defer cancel()
+	derr := ref.Delete(dctx, cl)
+	if entry != nil {
+		derr = errors.Join(derr, entry.Reverted(derr))
+	}
+	if derr != nil {
+		return errors.Join(err, fmt.Errorf("shard job: %w", derr))
+	}
+	return err
+}
+
+// end deletes the Job of ref at the end of Run unless keep (Config.Keep
+// and the Job has finished: it sends nothing any more), and closes its
+// journal entry: reverted when the Job is gone or kept, still pending
+// (for `llmchaos recover`) when the deletion failed.
+func end(ctx context.Context, cl *kube.Cluster, ref JobRef, entry *faults.Entry, keep bool) error {
+	var err error
+	if !keep {
+		// Nothing of the load is lost with it: the reports are read (or
+		// will never be). A Job left behind (the run was cut short before
+		// its start instant, say) would still send its load.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+		defer cancel()
+		if err = ref.Delete(dctx, cl); err != nil {
+			err = fmt.Errorf("shard job: %w", err)
+		}
+	}
+	if entry != nil {
+		err = errors.Join(err, entry.Reverted(err))
+	}
+	return err
 }
 
 // waitFinished watches job until it has finished (its Complete or Failed
