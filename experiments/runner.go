@@ -112,8 +112,9 @@ type Options struct {
 
 	// Shards runs the load of an experiment with workload.shards N > 1
 	// (see ShardRunner). Nil: an Indexed Job of ShardImage in the
-	// target.kubernetes namespace (KubernetesShards); a LocalShards runs
-	// them as processes of this machine.
+	// target.kubernetes namespace (KubernetesShards), recorded in the
+	// run's journal while it exists; a LocalShards runs them as
+	// processes of this machine.
 	Shards ShardRunner
 	// ShardImage is the llmchaos image of the shard pods of a sharded load
 	// run as a Kubernetes Job.

@@ -1,11 +1,14 @@
 package experiments
 
 import (
+	"bytes"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -57,4 +60,36 @@ func BenchmarkRecoveredAt(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/540, "µs/window")
+}
+
+// BenchmarkFaultTimeline reports how late the runner injects and reverts
+// faults against their plan (the target is 50 ms): a 4 s run against a
+// stub server with two fake faults (they act at once), the worst offset
+// of the four injections and reverts in ms. TestRunNormalEnd only checks
+// that no fault acts early or is grossly late.
+func BenchmarkFaultTimeline(b *testing.B) {
+	for range b.N {
+		srv := newSSEServer(b)
+		errs := newFakeFault(b, "errors", srv.failing.Store)
+		idle := newFakeFault(b, "idle", nil)
+		exp := testSpec(srv.URL, 4*time.Second,
+			httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond),
+			httpErrorFault("idle", 2*time.Second, 300*time.Millisecond))
+		var out bytes.Buffer
+		o, err := Run(context.Background(), exp, Options{RunDir: b.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
+		if err != nil {
+			b.Fatalf("Run: %v\n%s", err, out.String())
+		}
+		var worst time.Duration
+		for _, fr := range o.Doc.Faults {
+			if fr.InjectedAtS == nil || fr.RevertedAtS == nil {
+				b.Fatalf("fault %s: %+v, want injected and reverted", fr.Name, fr)
+			}
+			wantIn := time.Duration(fr.PlannedAtS * float64(time.Second))
+			wantOut := wantIn + time.Duration(fr.PlannedDurationS*float64(time.Second))
+			worst = max(worst, time.Duration(*fr.InjectedAtS*float64(time.Second))-wantIn, time.Duration(*fr.RevertedAtS*float64(time.Second))-wantOut)
+		}
+		b.ReportMetric(float64(worst)/1e6, "worst-offset-ms")
+		b.ReportMetric(0, "ns/op")
+	}
 }

@@ -24,7 +24,7 @@ type sseServer struct {
 	requests  atomic.Int64
 }
 
-func newSSEServer(t *testing.T) *sseServer {
+func newSSEServer(t testing.TB) *sseServer {
 	t.Helper()
 	s := &sseServer{}
 	mux := http.NewServeMux()
@@ -92,7 +92,7 @@ type fakeFault struct {
 
 var _ faults.Fault = (*fakeFault)(nil)
 
-func newFakeFault(t *testing.T, name string, apply func(on bool)) *fakeFault {
+func newFakeFault(t testing.TB, name string, apply func(on bool)) *fakeFault {
 	t.Helper()
 	f := &fakeFault{name: name, apply: apply}
 	t.Cleanup(func() {

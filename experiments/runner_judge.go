@@ -35,6 +35,9 @@ type judge struct {
 	// cancel ends the run's context; execute sets it before any of the
 	// run's goroutines start (nil: stopping records the abort only).
 	cancel context.CancelCauseFunc
+	// lag is how far behind the run clock the live checks look (a
+	// sharded load's results arrive that late); set before the load.
+	lag time.Duration
 
 	mu          sync.Mutex
 	before      []report.ProbeRecord
@@ -159,7 +162,7 @@ func (j *judge) checkBefore(ctx context.Context, rec *recording.Recorder, gate c
 		return
 	}
 	at := p.beforeCheckAt()
-	if !j.clock.sleepUntil(ctx, at) {
+	if !j.clock.sleepUntil(ctx, at+j.lag) {
 		return
 	}
 	ws := rec.Window(at-p.spec.Recovery.Window.D(), at)
@@ -191,7 +194,7 @@ func (j *judge) liveLoop(done <-chan struct{}, live *assertions.Live, rec *recor
 			return
 		case <-tick.C:
 		}
-		now := j.clock.now()
+		now := max(j.clock.now()-j.lag, 0)
 		if live.Enabled() {
 			from := max(now-live.Window(), 0)
 			within := p.judge.within

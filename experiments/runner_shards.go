@@ -14,10 +14,17 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
+
+// ShardLiveLag is how far behind the run clock the live checks of a
+// sharded load look: a shard writes a request line when the request ends
+// and flushes its lines every shardjob.FlushEvery, and a pod's log takes
+// a moment more to reach the runner.
+const ShardLiveLag = time.Second
 
 // DefaultShardStartIn is how far ahead the shards of a sharded load are
 // told to start when Options.ShardStartIn is zero: time for the Job's pods
@@ -26,13 +33,21 @@ const DefaultShardStartIn = 30 * time.Second
 
 // loadShards runs the load as workload.shards shards (see ShardRunner)
 // started at one instant, which is the run clock's zero: the faults run
-// on their timeline meanwhile, as with a load in this process. Once every
-// shard has ended, their results are recorded here, each shifted onto the
-// run clock and tagged with the phase and fault of its send time on the
-// actual timeline, so that phases, recovery, thresholds and the verdict
-// come out of them as out of a load in this process. Nothing is recorded
-// while the shards run: no live figures, stop conditions or live
-// recovery events (validation refuses stop conditions with shards).
+// on their timeline meanwhile, as with a load in this process.
+//
+// While the shards run, each request line they write is recorded as it
+// arrives in a live recorder, shifted onto the run clock and tagged with
+// the phase and fault of its send time: the stop conditions, the steady
+// state's threshold probes, live recovery and the progress line read it
+// ShardLiveLag behind the run clock, so that the lines of a second have
+// arrived before it is judged. When ctx ends (a stop condition, Ctrl-C)
+// the shards are stopped as Ctrl-C stops a load, and report.
+//
+// Once every shard has ended, their results are recorded again, exactly,
+// in a recorder of their own (each request started at its send and ended
+// at its end, in the order of time, as the engine records a load in this
+// process), and that one is the run's: phases, recovery, thresholds and
+// the verdict come out of it as out of a load in this process.
 func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	p := r.p
 	n := p.spec.Workload.Shards
@@ -58,7 +73,19 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	// shift is the shards' clock zero on the run clock: 0, as both start
 	// at start; kept for a runner whose clock would start elsewhere.
 	shift := start.Sub(clock.Start())
-	if err := sr.Start(ctx, args, n, start); err != nil {
+	liveRec := recording.NewRecorder(recording.Options{SLO: p.slo})
+	lines := func(_ int, line []byte) {
+		if !bytes.HasPrefix(line, []byte("{")) {
+			return // a human line, or the report's first
+		}
+		// Lenient: the report's lines and a shard's stderr are not
+		// request lines.
+		_ = recording.ReadRequests(bytes.NewReader(line), true, func(res *recording.Result) {
+			r.shardResult(res, shift)
+			liveRec.Record(res)
+		})
+	}
+	if err := sr.Start(ctx, r.jr, args, n, start, lines); err != nil {
 		return engine.RunStats{}, &loadrun.StageError{Stage: loadrun.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
 	}
 	r.out.printf("load: %d shards start at %s (in %v)", n, start.UTC().Format(time.RFC3339Nano), time.Until(start).Round(time.Millisecond))
@@ -71,17 +98,19 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 		_, _ = sr.Collect(ctx)
 		return engine.RunStats{Interrupted: true}, nil
 	}
-	live, err := assertions.NewLive(nil)
+	live, err := assertions.NewLive(p.stops)
 	if err != nil {
 		return engine.RunStats{}, err
 	}
-	stop := r.alongside(ctx, &loadrun.Load{Clock: clock, Recorder: rec}, live)
+	r.judge.lag = ShardLiveLag
+	stop := r.alongside(ctx, &loadrun.Load{Clock: clock, Recorder: liveRec}, live)
 	outs, cerr := sr.Collect(ctx)
 	stats, rerr := r.recordShards(rec, outs, shift)
 	stats.Interrupted = ctx.Err() != nil
 	stats.End = max(stats.End, r.now())
 	err = errors.Join(cerr, rerr)
 	stop(stats, err)
+	r.rec = rec // the exact record, now that nothing reads the live one
 	switch {
 	case err == nil:
 	case stats.Interrupted:
@@ -113,16 +142,7 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 		var lines int64
 		err := recording.ReadRequests(bytes.NewReader(o.Log), true, func(res *recording.Result) {
 			lines++
-			for _, d := range []*time.Duration{&res.Scheduled, &res.Dequeued, &res.Sent, &res.FirstToken, &res.End} {
-				if *d != 0 || d == &res.Scheduled {
-					*d += shift
-				}
-			}
-			at := res.Sent
-			if at == 0 {
-				at = res.Scheduled
-			}
-			r.tag(at, &res.Tags)
+			at := r.shardResult(res, shift)
 			if res.Outcome != recording.OutcomeDropped && res.Sent > 0 {
 				evs = append(evs, shardEvent{at: res.Sent, res: res, start: true})
 			}
@@ -154,6 +174,23 @@ func (r *run) recordShards(rec *recording.Recorder, outs []ShardOutput, shift ti
 	return stats, errors.Join(errs...)
 }
 
+// shardResult shifts a shard's result by shift onto the run clock and
+// tags it with the phase and fault of its send time (its scheduled time
+// when it was never sent), which it returns.
+func (r *run) shardResult(res *recording.Result, shift time.Duration) time.Duration {
+	for _, d := range []*time.Duration{&res.Scheduled, &res.Dequeued, &res.Sent, &res.FirstToken, &res.End} {
+		if *d != 0 || d == &res.Scheduled {
+			*d += shift
+		}
+	}
+	at := res.Sent
+	if at == 0 {
+		at = res.Scheduled
+	}
+	r.tag(at, &res.Tags)
+	return at
+}
+
 // shardEvent is a moment of a shard's result replayed into the recorder:
 // its start (send) or its end (recorded).
 type shardEvent struct {
@@ -175,7 +212,15 @@ func (r *run) kubeShards(ctx context.Context) (ShardRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KubernetesShards{Cluster: r.kube.cl, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir), ServiceAccount: sa}, nil
+	// The journal's revert runs in the guard or `llmchaos recover`,
+	// perhaps in another directory.
+	access := kube.Access{Kubeconfig: r.kube.t.Kubeconfig, Context: r.kube.t.Context}
+	if access.Kubeconfig != "" {
+		if abs, err := filepath.Abs(access.Kubeconfig); err == nil {
+			access.Kubeconfig = abs
+		}
+	}
+	return &KubernetesShards{Cluster: r.kube.cl, Access: access, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir), ServiceAccount: sa}, nil
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the

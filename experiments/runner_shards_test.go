@@ -3,20 +3,27 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/experiments/spec"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/internal/testutil"
@@ -53,9 +60,9 @@ func llmchaosBinary(t *testing.T) string {
 	return testutil.BinPath(binDir)
 }
 
-// shardedSpec is podKillSpec sending to url, 30/s for d, as 3 shards, with
-// nothing live (no stop conditions, no threshold probe of the steady
-// state); want is its single-process schedule's request count.
+// shardedSpec is podKillSpec sending to url, 30/s for d, as 3 shards,
+// without stop conditions or threshold probes of the steady state (a test
+// adds its own); want is its single-process schedule's request count.
 func shardedSpec(t *testing.T, c *k8stest.Cluster, ns, url string, d time.Duration) (exp *spec.Spec, file string, want int) {
 	t.Helper()
 	exp, file = podKillSpec(t, c, ns)
@@ -125,10 +132,21 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 	if len(seqs) != want || len(seqs) > 0 && (seqs[0] != 0 || seqs[len(seqs)-1] != want-1 || len(slices.Compact(slices.Clone(seqs))) != want) {
 		t.Errorf("saved seqs: %d of them, from %v to %v; want 0…%d once each", len(seqs), seqs[:min(len(seqs), 1)], seqs[max(len(seqs)-1, 0):], want-1)
 	}
-	for _, ph := range []string{PhaseBaseline, PhaseFault, PhaseRecovery} {
+	for _, ph := range []string{PhaseBaseline, PhaseFault} {
 		if byPhase[ph] == 0 {
 			t.Errorf("no request tagged phase %s: %v", ph, byPhase)
 		}
+	}
+	// The service was seen healthy again live, from the shards' lines
+	// (the replacement is Ready before the fault's revert, so the
+	// recovery phase may be empty and the rest is after).
+	if byPhase[PhaseRecovery]+byPhase[PhaseAfter] == 0 {
+		t.Errorf("no request after the fault: %v", byPhase)
+	}
+	if !slices.ContainsFunc(d.Events, func(e report.EventRecord) bool {
+		return e.Source == report.EventSourceRunner && e.Kind == "recovered" && e.Target == "kill-pod"
+	}) {
+		t.Errorf("no live recovered event of kill-pod:\n%s", out.String())
 	}
 	var phases []string
 	for _, ph := range d.Phases {
@@ -163,10 +181,14 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 // request lines on stdout.
 func TestKubernetesShardsJob(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
-	k := &KubernetesShards{Namespace: "llm", Image: "llmchaos:dev", RunID: "exp-1"}
+	access := kube.Access{Kubeconfig: "/etc/llmchaos/kubeconfig", Context: "prod"}
+	k := &KubernetesShards{Access: access, Namespace: "llm", Image: "llmchaos:dev", RunID: "exp-1"}
 	cfg := k.Job([]string{"--target", "http://vllm/v1", "--rate", "30", "--seed", "11"}, 3, at)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Access != access {
+		t.Errorf("access %+v, want %+v: the journal's revert reaches the cluster with it", cfg.Access, access)
 	}
 	job := cfg.Job()
 	if *job.Spec.Completions != 3 || *job.Spec.Parallelism != 3 || job.Namespace != "llm" || !strings.HasPrefix(job.Name, "llmchaos-load-") {
@@ -186,27 +208,87 @@ func TestKubernetesShardsJob(t *testing.T) {
 // jobShards runs the shards as the Indexed Job of KubernetesShards on the
 // test control plane, whose kwok pods run no container: the shards
 // themselves run as local processes, and the Job's pod logs are theirs,
-// served by completion index once they ended.
+// served by completion index once they ended. When the logs are first
+// asked for (the Job has finished, Run has not deleted it yet) it takes
+// a look at the run's journal and Jobs.
 type jobShards struct {
 	local *LocalShards
 	kube  *KubernetesShards
+	// dir is the run directory; client and ns reach the run's Jobs.
+	dir    string
+	client kubernetes.Interface
+	ns     string
 
-	once sync.Once
-	outs []ShardOutput
-	err  error
+	follows atomic.Int32 // pod logs followed
+	once    sync.Once
+	outs    []ShardOutput
+	err     error
+	// pending and jobs are what the journal shows pending and the Jobs of
+	// the run (label run=sharded) while the logs are read.
+	looked  sync.Once
+	pending []faults.PendingFault
+	jobs    []batchv1.Job
+	seenErr error
 }
 
-func (j *jobShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
-	if err := j.local.Start(ctx, args, n, startAt); err != nil {
+func (j *jobShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
+	if err := j.local.Start(ctx, jr, args, n, startAt, nil); err != nil {
 		return err
 	}
-	return j.kube.Start(ctx, args, n, startAt)
+	return j.kube.Start(ctx, jr, args, n, startAt, lines)
+}
+
+// Follow streams the output of the local shard of pod's completion index
+// as it comes, until its process has ended: the pod's log, followed.
+func (j *jobShards) Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) error {
+	i, err := strconv.Atoi(pod.Annotations[batchv1.JobCompletionIndexAnnotation])
+	if err != nil || i < 0 || i >= len(j.local.outs) {
+		return fmt.Errorf("pod %s: no completion index in %v", pod.Name, pod.Annotations)
+	}
+	j.follows.Add(1)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	sent := 0
+	for {
+		var ended bool
+		select {
+		case <-j.local.ended[i]:
+			ended = true
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		b := j.local.outs[i].Bytes()
+		if _, err := w.Write(b[sent:]); err != nil {
+			return err
+		}
+		sent = len(b)
+		if ended {
+			j.look(ctx)
+			return nil
+		}
+	}
 }
 
 func (j *jobShards) Collect(ctx context.Context) ([]ShardOutput, error) { return j.kube.Collect(ctx) }
 
+// look keeps, once, what the journal shows pending and the Jobs of the
+// run while the shards' logs are read (the Job exists).
+func (j *jobShards) look(ctx context.Context) {
+	j.looked.Do(func() {
+		var perr error
+		j.pending, perr = faults.Pending(j.dir)
+		list, lerr := j.client.BatchV1().Jobs(j.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
+		if lerr == nil {
+			j.jobs = list.Items
+		}
+		j.seenErr = errors.Join(perr, lerr)
+	})
+}
+
 func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
 	j.once.Do(func() { j.outs, j.err = j.local.Collect(ctx) })
+	j.look(ctx)
 	if j.err != nil {
 		return nil, j.err
 	}
@@ -220,7 +302,10 @@ func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
 // Through KubernetesShards: the run creates an Indexed Job of 3 pods in
 // the target's namespace with the shard flags (--save-requests - among
 // them), waits for it, reads the shards' logs and records the whole
-// single-process schedule.
+// single-process schedule. While the Job exists the run's journal holds
+// it (shardjob.KindJob, the Job's name, namespace and kubeconfig), so
+// that a killed runner's guard would delete it; at the end the run
+// deletes the Job and its pods, and the journal has nothing pending.
 func TestRunShardedLoadThroughAJob(t *testing.T) {
 	skipShort(t)
 	c := k8stest.Start(t)
@@ -234,10 +319,13 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := &jobShards{local: &LocalShards{Binary: llmchaosBinary(t)}}
-	js.kube = &KubernetesShards{Cluster: cl, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js, Keep: true}
+	client := c.Client(t)
+	dir := t.TempDir()
+	js := &jobShards{local: &LocalShards{Binary: llmchaosBinary(t)}, dir: dir, client: client, ns: ns}
+	access := kube.Access{Kubeconfig: c.Kubeconfig}
+	js.kube = &KubernetesShards{Cluster: cl, Access: access, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
+	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -247,18 +335,126 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	if len(o.Shards) != 3 {
 		t.Errorf("%d shard reports, want 3", len(o.Shards))
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	jobs, err := c.Client(t).BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"})
-	if err != nil {
-		t.Fatal(err)
+	if n := js.follows.Load(); n != 3 {
+		t.Errorf("%d pod logs followed, want the 3 shards'", n)
 	}
-	if len(jobs.Items) != 1 {
-		t.Fatalf("%d Jobs of the run, want 1", len(jobs.Items))
+	if js.seenErr != nil {
+		t.Fatal(js.seenErr)
 	}
-	job := jobs.Items[0]
+	if len(js.jobs) != 1 {
+		t.Fatalf("%d Jobs of the run while it ran, want 1", len(js.jobs))
+	}
+	job := js.jobs[0]
 	args := job.Spec.Template.Spec.Containers[0].Args
 	if *job.Spec.Completions != 3 || !slices.Contains(args, "$(JOB_COMPLETION_INDEX)/3") || !strings.Contains(strings.Join(args, " "), "--save-requests -") {
 		t.Errorf("Job completions %d args %q", *job.Spec.Completions, args)
 	}
+	// While the Job existed, the journal held it, injected, with what
+	// deletes it after a crash.
+	if len(js.pending) != 1 {
+		t.Fatalf("journal while the load ran: %d pending, want the Job: %+v", len(js.pending), js.pending)
+	}
+	p := js.pending[0]
+	if p.Type != shardjob.JournalType || p.Target != "job "+ns+"/"+job.Name || p.InjectedAt.IsZero() || len(p.Specs) != 1 || p.Specs[0].Kind != shardjob.KindJob {
+		t.Errorf("pending entry %+v, want %s target job %s/%s, injected, one %s spec", p, shardjob.JournalType, ns, job.Name, shardjob.KindJob)
+	} else {
+		var ref shardjob.JobRef
+		if err := json.Unmarshal(p.Specs[0].Data, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if want := (shardjob.JobRef{Access: access, Namespace: ns, Name: job.Name}); ref != want {
+			t.Errorf("revert spec %+v, want %+v", ref, want)
+		}
+	}
+	// At the end: the journal closed, the Job and its pods gone.
+	if pend, err := faults.Pending(dir); err != nil || len(pend) != 0 {
+		t.Errorf("journal after the run: %d pending (%+v), %v; want none", len(pend), pend, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: kube.LabelRun + "=sharded"}
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 0 || len(pods.Items) != 0 {
+		t.Errorf("after the run: %d Jobs and %d pods of it left, want none", len(jobs.Items), len(pods.Items))
+	}
+}
+
+// A sharded load is judged live: 3 shards (local processes of the real
+// binary) send 30/s for 30 s to the simulator through the runner's proxy;
+// the steady state's threshold probe is checked over their results before
+// the fault (so it must have seen them), then a network.latency fault of
+// 400 ms at 4 s makes the stop condition ttft p(99)<200ms fail. The run
+// stops long before its 30 s with the stop condition's abort, the shards
+// are stopped as Ctrl-C stops a load and report, and every request they
+// scheduled is recorded once, none lost.
+func TestRunShardedLoadStopsLive(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	ns := c.Namespace(t)
+	c.CreateWorkload(t, ns, simWorkload)
+	url := startTestSim(t) + "/v1"
+	exp, file, full := shardedSpec(t, c, ns, url, 30*time.Second)
+	exp.Faults = []spec.Fault{{Name: "slow", Type: "network.latency", At: spec.Duration(4 * time.Second), Duration: spec.Duration(20 * time.Second),
+		Params: map[string]any{"latency": "400ms"}}}
+	exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.1"}}
+	exp.StopConditions = []spec.StopCondition{{Threshold: "ttft: p(99)<200ms"}}
+	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}}
+	exp.Recovery = spec.Recovery{Window: spec.Duration(2 * time.Second), Hold: spec.Duration(2 * time.Second)}
+	shards := &LocalShards{Binary: llmchaosBinary(t)}
+	var out, saved bytes.Buffer
+	reqs := recording.NewRequestWriter(&saved)
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if err := reqs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d := o.Doc
+	if d.Abort == nil || d.Abort.Cause != AbortStopCondition {
+		t.Fatalf("abort %+v, want the stop condition's\n%s", d.Abort, out.String())
+	}
+	// The steady state before the fault was judged on the shards' results.
+	var before []report.ProbeRecord
+	if d.SteadyState != nil {
+		before = slices.DeleteFunc(slices.Clone(d.SteadyState.Before), func(p report.ProbeRecord) bool { return !strings.Contains(p.Probe, "error_rate") })
+	}
+	if len(before) != 1 || !before[0].OK {
+		t.Errorf("steady state before: %+v, want the threshold probe held\n%s", before, out.String())
+	} else {
+		t.Logf("steady state before: %+v", before[0])
+	}
+	// Stopped soon after the fault, not at the end of the schedule.
+	if d.Requests.Scheduled == 0 || d.Requests.Scheduled >= int64(full)*2/3 {
+		t.Errorf("%d requests scheduled of the full schedule's %d: want the run stopped early", d.Requests.Scheduled, full)
+	}
+	if d.Requests.Lost != 0 {
+		t.Errorf("%d requests lost", d.Requests.Lost)
+	}
+	var n int64
+	seen := map[int64]bool{}
+	err = recording.ReadRequests(&saved, false, func(r *recording.Result) {
+		n++
+		if seen[int64(r.Seq)] {
+			t.Errorf("seq %d recorded twice", r.Seq)
+		}
+		seen[int64(r.Seq)] = true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != d.Requests.Scheduled {
+		t.Errorf("%d request lines, the report counts %d scheduled", n, d.Requests.Scheduled)
+	}
+	if len(o.Shards) != 3 {
+		t.Errorf("%d shard reports, want 3 (each stopped shard reports)", len(o.Shards))
+	}
+	t.Logf("%d of %d requests, abort %s\n%s", d.Requests.Scheduled, full, d.Abort.Reason(), out.String())
 }

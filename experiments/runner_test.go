@@ -17,8 +17,11 @@ import (
 )
 
 // planTolerance is how far from its plan a fault may be injected or
-// reverted (the target is 50 ms; a fake fault injects at once).
-const planTolerance = 50 * time.Millisecond
+// reverted in a unit test: far above the target of 50 ms, which
+// BenchmarkFaultTimeline reports (on this 2-core machine a busy CI run put
+// a fake fault 63 ms late), and far below what a broken timeline does
+// (a fault waiting for a whole window, a second, or the load's end).
+const planTolerance = 500 * time.Millisecond
 
 // skipShort skips runner tests that drive real load for seconds.
 func skipShort(t *testing.T) {
@@ -70,7 +73,7 @@ func TestRunNormalEnd(t *testing.T) {
 			t.Errorf("fault %s: injected %d, undone %d times; want 1 and 1", f.name, in, un)
 		}
 	}
-	// Actual times within 50 ms of the plan.
+	// Actual times never before the plan, and not far after it.
 	for _, fr := range d.Faults {
 		if fr.InjectedAtS == nil || fr.RevertedAtS == nil || !fr.RevertOK {
 			t.Fatalf("fault %s: %+v, want injected and reverted", fr.Name, fr)

@@ -2,9 +2,11 @@ package experiments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -26,16 +29,69 @@ import (
 // Each shard runs `llmchaos load` with the runner's flags plus --shard
 // INDEX/N, --start-at, --out - (its JSON report on stdout) and
 // --save-requests - (its request lines on stdout, all before the report):
-// shardjob.Config.Args with SaveRequests.
+// shardjob.Config.Args with SaveRequests. A shard flushes its request
+// lines at least every shardjob.FlushEvery, so that the runner sees them
+// while the load runs (stop conditions, live recovery, progress).
+//
+// When ctx ends, a ShardRunner asks every shard to stop as Ctrl-C does
+// (its requests in flight end as interrupted results and it writes its
+// report), and Collect returns what they wrote.
 type ShardRunner interface {
 	// Start starts n shards of `llmchaos load` with args (the load's
 	// flags, without --shard, --start-at, --out, --progress or
 	// --save-requests) that all start their schedule at startAt. It
-	// returns once they are on their way, not when they end.
-	Start(ctx context.Context, args []string, n int, startAt time.Time) error
+	// returns once they are on their way, not when they end. What would
+	// outlive a killed runner (a Job) is recorded in jr, the run's
+	// journal, before it is created, and its entry closed once it is
+	// gone, by the time Collect returns. lines, when not nil, is called
+	// with every line a shard writes to its output as soon as it has it
+	// (in order for one shard, concurrently for several); line is only
+	// valid during the call.
+	Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error
 	// Collect waits until every shard has ended and returns what each
 	// wrote, by index; an error when any shard has no report.
 	Collect(ctx context.Context) ([]ShardOutput, error)
+}
+
+// LineFunc receives one line (without its newline) of a shard's output.
+type LineFunc = shardjob.LineFunc
+
+// lineSplitter is the output of one shard: it keeps every byte and hands
+// each complete line to fn as it arrives.
+type lineSplitter struct {
+	shard int
+	fn    LineFunc
+
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	pending int // offset in buf of the line not yet complete
+}
+
+// Write implements io.Writer.
+func (l *lineSplitter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if l.fn == nil {
+		return len(p), nil
+	}
+	b := l.buf.Bytes()
+	for {
+		i := bytes.IndexByte(b[l.pending:], '\n')
+		if i < 0 {
+			break
+		}
+		l.fn(l.shard, bytes.TrimSuffix(b[l.pending:l.pending+i], []byte("\r")))
+		l.pending += i + 1
+	}
+	return len(p), nil
+}
+
+// Bytes returns everything written.
+func (l *lineSplitter) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Bytes()
 }
 
 // ShardOutput is what one shard wrote.
@@ -60,22 +116,32 @@ func shardConfig(args []string, n int, startAt time.Time) shardjob.Config {
 // runs, its index expanded. The experiment runner uses it for
 // workload.shards when Options.Shards is set to one (tests, a single big
 // machine); each shard's stderr is kept apart and quoted when it fails.
+// When the context of Start ends, each shard gets SIGINT (it stops as on
+// Ctrl-C and writes its report) and, StopGrace later, SIGKILL.
 type LocalShards struct {
 	// Binary is the llmchaos executable.
 	Binary string
+	// StopGrace is how long a shard told to stop has to write its
+	// report before it is killed (default DefaultShardStopGrace).
+	StopGrace time.Duration
 
 	mu    sync.Mutex
 	n     int
 	wg    sync.WaitGroup
-	outs  []bytes.Buffer
+	outs  []*lineSplitter
 	errs  []bytes.Buffer
 	waits []error
+	ended []chan struct{} // closed once shard i's process has ended
 }
+
+// DefaultShardStopGrace is LocalShards' default StopGrace.
+const DefaultShardStopGrace = 30 * time.Second
 
 var _ ShardRunner = (*LocalShards)(nil)
 
-// Start implements ShardRunner.
-func (l *LocalShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
+// Start implements ShardRunner. The shards are child processes of the
+// runner, stopped when ctx ends; they are not recorded in jr.
+func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Binary == "" {
@@ -85,18 +151,26 @@ func (l *LocalShards) Start(ctx context.Context, args []string, n int, startAt t
 		return errors.New("local shards: started twice")
 	}
 	cfg := shardConfig(args, n, startAt)
-	l.n, l.outs, l.errs, l.waits = n, make([]bytes.Buffer, n), make([]bytes.Buffer, n), make([]error, n)
+	l.n, l.outs, l.errs, l.waits, l.ended = n, make([]*lineSplitter, n), make([]bytes.Buffer, n), make([]error, n), make([]chan struct{}, n)
+	grace := cmp.Or(l.StopGrace, DefaultShardStopGrace)
 	for i := range n {
+		l.outs[i] = &lineSplitter{shard: i, fn: lines}
+		l.ended[i] = make(chan struct{})
 		a := slices.Clone(cfg.Args())
 		for k := range a {
 			a[k] = strings.ReplaceAll(a[k], "$("+shardjob.IndexEnv+")", strconv.Itoa(i))
 		}
 		cmd := exec.CommandContext(ctx, l.Binary, a...)
-		cmd.Stdout, cmd.Stderr = &l.outs[i], &l.errs[i]
+		cmd.Stdout, cmd.Stderr = l.outs[i], &l.errs[i]
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = grace
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("local shards: start shard %d (%s): %w", i, l.Binary, err)
 		}
-		l.wg.Go(func() { l.waits[i] = cmd.Wait() })
+		l.wg.Go(func() {
+			l.waits[i] = cmd.Wait()
+			close(l.ended[i])
+		})
 	}
 	return nil
 }
@@ -108,7 +182,7 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		<-done // CommandContext kills them
+		<-done // CommandContext stops them
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -117,6 +191,10 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 	for i := range l.n {
 		outs[i].Index = i
 		log := l.outs[i].Bytes()
+		if l.waits[i] != nil && len(log) > 0 && ctx.Err() != nil {
+			// Stopped: its report covers the load so far.
+			l.waits[i] = nil
+		}
 		doc, err := shardjob.ParseReport(log)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %v: %w\n%s", i, l.waits[i], err, strings.TrimSpace(l.errs[i].String())))
@@ -135,8 +213,11 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 // report and request lines from its pod's log. The runner uses it for
 // workload.shards with a target.kubernetes when Options.Shards is nil.
 type KubernetesShards struct {
-	// Cluster and Namespace are where the Job runs.
+	// Cluster and Namespace are where the Job runs; Access is how the
+	// journal's revert reaches Cluster again after a crash (the target's
+	// kubeconfig and context).
 	Cluster   *kube.Cluster
+	Access    kube.Access
 	Namespace string
 	// Image is the llmchaos image the shard pods run.
 	Image string
@@ -160,22 +241,27 @@ var _ ShardRunner = (*KubernetesShards)(nil)
 // Job returns the Job Start creates for args, n and startAt.
 func (k *KubernetesShards) Job(args []string, n int, startAt time.Time) shardjob.Config {
 	cfg := shardConfig(args, n, startAt)
-	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = kube.Access{}, k.Namespace, k.Image, k.RunID, k.ServiceAccount
+	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = k.Access, k.Namespace, k.Image, k.RunID, k.ServiceAccount
 	cfg.Name = "llmchaos-load-" + kube.Token()
 	cfg.Keep = k.Keep
 	return cfg
 }
 
-// Start implements ShardRunner: it creates the Job and returns; the Job
-// is watched until it finished in the background.
-func (k *KubernetesShards) Start(ctx context.Context, args []string, n int, startAt time.Time) error {
+// Start implements ShardRunner: it records the Job in jr (shardjob.KindJob,
+// so that the guard or `llmchaos recover` deletes it if the runner is
+// killed), creates it and returns; the Job is watched until it finished
+// in the background, then deleted, unless Keep, and its journal entry
+// closed.
+func (k *KubernetesShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
 	if k.done != nil {
 		return errors.New("kubernetes shards: started twice")
 	}
 	cfg := k.Job(args, n, startAt)
+	cfg.Journal = jr
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("kubernetes shards: %w", err)
 	}
+	cfg.Lines = lines
 	logs := k.Logs
 	if logs == nil {
 		logs = shardjob.PodLogs{Client: k.Cluster.Client}
@@ -204,12 +290,14 @@ func (k *KubernetesShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 	case <-ctx.Done():
 		<-k.done // Run ends with ctx
 	}
-	if k.err != nil {
+	if k.res == nil || k.res.Shards == nil {
 		return nil, k.err
 	}
+	// Stopped (ctx ended): the shards that reported, and why the others
+	// did not.
 	outs := make([]ShardOutput, len(k.res.Shards))
 	for i, s := range k.res.Shards {
 		outs[i] = ShardOutput{Index: s.Index, Doc: s.Doc, Log: s.Log}
 	}
-	return outs, nil
+	return outs, k.err
 }

@@ -10,11 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -43,6 +45,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	}
 
 	ropts := recording.Options{SLO: cfg.SLO}
+	stopFlush := func() {}
 	var saveFile *os.File
 	switch cfg.SaveRequests {
 	case "":
@@ -50,6 +53,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		// Before the report when that goes to stdout too: the writer is
 		// flushed before the report is written (a shard's pod log).
 		ropts.SaveRequests = recording.NewRequestWriter(stdout)
+		// A shard's lines are read while it runs (the experiment runner's
+		// live checks): they go out at least every FlushEvery.
+		stopFlush = flushEvery(ropts.SaveRequests, shardjob.FlushEvery)
+		defer stopFlush()
 	default:
 		if saveFile, err = os.Create(cfg.SaveRequests); err != nil {
 			return usageError(fmt.Errorf("--save-requests: %w", err))
@@ -206,6 +213,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 
 	var errs []error
 	if ropts.SaveRequests != nil {
+		stopFlush()
 		if err := ropts.SaveRequests.Flush(); err != nil {
 			errs = append(errs, err)
 		}
@@ -481,4 +489,25 @@ func secretHeader(name string) bool {
 		}
 	}
 	return false
+}
+
+// flushEvery flushes w every d until the returned function is first
+// called, which waits for the last flush to end.
+func flushEvery(w *recording.RequestWriter, d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var once sync.Once
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = w.Flush() // sticky: the final Flush reports it
+			}
+		}
+	})
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }

@@ -48,8 +48,13 @@ they send exactly what one process would (the flags must carry --seed, or one
 is drawn for all). Each shard writes its JSON report to its log (--out -);
 once the Job has finished, shard-job reads the reports from the pods' logs,
 checks that they are the shards of one load and merges them, as
-` + "`llmchaos merge`" + ` does, and deletes the Job (--keep leaves it, for a
-while: its ttlSecondsAfterFinished is an hour).
+` + "`llmchaos merge`" + ` does, and deletes the Job and its pods, waiting until they
+are gone (--keep leaves the finished Job, for a while: its
+ttlSecondsAfterFinished is an hour). A Job cut short (Ctrl-C) is deleted all
+the same; one whose deletion fails is named, with the kubectl command that
+deletes it. shard-job has no run directory: its Job is not in a journal, so
+if shard-job itself is killed, delete the Job by hand (kubectl -n NS delete
+job NAME; its name is printed when it is created).
 
 The load flags are checked here first. File flags (--dataset, --trace) name
 files inside the pods (an image that has them, or a volume). --api-key-secret
@@ -91,7 +96,7 @@ aborted; 2 bad flags; 1 anything else (a shard without a report, unless
 	fs.DurationVar(&o.StartIn, "start-in", shardjob.DefaultStartIn, "how long after the Job's creation the shards start together")
 	fs.StringVar(&o.ServiceAccount, "service-account", "", "service account of the shard pods (default: the namespace's default); shards given --kubernetes-selector or --kubernetes-service need one that may list and watch pods and EndpointSlices, such as deploy/kubernetes's "+shardjob.DefaultPodServiceAccount)
 	fs.StringVar(&o.APIKeySecret, "api-key-secret", "", "NAME/KEY of a Secret in the namespace whose value the shards send as the API key")
-	fs.BoolVar(&o.Keep, "keep", false, "leave the Job and its pods (for an hour) instead of deleting them")
+	fs.BoolVar(&o.Keep, "keep", false, "leave the finished Job and its pods (for an hour) instead of deleting them (a Job cut short is deleted all the same)")
 	fs.BoolVar(&o.Partial, "partial", false, "merge the shards that have a report when some do not (a warning instead of an error)")
 	fs.StringVarP(&o.Output, "output", "o", "", "write the merged JSON report to this file (atomically); stdout when empty or -")
 	addThresholdFlag(fs, &o.Thresholds)

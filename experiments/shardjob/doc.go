@@ -12,4 +12,10 @@
 // pods/log), so that collection is tested on clusters whose pods have no
 // logs (kwok's). APICalls lists the API calls the package makes, for the
 // RBAC of deploy/kubernetes.
+//
+// A run's Job is in the run's write-ahead journal (Config.Journal) from
+// before its creation until it is deleted: its RevertSpec (KindJob, a
+// JobRef) names the Job and how to reach its cluster, and the reverter
+// of Reverters, which experiments/spec.Reverters merges for `llmchaos
+// recover` and the guard, deletes it and its pods after a crash.
 package shardjob

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -26,6 +27,11 @@ const Container = "load"
 const IndexEnv = "JOB_COMPLETION_INDEX"
 
 // indexAnnotation is the annotation that holds a pod's completion index.
+// FlushEvery is how often a shard (llmchaos load --save-requests -)
+// writes out its request lines while it runs, so that the runner sees
+// them live.
+const FlushEvery = 250 * time.Millisecond
+
 const indexAnnotation = batchv1.JobCompletionIndexAnnotation
 
 // DefaultStartIn is how far ahead of the Job's creation the shards start
@@ -70,9 +76,18 @@ type Config struct {
 	Resources corev1.ResourceRequirements
 	// TTL is the Job's ttlSecondsAfterFinished (0: DefaultTTL).
 	TTL time.Duration
-	// Keep leaves the Job after its reports are collected (Run deletes
-	// it by default).
+	// Keep leaves the finished Job, its pods and their logs (until its
+	// TTL) after its reports are collected; by default Run deletes it. A
+	// Job that has not finished when Run ends (ctx ended first) is deleted
+	// all the same: left, it would go on sending a load nobody reads.
 	Keep bool
+	// Journal, when set, is the write-ahead journal of the run the load
+	// is part of: Run records the Job in it (KindJob, a JobRef through
+	// Access) before creating it and closes the entry once the Job is
+	// deleted (or, kept, has finished), so that the guard or `llmchaos
+	// recover` deletes a Job whose run was killed. Nil (`llmchaos
+	// shard-job`, which has no run directory): not recorded.
+	Journal *faults.Journal
 	// SaveRequests makes every shard write its per-request lines
 	// (--save-requests -) to stdout before its report, and Run keep each
 	// shard's log (Shard.Log) for them to be read back with
@@ -81,6 +96,11 @@ type Config struct {
 	// Partial merges the shards that succeeded when some did not (with a
 	// warning) instead of failing.
 	Partial bool
+	// Lines, when not nil and the LogSource is also a Follower, gets
+	// every line of every shard's log while the Job runs: Run follows
+	// each shard's pod log from its start, and reads the reports from
+	// what it followed.
+	Lines LineFunc
 }
 
 // reservedFlags are the flags of `llmchaos load` the Job sets itself.

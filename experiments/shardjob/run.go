@@ -12,18 +12,22 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
 )
 
-// deleteTimeout bounds the deletion of the Job at the end of Run.
-const deleteTimeout = time.Minute
+// StopGrace is how long Run waits, once ctx ended, for the followed logs
+// of the shards it stopped (their pods deleted: each load gets SIGTERM,
+// stops as on Ctrl-C and writes its report within the pod's grace
+// period, 30 s by default), and, after the Job finished, for the last
+// lines of the logs it follows.
+const StopGrace = 45 * time.Second
 
 // Shard is what became of one shard.
 type Shard struct {
@@ -59,51 +63,138 @@ type Started func(job string, startAt time.Time)
 
 // Run creates the Indexed Job of cfg, waits until it has finished, reads
 // every shard's report from its pod's log through logs, checks that they
-// are the shards of one load and merges them. Unless cfg.Keep it deletes
-// the Job (and its pods) at the end, also when it fails or ctx ends. A
-// shard without a report fails Run (naming it and quoting its log) unless
-// cfg.Partial, where the others are merged with a warning.
+// are the shards of one load and merges them. At the end it deletes the
+// Job and its pods and waits until they are gone, also when it fails or
+// ctx ends, unless cfg.Keep and the Job has finished; a deletion that
+// fails is an error that says how to delete the Job by hand. With
+// cfg.Journal the Job is in the run's journal from before its creation
+// until then. A shard without a report fails Run (naming it and quoting
+// its log) unless cfg.Partial, where the others are merged with a
+// warning.
 func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, started Started) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shard job: %w", err)
 	}
 	cfg = cfg.withDefaults(time.Now())
-	jobs := cl.Client.BatchV1().Jobs(cfg.Namespace)
-	job, err := jobs.Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
+	ref := JobRef{Access: cfg.Access, Namespace: cfg.Namespace, Name: cfg.Name}
+	entry, err := begin(cfg.Journal, ref)
 	if err != nil {
-		return nil, fmt.Errorf("shard job: create Job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		return nil, fmt.Errorf("shard job: %w", err)
 	}
-	if !cfg.Keep {
-		defer func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-			defer cancel()
-			bg := metav1.DeletePropagationBackground
-			// Nothing of the load is lost with it: the reports are read.
-			// A Job left behind (the run was cut short before its start
-			// instant, say) would still send its load: say so.
-			name := job.Name
-			if derr := jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); derr != nil && !apierrors.IsNotFound(derr) {
-				err = errors.Join(err, fmt.Errorf("shard job: delete Job %s/%s: %w (delete it by hand: kubectl -n %s delete job %s)",
-					cfg.Namespace, name, derr, cfg.Namespace, name))
-			}
-		}()
+	job, err := cl.Client.BatchV1().Jobs(cfg.Namespace).Create(ctx, cfg.Job(), metav1.CreateOptions{FieldManager: kube.ManagedBy})
+	if err != nil {
+		return nil, createFailed(ctx, cl, ref, entry, err)
+	}
+	finished := false
+	defer func() {
+		err = errors.Join(err, end(ctx, cl, ref, entry, cfg.Keep && finished))
+	}()
+	if entry != nil {
+		if err := entry.Injected(); err != nil {
+			return nil, fmt.Errorf("shard job: %w", err)
+		}
 	}
 	if started != nil {
 		started(job.Name, cfg.StartAt)
 	}
 	res = &Result{Job: job.Name, StartAt: cfg.StartAt}
-	if job, err = waitFinished(ctx, cl.Client, job); err != nil {
-		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	var fl *following
+	if f, ok := logs.(Follower); ok && cfg.Lines != nil {
+		// The streams outlive ctx: a stopped shard's last lines and
+		// report come after it.
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		fl = follow(fctx, cl.Client, job, cfg.Shards, f, cfg.Lines)
 	}
+	created := job
+	if job, err = waitFinished(ctx, cl.Client, job); err != nil {
+		err = fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		if fl != nil && ctx.Err() != nil {
+			res.Shards = stopFollowed(context.WithoutCancel(ctx), cl.Client, created, cfg.Shards, fl, cfg.SaveRequests)
+			if merr := res.merge(true); merr != nil {
+				err = errors.Join(err, merr)
+			}
+		}
+		return res, err
+	}
+	if fl != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		fl.wait(wctx)
+		cancel()
+	}
+	finished = true
 	pods, err := shardPods(ctx, cl.Client, job)
 	if err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	res.Shards = collect(ctx, cfg.Shards, pods, logs, cfg.SaveRequests)
+	res.Shards = collect(ctx, cfg.Shards, pods, logs, fl, cfg.SaveRequests)
 	if err := res.merge(cfg.Partial); err != nil {
 		return res, fmt.Errorf("shard job %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
 	return res, nil
+}
+
+// begin records the Job of ref in j before it is created and returns its
+// entry (nil without a journal).
+func begin(j *faults.Journal, ref JobRef) (*faults.Entry, error) {
+	if j == nil {
+		return nil, nil
+	}
+	e, err := j.Begin(journalName, JournalType, ref.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Will(ref.Spec()); err != nil {
+		// Nothing was created: the entry is closed.
+		return nil, errors.Join(err, e.Failed(err))
+	}
+	return e, nil
+}
+
+// createFailed returns the error of a create of the Job of ref that
+// failed with err, and closes its journal entry. A create the API server
+// refused made nothing; after any other failure (ctx ended, the
+// connection was lost) the Job may exist all the same, and is deleted.
+func createFailed(ctx context.Context, cl *kube.Cluster, ref JobRef, entry *faults.Entry, err error) error {
+	err = fmt.Errorf("shard job: create Job %s/%s: %w", ref.Namespace, ref.Name, err)
+	if refused(err) {
+		if entry != nil {
+			return errors.Join(err, entry.Failed(err))
+		}
+		return err
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+	defer cancel()
+	derr := ref.Delete(dctx, cl)
+	if entry != nil {
+		derr = errors.Join(derr, entry.Reverted(derr))
+	}
+	if derr != nil {
+		return errors.Join(err, fmt.Errorf("shard job: %w", derr))
+	}
+	return err
+}
+
+// end deletes the Job of ref at the end of Run unless keep (Config.Keep
+// and the Job has finished: it sends nothing any more), and closes its
+// journal entry: reverted when the Job is gone or kept, still pending
+// (for `llmchaos recover`) when the deletion failed.
+func end(ctx context.Context, cl *kube.Cluster, ref JobRef, entry *faults.Entry, keep bool) error {
+	var err error
+	if !keep {
+		// Nothing of the load is lost with it: the reports are read (or
+		// will never be). A Job left behind (the run was cut short before
+		// its start instant, say) would still send its load.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+		defer cancel()
+		if err = ref.Delete(dctx, cl); err != nil {
+			err = fmt.Errorf("shard job: %w", err)
+		}
+	}
+	if entry != nil {
+		err = errors.Join(err, entry.Reverted(err))
+	}
+	return err
 }
 
 // waitFinished watches job until it has finished (its Complete or Failed
@@ -183,9 +274,45 @@ func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Jo
 	return list.Items, nil
 }
 
+// stopFollowed stops the shards of job once ctx ended: it deletes the
+// Job's pods (each load gets SIGTERM, stops as on Ctrl-C and writes its
+// report), waits up to StopGrace for their followed logs to end, and
+// returns the shards whose followed logs hold a report.
+func stopFollowed(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, fl *following, keep bool) []Shard {
+	ctx, cancel := context.WithTimeout(ctx, StopGrace)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	_ = client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	fl.wait(ctx)
+	shards := make([]Shard, n)
+	for i := range shards {
+		shards[i].Index = i
+		pod, b, ok := fl.log(i)
+		shards[i].Pod = pod
+		if !ok {
+			shards[i].Err = errors.New("its log was not followed to its end")
+			continue
+		}
+		fromLog(&shards[i], b, keep)
+	}
+	return shards
+}
+
+// fromLog sets s's report (and log, with keep) from its pod's log b.
+func fromLog(s *Shard, b []byte, keep bool) {
+	if keep {
+		s.Log = b
+	}
+	var err error
+	if s.Doc, err = ParseReport(b); err != nil {
+		s.Err = fmt.Errorf("pod %s: %w", s.Pod, err)
+	}
+}
+
 // collect reads the report of every shard 0..n-1 from the log of its pod
-// that succeeded, reading the logs at once; keep keeps the logs.
-func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, keep bool) []Shard {
+// that succeeded (what fl followed of it when it followed it to its end,
+// else read now), reading the logs at once; keep keeps the logs.
+func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, fl *following, keep bool) []Shard {
 	shards := make([]Shard, n)
 	byIndex := map[int]*corev1.Pod{}
 	failed := map[int]*corev1.Pod{}
@@ -210,18 +337,19 @@ func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, keep
 			continue
 		}
 		shards[i].Pod = p.Name
+		if fl != nil {
+			if pod, b, ok := fl.log(i); ok && pod == p.Name {
+				fromLog(&shards[i], b, keep)
+				continue
+			}
+		}
 		wg.Go(func() {
 			b, err := logs.Log(ctx, p)
 			if err != nil {
 				shards[i].Err = err
 				return
 			}
-			if keep {
-				shards[i].Log = b
-			}
-			if shards[i].Doc, err = ParseReport(b); err != nil {
-				shards[i].Err = fmt.Errorf("pod %s: %w", p.Name, err)
-			}
+			fromLog(&shards[i], b, keep)
 		})
 	}
 	wg.Wait()

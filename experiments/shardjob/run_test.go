@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/sim"
@@ -121,13 +122,22 @@ func simURL(t *testing.T) string {
 // Job of 3 pods with the shards' args, the control plane runs one pod per
 // completion index (kwok completes them), and Run reads each shard's
 // report from its pod's log and merges them: the merged run holds all 30
-// requests of the single-process schedule, one shard each third.
+// requests of the single-process schedule, one shard each third. Kept,
+// the finished Job stays, and its journal entry is closed: it sends
+// nothing any more.
 func TestRunCreatesTheIndexedJobAndMergesTheShards(t *testing.T) {
 	c := k8stest.Start(t)
 	ns := c.Namespace(t)
 	core := c.Client(t)
 	cfg := loadConfig(ns, c.Kubeconfig, simURL(t))
 	cfg.Keep = true // to look at the Job and its pods afterwards
+	dir := t.TempDir()
+	jr, err := faults.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jr.Close()
+	cfg.Journal = jr
 	fake := &fakeLogs{logs: shardLogs(t, &cfg)}
 	cl, err := kube.NewCluster(c.Config())
 	if err != nil {
@@ -144,6 +154,9 @@ func TestRunCreatesTheIndexedJobAndMergesTheShards(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pend, err := faults.Pending(dir); err != nil || len(pend) != 0 {
+		t.Errorf("journal after Run: %+v, %v; want the kept Job's entry closed", pend, err)
 	}
 	if startedJob == "" || startedJob != res.Job {
 		t.Errorf("started %q, result %q", startedJob, res.Job)
@@ -199,7 +212,8 @@ func TestRunCreatesTheIndexedJobAndMergesTheShards(t *testing.T) {
 
 // TestRunWithoutAShardsReport: a shard whose log holds no report fails
 // Run, naming the shard and quoting its log; with Partial the other
-// shards are merged, with a warning; either way the Job is deleted.
+// shards are merged, with a warning; either way the Job is deleted and
+// gone when Run returns.
 func TestRunWithoutAShardsReport(t *testing.T) {
 	c := k8stest.Start(t)
 	ns := c.Namespace(t)
@@ -235,8 +249,6 @@ func TestRunWithoutAShardsReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range jobs.Items {
-		if j.DeletionTimestamp == nil {
-			t.Errorf("job %s left behind", j.Name)
-		}
+		t.Errorf("job %s left behind (deleting since %v)", j.Name, j.DeletionTimestamp)
 	}
 }

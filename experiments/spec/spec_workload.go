@@ -71,7 +71,7 @@ type Workload struct {
 	// Shards splits the load over that many processes. It needs a
 	// Kubernetes target, where the shards run as the pods of an Indexed
 	// Job (experiments/shardjob).
-	Shards int `yaml:"shards,omitempty" json:"shards,omitempty" doc:"Run the load as this many shards at once, the pods of a Kubernetes Indexed Job (each llmchaos load --shard INDEX/N, one start instant) while the runner runs the faults; their results are recorded at the end, tagged by phase from their send times. Needs target.kubernetes and llmchaos run --shard-image; nothing is live (no stop_conditions, abortOnFail or steady-state threshold probes). Default 1: one process."`
+	Shards int `yaml:"shards,omitempty" json:"shards,omitempty" doc:"Run the load as this many shards at once, the pods of a Kubernetes Indexed Job (each llmchaos load --shard INDEX/N, one start instant) while the runner runs the faults; their request lines reach the runner as they are written (the pods' logs, followed), so stop_conditions, abortOnFail thresholds, steady-state threshold probes and live recovery work as with one process, about a second behind; at the end every result is recorded exactly, tagged by phase from its send time. Needs target.kubernetes and llmchaos run --shard-image. Default 1: one process."`
 }
 
 // GraceOrDefault is the workload's grace, or the engine's default when unset.

@@ -530,13 +530,12 @@ func (v *validator) capacityRate(w Workload) {
 }
 
 // shards checks workload.shards. A sharded load runs in other processes
-// (the pods of an Indexed Job) and its results are recorded by the runner
-// only once they ended: nothing live reads them, so a sharded experiment
-// has no stop conditions, abortOnFail thresholds or threshold probes of
-// the steady state before the faults; and the shards get the workload as
-// llmchaos load flags, which a script, a trace, a dataset, stages, a
-// ramp, a closed loop, a capacity share, an API key or headers do not
-// travel in yet.
+// (the pods of an Indexed Job) whose request lines the runner follows
+// live, so stop conditions, abortOnFail thresholds and threshold probes
+// of the steady state work; but the shards get the workload as llmchaos
+// load flags, which a script, a trace, a dataset, stages, a ramp, a
+// closed loop, a capacity share, an API key or headers do not travel in
+// yet.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
@@ -548,21 +547,6 @@ func (v *validator) shards(w Workload) {
 	s := v.s
 	if s.Target.Kubernetes == nil {
 		v.iss.add("workload.shards", "%d shards need target.kubernetes: they run as the pods of an Indexed Job in its namespace; for another target run the load by hand with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
-	}
-	if len(s.StopConditions) > 0 {
-		v.iss.add("stop_conditions", "not supported with workload.shards: a sharded load's results reach the runner only once the shards ended; remove them or run the load in one process (shards: 1)")
-	}
-	for m, es := range s.Thresholds {
-		for _, e := range es {
-			if e.AbortOnFail {
-				v.iss.add("thresholds."+m, "abortOnFail is not supported with workload.shards (the results reach the runner only once the shards ended): remove it, the threshold still holds over the run")
-			}
-		}
-	}
-	for i, pr := range s.SteadyState {
-		if pr.Threshold != "" {
-			v.iss.add(fmt.Sprintf("steady_state[%d].threshold", i), "not supported with workload.shards: it is checked over the load before the first fault, which the runner only sees once the shards ended; use an http or promql probe")
-		}
 	}
 	if k := s.Target.Kubernetes; k != nil && (k.APIKeyEnv != "" || len(k.Headers) > 0) {
 		v.iss.add("workload.shards", "target.kubernetes api_key_env and headers do not reach the shard pods yet: run the load in one process (shards: 1)")

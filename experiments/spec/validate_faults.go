@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/gpu"
@@ -105,12 +106,14 @@ func placeholderSimEnv() SimEnv {
 }
 
 // Reverters returns the reverter of every RevertSpec kind a fault or a
-// helper of a run may write in its journal: faults' own (helper processes)
-// and those of every fault type (proxy toxics, nftables tables, qdiscs,
-// frozen processes and containers, balloons). `llmchaos recover` replays
-// a killed run's journal with it.
+// helper of a run may write in its journal: faults' own (helper processes),
+// the shard Job of workload.shards (shardjob.KindJob) and those of every
+// fault type (proxy toxics, nftables tables, qdiscs, frozen processes and
+// containers, balloons). `llmchaos recover` and the guard replay a killed
+// run's journal with it.
 func Reverters() map[string]faults.Reverter {
 	m := faults.BuiltinReverters()
+	maps.Copy(m, shardjob.Reverters())
 	for _, t := range FaultTypeList() {
 		if t.Reverters != nil {
 			maps.Copy(m, t.Reverters())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/gpu"
 	"github.com/llmchaos/llmchaos/faults/network"
@@ -71,6 +72,7 @@ func TestReverters(t *testing.T) {
 	for _, kind := range []string{
 		faults.KindProcess, network.KindProxyToxic, network.KindNFTTable, network.KindTCQdisc,
 		replica.KindSignalCont, replica.KindDockerUnpause, replica.KindDone, gpu.KindBalloonToken,
+		shardjob.KindJob, // not a fault's: the Job of workload.shards
 	} {
 		if got[kind] == nil {
 			t.Errorf("no reverter for kind %s", kind)

@@ -9,9 +9,10 @@ import (
 // workload.shards over 1 needs a Kubernetes target, where the shards run
 // as an Indexed Job: with any other target it is refused, saying how to
 // shard the load instead; 1 is the whole load in one process, and a
-// negative count is an error. A sharded experiment has nothing live: stop
-// conditions, abortOnFail and threshold probes of the steady state are
-// refused, and so are the workload keys that do not travel as load flags.
+// negative count is an error. Stop conditions, abortOnFail and threshold
+// probes of the steady state are accepted (the shards' lines reach the
+// runner live); the workload keys that do not travel as load flags are
+// refused.
 func TestValidateShards(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -23,12 +24,11 @@ func TestValidateShards(t *testing.T) {
 		{"negative", edit(6, "workload: {preset: chat, rate: 5, duration: 60s, shards: -1}"),
 			[]string{"t.yaml:6:58: workload.shards: -1 is negative: want the number of shards, 1 or more"}},
 		{"several shards with a Kubernetes target", kubeEdit(6, "workload: {preset: chat, rate: 5, duration: 60s, shards: 3}"), nil},
-		{"with what needs live results or does not travel as flags", kubeEdit(6, "workload: {preset: chat, duration: 60s, shards: 3, concurrency: 4}") +
+		{"with live checks, and what does not travel as flags", strings.Replace(kubeEdit(6, "workload: {preset: chat, duration: 60s, shards: 3, concurrency: 4}"),
+			`ttft: ["p(99)<500ms"]`, `ttft: [{threshold: "p(99)<5s", abortOnFail: true}]`, 1) +
 			"stop_conditions: [\"error_rate: rate<0.5\"]\nsteady_state: [{threshold: \"error_rate: rate<0.1\"}]\n",
 			[]string{
 				"t.yaml:6:65: workload.concurrency: not supported with workload.shards yet (the shards get the workload as llmchaos load flags): use an open-loop rate, or shards: 1",
-				"t.yaml:11:18: stop_conditions: not supported with workload.shards: a sharded load's results reach the runner only once the shards ended; remove them or run the load in one process (shards: 1)",
-				"t.yaml:12:28: steady_state[0].threshold: not supported with workload.shards: it is checked over the load before the first fault, which the runner only sees once the shards ended; use an http or promql probe",
 			}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,187 @@
+package shardjob
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
+)
+
+// Follower streams the log of a shard's load container as it is written,
+// from its start until the container ends (or ctx does). It must be safe
+// for concurrent use.
+type Follower interface {
+	Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) error
+}
+
+var _ Follower = PodLogs{}
+
+// Follow implements Follower through the API server (pods/log, follow).
+func (l PodLogs) Follow(ctx context.Context, pod *corev1.Pod, w io.Writer) error {
+	rc, err := l.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: Container, Follow: true}).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("follow the log of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("follow the log of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// LineFunc receives one line (without its newline) of a shard's log as
+// soon as it has been followed; line is only valid during the call.
+type LineFunc func(shard int, line []byte)
+
+// following follows the log of every shard of a Job while it runs: the
+// first pod of each completion index whose container has started (Running,
+// or already ended) is followed once, its log kept whole and each line
+// handed to lines.
+type following struct {
+	client kubernetes.Interface
+	logs   Follower
+	lines  LineFunc
+	n      int
+
+	stopInform context.CancelFunc
+
+	mu      sync.Mutex
+	started map[int]bool
+	shards  []*followedLog
+	wg      sync.WaitGroup
+}
+
+// followedLog is one shard's followed log.
+type followedLog struct {
+	shard int
+	fn    LineFunc
+
+	mu      sync.Mutex
+	pod     string
+	buf     bytes.Buffer
+	pending int   // offset in buf of the line not yet complete
+	done    bool  // the stream ended
+	err     error // why it ended early (nil: the container ended)
+}
+
+// Write implements io.Writer: it keeps p and hands out each complete line.
+func (f *followedLog) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf.Write(p)
+	b := f.buf.Bytes()
+	for {
+		i := bytes.IndexByte(b[f.pending:], '\n')
+		if i < 0 {
+			break
+		}
+		if f.fn != nil {
+			f.fn(f.shard, bytes.TrimSuffix(b[f.pending:f.pending+i], []byte("\r")))
+		}
+		f.pending += i + 1
+	}
+	return len(p), nil
+}
+
+// follow starts following the shards of job (n of them) in the
+// background, until every stream ended or ctx does.
+func follow(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, logs Follower, lines LineFunc) *following {
+	f := &following{client: client, logs: logs, lines: lines, n: n, started: map[int]bool{}, shards: make([]*followedLog, n)}
+	for i := range f.shards {
+		f.shards[i] = &followedLog{shard: i, fn: lines}
+	}
+	lw := kube.PodsListWatch(client, job.Namespace, batchv1.ControllerUidLabel+"="+string(job.UID))
+	informCtx, stop := context.WithCancel(ctx)
+	f.stopInform = stop
+	seen := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			f.pod(ctx, p)
+			if f.allStarted() {
+				stop()
+			}
+		}
+	}
+	f.wg.Go(func() {
+		_ = kube.Inform(informCtx, lw, &corev1.Pod{}, nil, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { seen(obj) },
+			UpdateFunc: func(_, obj any) { seen(obj) },
+		})
+	})
+	return f
+}
+
+// pod starts following p when it is the first of its index to have
+// started.
+func (f *following) pod(ctx context.Context, p *corev1.Pod) {
+	idx, err := strconv.Atoi(p.Annotations[indexAnnotation])
+	if err != nil || idx < 0 || idx >= f.n || !containerStarted(p) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started[idx] {
+		return
+	}
+	f.started[idx] = true
+	s := f.shards[idx]
+	s.mu.Lock()
+	s.pod = p.Name
+	s.mu.Unlock()
+	p = p.DeepCopy()
+	f.wg.Go(func() {
+		err := f.logs.Follow(ctx, p, s)
+		s.mu.Lock()
+		s.done, s.err = true, err
+		s.mu.Unlock()
+	})
+}
+
+func (f *following) allStarted() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.started) == f.n
+}
+
+// containerStarted reports whether p's load container has started (its
+// log can be followed).
+func containerStarted(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	return false
+}
+
+// wait stops looking for pods and waits until every stream followed
+// ended, or ctx does. A shard whose pod was not seen started is read
+// whole afterwards (Run's collect).
+func (f *following) wait(ctx context.Context) {
+	f.stopInform()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// log returns shard i's followed log when its stream ended with its
+// container, and whether it did.
+func (f *following) log(i int) (pod string, log []byte, ok bool) {
+	s := f.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done || s.err != nil {
+		return s.pod, nil, false
+	}
+	return s.pod, bytes.Clone(s.buf.Bytes()), true
+}
