@@ -13,6 +13,11 @@
 // so that the control plane stops when the tests end; without it a watcher
 // stops it when the test process exits.
 //
+// kwok pods run no container, so nothing listens on their IPs; a test that
+// must reach them (a load sent to the pods) runs them on a LoopbackNode,
+// whose pod network is on the loopback interface, and serves them itself
+// on every address of it (LoopbackNode.Listen).
+//
 // The binaries are built once per version into a cache outside the
 // repository (scripts/k8s-controlplane.sh build, or make test-k8s). When they
 // are not built, Start skips the test saying so, unless LLMCHAOS_REQUIRE_K8S=1

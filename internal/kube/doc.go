@@ -5,8 +5,9 @@
 // in; llmchaos.io/run marks what a run created), the opt-in check, pod
 // readiness, object names, waits on pods and other objects (WaitPods,
 // WaitList, WaitGone, Inform), the ready endpoints of a Service or of a
-// label selector's pods, re-listed as pods come and go (Discovery), and
+// label selector's pods, re-listed as pods come and go (Discovery), a
+// load's routing over those ready at each send (Router), and
 // APICall, the record of one API call a package makes, from which the
 // deploy/kubernetes RBAC test proves the Role grants exactly what the tool
-// uses. It holds no state between calls.
+// uses. Apart from a started Router, it holds no state between calls.
 package kube
