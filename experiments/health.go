@@ -61,7 +61,7 @@ func preflightRecords(ctx context.Context, p *plan, t spec.LLMTarget, urls []str
 		model := t.Model
 		if model == "" {
 			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-			m, err := firstModel(ctx, hc, u, copts.Headers)
+			m, err := firstModel(ctx, hc, u, modelsHeader(t), p.spec.Target.ModelKey())
 			if err != nil {
 				out = append(out, report.ProbeRecord{Probe: label, Detail: err.Error()})
 				continue

@@ -517,7 +517,7 @@ func (r *run) setUp(ctx context.Context) error {
 		r.model = t.Model
 		if r.model == "" {
 			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: r.dialer()}}
-			m, err := firstModel(ctx, hc, urls[0], headerOf(t.Headers))
+			m, err := firstModel(ctx, hc, urls[0], modelsHeader(*t), s.Target.ModelKey())
 			if err != nil {
 				return err
 			}

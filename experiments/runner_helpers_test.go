@@ -26,6 +26,13 @@ type sseServer struct {
 
 func newSSEServer(t testing.TB) *sseServer {
 	t.Helper()
+	return newSSEServerWith(t, nil)
+}
+
+// newSSEServerWith is newSSEServer with its handler wrapped by wrap (nil:
+// as it is).
+func newSSEServerWith(t testing.TB, wrap func(http.Handler) http.Handler) *sseServer {
+	t.Helper()
 	s := &sseServer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
@@ -70,7 +77,11 @@ func newSSEServer(t testing.TB) *sseServer {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		fl.Flush()
 	})
-	s.Server = httptest.NewServer(mux)
+	var h http.Handler = mux
+	if wrap != nil {
+		h = wrap(mux)
+	}
+	s.Server = httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s
 }

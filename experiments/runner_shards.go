@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/loadrun"
@@ -220,7 +223,21 @@ func (r *run) kubeShards(ctx context.Context) (ShardRunner, error) {
 			access.Kubeconfig = abs
 		}
 	}
-	return &KubernetesShards{Cluster: r.kube.cl, Access: access, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir), ServiceAccount: sa}, nil
+	return &KubernetesShards{Cluster: r.kube.cl, Access: access, Namespace: r.kube.ns, Image: r.opts.ShardImage, RunID: filepath.Base(r.dir), ServiceAccount: sa,
+		Env: apiKeyEnv(r.kube.t)}, nil
+}
+
+// apiKeyEnv is the environment of the shard pods of target t: its
+// api_key_env variable set from the Secret api_key_secret names (none
+// when it names none; validation requires one with api_key_env).
+func apiKeyEnv(t spec.KubernetesTarget) []corev1.EnvVar {
+	name, key, ok := t.SplitAPIKeySecret()
+	if !ok || t.APIKeyEnv == "" {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: t.APIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key},
+	}}}
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the
@@ -239,6 +256,16 @@ func (r *run) shardLoadArgs() ([]string, error) {
 		}
 	}
 	add("--model", r.model)
+	if k := r.kube; k != nil {
+		// The key's variable: the runner's environment for local shards,
+		// the Secret's value in the Job's pods (KubernetesShards.Env).
+		if k.t.APIKeyEnv != "" {
+			add("--api-key-env", k.t.APIKeyEnv)
+		}
+		for _, h := range slices.Sorted(maps.Keys(k.t.Headers)) {
+			add("--header", h+":"+k.t.Headers[h])
+		}
+	}
 	add("--seed", strconv.FormatInt(int64(p.seed), 10))
 	if w.Rate.Unresolved() {
 		return nil, fmt.Errorf("workload.rate %s: not resolved from a capacity", w.Rate)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/sim"
@@ -181,4 +183,45 @@ func serveSimOn(t *testing.T, ln *k8stest.PodListener) {
 			t.Error("simulator did not stop within 15 s")
 		}
 	})
+}
+
+// The shards of a target with an API key and headers: every shard gets
+// --api-key-env and --header (sorted) as load flags, and the Job's pods
+// get the key's variable from the Secret api_key_secret names.
+func TestShardLoadArgsCarryTheKeyAndHeaders(t *testing.T) {
+	exp, _, err := spec.Load(filepath.Join("catalog", "k8s-pod-kill.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := exp.Target.Kubernetes
+	k.URL, k.APIKeyEnv, k.APIKeySecret = "http://lb.example/v1", "VLLM_KEY", "vllm-auth/token"
+	k.Headers = map[string]string{"X-Team": "qa", "X-Env": "staging"}
+	t.Setenv("VLLM_KEY", "k")
+	exp.Workload = spec.Workload{Rate: spec.PerSecondRate(30), Duration: spec.Duration(10 * time.Second), InputTokens: mustDist("16"), OutputTokens: mustDist("8"), Shards: 3}
+	exp.StopConditions, exp.SteadyState, exp.Faults, exp.Thresholds = nil, nil, nil, nil
+	p, err := newPlan(exp, "exp.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(p, Options{}, t.TempDir(), nil)
+	r.kube, r.model = &kubeTarget{t: *p.spec.Target.Kubernetes, ns: "llm"}, "m"
+	r.endpoints = []*endpoint{{url: k.URL, load: k.URL}}
+	a, err := r.shardLoadArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(a, " ")
+	if !strings.Contains(joined, "--api-key-env VLLM_KEY --header X-Env:staging --header X-Team:qa") {
+		t.Errorf("args %q: want --api-key-env VLLM_KEY and the headers, sorted", a)
+	}
+	env := apiKeyEnv(r.kube.t)
+	if len(env) != 1 || env[0].Name != "VLLM_KEY" || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef == nil ||
+		env[0].ValueFrom.SecretKeyRef.Name != "vllm-auth" || env[0].ValueFrom.SecretKeyRef.Key != "token" {
+		t.Fatalf("pod env %+v, want VLLM_KEY from Secret vllm-auth key token", env)
+	}
+	ks := &KubernetesShards{Namespace: "llm", Image: "llmchaos:dev", RunID: "r", Env: env}
+	c := ks.Job(a, 3, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)).Job().Spec.Template.Spec.Containers[0]
+	if len(c.Env) == 0 || !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "VLLM_KEY" && e.ValueFrom != nil }) {
+		t.Errorf("the Job's container env %+v lacks VLLM_KEY from the Secret", c.Env)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -457,4 +458,47 @@ func TestRunShardedLoadStopsLive(t *testing.T) {
 		t.Errorf("%d shard reports, want 3 (each stopped shard reports)", len(o.Shards))
 	}
 	t.Logf("%d of %d requests, abort %s\n%s", d.Requests.Scheduled, full, d.Abort.Reason(), out.String())
+}
+
+// The shards send the target's API key and headers: 3 local shards send
+// to a server that answers 401 to any API request without the bearer key of
+// api_key_env (from the runner's environment, which local shards inherit;
+// the Job's pods get it from api_key_secret) and the X-Team header. Every
+// request is ok and none was refused; the runner's own /v1/models call,
+// which finds the model, carries them too.
+func TestRunShardedLoadSendsTheKeyAndHeaders(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	ns := c.Namespace(t)
+	c.CreateWorkload(t, ns, simWorkload)
+	var refused, passed atomic.Int64
+	srv := newSSEServerWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// As vLLM's --api-key: the API's paths only, not /health.
+			if strings.HasPrefix(r.URL.Path, "/v1/") && (r.Header.Get("Authorization") != "Bearer sekret" || r.Header.Get("X-Team") != "qa") {
+				refused.Add(1)
+				http.Error(w, `{"error":{"message":"unauthorized"}}`, http.StatusUnauthorized)
+				return
+			}
+			passed.Add(1)
+			h.ServeHTTP(w, r)
+		})
+	})
+	t.Setenv("LLMCHAOS_TEST_KEY", "sekret")
+	exp, file, want := shardedSpec(t, c, ns, srv.URL+"/v1", 8*time.Second)
+	exp.Faults = nil
+	k := exp.Target.Kubernetes
+	k.APIKeyEnv, k.APIKeySecret, k.Headers = "LLMCHAOS_TEST_KEY", "llm-key/token", map[string]string{"X-Team": "qa"}
+	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}, "error_rate": {{Threshold: "rate==0"}}}
+	var out bytes.Buffer
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: &LocalShards{Binary: llmchaosBinary(t)}, ShardStartIn: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if d := o.Doc; d.Requests.Scheduled != int64(want) || d.Requests.OK != int64(want) || d.Verdict != report.VerdictPass {
+		t.Errorf("%d scheduled, %d ok (errors %v %v), verdict %s; want %d ok, pass\n%s", d.Requests.Scheduled, d.Requests.OK, d.Requests.ErrorsByClass, d.Requests.TopErrors, d.Verdict, want, out.String())
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d requests came without the key or the header (%d with them)", n, passed.Load())
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
@@ -225,6 +227,8 @@ type KubernetesShards struct {
 	// namespace's default).
 	RunID          string
 	ServiceAccount string
+	// Env is added to the load container (the API key from a Secret).
+	Env []corev1.EnvVar
 	// Logs reads the pods' logs (nil: through the API server).
 	Logs shardjob.LogSource
 	// Keep leaves the Job (and its pods' logs) once it has been read,
@@ -244,6 +248,7 @@ func (k *KubernetesShards) Job(args []string, n int, startAt time.Time) shardjob
 	cfg.Access, cfg.Namespace, cfg.Image, cfg.RunID, cfg.ServiceAccount = k.Access, k.Namespace, k.Image, k.RunID, k.ServiceAccount
 	cfg.Name = "llmchaos-load-" + kube.Token()
 	cfg.Keep = k.Keep
+	cfg.Env = k.Env
 	return cfg
 }
 

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,8 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
 )
 
 // endpoint is one endpoint of the target.
@@ -68,8 +73,9 @@ func rootURL(base string) string {
 const modelsTimeout = 10 * time.Second
 
 // firstModel asks base's /models for the models it serves and returns the
-// first.
-func firstModel(ctx context.Context, hc *http.Client, base string, header http.Header) (string, error) {
+// first; modelKey is the spec key that names the model, for the error that
+// asks for it.
+func firstModel(ctx context.Context, hc *http.Client, base string, header http.Header, modelKey string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
 	defer cancel()
 	u := strings.TrimRight(base, "/") + "/models"
@@ -92,7 +98,7 @@ func firstModel(ctx context.Context, hc *http.Client, base string, header http.H
 		return "", fmt.Errorf("model: GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("model: the target names none and GET %s answered %d: set target.llm.model", u, resp.StatusCode)
+		return "", fmt.Errorf("model: the target names none and GET %s answered %d: set %s", u, resp.StatusCode, modelKey)
 	}
 	var list struct {
 		Data []struct {
@@ -103,7 +109,7 @@ func firstModel(ctx context.Context, hc *http.Client, base string, header http.H
 		return "", fmt.Errorf("model: GET %s: %w", u, err)
 	}
 	if len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", errors.New("model: the target names none and " + u + " lists none: set target.llm.model")
+		return "", errors.New("model: the target names none and " + u + " lists none: set " + modelKey)
 	}
 	return list.Data[0].ID, nil
 }
@@ -118,4 +124,19 @@ func headerOf(h map[string]string) http.Header {
 		out.Set(k, v)
 	}
 	return out
+}
+
+// modelsHeader is what the /models request of a target that names no model
+// carries: the target's headers and its API key (the variable of
+// api_key_env, else the client's default, as the load's requests), since
+// servers that check keys check them there too (vLLM --api-key).
+func modelsHeader(t spec.LLMTarget) http.Header {
+	h := headerOf(t.Headers)
+	if key := os.Getenv(cmp.Or(t.APIKeyEnv, client.DefaultAPIKeyEnv)); key != "" {
+		if h == nil {
+			h = make(http.Header)
+		}
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return h
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/llmchaos/llmchaos/faults"
 )
@@ -43,7 +44,18 @@ type KubernetesTarget struct {
 	Context    string            `yaml:"context,omitempty" json:"context,omitempty" doc:"kubeconfig context. Default: the current context."`
 	Model      string            `yaml:"model,omitempty" json:"model,omitempty" doc:"Model name sent in requests. Default: the first model /v1/models lists."`
 	APIKeyEnv  string            `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty" doc:"Name of the environment variable that holds the API key (sent as a bearer token). Keys never go in the file."`
-	Headers    map[string]string `yaml:"headers,omitempty" json:"headers,omitempty" doc:"Extra HTTP headers sent with every request (not Authorization: use api_key_env)."`
+	Headers    map[string]string `yaml:"headers,omitempty" json:"headers,omitempty" doc:"Extra HTTP headers sent with every request (not Authorization: use api_key_env). With workload.shards they reach the shard pods as llmchaos load flags, so their values are in the Job's spec."`
+	// APIKeySecret names the Secret (NAME/KEY, in Namespace) the shard
+	// pods of workload.shards read the API key from: they cannot read
+	// the runner's environment.
+	APIKeySecret string `yaml:"api_key_secret,omitempty" json:"api_key_secret,omitempty" doc:"NAME/KEY of a Secret in the namespace holding the API key, for the shard pods of workload.shards (the runner itself reads api_key_env; the pods get the Secret's value in that variable). Required with api_key_env and shards above 1."`
+}
+
+// SplitAPIKeySecret returns the Secret's name and key of APIKeySecret
+// (NAME/KEY), and whether it has that form.
+func (t KubernetesTarget) SplitAPIKeySecret() (name, key string, ok bool) {
+	name, key, ok = strings.Cut(t.APIKeySecret, "/")
+	return name, key, ok && name != "" && key != "" && !strings.Contains(key, "/")
 }
 
 // WithDefaults returns t with its defaults filled in: path /v1.
@@ -66,6 +78,15 @@ func (t KubernetesTarget) Env() faults.KubernetesEnv {
 // llm target, with URL as its url ("" when the load goes to the pods).
 func (t KubernetesTarget) Client() LLMTarget {
 	return LLMTarget{URL: t.URL, Model: t.Model, APIKeyEnv: t.APIKeyEnv, Headers: maps.Clone(t.Headers)}
+}
+
+// ModelKey is the key that names the model of an llm or kubernetes
+// target, for messages that ask for it.
+func (t Target) ModelKey() string {
+	if t.Kubernetes != nil {
+		return "target.kubernetes.model"
+	}
+	return "target.llm.model"
 }
 
 // Client returns the client settings of an llm or kubernetes target (nil

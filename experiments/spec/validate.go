@@ -548,8 +548,8 @@ func (v *validator) shards(w Workload) {
 	if s.Target.Kubernetes == nil {
 		v.iss.add("workload.shards", "%d shards need target.kubernetes: they run as the pods of an Indexed Job in its namespace; for another target run the load by hand with llmchaos load --shard INDEX/%d and llmchaos merge", w.Shards, w.Shards)
 	}
-	if k := s.Target.Kubernetes; k != nil && (k.APIKeyEnv != "" || len(k.Headers) > 0) {
-		v.iss.add("workload.shards", "target.kubernetes api_key_env and headers do not reach the shard pods yet: run the load in one process (shards: 1)")
+	if k := s.Target.Kubernetes; k != nil && k.APIKeyEnv != "" && k.APIKeySecret == "" {
+		v.iss.add("target.kubernetes.api_key_env", "with workload.shards the shard pods need the key too: give api_key_secret, NAME/KEY of a Secret in the namespace that holds it")
 	}
 	for _, k := range []struct {
 		key string

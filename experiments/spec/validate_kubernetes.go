@@ -56,6 +56,13 @@ func (v *validator) kubernetesTarget(t KubernetesTarget) {
 		}
 	}
 	v.clientSettings(p, t.APIKeyEnv, t.Headers)
+	if t.APIKeySecret != "" {
+		if _, _, ok := t.SplitAPIKeySecret(); !ok {
+			v.iss.add(p+".api_key_secret", "%q: want NAME/KEY, a Secret of the namespace and the key of its data that holds the API key", t.APIKeySecret)
+		} else if t.APIKeyEnv == "" {
+			v.iss.add(p+".api_key_secret", "needs api_key_env, the variable that holds the key for the runner (and, from the Secret, in the shard pods)")
+		}
+	}
 }
 
 // kubernetesProxyFault reports a proxy fault of an experiment whose target

@@ -12,8 +12,9 @@ import (
 // negative count is an error. Stop conditions, abortOnFail and threshold
 // probes of the steady state are accepted (the shards' lines reach the
 // runner live); the workload keys that do not travel as load flags are
-// refused.
+// refused. An API key needs the Secret the shard pods read it from.
 func TestValidateShards(t *testing.T) {
+	t.Setenv("VLLM_KEY", "k") // the runner's key is set: no warning
 	tests := []struct {
 		name, src string
 		want      []string
@@ -30,6 +31,15 @@ func TestValidateShards(t *testing.T) {
 			[]string{
 				"t.yaml:6:65: workload.concurrency: not supported with workload.shards yet (the shards get the workload as llmchaos load flags): use an open-loop rate, or shards: 1",
 			}},
+		{"an API key without the Secret the pods read it from", strings.Replace(kubeEdit(6, "workload: {preset: chat, rate: 5, duration: 60s, shards: 3}"),
+			`port: 8000}`, `port: 8000, api_key_env: VLLM_KEY, headers: {X-Team: qa}}`, 1),
+			[]string{"t.yaml:5:94: target.kubernetes.api_key_env: with workload.shards the shard pods need the key too: give api_key_secret, NAME/KEY of a Secret in the namespace that holds it"}},
+		{"an API key and its Secret", strings.Replace(kubeEdit(6, "workload: {preset: chat, rate: 5, duration: 60s, shards: 3}"),
+			`port: 8000}`, `port: 8000, api_key_env: VLLM_KEY, api_key_secret: vllm/key, headers: {X-Team: qa}}`, 1), nil},
+		{"a Secret that is not NAME/KEY", strings.Replace(kubeDoc, `port: 8000}`, `port: 8000, api_key_env: VLLM_KEY, api_key_secret: vllm}`, 1),
+			[]string{`t.yaml:5:120: target.kubernetes.api_key_secret: "vllm": want NAME/KEY, a Secret of the namespace and the key of its data that holds the API key`}},
+		{"a Secret without api_key_env", strings.Replace(kubeDoc, `port: 8000}`, `port: 8000, api_key_secret: vllm/key}`, 1),
+			[]string{"t.yaml:5:97: target.kubernetes.api_key_secret: needs api_key_env, the variable that holds the key for the runner (and, from the Secret, in the shard pods)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
