@@ -34,6 +34,16 @@
 // its sequence and KV blocks at once. When the engine dies every stream is
 // cut mid-body, as a crashed server's would be.
 //
+// A Go httputil.ReverseProxy in front of the simulator (or of any fast
+// net/http server) must call http.ResponseController.EnableFullDuplex in its
+// handler, as faults/network's L7 proxy does. Without it net/http, when the
+// proxy writes the response header, drains and closes the inbound request
+// body while the proxy's Transport may still make its end-of-body read of it;
+// that read fails ("http: invalid Read on closed Body"), the Transport closes
+// its upstream connection, and about 1 stream in 100 comes back as a 200 cut
+// short ("unexpected EOF"; the proxy logs "use of closed network
+// connection"). See golang/go#40747 and #15527.
+//
 // # Admin API
 //
 // Off (404) unless Options.AdminToken is set; every call needs
