@@ -127,12 +127,16 @@ poll:
 			continue
 		}
 		activeAfter := f.isActive()
+		_, undoneAfter := f.counts()
 		switch {
 		case activeBefore && activeAfter && v == 1:
 			sawOn = true
 		case undoneBefore == 1 && v == 0:
 			sawOff = true
-		case undoneBefore == 0 && !activeBefore && v == 1:
+		case !activeBefore && !activeAfter && undoneAfter == 0 && v == 1:
+			// Not injected before the scrape nor after it. (Injected
+			// during the scrape is no error: the runner sets the gauge
+			// right after Inject; this failed CI once.)
 			sawBefore = true
 		}
 	}
