@@ -58,44 +58,6 @@ type ShardRunner interface {
 // LineFunc receives one line (without its newline) of a shard's output.
 type LineFunc = shardjob.LineFunc
 
-// lineSplitter is the output of one shard: it keeps every byte and hands
-// each complete line to fn as it arrives.
-type lineSplitter struct {
-	shard int
-	fn    LineFunc
-
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	pending int // offset in buf of the line not yet complete
-}
-
-// Write implements io.Writer.
-func (l *lineSplitter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	if l.fn == nil {
-		return len(p), nil
-	}
-	b := l.buf.Bytes()
-	for {
-		i := bytes.IndexByte(b[l.pending:], '\n')
-		if i < 0 {
-			break
-		}
-		l.fn(l.shard, bytes.TrimSuffix(b[l.pending:l.pending+i], []byte("\r")))
-		l.pending += i + 1
-	}
-	return len(p), nil
-}
-
-// Bytes returns everything written.
-func (l *lineSplitter) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Bytes()
-}
-
 // ShardOutput is what one shard wrote.
 type ShardOutput struct {
 	// Index is the shard's index, from 0.
@@ -130,7 +92,7 @@ type LocalShards struct {
 	mu    sync.Mutex
 	n     int
 	wg    sync.WaitGroup
-	outs  []*lineSplitter
+	outs  []*shardjob.LineLog
 	errs  []bytes.Buffer
 	waits []error
 	ended []chan struct{} // closed once shard i's process has ended
@@ -153,10 +115,10 @@ func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []strin
 		return errors.New("local shards: started twice")
 	}
 	cfg := shardConfig(args, n, startAt)
-	l.n, l.outs, l.errs, l.waits, l.ended = n, make([]*lineSplitter, n), make([]bytes.Buffer, n), make([]error, n), make([]chan struct{}, n)
+	l.n, l.outs, l.errs, l.waits, l.ended = n, make([]*shardjob.LineLog, n), make([]bytes.Buffer, n), make([]error, n), make([]chan struct{}, n)
 	grace := cmp.Or(l.StopGrace, DefaultShardStopGrace)
 	for i := range n {
-		l.outs[i] = &lineSplitter{shard: i, fn: lines}
+		l.outs[i] = &shardjob.LineLog{Shard: i, Fn: lines}
 		l.ended[i] = make(chan struct{})
 		a := slices.Clone(cfg.Args())
 		for k := range a {
@@ -193,10 +155,6 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 	for i := range l.n {
 		outs[i].Index = i
 		log := l.outs[i].Bytes()
-		if l.waits[i] != nil && len(log) > 0 && ctx.Err() != nil {
-			// Stopped: its report covers the load so far.
-			l.waits[i] = nil
-		}
 		doc, err := shardjob.ParseReport(log)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %v: %w\n%s", i, l.waits[i], err, strings.TrimSpace(l.errs[i].String())))

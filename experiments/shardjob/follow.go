@@ -60,36 +60,53 @@ type following struct {
 	wg      sync.WaitGroup
 }
 
-// followedLog is one shard's followed log.
-type followedLog struct {
-	shard int
-	fn    LineFunc
+// LineLog is the output of one shard as it comes: it keeps every byte and
+// hands each complete line (without its newline) to Fn as it arrives. It
+// is safe for concurrent use.
+type LineLog struct {
+	Shard int
+	Fn    LineFunc // nil: the bytes are only kept
 
 	mu      sync.Mutex
-	pod     string
 	buf     bytes.Buffer
-	pending int   // offset in buf of the line not yet complete
-	done    bool  // the stream ended
-	err     error // why it ended early (nil: the container ended)
+	pending int // offset in buf of the line not yet complete
 }
 
-// Write implements io.Writer: it keeps p and hands out each complete line.
-func (f *followedLog) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.buf.Write(p)
-	b := f.buf.Bytes()
+// Write implements io.Writer.
+func (l *LineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if l.Fn == nil {
+		return len(p), nil
+	}
+	b := l.buf.Bytes()
 	for {
-		i := bytes.IndexByte(b[f.pending:], '\n')
+		i := bytes.IndexByte(b[l.pending:], '\n')
 		if i < 0 {
 			break
 		}
-		if f.fn != nil {
-			f.fn(f.shard, bytes.TrimSuffix(b[f.pending:f.pending+i], []byte("\r")))
-		}
-		f.pending += i + 1
+		l.Fn(l.Shard, bytes.TrimSuffix(b[l.pending:l.pending+i], []byte("\r")))
+		l.pending += i + 1
 	}
 	return len(p), nil
+}
+
+// Bytes returns a copy of everything written so far.
+func (l *LineLog) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.buf.Bytes())
+}
+
+// followedLog is one shard's followed log and how its stream ended.
+type followedLog struct {
+	LineLog
+
+	state sync.Mutex
+	pod   string
+	done  bool  // the stream ended
+	err   error // why it ended early (nil: the container ended)
 }
 
 // follow starts following the shards of job (n of them) in the
@@ -97,7 +114,7 @@ func (f *followedLog) Write(p []byte) (int, error) {
 func follow(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, logs Follower, lines LineFunc) *following {
 	f := &following{client: client, logs: logs, lines: lines, n: n, started: map[int]bool{}, shards: make([]*followedLog, n)}
 	for i := range f.shards {
-		f.shards[i] = &followedLog{shard: i, fn: lines}
+		f.shards[i] = &followedLog{LineLog: LineLog{Shard: i, Fn: lines}}
 	}
 	lw := kube.PodsListWatch(client, job.Namespace, batchv1.ControllerUidLabel+"="+string(job.UID))
 	informCtx, stop := context.WithCancel(ctx)
@@ -133,15 +150,15 @@ func (f *following) pod(ctx context.Context, p *corev1.Pod) {
 	}
 	f.started[idx] = true
 	s := f.shards[idx]
-	s.mu.Lock()
+	s.state.Lock()
 	s.pod = p.Name
-	s.mu.Unlock()
+	s.state.Unlock()
 	p = p.DeepCopy()
 	f.wg.Go(func() {
-		err := f.logs.Follow(ctx, p, s)
-		s.mu.Lock()
+		err := f.logs.Follow(ctx, p, &s.LineLog)
+		s.state.Lock()
 		s.done, s.err = true, err
-		s.mu.Unlock()
+		s.state.Unlock()
 	})
 }
 
@@ -178,10 +195,10 @@ func (f *following) wait(ctx context.Context) {
 // container, and whether it did.
 func (f *following) log(i int) (pod string, log []byte, ok bool) {
 	s := f.shards[i]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.state.Lock()
+	defer s.state.Unlock()
 	if !s.done || s.err != nil {
 		return s.pod, nil, false
 	}
-	return s.pod, bytes.Clone(s.buf.Bytes()), true
+	return s.pod, s.Bytes(), true
 }

@@ -1,12 +1,8 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime"
@@ -153,59 +149,15 @@ func runClientBench(b *testing.B, url string, stream clientBenchStreamer, reads 
 		tokens, wall.Round(time.Millisecond), streams, cpuUser.Round(time.Millisecond), cpuSys.Round(time.Millisecond), (cpuUser+cpuSys).Seconds()/mtok)
 }
 
-// baselineStreamer is the plain client the target is measured against:
-// net/http with a pool sized to the streams, bufio.Scanner over the body
-// and encoding/json for each chunk, recording a time per chunk.
+// baselineStreamer is the plain client the target is measured against
+// (benchserver.PlainStream: net/http, bufio.Scanner, encoding/json).
 func baselineStreamer(streams int, header http.Header) clientBenchStreamer {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+	plain := benchserver.PlainStream(streams, header)
 	return func(ctx context.Context, url string, req *workload.Request) (int, error) {
 		body, err := encodeRequest(req)
 		if err != nil {
 			return 0, err
 		}
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/chat/completions", bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		hreq.Header = header.Clone()
-		hreq.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(hreq)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		var chunks int
-		var times []time.Time
-		for sc.Scan() {
-			line := sc.Bytes()
-			data, ok := bytes.CutPrefix(line, []byte("data: "))
-			if !ok {
-				continue
-			}
-			if string(data) == "[DONE]" {
-				break
-			}
-			var c struct {
-				Choices []struct {
-					Delta struct {
-						Content string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
-			if err := json.Unmarshal(data, &c); err != nil {
-				return chunks, err
-			}
-			if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
-				chunks++
-				times = append(times, time.Now())
-			}
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if len(times) != chunks { // keeps the timestamps live, as a real client would
-			return chunks, fmt.Errorf("kept %d timestamps for %d chunks", len(times), chunks)
-		}
-		return chunks, sc.Err()
+		return plain(ctx, url, body, nil)
 	}
 }
