@@ -282,6 +282,8 @@ func stopFollowed(ctx context.Context, client kubernetes.Interface, job *batchv1
 	ctx, cancel := context.WithTimeout(ctx, StopGrace)
 	defer cancel()
 	bg := metav1.DeletePropagationBackground
+	// Its error is Run's end's to report: that deletes the Job again (a
+	// Job already gone counts as deleted) and waits until it is gone.
 	_ = client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	fl.wait(ctx)
 	shards := make([]Shard, n)
