@@ -106,7 +106,7 @@ func runSendLag(b *testing.B, url, model string) {
 
 // raiseFileLimit lifts RLIMIT_NOFILE to at least n (the hard limit too,
 // which needs privilege), so that n connections can be open at once.
-func raiseFileLimit(b *testing.B, n uint64) {
+func raiseFileLimit(b testing.TB, n uint64) {
 	b.Helper()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -123,7 +123,7 @@ func raiseFileLimit(b *testing.B, n uint64) {
 }
 
 // procStatus returns a field of /proc/self/status in bytes (VmRSS, VmHWM).
-func procStatus(b *testing.B, field string) float64 {
+func procStatus(b testing.TB, field string) float64 {
 	b.Helper()
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,12 @@ const (
 	// tableIOThreadsEnv sets the event loop's threads (default: the
 	// client's, one per core).
 	tableIOThreadsEnv = "LLMCHAOS_BENCH_IO_THREADS"
-	// tableOnlyEnv runs only the named part: cpu, mem, lag or sim.
+	// tableOnlyEnv runs only the named parts (a list): cpu, step, 1000,
+	// mem, mem50k, lag, sim.
 	tableOnlyEnv = "LLMCHAOS_BENCH_ONLY"
+	// tableSyscallsEnv set to 0 turns off the perf system call count of
+	// the CPU cases (its tracepoint adds a little to every call).
+	tableSyscallsEnv = "LLMCHAOS_BENCH_SYSCALLS"
 )
 
 // tableClient is one client of the table, behind one function: send a
@@ -66,7 +71,7 @@ func (f firstTokens) StreamEvents(ev *recording.StreamEvents) {
 // newTableClient builds the named client: "eventloop" and "goroutine" are
 // llmchaos's client with that transport, recording every Result (live
 // events included) as a run does; "net/http" is the plain client.
-func newTableClient(b *testing.B, name string, streams int, header http.Header, src []netip.Addr) *tableClient {
+func newTableClient(b testing.TB, name string, streams int, header http.Header, src []netip.Addr) *tableClient {
 	b.Helper()
 	if name == "net/http" {
 		plain := benchserver.PlainStream(streams, header)
@@ -112,13 +117,15 @@ type cpuFigures struct {
 	loop              client.IOStats     // deltas
 	serverCPU         time.Duration
 	cpuPerMtok        float64
+	syscalls          int64 // every call of the process (perf), −1: not counted
+	syscallsWhy       string
 }
 
 func (f cpuFigures) perTok(n int64) float64 { return float64(n) / float64(f.tokens) }
 
 // runCPU streams total tokens over streams concurrent requests of perReq
 // tokens each at the server's ITL, and measures the process's CPU, its
-// read/write system calls, context switches and the loop's own count.
+// system calls, context switches and the loop's own count.
 func runCPU(b *testing.B, tc *tableClient, url, model string, serverPID, streams, perReq, total int) cpuFigures {
 	b.Helper()
 	req := &workload.Request{Chat: true, Model: model, Stream: true, MaxTokens: perReq, IgnoreEOS: true,
@@ -129,46 +136,85 @@ func runCPU(b *testing.B, tc *tableClient, url, model string, serverPID, streams
 		b.Fatalf("%s: warm-up: %v", tc.name, err)
 	}
 	requests := max(total/perReq, streams)
+	return measureCPU(b, tc.name, tc.io, serverPID, func() (int64, error) {
+		var next, got atomic.Int64
+		var errOnce sync.Once
+		var firstErr error
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Go(func() {
+				for next.Add(1) <= int64(requests) {
+					n, err := tc.stream(context.Background(), url, req, nil)
+					got.Add(int64(n))
+					if err != nil {
+						errOnce.Do(func() { firstErr = err })
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return got.Load(), firstErr
+	})
+}
+
+// runFloor is runCPU for benchserver.Floor, the kernel's floor: the same
+// requests over the same number of connections, read by the cheapest
+// possible event loop. Its tokens are its data events less the four per
+// request that carry no content (role, finish, usage, [DONE]).
+func runFloor(b *testing.B, url string, header http.Header, serverPID, streams, perReq, total int) cpuFigures {
+	b.Helper()
+	if _, err := benchserver.Floor(url, header, 1, 2, 1); err != nil {
+		b.Fatalf("floor: warm-up: %v", err)
+	}
+	requests := max(total/perReq, streams)
+	return measureCPU(b, "floor", nil, serverPID, func() (int64, error) {
+		events, err := benchserver.Floor(url, header, streams, perReq, requests)
+		return events - 4*int64(requests), err
+	})
+}
+
+// measureCPU runs run (which returns the content tokens it read) and
+// measures this process's CPU, system calls and context switches over it,
+// and the server's CPU.
+func measureCPU(b *testing.B, name string, loopStats func() client.IOStats, serverPID int, run func() (int64, error)) cpuFigures {
+	b.Helper()
 	runtime.GC()
 	var f cpuFigures
 	var l0 client.IOStats
-	if tc.io != nil {
-		l0 = tc.io()
+	if loopStats != nil {
+		l0 = loopStats()
+	}
+	var counter *benchserver.SyscallCounter
+	if os.Getenv(tableSyscallsEnv) != "0" {
+		counter = benchserver.CountSyscalls(0)
 	}
 	ru0 := benchserver.ReadRusage()
 	r0, w0 := benchserver.IOSyscalls()
 	s0 := benchserver.ProcessCPU(serverPID)
 	t0 := time.Now()
-	var next, got atomic.Int64
-	var errOnce sync.Once
-	var firstErr error
-	var wg sync.WaitGroup
-	for range streams {
-		wg.Go(func() {
-			for next.Add(1) <= int64(requests) {
-				n, err := tc.stream(context.Background(), url, req, nil)
-				got.Add(int64(n))
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	tokens, err := run()
 	f.wall = time.Since(t0)
 	ru1 := benchserver.ReadRusage()
 	r1, w1 := benchserver.IOSyscalls()
 	f.serverCPU = benchserver.ProcessCPU(serverPID) - s0
-	if firstErr != nil {
-		b.Fatalf("%s: %v", tc.name, firstErr)
+	f.syscalls, f.syscallsWhy = -1, "not counted ("+tableSyscallsEnv+"=0)"
+	if counter != nil {
+		n, err := counter.Stop()
+		f.syscalls = n
+		if err != nil {
+			f.syscalls, f.syscallsWhy = -1, err.Error()
+		}
 	}
-	f.tokens = got.Load()
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	f.tokens = tokens
 	f.ru = benchserver.Rusage{User: ru1.User - ru0.User, Sys: ru1.Sys - ru0.Sys,
 		Voluntary: ru1.Voluntary - ru0.Voluntary, Involuntary: ru1.Involuntary - ru0.Involuntary}
 	f.ioReads, f.ioWrites = r1-r0, w1-w0
-	if tc.io != nil {
-		l1 := tc.io()
+	if loopStats != nil {
+		l1 := loopStats()
 		f.loop = client.IOStats{Reads: l1.Reads - l0.Reads, Writes: l1.Writes - l0.Writes, EpollWaits: l1.EpollWaits - l0.EpollWaits,
 			EpollCtls: l1.EpollCtls - l0.EpollCtls, Wakes: l1.Wakes - l0.Wakes, Dials: l1.Dials - l0.Dials, Closes: l1.Closes - l0.Closes,
 			Syscalls: l1.Syscalls - l0.Syscalls}
@@ -187,8 +233,9 @@ type memFigures struct {
 }
 
 // runMem holds streams concurrent streams (ITL 1 s, long answers), waits
-// until every one has its first token, holds 2 s, and reads the RSS.
-func runMem(b *testing.B, tc *tableClient, url string, streams int) memFigures {
+// until every one has its first token, calls hold (nil: wait 2 s), and
+// reads the RSS. It opens perMs streams per millisecond.
+func runMem(b testing.TB, tc *tableClient, url string, streams, perMs int, hold func()) memFigures {
 	b.Helper()
 	req := &workload.Request{Chat: true, Model: "bench-model", Stream: true, MaxTokens: 1000, IgnoreEOS: true,
 		Messages: []workload.Message{{Role: "user", Content: "hold"}}}
@@ -197,31 +244,41 @@ func runMem(b *testing.B, tc *tableClient, url string, streams int) memFigures {
 	f := memFigures{streams: streams, rss0: procStatus(b, "VmRSS")}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var opened atomic.Int64
+	var opened, failed atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	// Open the streams at 3,000/s: the server's accept queue holds 4,096.
+	// Open the streams at perMs per millisecond: the server's accept queue
+	// holds 4,096.
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for i := 0; i < streams; {
 		<-tick.C
-		for range min(3, streams-i) {
+		for range min(perMs, streams-i) {
 			i++
-			wg.Go(func() { _, _ = tc.stream(ctx, url, req, func() { opened.Add(1) }) })
+			wg.Go(func() {
+				if _, err := tc.stream(ctx, url, req, func() { opened.Add(1) }); err != nil && ctx.Err() == nil {
+					failed.Add(1)
+					errOnce.Do(func() { firstErr = err })
+				}
+			})
 		}
 	}
 	deadline := time.Now().Add(120 * time.Second)
 	for opened.Load() < int64(streams) {
-		if time.Now().After(deadline) {
+		if n := failed.Load(); n > 0 || time.Now().After(deadline) {
 			cancel()
 			wg.Wait()
-			b.Fatalf("%s: only %d of %d streams open after 120 s", tc.name, opened.Load(), streams)
+			b.Fatalf("%s: %d of %d streams open after %v, %d failed (first: %v)", tc.name, opened.Load(), streams, time.Since(t0).Round(time.Millisecond), n, firstErr)
 		}
 		<-tick.C
 	}
 	f.open = time.Since(t0)
-	hold := time.NewTimer(2 * time.Second)
-	<-hold.C
+	if hold == nil {
+		hold = func() { time.Sleep(2 * time.Second) }
+	}
+	hold()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	f.rss = procStatus(b, "VmRSS")
@@ -301,33 +358,57 @@ func BenchmarkLoadClientTable(b *testing.B) {
 	total := envInt(tableTokensEnv, 300_000)
 	memStreams := envInt(tableStreamsEnv, 15_000)
 	raiseFileLimit(b, uint64(memStreams)+1024)
-	names := []string{"eventloop", "goroutine", "net/http"}
+	names := []string{"eventloop", "goroutine", "net/http", "floor"}
 	src := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5")}
 	only := os.Getenv(tableOnlyEnv)
-	part := func(p string) bool { return only == "" || strings.Contains(only, p) }
+	part := func(p string) bool { return only == "" || slices.Contains(strings.Split(only, ","), p) }
 	for b.Loop() {
 		url, pid := benchserver.StartProcess(b)
-		var cpu100, cpu1000 [3]cpuFigures
+		var cpu100, cpuStep, cpu1000 [4]cpuFigures
 		var mem [3]memFigures
+		h100 := http.Header{"X-Bench-ITL": {"10ms"}}
+		hStep := http.Header{"X-Bench-ITL": {"10ms"}, benchserver.StepHeader: {"1"}}
+		h1000 := http.Header{"X-Bench-ITL": {"100ms"}}
 		for i, name := range names {
 			if c := os.Getenv("LLMCHAOS_BENCH_CLIENTS"); c != "" && !strings.Contains(c, name) {
 				continue
 			}
+			if name == "floor" {
+				if part("cpu") {
+					cpu100[i] = runFloor(b, url, h100, pid, 100, 200, total)
+				}
+				if part("step") {
+					cpuStep[i] = runFloor(b, url, hStep, pid, 100, 200, total)
+				}
+				if part("1000") {
+					cpu1000[i] = runFloor(b, url, h1000, pid, 1000, 50, total)
+				}
+				continue
+			}
 			if part("cpu") {
-				tc := newTableClient(b, name, 100, http.Header{"X-Bench-ITL": {"10ms"}}, nil)
+				tc := newTableClient(b, name, 100, h100, nil)
 				cpu100[i] = runCPU(b, tc, url, "bench-model", pid, 100, 200, total)
 				tc.close()
 			}
+			if part("step") {
+				tc := newTableClient(b, name, 100, hStep, nil)
+				cpuStep[i] = runCPU(b, tc, url, "bench-model", pid, 100, 200, total)
+				tc.close()
+			}
 			if part("1000") {
-				tc := newTableClient(b, name, 1000, http.Header{"X-Bench-ITL": {"100ms"}}, nil)
+				tc := newTableClient(b, name, 1000, h1000, nil)
 				cpu1000[i] = runCPU(b, tc, url, "bench-model", pid, 1000, 50, total)
 				tc.close()
 			}
 			if part("mem") {
 				tc := newTableClient(b, name, memStreams, http.Header{"X-Bench-ITL": {"1s"}}, src)
-				mem[i] = runMem(b, tc, url, memStreams)
+				mem[i] = runMem(b, tc, url, memStreams, 3, nil)
 				tc.close()
 			}
+		}
+		var m50k mem50kFigures
+		if part("mem50k") {
+			m50k = runMem50k(b, envInt(mem50kEnv, 50_000), envInt(mem50kProcEnv, 4))
 		}
 		var lag [2]lagFigures
 		if part("lag") {
@@ -346,50 +427,87 @@ func BenchmarkLoadClientTable(b *testing.B) {
 			}
 		}
 
+		perTok := func(f cpuFigures) string {
+			if f.syscalls < 0 || f.tokens == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", f.perTok(f.syscalls))
+		}
+		num := func(v float64) string {
+			if v == 0 || v != v {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
 		var out strings.Builder
 		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "client\tCPU-s/Mtok 100×10ms\tCPU-s/Mtok 1000×100ms\tloop syscalls/tok\tread+write/tok\tctx-sw/tok\tRSS/stream KiB\tRSS at 50k MiB\tsend lag p50/p99 ms\treq/s\t")
+		fmt.Fprintln(tw, "client\tCPU-s/Mtok 100×10ms\tstepped\t1000×100ms\tsyscalls/tok 100×10ms\tstepped\tread+write/tok\tctx-sw/tok\tRSS/stream KiB\tsend lag p50/p99 ms\treq/s\t")
 		for i, name := range names {
 			c := cpu100[i]
-			loop := "-"
-			if name == "eventloop" {
-				loop = fmt.Sprintf("%.2f", c.perTok(c.loop.Syscalls))
-			}
 			lagCol, rateCol := "-", "-"
-			if i < len(lag) {
+			if i < len(lag) && lag[i].rate > 0 {
 				lagCol = fmt.Sprintf("%.2f / %.2f", float64(lag[i].p50)/1e3, float64(lag[i].p99)/1e3)
 				rateCol = fmt.Sprintf("%.0f", lag[i].rate)
 			}
-			m := mem[i]
-			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%.1f\t%.0f\t%s\t%s\t\n", name, c.cpuPerMtok, cpu1000[i].cpuPerMtok, loop,
-				c.perTok(c.ioReads+c.ioWrites), c.perTok(c.ru.Voluntary+c.ru.Involuntary), m.perStream/1024, (m.rss0+50_000*m.perStream)/(1<<20), lagCol, rateCol)
+			memCol := "-"
+			if i < len(mem) && mem[i].streams > 0 {
+				memCol = fmt.Sprintf("%.1f", mem[i].perStream/1024)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, num(c.cpuPerMtok), num(cpuStep[i].cpuPerMtok), num(cpu1000[i].cpuPerMtok),
+				perTok(c), perTok(cpuStep[i]), num(c.perTok(c.ioReads+c.ioWrites)), num(c.perTok(c.ru.Voluntary+c.ru.Involuntary)), memCol, lagCol, rateCol)
 		}
-		fmt.Fprintf(tw, "simulator\t%.2f\t\t\t\t\t\t\t\t\t\n", simCPU[0].serverCPU.Seconds()/(float64(simCPU[0].tokens)/1e6))
+		fmt.Fprintf(tw, "simulator (100×10ms, constant)\t%s\t\t\t\t\t\t\t\t\t\t\n", num(simCPU[0].serverCPU.Seconds()/(float64(simCPU[0].tokens)/1e6)))
 		tw.Flush()
 		b.Logf("load client table (%d tokens per CPU case, %d streams held, GOMAXPROCS %d, load average %s):\n%s", total, memStreams, runtime.GOMAXPROCS(0), loadAvg(), out.String())
 		for i, name := range names {
-			c, c2, m := cpu100[i], cpu1000[i], mem[i]
-			b.Logf("%s: 100×10ms: %d tokens in %v (%.0f tok/s), user %.2f s sys %.2f s, %.3f read + %.3f write calls/tok, %.3f+%.3f ctx-sw/tok, server CPU %.2f s; 1000×100ms: %d tokens in %v, user %.2f s sys %.2f s, server CPU %.2f s; memory: %d streams open in %v, RSS %.0f MiB (%.0f before), heap %.0f MiB, %d goroutines",
+			c, st, c2 := cpu100[i], cpuStep[i], cpu1000[i]
+			b.Logf("%s: 100×10ms: %d tokens in %v (%.0f tok/s), user %.2f s sys %.2f s, %.3f read + %.3f write calls/tok, %.3f+%.3f ctx-sw/tok, server CPU %.2f s; stepped: user %.2f s sys %.2f s for %d tokens, server CPU %.2f s; 1000×100ms: %d tokens in %v, user %.2f s sys %.2f s, server CPU %.2f s, %s syscalls/tok",
 				name, c.tokens, c.wall.Round(time.Millisecond), float64(c.tokens)/c.wall.Seconds(), c.ru.User.Seconds(), c.ru.Sys.Seconds(), c.perTok(c.ioReads), c.perTok(c.ioWrites),
 				c.perTok(c.ru.Voluntary), c.perTok(c.ru.Involuntary), c.serverCPU.Seconds(),
-				c2.tokens, c2.wall.Round(time.Millisecond), c2.ru.User.Seconds(), c2.ru.Sys.Seconds(), c2.serverCPU.Seconds(),
-				m.streams, m.open.Round(time.Millisecond), m.rss/(1<<20), m.rss0/(1<<20), float64(m.heap)/(1<<20), m.gorouts)
+				st.ru.User.Seconds(), st.ru.Sys.Seconds(), st.tokens, st.serverCPU.Seconds(),
+				c2.tokens, c2.wall.Round(time.Millisecond), c2.ru.User.Seconds(), c2.ru.Sys.Seconds(), c2.serverCPU.Seconds(), perTok(c2))
+			if c.syscalls < 0 && c.syscallsWhy != "" {
+				b.Logf("%s: system calls not counted: %s", name, c.syscallsWhy)
+			}
+			if i < len(mem) && mem[i].streams > 0 {
+				m := mem[i]
+				b.Logf("%s memory: %d streams open in %v, RSS %.0f MiB (%.0f before), heap %.0f MiB, %d goroutines", name,
+					m.streams, m.open.Round(time.Millisecond), m.rss/(1<<20), m.rss0/(1<<20), float64(m.heap)/(1<<20), m.gorouts)
+			}
 			if name == "eventloop" {
-				l := c.loop
-				b.Logf("eventloop calls per token at 100×10ms: reads %.3f, writes %.3f, epoll_wait %.3f, epoll_ctl %.3f, eventfd %.3f, dials %d; at 1000×100ms: %.2f calls/tok",
-					c.perTok(l.Reads), c.perTok(l.Writes), c.perTok(l.EpollWaits), c.perTok(l.EpollCtls), c.perTok(l.Wakes), l.Dials, c2.perTok(c2.loop.Syscalls))
+				for _, x := range []struct {
+					shape string
+					f     cpuFigures
+				}{{"100×10ms", c}, {"stepped", st}} {
+					l := x.f.loop
+					b.Logf("eventloop's own count per token at %s: reads %.3f, writes %.3f, epoll_wait %.3f, epoll_ctl %.3f, eventfd %.3f, dials %d (all calls of the process, perf: %s)",
+						x.shape, x.f.perTok(l.Reads), x.f.perTok(l.Writes), x.f.perTok(l.EpollWaits), x.f.perTok(l.EpollCtls), x.f.perTok(l.Wakes), l.Dials, perTok(x.f))
+				}
+			}
+		}
+		if m50k.streams > 0 {
+			b.Logf("50,000 streams: %d event-loop streams held at once by %d client processes (opened in %v): RSS %.0f MiB in all (%.0f MiB of it the processes' baselines before opening), %.1f KiB per stream above the baselines",
+				m50k.streams, m50k.procs, m50k.open.Round(time.Millisecond), m50k.rss/(1<<20), m50k.rss0/(1<<20), (m50k.rss-m50k.rss0)/float64(m50k.streams)/1024)
+			for i, r := range m50k.children {
+				b.Logf("  client process %d: %d streams, RSS %.0f MiB (%.0f before), heap %.0f MiB, %d goroutines", i+1, r.Streams, r.RSS/(1<<20), r.RSS0/(1<<20), float64(r.Heap)/(1<<20), r.Gorouts)
 			}
 		}
 		for i, tr := range []string{"eventloop", "goroutine"} {
-			b.Logf("send lag %s: p50 %d µs, p99 %d µs, max %d µs; %.0f req/s sent, %d ok of %d", tr, lag[i].p50, lag[i].p99, lag[i].max, lag[i].rate, lag[i].ok, lag[i].scheduled)
+			if lag[i].rate > 0 {
+				b.Logf("send lag %s: p50 %d µs, p99 %d µs, max %d µs; %.0f req/s sent, %d ok of %d", tr, lag[i].p50, lag[i].p99, lag[i].max, lag[i].rate, lag[i].ok, lag[i].scheduled)
+			}
 		}
 		for i, name := range names[:2] {
 			c := simCPU[i]
-			b.Logf("simulator serving the %s client at 100×10ms: %d tokens, simulator CPU %.2f s (%.2f CPU-s/Mtok); the client: %.2f CPU-s/Mtok, %.2f ctx-sw/tok, loop %.2f calls/tok (%.3f epoll_wait/tok)",
-				name, c.tokens, c.serverCPU.Seconds(), c.serverCPU.Seconds()/(float64(c.tokens)/1e6), c.cpuPerMtok, c.perTok(c.ru.Voluntary+c.ru.Involuntary), c.perTok(c.loop.Syscalls), c.perTok(c.loop.EpollWaits))
+			if c.tokens > 0 {
+				b.Logf("simulator serving the %s client at 100×10ms: %d tokens, simulator CPU %.2f s (%.2f CPU-s/Mtok); the client: %.2f CPU-s/Mtok, %.2f ctx-sw/tok, loop %.2f calls/tok (%.3f epoll_wait/tok), %s syscalls/tok (perf)",
+					name, c.tokens, c.serverCPU.Seconds(), c.serverCPU.Seconds()/(float64(c.tokens)/1e6), c.cpuPerMtok, c.perTok(c.ru.Voluntary+c.ru.Involuntary), c.perTok(c.loop.Syscalls), c.perTok(c.loop.EpollWaits), perTok(c))
+			}
 		}
 		b.ReportMetric(cpu100[0].cpuPerMtok, "eventloop-cpu-s/Mtok")
-		b.ReportMetric(cpu100[0].perTok(cpu100[0].loop.Syscalls), "eventloop-syscalls/tok")
+		if cpu100[0].syscalls >= 0 && cpu100[0].tokens > 0 {
+			b.ReportMetric(cpu100[0].perTok(cpu100[0].syscalls), "eventloop-syscalls/tok")
+		}
 		b.ReportMetric(mem[0].perStream/1024, "eventloop-KiB/stream")
 		b.ReportMetric(float64(lag[0].p99)/1e3, "eventloop-lag-p99-ms")
 		b.ReportMetric(0, "ns/op")

@@ -12,6 +12,7 @@ package benchserver
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,9 +72,13 @@ func Serve(t *testing.T) {
 // Handler streams max_tokens chunks for each request, each its own flushed
 // write, X-Bench-ITL apart (or the body's "bench_itl", for clients that
 // send no custom header, like a script's llm.Client), then a finish chunk,
-// a usage chunk and [DONE].
+// a usage chunk and [DONE]. With "X-Bench-Step: 1" the streams of one ITL
+// are synchronised as an inference engine's step synchronises them: every
+// such stream writes its next token right after the same shared tick
+// (StepHeader).
 func Handler() http.Handler {
 	role := []byte("data: " + roleChunk + "\n\n")
+	steps := newSteppers()
 	frame := []byte("data: " + Chunk + "\n\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -91,13 +97,22 @@ func Handler() http.Handler {
 		_, _ = w.Write(role)
 		f.Flush()
 		var tick <-chan time.Time
-		if itl > 0 {
+		var step *stepper
+		switch {
+		case itl > 0 && r.Header.Get(StepHeader) == "1":
+			step = steps.get(itl)
+		case itl > 0:
 			t := time.NewTicker(itl)
 			defer t.Stop()
 			tick = t.C
 		}
 		for range body.MaxTokens {
-			if tick != nil {
+			switch {
+			case step != nil:
+				if !step.wait(r.Context()) {
+					return
+				}
+			case tick != nil:
 				select {
 				case <-tick:
 				case <-r.Context().Done():
@@ -111,6 +126,64 @@ func Handler() http.Handler {
 		}
 		_, _ = w.Write(tail)
 	})
+}
+
+// StepHeader, set to "1" on a request, makes its stream step-synchronised:
+// its tokens come on a tick shared by every such stream of the same ITL, so
+// that (as from vLLM, whose engine step yields one token for every running
+// sequence) all of them arrive together. Without it each stream has its own
+// ticker and the streams' tokens are spread out: the worst case for a
+// client that batches its reads.
+const StepHeader = "X-Bench-Step"
+
+// steppers holds one stepper per ITL, started on first use.
+type steppers struct {
+	mu sync.Mutex
+	m  map[time.Duration]*stepper
+}
+
+func newSteppers() *steppers { return &steppers{m: map[time.Duration]*stepper{}} }
+
+func (s *steppers) get(itl time.Duration) *stepper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.m[itl]
+	if st == nil {
+		st = &stepper{next: make(chan struct{})}
+		s.m[itl] = st
+		go st.run(itl)
+	}
+	return st
+}
+
+// stepper closes a fresh channel at every tick: a broadcast to every
+// stream waiting for the step.
+type stepper struct {
+	mu   sync.Mutex
+	next chan struct{}
+}
+
+func (s *stepper) run(itl time.Duration) {
+	t := time.NewTicker(itl)
+	for range t.C {
+		s.mu.Lock()
+		close(s.next)
+		s.next = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// wait blocks until the next tick; false if ctx ended first.
+func (s *stepper) wait(ctx context.Context) bool {
+	s.mu.Lock()
+	ch := s.next
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Start runs the server process (the test binary re-executed to run
