@@ -169,7 +169,7 @@ func (r *recycler) endIdle(c net.Conn, next []byte) {
 		_ = c.Close()
 		return
 	}
-	r.recycle(&prefixConn{Conn: c, prefix: next})
+	r.recycle(recycled(c, next))
 }
 
 // waitIdle waits for the idle waits to end; Close ends them.
@@ -208,6 +208,19 @@ func (r *recycler) closeIdle() {
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+}
+
+// recycled wraps c, whose next bytes are next (read from it already), for
+// the http.Server. A c that is a *prefixConn (recycled before: its requests
+// arrive through the http.Server, which hijack hands back) is rewrapped
+// rather than nested, so that a keep-alive connection is one layer deep
+// however many streams it carried. next was read through c, so the bytes c
+// has yet to replay come after it.
+func recycled(c net.Conn, next []byte) *prefixConn {
+	if pc, ok := c.(*prefixConn); ok {
+		return &prefixConn{Conn: pc.Conn, prefix: append(next, pc.prefix...)}
+	}
+	return &prefixConn{Conn: c, prefix: next}
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
@@ -305,7 +318,7 @@ func (w *watcher) handOff(r *recycler) {
 		_ = w.conn.Close()
 		return
 	}
-	r.recycle(&prefixConn{Conn: w.conn, prefix: pending})
+	r.recycle(recycled(w.conn, pending))
 }
 
 // streams tracks the hijacked connections of running streams.
