@@ -10,9 +10,14 @@ import (
 	"time"
 )
 
-// Streams are written on hijacked connections (see streamRaw): one write
-// system call per wakeup with the chunk framing built in our own buffer,
-// which is most of what streaming costs. A connection whose stream ended
+// Streams are written on hijacked connections (see streamRaw and
+// rawStream): one write system call per token (or per batch of tokens a
+// slow client fell behind by), with the chunk framing built in our own
+// buffer. The system call, which is most of what streaming costs, is made
+// on the engine's goroutine straight on the non-blocking socket, so that no
+// goroutine wakes for a token; the stream's handler goroutine writes only
+// the head and what a full socket refused, and wakes once more at the end
+// to recycle or close the connection. A connection whose stream ended
 // cleanly goes back to the http.Server through recycler, so that clients
 // keep their keep-alive connections exactly as with a plain net/http
 // handler; streams tracks the hijacked ones, which http.Server.Shutdown
