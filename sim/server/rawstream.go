@@ -46,6 +46,7 @@ type rawStream struct {
 	hookOn  bool // the sink may write: the handler has caught up and waits
 	payload []byte
 	out     []byte // built and not yet written: the head, chunks, the end
+	fresh   bool   // out holds bytes that no StreamWrite record covers yet
 	written int    // tokens built into out (or written)
 	ended   bool   // the end of the stream is built into out (or written)
 
@@ -75,6 +76,7 @@ func newRawStream(srv *server, conn net.Conn, keepAlive bool, st *sim.Stream, p 
 		c:       newChunker(p.chat, id, time.Now().Unix(), srv.cfg.Model),
 		payload: make([]byte, 0, 512), // one token event is about 200 bytes
 		out:     make([]byte, 0, 512),
+		fresh:   true, // the head
 	}
 	rs.writeFD = rs.writeOut
 	rs.out = append(rs.out, streamHead...)
@@ -93,10 +95,10 @@ func newRawStream(srv *server, conn net.Conn, keepAlive bool, st *sim.Stream, p 
 
 // build appends to out, as one chunk, the events of tokens published since
 // the last build and, once fin is set, the finish, usage, [DONE] and the
-// last chunk. It reports whether it built anything.
-func (rs *rawStream) build(n int, fin sim.Finish) bool {
+// last chunk.
+func (rs *rawStream) build(n int, fin sim.Finish) {
 	if rs.ended {
-		return false
+		return
 	}
 	before := len(rs.out)
 	for ; rs.written < n; rs.written++ {
@@ -123,7 +125,19 @@ func (rs *rawStream) build(n int, fin sim.Finish) bool {
 		rs.out = append(rs.out, "0\r\n\r\n"...)
 		rs.ended = true
 	}
-	return len(rs.out) > before
+	if len(rs.out) > before {
+		rs.fresh = true
+	}
+}
+
+// record notes in the stream's timing record a write about to start, when
+// out holds bytes of its own: bytes left by a partial write were recorded
+// with it (no byte of them went out before its time).
+func (rs *rawStream) record() {
+	if rs.fresh {
+		rs.tm.write(rs.written)
+		rs.fresh = false
+	}
 }
 
 // serve writes the stream from the handler's goroutine until it has ended,
@@ -144,12 +158,9 @@ func (rs *rawStream) serve() rawEnd {
 			rs.mu.Unlock()
 			return rawClient
 		}
-		if rs.build(n, fin) {
-			// Bytes left by a partial write of the sink were recorded
-			// with it: only new ones make a write of their own.
-			rs.tm.write(rs.written)
-		}
+		rs.build(n, fin)
 		if len(rs.out) > 0 {
+			rs.record()
 			rs.srv.rawWrites.handler.Add(1)
 			if _, err := rs.conn.Write(rs.out); err != nil {
 				rs.mu.Unlock()
@@ -178,28 +189,36 @@ func (rs *rawStream) deliver() {
 		return
 	}
 	if rs.hookOn {
-		n, fin := rs.st.Progress()
-		switch {
-		case fin == sim.FinishError || fin == sim.FinishCancelled || rs.w.gone.Load():
-			rs.hookOn = false // the handler cuts the stream
-		case rs.build(n, fin):
-			rs.tm.write(rs.written)
-			rs.srv.rawWrites.sink.Add(1)
-			rs.wn = 0
-			if err := rs.rc.Write(rs.writeFD); err != nil {
-				rs.wn = 0
-			}
-			rs.out = rs.out[:copy(rs.out, rs.out[rs.wn:])]
-			if len(rs.out) > 0 || rs.ended {
-				rs.hookOn = false // the handler finishes the write, or the stream
-			}
-		}
+		rs.hookOn = rs.writeNew()
 	}
 	wake := !rs.hookOn
 	rs.mu.Unlock()
 	if wake {
 		rs.st.Wake()
 	}
+}
+
+// writeNew writes what the stream published since the last write with one
+// non-blocking write(2). It reports whether the sink may go on: false when
+// the handler has to take over (bytes left, the end, an error, the client
+// gone).
+func (rs *rawStream) writeNew() bool {
+	n, fin := rs.st.Progress()
+	if fin == sim.FinishError || fin == sim.FinishCancelled || rs.w.gone.Load() {
+		return false // the handler cuts the stream
+	}
+	rs.build(n, fin)
+	if len(rs.out) == 0 {
+		return true
+	}
+	rs.record()
+	rs.srv.rawWrites.sink.Add(1)
+	rs.wn = 0
+	// On an error (a closed connection) nothing was written; the handler's
+	// blocking Write meets it again and reports it.
+	_ = rs.rc.Write(rs.writeFD)
+	rs.out = rs.out[:copy(rs.out, rs.out[rs.wn:])]
+	return len(rs.out) == 0 && !rs.ended
 }
 
 // writeOut is rc.Write's callback: one write(2) of out on the non-blocking

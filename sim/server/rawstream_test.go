@@ -346,3 +346,41 @@ func TestManyStreamsOnKeepAliveConnections(t *testing.T) {
 	t.Logf("%d streams over %d connections; writes: %d by the sink, %d by the handlers",
 		workers*perWorker, dials.dials.Load(), r.srv.rawWrites.sink.Load(), r.srv.rawWrites.handler.Load())
 }
+
+// TestStreamTimingOfSinkWrites: the timing record holds the head's write
+// (no token yet) and then writes whose token counts rise to the stream's
+// length, in time order, whoever made them.
+func TestStreamTimingOfSinkWrites(t *testing.T) {
+	for _, chat := range []bool{false, true} {
+		t.Run(map[bool]string{false: "completion", true: "chat"}[chat], func(t *testing.T) {
+			got := make(chan *StreamTiming, 1)
+			r := start(t, Options{Config: testConfig(), StreamTiming: func(st *StreamTiming) { got <- st }})
+			const n = 5
+			path := map[bool]string{false: "/v1/completions", true: "/v1/chat/completions"}[chat]
+			resp := post(t, r.url+path, streamBody(chat, false, 1, n))
+			_, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st *StreamTiming
+			select {
+			case st = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no timing record within 10 s")
+			}
+			w := st.Writes
+			if len(w) < 2 || w[0].Tokens != 0 || w[len(w)-1].Tokens != n {
+				t.Fatalf("writes %+v: want the head's (0 tokens) first and %d tokens at the end", w, n)
+			}
+			for i := 1; i < len(w); i++ {
+				if w[i].Tokens < w[i-1].Tokens || w[i].At.Before(w[i-1].At) {
+					t.Errorf("write %d (%+v) goes back from write %d (%+v)", i, w[i], i-1, w[i-1])
+				}
+			}
+			if w[0].At.Before(st.Received) || len(st.TokenTimes()) != n {
+				t.Errorf("head written %v after receipt, %d token times; want ≥ 0 and %d", w[0].At.Sub(st.Received), len(st.TokenTimes()), n)
+			}
+		})
+	}
+}
