@@ -19,8 +19,14 @@
 //     to the front of the queue), counted in vllm:num_preemptions_total;
 //   - prompt + max_tokens above Config.MaxModelLen: *ContextLengthError (400).
 //
-// Live drives an Engine on the wall clock with one goroutine; handlers wait
-// on each Stream's Ready channel and read its progress without locks.
+// Live drives an Engine on the wall clock with one goroutine (Live.Run).
+// Consumers read a Stream's progress without locks and hear of it in one of
+// two ways: on the stream's Ready channel, or through a sink
+// (Stream.SetSink) that Run calls on its own goroutine, after each Advance
+// and outside the engine's lock, for every stream that published
+// (Engine.TakePublished collects each once, allocating nothing per token).
+// One wake-up of Run thus hands a whole step's tokens to their consumers,
+// without a goroutine wake-up per stream; a sink must never block.
 // Engine.Advance returns when the next event is due, so tests step through
 // virtual time event by event. The same Config.Seed and the same calls give
 // the same tokens at the same engine times.

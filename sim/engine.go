@@ -118,6 +118,7 @@ type Engine struct {
 	hangUntil   time.Duration
 	holdAdmit   bool // paced mode: admissions wait for the hang to end
 	submitting  *Stream
+	published   []*Stream // streams with a sink that published, each once, until taken
 
 	stepActive bool
 	stepEnd    time.Duration
@@ -333,7 +334,7 @@ func (e *Engine) Cancel(now time.Duration, s *Stream) {
 		e.removeRunning(s)
 	}
 	s.state = stateDone
-	s.publish(FinishCancelled)
+	e.publish(s, FinishCancelled)
 	e.schedule(now)
 }
 
@@ -344,6 +345,24 @@ func (e *Engine) Advance(now time.Duration) (next time.Duration, ok bool) {
 	e.advance(now)
 	defer e.sync()
 	return e.nextEvent()
+}
+
+// TakePublished appends to dst the streams with a sink (Stream.SetSink)
+// that published progress since the last call, in the order they first
+// did, and empties the engine's list; it returns the extended dst. The
+// caller delivers them by calling each one's sink, after it has stopped
+// using the engine if the sinks may run concurrently with it (Live.Run
+// does so after every Advance, outside its lock). A stream published many
+// times before it is taken appears once, so the list is bounded by the
+// number of streams with a sink, and reusing dst allocates nothing.
+func (e *Engine) TakePublished(dst []*Stream) []*Stream {
+	for _, s := range e.published {
+		s.collected = false
+	}
+	dst = append(dst, e.published...)
+	clear(e.published)
+	e.published = e.published[:0]
+	return dst
 }
 
 // SetSlowdown multiplies every step time, TTFT and ITL scheduled from now on
@@ -644,15 +663,35 @@ func (e *Engine) emit(t time.Duration, s *Stream) bool {
 	s.lastTok = t
 	e.genPending++
 	if s.generated < s.outLen {
-		s.publish(FinishNone)
+		e.publish(s, FinishNone)
 		return false
 	}
 	e.removeRunning(s)
 	s.state = stateDone
 	e.m.success[s.reason].Inc()
 	e.m.e2e.Observe((t - s.arrival).Seconds())
-	s.publish(s.reason)
+	e.publish(s, s.reason)
 	return true
+}
+
+// publish makes s's generated count and fin visible to its consumer, and
+// tells it: on Ready, or, when s has a sink, by collecting s for the caller
+// to deliver (TakePublished). A stream is collected once however often it
+// publishes before it is taken, so the list never holds more entries than
+// there are streams with a sink.
+func (e *Engine) publish(s *Stream, fin Finish) {
+	s.pub.Store(uint64(uint32(s.generated)) | uint64(fin)<<32)
+	if s.sink.Load() == nil {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if !s.collected {
+		s.collected = true
+		e.published = append(e.published, s)
+	}
 }
 
 // makeRoom preempts the newest running sequences until need blocks are free
@@ -773,7 +812,7 @@ func (e *Engine) die(cause error) {
 	end := func(s *Stream) {
 		s.state = stateDone
 		s.err = err
-		s.publish(FinishError)
+		e.publish(s, FinishError)
 	}
 	for _, s := range e.running {
 		end(s)

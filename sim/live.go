@@ -10,11 +10,19 @@ import (
 // to each next event, and any goroutine may submit, cancel and inject faults
 // through Live's methods, which serialise access with a mutex. Engine time 0
 // is the moment NewLive was called.
+//
+// Run also delivers progress to streams with a sink (Stream.SetSink): after
+// each Advance it takes the streams that published (Engine.TakePublished),
+// releases the mutex and calls their sinks in order, so that one wake-up of
+// Run hands every stream's new tokens to its consumer. Progress published
+// by another method (Submit catching up a late step, Cancel, Crash) waits
+// for Run's next pass, which that method's poke starts at once.
 type Live struct {
-	mu    sync.Mutex
-	eng   *Engine
-	start time.Time
-	kick  chan struct{}
+	mu      sync.Mutex
+	eng     *Engine
+	start   time.Time
+	kick    chan struct{}
+	deliver []*Stream // Run's own: the streams to deliver after an Advance
 }
 
 // NewLive wraps e, which must not be used directly afterwards.
@@ -38,21 +46,27 @@ func (l *Live) poke() {
 }
 
 // Run advances the engine until ctx ends (it returns nil) or the engine dies
-// (it returns the cause, an *OOMError). Exactly one Run may be active.
+// (it returns the cause, an *OOMError, once the streams' sinks were told).
+// Exactly one Run may be active.
 func (l *Live) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
 		next, ok := l.eng.Advance(l.now())
-		wait := next - l.now()
 		dead := l.eng.Err()
+		l.deliver = l.eng.TakePublished(l.deliver[:0])
 		l.mu.Unlock()
+		for i, s := range l.deliver {
+			s.deliver()
+			l.deliver[i] = nil
+		}
 		if dead != nil {
 			return dead
 		}
-		if !ok {
-			wait = time.Hour
+		wait := time.Hour
+		if ok {
+			wait = next - l.Now() // after the deliveries, which took time
 		}
 		timer.Reset(wait)
 		select {

@@ -44,7 +44,9 @@ const (
 
 // Stream is one sequence in the engine. The engine owns its scheduling state;
 // the consumer (an HTTP handler) reads its progress from any goroutine
-// through Ready, Progress, AppendToken and Err, which need no lock.
+// through Ready, Progress, AppendToken and Err, which need no lock, and is
+// told of progress either on Ready or, once it has set one, through a sink
+// (SetSink) that the engine's own goroutine calls.
 type Stream struct {
 	// Immutable after Submit.
 	id        uint64
@@ -67,11 +69,13 @@ type Stream struct {
 	heapIdx   int
 	admitted  bool
 	lastTok   time.Duration
+	collected bool // in Engine.published, not yet taken
 
 	// Published to the consumer.
-	pub   atomic.Uint64 // tokens generated | Finish<<32
-	ready chan struct{} // capacity 1; signalled after every publish
-	err   error         // written before a FinishError publish
+	pub   atomic.Uint64          // tokens generated | Finish<<32
+	ready chan struct{}          // capacity 1; signalled after every publish without a sink
+	sink  atomic.Pointer[func()] // nil: publishes signal ready
+	err   error                  // written before a FinishError publish
 }
 
 // ID returns the engine's number for the stream, unique within one engine.
@@ -86,7 +90,9 @@ func (s *Stream) MaxTokens() int { return s.maxTokens }
 
 // Ready receives after the stream made progress: new tokens or its end. A
 // consumer reads Progress, handles it, then waits on Ready again; no wakeup
-// is lost because the channel buffers one signal.
+// is lost because the channel buffers one signal. While a sink is set
+// (SetSink), progress calls the sink instead and Ready receives only what
+// Wake sends.
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Progress returns how many tokens the stream has produced so far and, once
@@ -122,11 +128,28 @@ func (s *Stream) Wake() {
 	}
 }
 
-// publish makes the generated count and fin visible to the consumer.
-func (s *Stream) publish(fin Finish) {
-	s.pub.Store(uint64(uint32(s.generated)) | uint64(fin)<<32)
-	select {
-	case s.ready <- struct{}{}:
-	default:
+// SetSink makes f the stream's sink, or, for nil, removes it; it may be
+// called from any goroutine at any time. While a sink is set, the engine
+// collects the stream when it publishes progress (see Engine.TakePublished)
+// instead of signalling Ready, and Live.Run calls f on its own goroutine
+// once per collection, after it has released the engine: f reads Progress
+// as any consumer does. f must return quickly and never block, for every
+// stream's tokens wait on it; it may call Wake. Progress published before
+// the sink was set was signalled on Ready, and a collected stream whose sink
+// was removed before delivery gets a Wake.
+func (s *Stream) SetSink(f func()) {
+	if f == nil {
+		s.sink.Store(nil)
+		return
 	}
+	s.sink.Store(&f)
+}
+
+// deliver tells the consumer of a collected stream that it made progress.
+func (s *Stream) deliver() {
+	if f := s.sink.Load(); f != nil {
+		(*f)()
+		return
+	}
+	s.Wake()
 }

@@ -35,6 +35,10 @@ type simOpts struct {
 	MaxNumSeqs int    // 0: the simulator's default
 	MaxWaiting int    // 0: the simulator's default
 	AdminToken string // "": admin API off
+	// Profile serves the default latency model (sim.LatencyProfile, the
+	// roofline whose streams' tokens come out together at each decode
+	// step) instead of the constant TTFT and ITL.
+	Profile bool
 	// StreamTiming receives the simulator's own record of each stream
 	// (in-process simulators only: a child process cannot call back).
 	StreamTiming func(*server.StreamTiming) `json:"-"`
@@ -43,6 +47,9 @@ type simOpts struct {
 func (o simOpts) config() sim.Config {
 	c := sim.DefaultConfig()
 	c.Latency = sim.LatencyConstant
+	if o.Profile {
+		c.Latency = sim.LatencyProfile
+	}
 	c.TTFT, c.ITL = o.TTFT, o.ITL
 	if o.MaxNumSeqs > 0 {
 		c.MaxNumSeqs = o.MaxNumSeqs

@@ -425,6 +425,7 @@ func BenchmarkLoadClientTable(b *testing.B) {
 				simCPU[i] = runCPU(b, tc, simITL.url, "llmchaos-sim", simITL.cmd.Process.Pid, 100, 200, min(total, 200_000))
 				tc.close()
 			}
+			benchSimProfile(b, total)
 		}
 
 		perTok := func(f cpuFigures) string {
@@ -512,6 +513,19 @@ func BenchmarkLoadClientTable(b *testing.B) {
 		b.ReportMetric(float64(lag[0].p99)/1e3, "eventloop-lag-p99-ms")
 		b.ReportMetric(0, "ns/op")
 	}
+}
+
+// benchSimProfile logs the simulator's CPU per token with its default
+// latency model (the roofline: about 5 ms decode steps at 100 streams, each
+// step's tokens written together by the engine's goroutine) serving 100
+// streams of 200 tokens to the event-loop client.
+func benchSimProfile(b *testing.B, total int) {
+	sim := startSimProcess(b, simOpts{Profile: true, MaxNumSeqs: 1024, MaxWaiting: 8192})
+	tc := newTableClient(b, "eventloop", 100, nil, nil)
+	defer tc.close()
+	c := runCPU(b, tc, sim.url, "llmchaos-sim", sim.cmd.Process.Pid, 100, 200, min(total, 200_000))
+	b.Logf("simulator (profile latency model) serving the eventloop client at 100 streams: %d tokens in %v (%.0f tok/s), simulator CPU %.2f s (%.2f CPU-s/Mtok); the client: %.2f CPU-s/Mtok",
+		c.tokens, c.wall.Round(time.Millisecond), float64(c.tokens)/c.wall.Seconds(), c.serverCPU.Seconds(), c.serverCPU.Seconds()/(float64(c.tokens)/1e6), c.cpuPerMtok)
 }
 
 // loadAvg returns the 1, 5 and 15 minute load averages.

@@ -10,9 +10,14 @@ import (
 	"time"
 )
 
-// Streams are written on hijacked connections (see streamRaw): one write
-// system call per wakeup with the chunk framing built in our own buffer,
-// which is most of what streaming costs. A connection whose stream ended
+// Streams are written on hijacked connections (see streamRaw and
+// rawStream): one write system call per token (or per batch of tokens a
+// slow client fell behind by), with the chunk framing built in our own
+// buffer. The system call, which is most of what streaming costs, is made
+// on the engine's goroutine straight on the non-blocking socket, so that no
+// goroutine wakes for a token; the stream's handler goroutine writes only
+// the head and what a full socket refused, and wakes once more at the end
+// to recycle or close the connection. A connection whose stream ended
 // cleanly goes back to the http.Server through recycler, so that clients
 // keep their keep-alive connections exactly as with a plain net/http
 // handler; streams tracks the hijacked ones, which http.Server.Shutdown
@@ -169,7 +174,7 @@ func (r *recycler) endIdle(c net.Conn, next []byte) {
 		_ = c.Close()
 		return
 	}
-	r.recycle(&prefixConn{Conn: c, prefix: next})
+	r.recycle(recycled(c, next))
 }
 
 // waitIdle waits for the idle waits to end; Close ends them.
@@ -208,6 +213,19 @@ func (r *recycler) closeIdle() {
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+}
+
+// recycled wraps c, whose next bytes are next (read from it already), for
+// the http.Server. A c that is a *prefixConn (recycled before: its requests
+// arrive through the http.Server, which hijack hands back) is rewrapped
+// rather than nested, so that a keep-alive connection is one layer deep
+// however many streams it carried. next was read through c, so the bytes c
+// has yet to replay come after it.
+func recycled(c net.Conn, next []byte) *prefixConn {
+	if pc, ok := c.(*prefixConn); ok {
+		return &prefixConn{Conn: pc.Conn, prefix: append(next, pc.prefix...)}
+	}
+	return &prefixConn{Conn: c, prefix: next}
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
@@ -305,7 +323,7 @@ func (w *watcher) handOff(r *recycler) {
 		_ = w.conn.Close()
 		return
 	}
-	r.recycle(&prefixConn{Conn: w.conn, prefix: pending})
+	r.recycle(recycled(w.conn, pending))
 }
 
 // streams tracks the hijacked connections of running streams.

@@ -229,3 +229,26 @@ func TestRecycledConnectionIdlesLikeKeepAlive(t *testing.T) {
 		t.Fatalf("a half-sent request head was answered: %q", rest)
 	}
 }
+
+// TestRecycledConnectionsAreNotNested: a connection recycled again and
+// again stays one wrapper deep, and replays what was read ahead in order.
+func TestRecycledConnectionsAreNotNested(t *testing.T) {
+	server, client := net.Pipe()
+	defer server.Close()
+	defer client.Close()
+	c := recycled(server, []byte("a"))
+	c.prefix = c.prefix[1:] // the http.Server read "a"
+	c.prefix = append(c.prefix, "b"...)
+	for range 5 {
+		c = recycled(c, nil)
+	}
+	c = recycled(c, []byte("0"))
+	if _, nested := c.Conn.(*prefixConn); nested || c.Conn != server {
+		t.Fatalf("recycled connection wraps %T, want the connection itself", c.Conn)
+	}
+	go func() { _, _ = io.WriteString(client, "c") }()
+	got := make([]byte, 3)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "0bc" {
+		t.Errorf("read %q, %v; want %q", got, err, "0bc")
+	}
+}

@@ -26,13 +26,23 @@
 // chat.completion.chunk with delta.content, or text_completion with text),
 // finish_reason null until the last content chunk ("length" or "stop"), a
 // usage chunk with empty choices when stream_options.include_usage is true,
-// then `data: [DONE]\n\n`. Each token is one write on the connection.
-// Chunks are built from per-request byte templates without encoding/json,
-// and HTTP/1.1 streams are written on the hijacked connection with their own
-// chunked framing; a connection whose stream ended cleanly goes back to the
-// http.Server, so keep-alive works as usual. A client that disconnects frees
-// its sequence and KV blocks at once. When the engine dies every stream is
-// cut mid-body, as a crashed server's would be.
+// then `data: [DONE]\n\n`. Each token is one write on the connection (a
+// client that falls behind gets what is pending in one). Chunks are built
+// from per-request byte templates without encoding/json, and HTTP/1.1
+// streams are written on the hijacked connection with their own chunked
+// framing. The engine's goroutine writes the tokens as it produces them:
+// one non-blocking write(2) on the TCP socket per stream it advanced, so a
+// token costs no goroutine wake-up and one engine step writes every running
+// stream. The response head, and whatever the socket does not take at once
+// (a slow reader), are written by the stream's handler goroutine with
+// blocking writes; it hands the stream back to the engine's goroutine once
+// it has caught up, and wakes at the end to recycle the connection.
+// Connections without a TCP socket under them, and HTTP/1.0 streams, are
+// written by their handler alone, once per wake-up. A connection whose
+// stream ended cleanly goes back to the http.Server, so keep-alive works as
+// usual. A client that disconnects frees its sequence and KV blocks at
+// once. When the engine dies every stream is cut mid-body, as a crashed
+// server's would be.
 //
 // A Go httputil.ReverseProxy in front of the simulator (or of any fast
 // net/http server) must call http.ResponseController.EnableFullDuplex in its

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -58,6 +57,8 @@ type server struct {
 	ln      *recycler
 	streams streams
 	timing  func(*StreamTiming) // Options.StreamTiming
+
+	rawWrites rawWrites // tests: who wrote raw streams
 
 	headerTimeout time.Duration // http.Server.ReadHeaderTimeout; tests shorten it
 
@@ -323,7 +324,7 @@ func (s *server) cancel(st *sim.Stream) {
 
 // stream answers with SSE: a role-only first chunk (chat), one event per
 // token with the finish reason on the last, the usage event when asked for,
-// then [DONE]. It writes once per wakeup of the stream (one token at a time
+// then [DONE]. Each publish of the engine is one write (one token at a time
 // unless the client is behind). A death of the engine cuts the connection.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	conn, buffered, err := hijack(w, r)
@@ -344,7 +345,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, 
 const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
 
 // streamRaw writes the stream on the hijacked conn with its own chunked
-// framing, one write per wakeup, and recycles conn afterwards.
+// framing (see rawStream: tokens are written from the engine's goroutine
+// when the socket takes them at once, else from this one), and recycles
+// conn afterwards.
 func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	if !s.streams.add(conn) {
 		_ = conn.Close()
@@ -354,78 +357,28 @@ func (s *server) streamRaw(conn net.Conn, buffered []byte, r *http.Request, st *
 	defer s.streams.remove(conn)
 	keepAlive := !r.Close
 	w := watch(conn, buffered, st.Wake)
-	c := newChunker(p.chat, id, time.Now().Unix(), s.cfg.Model)
-	payload := make([]byte, 0, 512) // one token event is about 200 bytes
-	out := make([]byte, 0, 512)
-	out = append(out, streamHead...)
-	out = append(out, "Date: "...)
-	out = time.Now().UTC().AppendFormat(out, http.TimeFormat)
-	out = append(out, "\r\n"...)
-	if !keepAlive {
-		out = append(out, "Connection: close\r\n"...)
+	rs := newRawStream(s, conn, keepAlive, st, p, id, w, tm)
+	rs.mu.Lock()
+	if rs.rc != nil {
+		st.SetSink(rs.deliver)
 	}
-	out = append(out, "\r\n"...)
-	if p.chat {
-		payload = c.appendRole(payload)
-	}
+	end := rs.serve()
+	st.SetSink(nil) // a later publish (Cancel's) signals Ready, which nobody reads
 	cut := func() {
 		w.stop()
 		_ = conn.Close()
 	}
-	written := 0
-	for {
-		n, fin := st.Progress()
-		if fin == sim.FinishError || fin == sim.FinishCancelled {
-			cut() // as a crashed server would
-			return
-		}
-		if w.gone.Load() {
-			cut()
-			s.cancel(st)
-			return
-		}
-		for ; written < n; written++ {
-			finish := ""
-			if fin != sim.FinishNone && written == n-1 {
-				finish = fin.String()
-			}
-			payload = c.appendToken(payload, st, written, finish)
-		}
-		if fin != sim.FinishNone {
-			if p.includeUsage {
-				payload = c.appendUsage(payload, st.PromptTokens(), n)
-			}
-			payload = append(payload, doneEvent...)
-		}
-		if len(payload) > 0 {
-			out = strconv.AppendInt(out, int64(len(payload)), 16)
-			out = append(out, "\r\n"...)
-			out = append(out, payload...)
-			out = append(out, "\r\n"...)
-			payload = payload[:0]
-		}
-		if fin != sim.FinishNone {
-			out = append(out, "0\r\n\r\n"...)
-		}
-		if len(out) > 0 {
-			tm.write(written)
-			if _, err := conn.Write(out); err != nil {
-				cut()
-				s.cancel(st)
-				return
-			}
-			out = out[:0]
-		}
-		if fin != sim.FinishNone {
-			break
-		}
-		<-st.Ready()
-	}
-	if !keepAlive {
+	switch {
+	case end == rawCut:
 		cut()
-		return
+	case end == rawClient:
+		cut()
+		s.cancel(st)
+	case !keepAlive:
+		cut()
+	default:
+		w.handOff(s.ln)
 	}
-	w.handOff(s.ln)
 }
 
 // streamBuffered streams through net/http's own chunked writer, for
