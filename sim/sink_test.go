@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -231,5 +232,28 @@ func TestLiveRunCallsSinks(t *testing.T) {
 			t.Fatal("Run returned before the sink heard of the crash")
 		}
 		break
+	}
+}
+
+// TestDeliverAllCallsEverySinkOnce: a batch large enough to be spread over
+// several goroutines still calls each stream's sink exactly once, has
+// returned only when all are called, and leaves the list cleared.
+func TestDeliverAllCallsEverySinkOnce(t *testing.T) {
+	for _, n := range []int{1, deliverPerWorker - 1, deliverPerWorker * 2, 1000} {
+		calls := make([]atomic.Int32, n)
+		d := make([]*Stream, n)
+		for i := range d {
+			d[i] = &Stream{ready: make(chan struct{}, 1)}
+			d[i].SetSink(func() { calls[i].Add(1) })
+		}
+		deliverAll(d)
+		for i := range calls {
+			if got := calls[i].Load(); got != 1 {
+				t.Fatalf("batch of %d: stream %d's sink called %d times, want 1", n, i, got)
+			}
+		}
+		if i := slices.IndexFunc(d, func(s *Stream) bool { return s != nil }); i >= 0 {
+			t.Fatalf("batch of %d: entry %d not cleared", n, i)
+		}
 	}
 }
