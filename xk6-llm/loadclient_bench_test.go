@@ -490,7 +490,7 @@ func BenchmarkLoadClientTable(b *testing.B) {
 			}
 		}
 		if m50k.streams > 0 {
-			b.Logf("50,000 streams: %d event-loop streams held at once by %d client processes (opened in %v): RSS %.0f MiB in all (%.0f MiB of it the processes' baselines before opening), %.1f KiB per stream above the baselines",
+			b.Logf("streams held: %d event-loop streams held at once by %d client processes (opened in %v): RSS %.0f MiB in all (%.0f MiB of it the processes' baselines before opening), %.1f KiB per stream above the baselines",
 				m50k.streams, m50k.procs, m50k.open.Round(time.Millisecond), m50k.rss/(1<<20), m50k.rss0/(1<<20), (m50k.rss-m50k.rss0)/float64(m50k.streams)/1024)
 			for i, r := range m50k.children {
 				b.Logf("  client process %d: %d streams, RSS %.0f MiB (%.0f before), heap %.0f MiB, %d goroutines", i+1, r.Streams, r.RSS/(1<<20), r.RSS0/(1<<20), float64(r.Heap)/(1<<20), r.Gorouts)

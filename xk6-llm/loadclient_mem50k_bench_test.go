@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,7 +84,6 @@ type mem50kFigures struct {
 func runMem50k(b *testing.B, streams, procs int) mem50kFigures {
 	b.Helper()
 	type child struct {
-		cmd   *exec.Cmd
 		stdin io.WriteCloser
 		lines *bufio.Scanner
 	}
@@ -93,22 +91,8 @@ func runMem50k(b *testing.B, streams, procs int) mem50kFigures {
 	t0 := time.Now()
 	for i := range children {
 		url := benchserver.Start(b) // a server per client: each holds its streams' other ends
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLoadClientMemChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", memChildEnv, url, streams/procs))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-		children[i] = child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
+		_, stdin, lines := benchserver.StartChild(b, "TestLoadClientMemChild", fmt.Sprintf("%s=%s %d", memChildEnv, url, streams/procs))
+		children[i] = child{stdin: stdin, lines: lines}
 	}
 	// Wait until each has every stream open (they open at once, each at
 	// 3,000 streams/s), hold 2 s with all open, then let them measure.

@@ -201,8 +201,28 @@ func StartProcess(b *testing.B) (string, int) {
 	if url := os.Getenv(URLEnv); url != "" {
 		return url, 0
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClientBenchServer$", "-test.count=1")
-	cmd.Env = append(os.Environ(), ServerEnv+"=1")
+	cmd, _, sc := StartChild(b, "TestClientBenchServer", ServerEnv+"=1")
+	// Wait for the address line (the real signal that it listens); the
+	// process ending first (EOF) means it failed.
+	for sc.Scan() {
+		if addr, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
+			go Drain(sc)
+			return "http://" + addr + "/v1", cmd.Process.Pid
+		}
+	}
+	b.Fatalf("bench server exited before listening: %v", sc.Err())
+	return "", 0
+}
+
+// StartChild re-executes the test binary to run only the test named test,
+// with env added to its environment: a helper process of a benchmark. It
+// returns the process, its standard input (closing it tells the helper to
+// end; the benchmark's cleanup closes it and waits) and its standard output
+// line by line; its standard error is the benchmark's.
+func StartChild(b testing.TB, test string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -219,17 +239,14 @@ func StartProcess(b *testing.B) (string, int) {
 		stdin.Close()
 		_ = cmd.Wait()
 	})
-	// Wait for the address line (the real signal that it listens); the
-	// process ending first (EOF) means it failed.
-	sc := bufio.NewScanner(stdout)
+	return cmd, stdin, bufio.NewScanner(stdout)
+}
+
+// Drain reads sc to its end: a helper's output after the line the
+// benchmark waited for, so that the helper never blocks on a full pipe.
+func Drain(sc *bufio.Scanner) {
 	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return "http://" + addr + "/v1", cmd.Process.Pid
-		}
 	}
-	b.Fatalf("bench server exited before listening: %v", sc.Err())
-	return "", 0
 }
 
 // ProcessCPU returns process pid's user + system CPU time so far, from

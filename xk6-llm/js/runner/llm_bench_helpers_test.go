@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -87,29 +86,11 @@ func startBenchSim(b *testing.B, o benchSim) (url, model string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerBenchSimProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), benchSimEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
+	_, _, sc := benchserver.StartChild(b, "TestRunnerBenchSimProcess", benchSimEnv+"="+string(spec))
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LISTEN "); ok {
 			addr, model, _ := strings.Cut(rest, " ")
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			go benchserver.Drain(sc)
 			return "http://" + addr + "/v1", model
 		}
 	}
