@@ -97,19 +97,16 @@ func Handler() http.Handler {
 		_, _ = w.Write(role)
 		f.Flush()
 		var tick <-chan time.Time
-		var step *stepper
-		switch {
-		case itl > 0 && r.Header.Get(StepHeader) == "1":
-			step = steps.get(itl)
-		case itl > 0:
+		stepped := itl > 0 && r.Header.Get(StepHeader) == "1"
+		if itl > 0 && !stepped {
 			t := time.NewTicker(itl)
 			defer t.Stop()
 			tick = t.C
 		}
 		for range body.MaxTokens {
 			switch {
-			case step != nil:
-				if !step.wait(r.Context()) {
+			case stepped:
+				if !steps.wait(r.Context(), itl) {
 					return
 				}
 			case tick != nil:
@@ -144,46 +141,58 @@ type steppers struct {
 
 func newSteppers() *steppers { return &steppers{m: map[time.Duration]*stepper{}} }
 
-func (s *steppers) get(itl time.Duration) *stepper {
+// wait blocks until the next tick of the stepper for itl, started on first
+// use; false if ctx ended first.
+func (s *steppers) wait(ctx context.Context, itl time.Duration) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.m[itl]
 	if st == nil {
 		st = &stepper{next: make(chan struct{})}
 		s.m[itl] = st
-		go st.run(itl)
+		go s.run(st, itl)
 	}
-	return st
-}
-
-// stepper closes a fresh channel at every tick: a broadcast to every
-// stream waiting for the step.
-type stepper struct {
-	mu   sync.Mutex
-	next chan struct{}
-}
-
-func (s *stepper) run(itl time.Duration) {
-	t := time.NewTicker(itl)
-	for range t.C {
-		s.mu.Lock()
-		close(s.next)
-		s.next = make(chan struct{})
-		s.mu.Unlock()
-	}
-}
-
-// wait blocks until the next tick; false if ctx ended first.
-func (s *stepper) wait(ctx context.Context) bool {
-	s.mu.Lock()
-	ch := s.next
+	st.waiters++
+	ch := st.next
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		st.waiters--
+		s.mu.Unlock()
+	}()
 	select {
 	case <-ch:
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// run closes a fresh channel at every tick, a broadcast to every stream
+// waiting for the step, until a tick finds nobody waiting: then the
+// stepper is dropped (the next wait starts another), so that it does not
+// tick on in a process whose streams have ended.
+func (s *steppers) run(st *stepper, itl time.Duration) {
+	t := time.NewTicker(itl)
+	defer t.Stop()
+	for range t.C {
+		s.mu.Lock()
+		idle := st.waiters == 0
+		if idle {
+			delete(s.m, itl)
+		}
+		close(st.next)
+		st.next = make(chan struct{})
+		s.mu.Unlock()
+		if idle {
+			return
+		}
+	}
+}
+
+// stepper is one ITL's shared tick; its fields are under steppers.mu.
+type stepper struct {
+	next    chan struct{} // closed at the next tick
+	waiters int           // streams waiting for the next tick
 }
 
 // Start runs the server process (the test binary re-executed to run

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFloorCountsEveryEvent checks the floor client against the handler:
@@ -35,5 +37,45 @@ func TestFloorCountsEveryEvent(t *testing.T) {
 				t.Fatalf("counted %d data events, want %d", events, want)
 			}
 		})
+	}
+}
+
+// TestCountSyscallsSeesEveryCall: 1,000 getppid calls made right after the
+// counter starts are all counted (none lost to perf attaching late).
+func TestCountSyscallsSeesEveryCall(t *testing.T) {
+	c := CountSyscalls(0)
+	for range 1000 {
+		syscall.Getppid()
+	}
+	n, err := c.Stop()
+	if err != nil {
+		t.Skipf("no system call counter here: %v", err)
+	}
+	if n < 1000 {
+		t.Fatalf("counted %d system calls, want at least the 1,000 made", n)
+	}
+}
+
+// TestStepperStopsWhenIdle: a stepper whose streams have ended stops
+// ticking and is dropped; the next wait starts another.
+func TestStepperStopsWhenIdle(t *testing.T) {
+	s := newSteppers()
+	for round := range 2 {
+		if !s.wait(t.Context(), time.Millisecond) {
+			t.Fatal("wait ended without a tick")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s.mu.Lock()
+			n := len(s.m)
+			s.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the stepper still ticks 5 s after its only stream was served", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }

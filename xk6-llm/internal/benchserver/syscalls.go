@@ -43,10 +43,36 @@ func CountSyscalls(pid int) *SyscallCounter {
 		c.cmd = nil
 		return c
 	}
-	// perf attaches to the process's threads before it counts anything;
-	// give it a moment so that the first calls of the case are seen.
-	time.Sleep(300 * time.Millisecond)
+	// perf opens one counter per thread of the process before it counts
+	// anything: wait until it has, so that the first calls of the case are
+	// seen (perf ending first leaves its reason for Stop).
+	deadline := time.Now().Add(5 * time.Second)
+	for perfEvents(c.cmd.Process.Pid) < threads(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return c
+}
+
+// perfEvents counts the perf_event files process pid holds open.
+func perfEvents(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && l == "anon_inode:[perf_event]" {
+			n++
+		}
+	}
+	return n
+}
+
+// threads counts process pid's threads (1 when it cannot tell).
+func threads(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(ents) == 0 {
+		return 1
+	}
+	return len(ents)
 }
 
 // Stop ends the count and returns the calls made since CountSyscalls.
