@@ -104,6 +104,8 @@ type Proxy struct {
 	// retried counts the requests the HTTP layer sent again on a fresh
 	// upstream connection after a reused one closed under them.
 	retried atomic.Int64
+	// acted keeps, under mu, what removed L7 toxics acted on.
+	acted map[string]int64
 }
 
 var _ Toxics = (*Proxy)(nil)
@@ -307,9 +309,28 @@ func (p *Proxy) RemoveToxic(_ context.Context, name string) error {
 	if i < 0 {
 		return nil
 	}
+	if t := old.entries[i].l7; t != nil {
+		if p.acted == nil {
+			p.acted = map[string]int64{}
+		}
+		p.acted[name] += t.acted.Load()
+	}
 	p.replaceLocked(old, slices.Delete(slices.Clone(old.entries), i, i+1))
 	p.log.Debug("toxic removed", "toxic", name)
 	return nil
+}
+
+// Acted implements Toxics. ctx is not used: it never blocks.
+func (p *Proxy) Acted(_ context.Context, name string) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.acted[name]
+	for _, e := range p.set.Load().entries {
+		if e.spec.Name == name && e.l7 != nil {
+			n += e.l7.acted.Load()
+		}
+	}
+	return n, nil
 }
 
 // Toxics returns the toxics in the order they act.
