@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestGameDayManualRevertRecovery(t *testing.T) {
 		t.Fatalf("planned's recovery %+v, want recovered, measured from its revert\n%s", rc, out.String())
 	}
 	recoveredAt := *planned.InjectedAtS + *rc.RecoveryTimeS
-	if got := recoveredAt - *planned.RevertedAtS; got < 0 || got != *rc.TimeToRecoverS {
+	if got := recoveredAt - *planned.RevertedAtS; got < 0 || math.Abs(got-*rc.TimeToRecoverS) > 1e-6 {
 		t.Errorf("recovered %.3fs after the revert by hand, time_to_recover %.3fs; want them equal and not negative", got, *rc.TimeToRecoverS)
 	}
 	if recoveredAt >= *next.InjectedAtS {
