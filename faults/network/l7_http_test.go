@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"strings"
 	"testing"
@@ -206,6 +207,44 @@ func TestHTTPExpectContinueAndHead(t *testing.T) {
 		head.Body.Close()
 		if head.StatusCode != 200 {
 			t.Errorf("HEAD %d: %d", i, head.StatusCode)
+		}
+	}
+}
+
+// TestHTTPHostIsTheUpstreams: the upstream sees the Host a client of its
+// own would send (its address), not the proxy's, and every other header as
+// the client sent it.
+func TestHTTPHostIsTheUpstreams(t *testing.T) {
+	got := make(chan http.Header, 1)
+	hosts := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		got <- r.Header.Clone()
+	}))
+	t.Cleanup(srv.Close)
+	p := httpProxy(t, srv)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.Addr()+"/v1/models", nil)
+	req.Header.Set("X-Forwarded-For", "10.0.0.1")
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := httpClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := <-hosts; h != strings.TrimPrefix(srv.URL, "http://") {
+		t.Errorf("upstream saw Host %q, want its own address %q", h, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	hd := <-got
+	if hd.Get("X-Forwarded-For") != "10.0.0.1" || hd.Get("Authorization") != "Bearer k" {
+		t.Errorf("upstream saw headers %v, want the client's", hd)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"GET / HTTP/1.1\r\nhost: proxy:1\r\nA: b\r\n\r\n", "GET / HTTP/1.1\r\nHost: up:2\r\nA: b\r\n\r\n"},
+		{"GET / HTTP/1.0\r\nA: b\r\n\r\n", "GET / HTTP/1.0\r\nA: b\r\n\r\n"},
+		{"GET / HTTP/1.1\nHost: up:2\n\n", "GET / HTTP/1.1\nHost: up:2\n\n"},
+	} {
+		if got := string(withHost([]byte(tc.in), "up:2")); got != tc.want {
+			t.Errorf("withHost(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

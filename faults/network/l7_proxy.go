@@ -2,6 +2,7 @@ package network
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,8 @@ var errCut = errors.New("stream cut")
 // httpConn is the HTTP layer of one client connection in ModeHTTP, the far
 // end of its link. It pairs the client's connection with one upstream
 // connection, as the client would hold it directly, and passes every byte
-// through as it came, measuring heads and bodies to know where each
+// through as it came (a request's Host names the upstream, as a client of
+// its own would send it), measuring heads and bodies to know where each
 // request and response begins and ends:
 //
 //   - a request a toxic answers (http.error) never goes upstream; its
@@ -189,7 +191,7 @@ func (h *httpConn) beginRequest(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	h.forward(r.hs.buf, x)
+	h.forward(withHost(r.hs.buf, h.p.cfg.Upstream), x)
 	if hd.upgrade {
 		// What follows the request (its body included) is the upgraded
 		// protocol, or more requests if the upstream declined: either way
@@ -198,6 +200,35 @@ func (h *httpConn) beginRequest(ctx context.Context) error {
 		h.push(&exchange{tunnel: true})
 	}
 	return nil
+}
+
+// withHost returns the request head b with its Host header naming host,
+// the upstream, as a client that connected to it directly would have sent
+// it (the client named the proxy); b itself when it has no Host header
+// (HTTP/1.0) or names host already.
+func withHost(b []byte, host string) []byte {
+	lineStart := bytes.IndexByte(b, '\n') + 1 // after the request line
+	for lineStart > 0 && lineStart < len(b) {
+		end := bytes.IndexByte(b[lineStart:], '\n')
+		if end < 0 {
+			return b
+		}
+		line := b[lineStart : lineStart+end]
+		if colon := bytes.IndexByte(line, ':'); colon > 0 && asciiEqualFold(line[:colon], "host") {
+			value := bytes.TrimSpace(line[colon+1:])
+			if string(value) == host {
+				return b
+			}
+			out := make([]byte, 0, len(b)+len(host))
+			out = append(out, b[:lineStart]...)
+			out = append(out, "Host: "...)
+			out = append(out, host...)
+			out = append(out, "\r\n"...)
+			return append(out, b[lineStart+end+1:]...)
+		}
+		lineStart += end + 1
+	}
+	return b
 }
 
 // requestPath returns the path of a request target (origin or absolute form).
