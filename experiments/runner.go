@@ -90,9 +90,9 @@ type Options struct {
 	// runner dies without ending the run (kill -9, a crash); see guard.
 	NoGuard bool
 	// NoPreflight skips the load's pre-flight check of the endpoints
-	// (loadrun.Preflight): by default a model the endpoints do not serve,
+	// (load.Preflight): by default a model the endpoints do not serve,
 	// a wrong path or a refused key ends the run before any fault with a
-	// *loadrun.PreflightError. The experiment's workload.preflight: false
+	// *load.PreflightError. The experiment's workload.preflight: false
 	// skips it too.
 	NoPreflight bool
 	// Observe is the run's observability (live metrics, remote write,

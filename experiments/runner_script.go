@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/pipeline/load"
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
-	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -26,8 +26,8 @@ import (
 // custom metrics and the length of its schedule.
 type scriptPlan struct {
 	path      string
-	overrides runner.Overrides
-	inspected *runner.Plan
+	overrides script.Overrides
+	inspected *script.Plan
 	// length is when the last scenario's schedule ends (0 when a scenario
 	// runs a number of iterations: not a set time).
 	length time.Duration
@@ -94,20 +94,20 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		requests atomic.Uint64
 		started  bool
 	)
-	cfg := runner.Config{
+	cfg := script.Config{
 		Script: p.script.path, Env: p.spec.Workload.ScriptEnv(targets, r.model), Overrides: p.script.overrides,
 		Seed: p.seed, SaveRequests: r.opts.SaveRequests, SLO: p.slo, ToolVersion: r.opts.ToolVersion,
 		Stdout: io.Discard, Stderr: &scriptOutput{out: r.out}, ExternalStops: true, NoSummary: true,
 		Preflight: func(ctx context.Context, clients []js.ClientInfo) error {
 			return r.scriptPreflight(ctx, clients, targets)
 		},
-		Attach: func(a *runner.Attached) (runner.Alongside, error) {
+		Attach: func(a *script.Attached) (script.Alongside, error) {
 			obs, err := r.scriptObservers(ctx, a)
 			if err != nil {
-				return runner.Alongside{}, err
+				return script.Alongside{}, err
 			}
 			started = true
-			stop := r.alongside(ctx, &loadrun.Load{Clock: a.Clock, Recorder: a.Recorder, Observers: obs}, live)
+			stop := r.alongside(ctx, &load.Load{Clock: a.Clock, Recorder: a.Recorder, Observers: obs}, live)
 			hooks := js.Hooks{Tag: r.tag, Observe: func(*recording.Result) { requests.Add(1) }}
 			if obs != nil {
 				hooks.Observe = func(res *recording.Result) {
@@ -117,13 +117,13 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 				}
 				hooks.Sample = obs.AddSample
 			}
-			return runner.Alongside{
+			return script.Alongside{
 				Hooks: hooks,
 				Ended: func() { stop(engine.RunStats{Scheduled: requests.Load()}, nil) },
 			}, nil
 		},
 	}
-	doc, err := runner.Run(ctx, cfg)
+	doc, err := script.Run(ctx, cfg)
 	switch {
 	case !started && (doc == nil || err != nil):
 		return engine.RunStats{}, scriptStageError(err)
@@ -152,7 +152,7 @@ func scriptStageError(err error) error {
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
 		return err
 	}
-	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return err
 	}
 	return fmt.Errorf("load: %w", err)
@@ -163,7 +163,7 @@ func scriptStageError(err error) error {
 // through the fault proxies), and then the target as load checks it
 // (unless --no-preflight or workload.preflight: false).
 func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targets []string) error {
-	plan := &runner.Plan{Clients: clients}
+	plan := &script.Plan{Clients: clients}
 	if err := spec.CheckScriptClients(plan, targets); err != nil {
 		return fmt.Errorf("workload.script: %w", err)
 	}
@@ -175,7 +175,7 @@ func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targ
 		chat = chat || c.API != "completions"
 	}
 	copts := r.clientOptions()
-	warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{Targets: targets, Model: r.model, Chat: chat || len(clients) == 0, Client: copts})
+	warns, err := load.Preflight(ctx, load.PreflightConfig{Targets: targets, Model: r.model, Chat: chat || len(clients) == 0, Client: copts})
 	for _, w := range warns {
 		r.out.println("warning: " + w)
 	}
@@ -184,7 +184,7 @@ func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targ
 
 // scriptObservers starts the run's live observers for a script workload
 // on its clock, with its custom metrics (nil when none is asked for).
-func (r *run) scriptObservers(ctx context.Context, a *runner.Attached) (*observe.Observers, error) {
+func (r *run) scriptObservers(ctx context.Context, a *script.Attached) (*observe.Observers, error) {
 	opts := r.obs.observeOptions(r.p, r.endpoints)
 	if opts == nil {
 		return nil, nil
@@ -194,7 +194,7 @@ func (r *run) scriptObservers(ctx context.Context, a *runner.Attached) (*observe
 	opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
 	obs, err := observe.Start(ctx, *opts)
 	if err != nil {
-		return nil, &loadrun.StageError{Stage: loadrun.StageObservers, Err: err}
+		return nil, &load.StageError{Stage: load.StageObservers, Err: err}
 	}
 	return obs, nil
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -256,7 +256,7 @@ func classify(out *experiments.Outcome, err error) (Status, int, string) {
 		if errors.As(err, &ps) {
 			return StatusError, ExitUsage, err.Error()
 		}
-		if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+		if _, ok := errors.AsType[*load.PreflightError](err); ok {
 			return StatusError, ExitUsage, err.Error()
 		}
 		return StatusError, ExitInternal, err.Error()

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
@@ -66,7 +66,7 @@ func TestClassify(t *testing.T) {
 		{"not steady", &experiments.Outcome{Doc: doc(report.VerdictAborted, &report.Abort{Cause: report.AbortNotSteady}), Aborted: true, AbortReason: experiments.AbortNotSteady}, nil, StatusNotSteady, 96},
 		{"refused", &experiments.Outcome{Doc: doc(report.VerdictFail, nil), Refused: []string{"kill"}}, nil, StatusRefused, 95},
 		{"revert failed wins", &experiments.Outcome{Doc: doc(report.VerdictPass, nil)}, &experiments.RevertError{Errs: []error{errors.New("x")}}, StatusRevertFailed, 97},
-		{"pre-flight", nil, &loadrun.PreflightError{Target: "t", Msg: "no model"}, StatusError, 2},
+		{"pre-flight", nil, &load.PreflightError{Target: "t", Msg: "no model"}, StatusError, 2},
 		{"runner error", nil, errors.New("boom"), StatusError, 1},
 		{"no report", nil, nil, StatusError, 1},
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/capacity"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/spf13/cobra"
@@ -281,8 +281,8 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 			sloList(c), c.Length.Requests, stepRule(c), capacity.FormatLoad(100*c.Search.Precision), c.Seed)
 	}
 	res, runErr := capacity.Run(ctx, cfg)
-	if se, ok := errors.AsType[*loadrun.StageError](runErr); ok && res == nil {
-		if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
+	if se, ok := errors.AsType[*load.StageError](runErr); ok && res == nil {
+		if _, ok := errors.AsType[*load.PreflightError](se.Err); ok {
 			return usageError(se.Err)
 		}
 		if ctx.Err() != nil {

@@ -11,12 +11,12 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline/load"
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
-	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -116,9 +116,9 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if c.HTML != "" {
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
 	}
-	cfg := runner.Config{
+	cfg := script.Config{
 		Script: c.File, Env: env, Outputs: outs, Stdout: stdout, Stderr: stderr,
-		Overrides:   runner.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
+		Overrides:   script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
@@ -151,7 +151,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	var obs *runObservers
-	cfg.Attach = func(a *runner.Attached) (runner.Alongside, error) {
+	cfg.Attach = func(a *script.Attached) (script.Alongside, error) {
 		o, al, err := scriptObservers(ctx, c, a, stderr)
 		if o != nil {
 			obs = o
@@ -162,7 +162,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		return al, err
 	}
 
-	doc, runErr := runner.Run(ctx, cfg)
+	doc, runErr := script.Run(ctx, cfg)
 	if cfg.SaveRequests != nil {
 		err := cfg.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -187,8 +187,8 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 // scriptDryRun prints what the script would run (scenarios, thresholds,
 // the LLM clients, the outputs) and sends nothing: no pre-flight check,
 // no setup(), no iteration.
-func scriptDryRun(ctx context.Context, cfg runner.Config, c runConfig, stdout io.Writer) error {
-	plan, err := runner.Inspect(ctx, cfg)
+func scriptDryRun(ctx context.Context, cfg script.Config, c runConfig, stdout io.Writer) error {
+	plan, err := script.Inspect(ctx, cfg)
 	if err != nil {
 		return scriptResult(nil, err)
 	}
@@ -231,7 +231,7 @@ var errPreflightInterrupted = errors.New("aborted during the pre-flight check: n
 // each distinct base URL and model of the llm.Client objects the init code
 // of VU 0 made, as `llmchaos load` checks its targets: a model the server
 // does not list and refuses, a wrong path or a refused key is a
-// *loadrun.PreflightError (exit 2); a server that does not answer only
+// *load.PreflightError (exit 2); a server that does not answer only
 // warns. A client made without a model (the requests name it) is checked
 // by the load itself. getenv reads the variables the script's clients
 // read their keys from (-e first, then the environment).
@@ -241,7 +241,7 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 		if cl.Model == "" {
 			continue
 		}
-		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{
+		warns, err := load.Preflight(ctx, load.PreflightConfig{
 			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions",
 			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv},
 		})
@@ -263,7 +263,7 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 // of the clients' base URLs) on the run's clock, with the script's custom
 // metrics, and returns the hooks that feed them; nil observers when none
 // is asked for.
-func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stderr io.Writer) (*runObservers, runner.Alongside, error) {
+func scriptObservers(ctx context.Context, c runConfig, a *script.Attached, stderr io.Writer) (*runObservers, script.Alongside, error) {
 	var targets []string
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {
@@ -274,7 +274,7 @@ func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stder
 	}
 	o := c.Observe.options(targets)
 	if o.MetricsListen == "" && o.RemoteWriteURL == "" && o.OTLPEndpoint == "" && len(o.ScrapeTargets) == 0 {
-		return nil, runner.Alongside{}, nil
+		return nil, script.Alongside{}, nil
 	}
 	clock, rec := a.Clock, a.Recorder
 	o.Metrics, o.Clock, o.RunStart = a.Metrics, clock.Now, clock.Start()
@@ -286,11 +286,11 @@ func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stder
 	o.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", scriptCmd, err) }
 	obs, err := observe.Start(ctx, o)
 	if err != nil {
-		return nil, runner.Alongside{}, fmt.Errorf("live outputs: %w", err)
+		return nil, script.Alongside{}, fmt.Errorf("live outputs: %w", err)
 	}
 	ths := a.Thresholds
 	return &runObservers{Observers: obs, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger},
-		runner.Alongside{
+		script.Alongside{
 			Hooks: js.Hooks{
 				Observe: func(res *recording.Result) {
 					obs.Scheduled(&res.Tags) // a script's request is due when it is sent
@@ -308,10 +308,10 @@ func scriptResult(doc *report.Document, err error) error {
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
 		return usageError(err)
 	}
-	if _, ok := errors.AsType[*runner.ThresholdError](err); ok {
+	if _, ok := errors.AsType[*script.ThresholdError](err); ok {
 		return usageError(fmt.Errorf("--%w", err))
 	}
-	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return usageError(err)
 	}
 	if errors.Is(err, errPreflightInterrupted) {
