@@ -8,6 +8,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -64,7 +65,7 @@ func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step
 				tags.Phase = phaseMeasure
 			}
 		},
-		Alongside: func(l *load.Load) func(engine.RunStats, error) {
+		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
 			done := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Go(func() {

@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
-	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // scriptPlan is a script workload resolved before the run: its path, the
@@ -91,8 +90,8 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		targets[i] = strings.TrimRight(e.load, "/")
 	}
 	var (
-		requests atomic.Uint64
-		started  bool
+		scheduled uint64 // the script's LLM requests, once its load ended
+		started   bool
 	)
 	cfg := script.Config{
 		Script: p.script.path, Env: p.spec.Workload.ScriptEnv(targets, r.model), Overrides: p.script.overrides,
@@ -101,26 +100,17 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		Preflight: func(ctx context.Context, clients []js.ClientInfo) error {
 			return r.scriptPreflight(ctx, clients, targets)
 		},
-		Attach: func(a *script.Attached) (script.Alongside, error) {
-			obs, err := r.scriptObservers(ctx, a)
-			if err != nil {
-				return script.Alongside{}, err
-			}
+		Tagger: r.tag,
+		Observe: func([]js.ClientInfo) *observe.Options {
+			return r.obs.observeOptions(r.p, r.endpoints)
+		},
+		Alongside: func(pr *pipeline.Run) func(engine.RunStats, error) {
 			started = true
-			stop := r.alongside(ctx, &load.Load{Clock: a.Clock, Recorder: a.Recorder, Observers: obs}, live)
-			hooks := js.Hooks{Tag: r.tag, Observe: func(*recording.Result) { requests.Add(1) }}
-			if obs != nil {
-				hooks.Observe = func(res *recording.Result) {
-					requests.Add(1)
-					obs.Scheduled(&res.Tags)
-					obs.Observe(res)
-				}
-				hooks.Sample = obs.AddSample
+			stop := r.alongside(ctx, pr, live)
+			return func(stats engine.RunStats, err error) {
+				scheduled = stats.Scheduled
+				stop(stats, err)
 			}
-			return script.Alongside{
-				Hooks: hooks,
-				Ended: func() { stop(engine.RunStats{Scheduled: requests.Load()}, nil) },
-			}, nil
 		},
 	}
 	doc, err := script.Run(ctx, cfg)
@@ -142,7 +132,7 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 	if doc.Abort != nil && doc.Abort.Cause == report.AbortScript {
 		r.out.printf("warning: script: the load ended early: %s", doc.Abort)
 	}
-	return engine.RunStats{Scheduled: requests.Load(), End: r.now(), Interrupted: ctx.Err() != nil}, nil
+	return engine.RunStats{Scheduled: scheduled, End: r.now(), Interrupted: ctx.Err() != nil}, nil
 }
 
 // scriptStageError is the error of a script that stopped before its load:
@@ -180,23 +170,6 @@ func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targ
 		r.out.println("warning: " + w)
 	}
 	return err
-}
-
-// scriptObservers starts the run's live observers for a script workload
-// on its clock, with its custom metrics (nil when none is asked for).
-func (r *run) scriptObservers(ctx context.Context, a *script.Attached) (*observe.Observers, error) {
-	opts := r.obs.observeOptions(r.p, r.endpoints)
-	if opts == nil {
-		return nil, nil
-	}
-	clock, rec := a.Clock, a.Recorder
-	opts.Metrics, opts.Clock, opts.RunStart = a.Metrics, clock.Now, clock.Start()
-	opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
-	obs, err := observe.Start(ctx, *opts)
-	if err != nil {
-		return nil, &load.StageError{Stage: load.StageObservers, Err: err}
-	}
-	return obs, nil
 }
 
 // scriptOutput prints what a script writes (console.*, the failed

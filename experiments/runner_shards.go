@@ -17,6 +17,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -106,7 +107,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 		return engine.RunStats{}, err
 	}
 	r.judge.lag = ShardLiveLag
-	stop := r.alongside(ctx, &load.Load{Clock: clock, Recorder: liveRec}, live)
+	stop := r.alongside(ctx, &pipeline.Run{Clock: clock, Recorder: liveRec}, live) // the judge stops the shards through ctx
 	outs, cerr := sr.Collect(ctx)
 	stats, rerr := r.recordShards(rec, outs, shift)
 	stats.Interrupted = ctx.Err() != nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -133,7 +134,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		Observe:     &oopts,
 		NoPreflight: cfg.NoPreflight,
 		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
-		Alongside: func(l *load.Load) func(engine.RunStats, error) {
+		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
 			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
 			if u := obs.MetricsURL(); u != "" && !quiet {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)

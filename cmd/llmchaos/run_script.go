@@ -10,12 +10,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
@@ -151,15 +152,15 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	var obs *runObservers
-	cfg.Attach = func(a *script.Attached) (script.Alongside, error) {
-		o, al, err := scriptObservers(ctx, c, a, stderr)
-		if o != nil {
-			obs = o
-			if u := o.MetricsURL(); u != "" && !c.Summary.Quiet {
+	cfg.Observe = func(clients []js.ClientInfo) *observe.Options { return scriptObserveOptions(c, clients, stderr) }
+	cfg.Alongside = func(r *pipeline.Run) func(engine.RunStats, error) {
+		if r.Observers != nil {
+			obs = &runObservers{Observers: r.Observers, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger}
+			if u := obs.MetricsURL(); u != "" && !c.Summary.Quiet {
 				fmt.Fprintf(stdout, "%s: live metrics at %s\n", scriptCmd, u)
 			}
 		}
-		return al, err
+		return nil
 	}
 
 	doc, runErr := script.Run(ctx, cfg)
@@ -258,15 +259,15 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 	return errors.Join(errs...)
 }
 
-// scriptObservers starts the live outputs a script run asks for
+// scriptObserveOptions are the live outputs a script run asks for
 // (--metrics-listen, --remote-write, --otlp-endpoint, the server monitor
-// of the clients' base URLs) on the run's clock, with the script's custom
-// metrics, and returns the hooks that feed them; nil observers when none
-// is asked for.
-func scriptObservers(ctx context.Context, c runConfig, a *script.Attached, stderr io.Writer) (*runObservers, script.Alongside, error) {
+// of the clients' base URLs); nil when none is asked for. The script
+// pipeline starts them on the run's clock, with the script's custom
+// metrics, and feeds them.
+func scriptObserveOptions(c runConfig, clients []js.ClientInfo, stderr io.Writer) *observe.Options {
 	var targets []string
 	seen := map[string]bool{}
-	for _, cl := range a.Clients {
+	for _, cl := range clients {
 		if !seen[cl.BaseURL] {
 			seen[cl.BaseURL] = true
 			targets = append(targets, cl.BaseURL)
@@ -274,33 +275,14 @@ func scriptObservers(ctx context.Context, c runConfig, a *script.Attached, stder
 	}
 	o := c.Observe.options(targets)
 	if o.MetricsListen == "" && o.RemoteWriteURL == "" && o.OTLPEndpoint == "" && len(o.ScrapeTargets) == 0 {
-		return nil, script.Alongside{}, nil
+		return nil
 	}
-	clock, rec := a.Clock, a.Recorder
-	o.Metrics, o.Clock, o.RunStart = a.Metrics, clock.Now, clock.Start()
-	o.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
 	o.TraceAttributes = map[string]string{"llmchaos.script": filepath.Base(c.File)}
 	if c.Seed != nil {
 		o.TraceAttributes["llmchaos.seed"] = strconv.FormatUint(*c.Seed, 10)
 	}
 	o.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", scriptCmd, err) }
-	obs, err := observe.Start(ctx, o)
-	if err != nil {
-		return nil, script.Alongside{}, fmt.Errorf("live outputs: %w", err)
-	}
-	ths := a.Thresholds
-	return &runObservers{Observers: obs, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger},
-		script.Alongside{
-			Hooks: js.Hooks{
-				Observe: func(res *recording.Result) {
-					obs.Scheduled(&res.Tags) // a script's request is due when it is sent
-					obs.Observe(res)
-				},
-				Sample: obs.AddSample,
-			},
-			LiveChecked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(ths, failed) },
-			Document:    func(doc *report.Document) { doc.Server = obs.ServerSeries(clock.Now()) },
-		}, nil
+	return &o
 }
 
 // scriptResult maps how a script run ended to the command's exit code.

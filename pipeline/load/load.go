@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -85,11 +86,10 @@ type Config struct {
 	Warn        func(string)
 	// Alongside, when set, is called once everything is built, just before
 	// the first request is scheduled: it starts what runs with the load
-	// (live checks, progress lines, a fault timeline) and returns the
-	// function that stops it. Run calls that function as soon as the
-	// engine returned, with the engine's outcome, and it must return only
-	// once what it started has.
-	Alongside func(l *Load) (stop func(engine.RunStats, error))
+	// (live checks, progress lines, a fault timeline; see
+	// pipeline.Alongside). Run stops it as soon as the engine returned,
+	// with the engine's outcome.
+	Alongside pipeline.Alongside
 }
 
 // Stage names the step of Run that failed, in a *StageError.
@@ -235,9 +235,12 @@ func Run(ctx context.Context, cfg Config) (*Load, error) {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	l.stop = stop
-	after := func(engine.RunStats, error) {}
+	var after func(engine.RunStats, error)
 	if cfg.Alongside != nil {
-		after = cfg.Alongside(l)
+		after = cfg.Alongside(&pipeline.Run{Clock: l.Clock, Recorder: l.Recorder, Observers: l.Observers, Stop: l.Stop})
+	}
+	if after == nil {
+		after = func(engine.RunStats, error) {}
 	}
 	// after runs on every way out, a panic of the engine included: it stops
 	// and waits for what runs alongside (an experiment's fault timeline),

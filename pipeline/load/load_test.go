@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -69,8 +70,8 @@ func TestRun(t *testing.T) {
 	cfg := testConfig(streamServer(t))
 	var started, stopped bool
 	var sawRecorder *recording.Recorder
-	cfg.Alongside = func(l *Load) func(engine.RunStats, error) {
-		started, sawRecorder = true, l.Recorder
+	cfg.Alongside = func(r *pipeline.Run) func(engine.RunStats, error) {
+		started, sawRecorder = true, r.Recorder
 		return func(s engine.RunStats, err error) {
 			if err != nil || s.Scheduled != 10 {
 				t.Errorf("stop got %d scheduled, %v; want 10, nil", s.Scheduled, err)
@@ -97,13 +98,14 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestRunStop: Load.Stop from a companion ends the load early.
+// TestRunStop: Run.Stop from a companion ends the load early, and a
+// companion with nothing to stop returns no stop function.
 func TestRunStop(t *testing.T) {
 	cfg := testConfig(streamServer(t))
 	cfg.Arrival = workload.ArrivalConfig{Rate: 1, Arrival: workload.ArrivalConstant, Duration: time.Hour}.WithDefaults()
-	cfg.Alongside = func(l *Load) func(engine.RunStats, error) {
-		l.Stop(errors.New("enough"))
-		return func(engine.RunStats, error) {}
+	cfg.Alongside = func(r *pipeline.Run) func(engine.RunStats, error) {
+		r.Stop(errors.New("enough"))
+		return nil
 	}
 	done := make(chan struct{})
 	var l *Load
@@ -127,7 +129,7 @@ func TestRunStop(t *testing.T) {
 func TestRunStageError(t *testing.T) {
 	cfg := testConfig("http://127.0.0.1:1/v1")
 	cfg.Workload.Dataset = "/no/such/dataset.jsonl"
-	cfg.Alongside = func(*Load) func(engine.RunStats, error) {
+	cfg.Alongside = func(*pipeline.Run) func(engine.RunStats, error) {
 		t.Error("the companion started for a load that could not be built")
 		return func(engine.RunStats, error) {}
 	}

@@ -3,16 +3,20 @@ package script
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -118,14 +122,21 @@ func TestLiveAbortOnFail(t *testing.T) {
 		{"abort-on-errors.js", "error_rate"},
 	} {
 		t.Run(tt.script, func(t *testing.T) {
-			var checked atomic.Int64
+			var obs *observe.Observers
 			start := time.Now()
 			doc, err := Run(context.Background(), Config{
 				Script: filepath.Join("testdata", tt.script), Env: map[string]string{"BASE_URL": url},
-				Attach: func(*Attached) (Alongside, error) {
-					return Alongside{LiveChecked: func(assertions.Outcomes) { checked.Add(1) }}, nil
+				Observe: func([]js.ClientInfo) *observe.Options {
+					return &observe.Options{MetricsListen: "127.0.0.1:0"}
+				},
+				Alongside: func(r *pipeline.Run) func(engine.RunStats, error) {
+					obs = r.Observers
+					return nil
 				},
 			})
+			if obs != nil {
+				t.Cleanup(func() { _ = obs.Close(context.Background()) })
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,24 +147,31 @@ func TestLiveAbortOnFail(t *testing.T) {
 				!strings.HasPrefix(doc.Abort.Name, tt.metric) {
 				t.Errorf("verdict %s, abort %+v; want aborted by a stop condition on %s", doc.Verdict, doc.Abort, tt.metric)
 			}
-			if checked.Load() == 0 {
-				t.Error("Alongside.LiveChecked was never called")
+			// The live check's verdict reaches the live outputs before the
+			// final evaluation does.
+			if got := scrapeValue(t, obs, "llmchaos_threshold_ok", `metric="`+tt.metric+`"`); got != 0 {
+				t.Errorf("llmchaos_threshold_ok{metric=%q} after the live check: %v, want 0", tt.metric, got)
 			}
 		})
 	}
 }
 
-// TestAttachHooks: what Attach returns sees every LLM result and every
-// sample, tags them before the recorder does, ends with the load, and
-// adds to the report; the pre-flight hook sees the init code's clients
-// before any request.
-func TestAttachHooks(t *testing.T) {
+// TestAlongsideAndObservers: what runs alongside a script sees its clock,
+// recorder and live observers before any request, and is stopped once
+// the last iteration ended with the count of LLM requests; the Tagger tags
+// every result and sample before the recorder sees it; the observers are
+// fed every result and custom sample, scrape the clients' servers, and
+// their server series go into the report; the pre-flight hook sees the
+// init code's clients before any request.
+func TestAlongsideAndObservers(t *testing.T) {
 	url, model := startSim(t)
 	var (
-		observed, sampled atomic.Int64
-		ended, documented bool
-		preflightClients  []js.ClientInfo
-		attached          *Attached
+		preflightClients, observeClients []js.ClientInfo
+		seen                             *pipeline.Run
+		stats                            engine.RunStats
+		stopErr                          error
+		stopped                          int
+		scrapedBefore                    bool
 	)
 	doc, err := Run(context.Background(), Config{
 		Script: filepath.Join("testdata", "tagged.js"), Env: map[string]string{"BASE_URL": url, "MODEL": model},
@@ -161,46 +179,41 @@ func TestAttachHooks(t *testing.T) {
 			preflightClients = cs
 			return nil
 		},
-		Attach: func(a *Attached) (Alongside, error) {
-			attached = a
-			return Alongside{
-				Hooks: js.Hooks{
-					Tag:     func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
-					Observe: func(res *recording.Result) { observed.Add(1) },
-					Sample: func(name string, tags recording.Tags, _ float64) {
-						// vus and vus_max are sampled on the clock, not per
-						// iteration: not counted.
-						if tags.Phase == "fault" && name != js.MetricVUs && name != js.MetricVUsMax {
-							sampled.Add(1)
-						}
-					},
-				},
-				Ended:    func() { ended = true },
-				Document: func(*report.Document) { documented = ended },
-			}, nil
+		Tagger: func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
+		Observe: func(cs []js.ClientInfo) *observe.Options {
+			observeClients = cs
+			return &observe.Options{MetricsListen: "127.0.0.1:0", ScrapeTargets: []string{cs[0].BaseURL}}
+		},
+		Alongside: func(r *pipeline.Run) func(engine.RunStats, error) {
+			seen = r
+			if r.Observers != nil {
+				// The server series of the report need the monitor's
+				// first scrape, which it starts at once.
+				scrapedBefore = waitScraped(r.Observers)
+			}
+			return func(s engine.RunStats, err error) {
+				stats, stopErr = s, err
+				stopped++
+			}
 		},
 	})
+	if seen != nil && seen.Observers != nil {
+		t.Cleanup(func() { _ = seen.Observers.Close(context.Background()) })
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(preflightClients) != 1 || preflightClients[0].BaseURL != url {
 		t.Errorf("Preflight saw %+v, want the one client of the init code", preflightClients)
 	}
-	if attached == nil || attached.Recorder == nil || attached.Clock == nil {
-		t.Fatalf("Attach got %+v, want the run's clock and recorder", attached)
+	if len(observeClients) != 1 || observeClients[0].BaseURL != url {
+		t.Errorf("Observe saw %+v, want the one client of the init code", observeClients)
 	}
-	if _, ok := attached.Metrics.Lookup("turns"); !ok {
-		t.Error("Attached.Metrics lacks the script's custom metric")
+	if seen == nil || seen.Recorder == nil || seen.Clock == nil || seen.Observers == nil || seen.Stop == nil {
+		t.Fatalf("Alongside got %+v, want the run's clock, recorder, observers and stop", seen)
 	}
-	if got := observed.Load(); got != 6 {
-		t.Errorf("Observe saw %d results, want 6", got)
-	}
-	// 6 samples each of turns, iterations and iteration_duration.
-	if got := sampled.Load(); got != 18 {
-		t.Errorf("Sample saw %d tagged samples, want 18", got)
-	}
-	if !documented {
-		t.Error("Alongside.Document was not called after Ended")
+	if stopped != 1 || stopErr != nil || stats.Scheduled != 6 || stats.Interrupted {
+		t.Errorf("stop called %d times with %+v, %v; want once with 6 scheduled, not interrupted, no error", stopped, stats, stopErr)
 	}
 	sum := doc.Summary()
 	if c := sum.Counts(recording.TagFilter{Phase: "fault"}); c.OK != 6 {
@@ -209,22 +222,93 @@ func TestAttachHooks(t *testing.T) {
 	if s := sum.Custom("turns", recording.TagFilter{Phase: "fault"}); s == nil || s.Sum != 6 {
 		t.Errorf("turns tagged phase fault: %+v, want a sum of 6", s)
 	}
+	if got := scrapeValue(t, seen.Observers, "llmchaos_turns_total", `phase="fault"`); got != 6 {
+		t.Errorf("llmchaos_turns_total{phase=\"fault\"} on the live endpoint: %v, want 6", got)
+	}
+	if got := scrapeValue(t, seen.Observers, "llmchaos_requests_total", `phase="fault"`); got != 6 {
+		t.Errorf("llmchaos_requests_total{phase=\"fault\"} on the live endpoint: %v, want 6", got)
+	}
+	if !scrapedBefore {
+		t.Fatal("the server monitor never scraped the simulator")
+	}
+	if len(doc.Server) == 0 {
+		t.Error("the report has no server series, though the monitor scraped the simulator")
+	}
 
-	// An error of Preflight or Attach ends the run before any request.
+	// An error of Preflight, or live outputs that cannot start, end the
+	// run before any request.
 	srvURL, n := countingServer(t, http.StatusOK)
 	stop := errors.New("refused")
 	for name, cfg := range map[string]Config{
 		"preflight": {Preflight: func(context.Context, []js.ClientInfo) error { return stop }},
-		"attach":    {Attach: func(*Attached) (Alongside, error) { return Alongside{}, stop }},
+		"observe": {Observe: func([]js.ClientInfo) *observe.Options {
+			return &observe.Options{MetricsListen: "127.0.0.1:0", RemoteWriteURL: "::not a url"}
+		}},
 	} {
 		cfg.Script, cfg.Env = filepath.Join("testdata", "tagged.js"), map[string]string{"BASE_URL": srvURL, "MODEL": "m"}
-		if _, err := Run(context.Background(), cfg); !errors.Is(err, stop) {
+		cfg.Alongside = func(*pipeline.Run) func(engine.RunStats, error) {
+			t.Errorf("%s: Alongside started for a run that failed before its load", name)
+			return nil
+		}
+		_, err := Run(context.Background(), cfg)
+		if name == "preflight" && !errors.Is(err, stop) || name == "observe" && (err == nil || !strings.Contains(err.Error(), "live outputs")) {
 			t.Errorf("%s: got %v, want its error", name, err)
 		}
 	}
 	if got := n.Load(); got != 0 {
 		t.Errorf("%d requests were sent after a refusal, want none", got)
 	}
+}
+
+// waitScraped waits, for at most a minute, until obs's server monitor has
+// samples, and says whether it has.
+func waitScraped(obs *observe.Observers) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(obs.Samples()) == 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// scrapeValue reads obs's live /metrics and returns the sum of the series
+// name whose labels include label (-1: none).
+func scrapeValue(t *testing.T, obs *observe.Observers, name, label string) float64 {
+	t.Helper()
+	if obs == nil {
+		t.Fatal("no live observers")
+	}
+	resp, err := http.Get(obs.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, found := 0.0, false
+	for line := range strings.SplitSeq(string(body), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, name+"{") || !strings.Contains(series, label) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		sum, found = sum+v, true
+	}
+	if !found {
+		return -1
+	}
+	return sum
 }
 
 // TestInspectKnowsWhenRampingScenariosEnd: a scenario with stages ends
@@ -272,10 +356,11 @@ func TestInspectKnowsWhenRampingScenariosEnd(t *testing.T) {
 	}
 }
 
-// TestHooksTagScenariosSamples: a run's hooks tag every result and sample
-// (an experiment's phase) and the scenario tag stays on them, LLM results,
-// k6/http requests and the script's own metrics alike.
-func TestHooksTagScenariosSamples(t *testing.T) {
+// TestTaggerKeepsScenarios: the Tagger tags every result and sample (an
+// experiment's phase) and the scenario tag stays on them, LLM results,
+// k6/http requests and the script's own metrics alike (the live endpoint,
+// which has no scenario label, sees the phase).
+func TestTaggerKeepsScenarios(t *testing.T) {
 	url, model := startSim(t)
 	tools, n := countingServer(t, http.StatusOK)
 	script := writeScript(t, `import http from 'k6/http';
@@ -293,20 +378,21 @@ export default function () {
   turns.add(1);
 }
 `)
-	var sampled atomic.Int64
+	var obs *observe.Observers
 	doc, err := Run(context.Background(), Config{
 		Script: script, Env: map[string]string{"BASE_URL": url, "MODEL": model, "TOOL_URL": tools},
-		Attach: func(*Attached) (Alongside, error) {
-			return Alongside{Hooks: js.Hooks{
-				Tag: func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
-				Sample: func(name string, tags recording.Tags, _ float64) {
-					if name == "turns" && tags.Phase == "fault" && tags.Scenario != "" {
-						sampled.Add(1)
-					}
-				},
-			}}, nil
+		Tagger: func(_ time.Duration, tags *recording.Tags) { tags.Phase = "fault" },
+		Observe: func([]js.ClientInfo) *observe.Options {
+			return &observe.Options{MetricsListen: "127.0.0.1:0"}
+		},
+		Alongside: func(r *pipeline.Run) func(engine.RunStats, error) {
+			obs = r.Observers
+			return nil
 		},
 	})
+	if obs != nil {
+		t.Cleanup(func() { _ = obs.Close(context.Background()) })
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,14 +415,15 @@ export default function () {
 			}
 		}
 	}
-	if got := sampled.Load(); got != 5 {
-		t.Errorf("Sample saw %d turns tagged with a phase and a scenario, want 5", got)
+	if got := scrapeValue(t, obs, "llmchaos_turns_total", `phase="fault"`); got != 5 {
+		t.Errorf(`llmchaos_turns_total{phase="fault"} on the live endpoint: %v, want 5`, got)
 	}
 }
 
 // TestAbortInSetupEndsWhatRunsAlongside: exec.test.abort() in setup() ends
-// the run as aborted with its report, and what Attach started is ended and
-// sees the report; an abort in the init code ends it before Attach.
+// the run as aborted with its report, and what Alongside started is
+// stopped before the report is built; an abort in the init code ends it
+// before Alongside.
 func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
 	for _, tt := range []struct {
 		name, script string
@@ -346,14 +433,14 @@ func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
 		{"init", "import exec from 'k6/execution';\nexec.test.abort('no target');\nexport default function () {}\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var attached, ended, documented, preflight bool
+			var attached, ended, preflight bool
 			var out strings.Builder
 			doc, err := Run(context.Background(), Config{
 				Script: writeScript(t, tt.script), Stdout: &out,
 				Preflight: func(context.Context, []js.ClientInfo) error { preflight = true; return nil },
-				Attach: func(*Attached) (Alongside, error) {
+				Alongside: func(r *pipeline.Run) func(engine.RunStats, error) {
 					attached = true
-					return Alongside{Ended: func() { ended = true }, Document: func(*report.Document) { documented = ended }}, nil
+					return func(engine.RunStats, error) { ended = r.Recorder != nil }
 				},
 			})
 			if err != nil {
@@ -362,8 +449,8 @@ func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
 			if doc.Verdict != report.VerdictAborted || doc.Abort == nil || doc.Abort.Cause != report.AbortScript || doc.Abort.Detail != "no target" {
 				t.Fatalf("got verdict %s, abort %+v; want aborted by the script", doc.Verdict, doc.Abort)
 			}
-			if attached != tt.attached || preflight != tt.attached || ended != tt.attached || documented != tt.attached {
-				t.Errorf("preflight %v, attached %v, ended %v, documented after the end %v; want all %v", preflight, attached, ended, documented, tt.attached)
+			if attached != tt.attached || preflight != tt.attached || ended != tt.attached {
+				t.Errorf("preflight %v, attached %v, ended %v; want all %v", preflight, attached, ended, tt.attached)
 			}
 			if !strings.Contains(out.String(), "ABORTED") {
 				t.Errorf("the summary does not say the run was aborted:\n%s", out.String())

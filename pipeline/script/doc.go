@@ -14,7 +14,9 @@
 // Run and Inspect share one preparation (prepare.go: VU 0's init code, the
 // options, scenarios and thresholds); Inspect stops there and returns the
 // Plan that a dry run prints and an experiment plans its faults on.
-// Config's Preflight, Attach and NoSummary let an experiment check the
-// script's clients, run its fault timeline and live outputs alongside the
-// load (alongside.go, live.go) and report the run itself.
+// Config's Observe starts the live outputs as the load pipeline's does;
+// its Preflight, Tagger, Alongside (the pipelines' one contract,
+// pipeline.Alongside) and NoSummary let an experiment check the script's
+// clients, tag every sample with its phase, run its fault timeline
+// alongside the load (alongside.go, live.go) and report the run itself.
 package script

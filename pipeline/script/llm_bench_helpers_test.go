@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/benchserver"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
@@ -119,16 +120,16 @@ func benchEngine(b *testing.B, url, model string, arrival workload.ArrivalConfig
 	return eng, rec
 }
 
-// runBenchScript runs src as a script with env, and attach as
-// Config.Attach; it fails the benchmark when the run returns an error.
-func runBenchScript(b *testing.B, ctx context.Context, src string, env map[string]string, attach func(a *Attached) (Alongside, error)) *report.Document {
+// runBenchScript runs src as a script with env, and alongside as
+// Config.Alongside; it fails the benchmark when the run returns an error.
+func runBenchScript(b *testing.B, ctx context.Context, src string, env map[string]string, alongside pipeline.Alongside) *report.Document {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "script.js")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	var out bytes.Buffer
-	doc, err := Run(ctx, Config{Script: path, Env: env, Stdout: io.Discard, Stderr: &out, Attach: attach, NoSummary: true})
+	doc, err := Run(ctx, Config{Script: path, Env: env, Stdout: io.Discard, Stderr: &out, Alongside: alongside, NoSummary: true})
 	if err != nil {
 		b.Fatalf("run: %v\n%s", err, out.String())
 	}

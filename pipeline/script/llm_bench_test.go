@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/internal/benchserver"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -51,7 +52,7 @@ export default function () {
 		waitErr           error
 	)
 	b.ResetTimer()
-	doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url, "MODEL": model}, func(a *Attached) (Alongside, error) {
+	doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url, "MODEL": model}, func(a *pipeline.Run) func(engine.RunStats, error) {
 		rssInit = procStatus(b, "VmRSS") // every VU initialized, no request yet
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -94,7 +95,7 @@ export default function () {
 			}
 			a.Stop(errHeld)
 		})
-		return Alongside{Ended: func() { close(stop); wg.Wait() }}, nil
+		return func(engine.RunStats, error) { close(stop); wg.Wait() }
 	})
 	b.StopTimer()
 	if waitErr != nil {
@@ -150,9 +151,9 @@ export default function () {
 		engErr error
 		wg     sync.WaitGroup
 	)
-	doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url, "MODEL": model}, func(*Attached) (Alongside, error) {
+	doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url, "MODEL": model}, func(*pipeline.Run) func(engine.RunStats, error) {
 		wg.Go(func() { stats, engErr = eng.Run(context.Background()) })
-		return Alongside{}, nil
+		return nil
 	})
 	wg.Wait()
 	b.StopTimer()
@@ -227,13 +228,13 @@ export default function () {
 			runtime.GC()
 			var scriptCPU, scriptWall time.Duration
 			b.ResetTimer()
-			doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url}, func(*Attached) (Alongside, error) {
+			doc := runBenchScript(b, context.Background(), src, map[string]string{"URL": url}, func(*pipeline.Run) func(engine.RunStats, error) {
 				u0, s0 := benchserver.CPUTime()
 				t0 := time.Now()
-				return Alongside{Ended: func() {
+				return func(engine.RunStats, error) {
 					u1, s1 := benchserver.CPUTime()
 					scriptCPU, scriptWall = (u1-u0)+(s1-s0), time.Since(t0)
-				}}, nil
+				}
 			})
 			sc := doc.Summary().Counts(recording.TagFilter{})
 

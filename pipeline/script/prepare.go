@@ -53,7 +53,8 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 // releases the shared state's connections.
 func (r *run) close() {
 	if r.att != nil {
-		r.att.end()
+		r.att.end(errors.New("the script run ended before its load did"))
+		r.att.close()
 	}
 	r.cancel(nil)
 	r.sh.Close()

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
@@ -61,11 +63,25 @@ type Config struct {
 	// as is (unless the run's context ended meanwhile: the run is then
 	// aborted, with its report).
 	Preflight func(ctx context.Context, clients []js.ClientInfo) error
-	// Attach, when set, starts what runs with the load (live outputs, an
-	// experiment's fault timeline) once every VU is initialized and the
-	// run's clock started, before setup(); see Attached and Alongside. Its
-	// error ends the run, returned as is.
-	Attach func(a *Attached) (Alongside, error)
+	// Tagger, when set, fills the run-level tags of every LLM result (at
+	// its send) and every sample (at its record) before the recorder sees
+	// it: an experiment's phase and fault, as the load pipeline's Tagger.
+	Tagger func(at time.Duration, tags *recording.Tags)
+	// Observe, when set, gives the live observers' options (Prometheus
+	// endpoint, remote write, tracing, server monitor) once VU 0's init
+	// code made its llm.Client objects, so that a monitor can follow their
+	// base URLs; nil options: none. Run sets their Clock, RunStart,
+	// InFlight and Metrics (the script's custom metrics included), feeds
+	// them every result and sample, and adds their server series to the
+	// report; Alongside receives them, and its caller closes them. A
+	// failure to start them ends the run before setup().
+	Observe func(clients []js.ClientInfo) *observe.Options
+	// Alongside, when set, starts what runs with the load (an
+	// experiment's fault timeline, progress) once every VU is initialized
+	// and the run's clock started, before setup() (see
+	// pipeline.Alongside); Run stops it once the last iteration ended,
+	// before teardown().
+	Alongside pipeline.Alongside
 	// ExternalStops says that the caller checks the abortOnFail
 	// thresholds itself (an experiment's stop conditions); otherwise Run
 	// checks them every second and stops the run, with a *StopError cause
@@ -117,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 
 	r.sh.RestartClock()
 	r.pacer = engine.NewPacer(r.sh.Clock, engine.PacerOptions{})
-	if r.att, err = attach(cfg, r.sh, r.ths, r.cancel); err != nil {
+	if r.att, err = attach(r.ctx, cfg, r.sh, r.ths, r.cancel); err != nil {
 		return nil, err
 	}
 	data, err := r.setup()
@@ -141,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	}
 	wg.Wait()
 	stopSampling()
-	r.att.end()
+	r.att.end(nil)
 	interrupted := r.ctx.Err() != nil
 	var teardownErr error
 	if !interrupted {
@@ -281,7 +297,7 @@ func (r *run) teardown() error {
 func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, error) {
 	sh, cfg := r.sh, r.cfg
 	if r.att != nil {
-		r.att.end()
+		r.att.end(nil)
 	}
 	end := sh.Clock.Now()
 	doc, err := report.Build(report.Meta{
