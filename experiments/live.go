@@ -28,17 +28,18 @@ var (
 	ErrNoSuchFault = errors.New("no such fault is injected")
 )
 
-// LiveOptions configure a live run (Options.Live).
-type LiveOptions struct {
+// ControlOptions configure a live run (Options.Live).
+type ControlOptions struct {
 	// MaxDuration is the longest the load runs when nobody ends it (0:
 	// DefaultLiveMaxDuration).
 	MaxDuration time.Duration
 }
 
-// Live is the control of a live run: a game day, in which people inject
-// and revert faults by hand, change the load, play the experiment's own
-// timeline step by step, write notes, and end the run when they are done.
-// Make one with NewLive, give it to Run in Options.Live, and act on it
+// Control is the hand control of a live run: a game day, in which people
+// inject and revert faults by hand, change the load, play the
+// experiment's own timeline step by step, write notes, and end the run
+// when they are done. Make one with NewControl, give it to Run in
+// Options.Live, and act on it
 // from any goroutine once Ready is closed; Run returns once End was
 // called (or a stop condition, a signal, the maximum duration ended the
 // load).
@@ -52,8 +53,8 @@ type LiveOptions struct {
 // and is kept within the experiment's blast_radius; the guard reverts
 // everything if the process is killed. Every action is recorded in the
 // run's events with who did it.
-type Live struct {
-	opts  LiveOptions
+type Control struct {
+	opts  ControlOptions
 	load  *engine.LiveLoad
 	sw    *workload.Switch // the workload, switched between presets
 	ready chan struct{}    // closed once the load started
@@ -83,24 +84,24 @@ type liveFault struct {
 	step      int           // its timeline step + 1; 0 for one injected by hand
 }
 
-// NewLive returns the control of a live run, not started.
-func NewLive(opts LiveOptions) *Live {
+// NewControl returns the control of a live run, not started.
+func NewControl(opts ControlOptions) *Control {
 	if opts.MaxDuration <= 0 {
 		opts.MaxDuration = DefaultLiveMaxDuration
 	}
-	return &Live{opts: opts, ready: make(chan struct{}), done: make(chan struct{}), faults: map[string]*liveFault{}, tlWake: make(chan struct{})}
+	return &Control{opts: opts, ready: make(chan struct{}), done: make(chan struct{}), faults: map[string]*liveFault{}, tlWake: make(chan struct{})}
 }
 
 // Ready is closed once the load has started and actions are taken.
-func (l *Live) Ready() <-chan struct{} { return l.ready }
+func (l *Control) Ready() <-chan struct{} { return l.ready }
 
 // Done is closed once Run has returned.
-func (l *Live) Done() <-chan struct{} { return l.done }
+func (l *Control) Done() <-chan struct{} { return l.done }
 
 // makeLive turns plan p into a live one: proxies in front of every
 // endpoint, so that proxy faults can be injected by hand, and a load shape
 // that can change while it runs, lasting at most the live maximum.
-func (p *plan) makeLive(l *Live) error {
+func (p *plan) makeLive(l *Control) error {
 	if p.script != nil {
 		return errors.New("a game day drives the workload's load itself: give a workload of rate or concurrency, not a script")
 	}
@@ -146,7 +147,7 @@ func (p *plan) makeLive(l *Live) error {
 // start binds l to run r once its load started: faults act on ctx, and
 // none is injected before gate opens (the steady state was seen to hold
 // before the faults).
-func (l *Live) start(ctx context.Context, r *run, gate <-chan struct{}) {
+func (l *Control) start(ctx context.Context, r *run, gate <-chan struct{}) {
 	l.mu.Lock()
 	l.r, l.ctx, l.gate = r, ctx, gate
 	l.tlState.states = make([]string, len(r.p.faults))
@@ -162,7 +163,7 @@ func (l *Live) start(ctx context.Context, r *run, gate <-chan struct{}) {
 // close ends l's actions once the load has ended: nothing new starts, and
 // it returns once those in progress have (their faults are then in the
 // ledger, for the run to revert).
-func (l *Live) close() {
+func (l *Control) close() {
 	l.mu.Lock()
 	l.closed = true
 	l.wakeTimelineLocked()
@@ -171,10 +172,10 @@ func (l *Live) close() {
 }
 
 // finish marks l done; Run calls it as it returns.
-func (l *Live) finish() { close(l.done) }
+func (l *Control) finish() { close(l.done) }
 
 // goroutine runs f on l's busy group unless l is closed.
-func (l *Live) goroutine(f func()) bool {
+func (l *Control) goroutine(f func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -189,7 +190,7 @@ func (l *Live) goroutine(f func()) bool {
 
 // enter starts an action: it returns the run, or why none can be taken
 // now. The caller calls l.busy.Done when it is done.
-func (l *Live) enter() (*run, error) {
+func (l *Control) enter() (*run, error) {
 	select {
 	case <-l.ready:
 	default:

@@ -10,7 +10,7 @@ import (
 
 // Note records a facilitator's note (a observation, a hypothesis) by by
 // at the current run-clock time, as an event of the run, and returns it.
-func (l *Live) Note(text, by string) (report.EventRecord, error) {
+func (l *Control) Note(text, by string) (report.EventRecord, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return report.EventRecord{}, errors.New("the note is empty")
@@ -27,7 +27,7 @@ func (l *Live) Note(text, by string) (report.EventRecord, error) {
 }
 
 // Events returns the run's events from the i-th on, and the next i.
-func (l *Live) Events(i int) ([]report.EventRecord, int) {
+func (l *Control) Events(i int) ([]report.EventRecord, int) {
 	select {
 	case <-l.ready:
 	default:

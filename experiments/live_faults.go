@@ -63,7 +63,7 @@ type ActiveFault struct {
 // *RefusedError, recorded), built, journalled and injected through the
 // fault contract, and reverted after its Duration (if any). The error is
 // the injection's when it failed.
-func (l *Live) Inject(mf ManualFault, by string) (ActiveFault, error) {
+func (l *Control) Inject(mf ManualFault, by string) (ActiveFault, error) {
 	r, err := l.enter()
 	if err != nil {
 		return ActiveFault{}, err
@@ -116,7 +116,7 @@ func (l *Live) Inject(mf ManualFault, by string) (ActiveFault, error) {
 // injectLive injects lf's fault f now, and schedules its revert when it
 // has a duration. It holds no lock: blast-radius checks and injections
 // of two actions at once are serialised by inj.
-func (l *Live) injectLive(r *run, lf *liveFault, f faults.Fault) (ActiveFault, error) {
+func (l *Control) injectLive(r *run, lf *liveFault, f faults.Fault) (ActiveFault, error) {
 	l.mu.Lock()
 	if err := l.blastRadiusLocked(r, lf.name, lf.endpoints); err != nil {
 		l.mu.Unlock()
@@ -160,7 +160,7 @@ func (lf *liveFault) active() ActiveFault {
 }
 
 // Revert reverts the injected fault name for by, at once.
-func (l *Live) Revert(name, by string) error {
+func (l *Control) Revert(name, by string) error {
 	r, err := l.enter()
 	if err != nil {
 		return err
@@ -185,7 +185,7 @@ func (l *Live) Revert(name, by string) error {
 
 // RevertAll reverts every injected fault for by, last injected first, and
 // pauses the timeline so that it injects nothing more.
-func (l *Live) RevertAll(by string) error {
+func (l *Control) RevertAll(by string) error {
 	r, err := l.enter()
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (l *Live) RevertAll(by string) error {
 }
 
 // Active returns the faults injected now, in the order they were.
-func (l *Live) Active() []ActiveFault {
+func (l *Control) Active() []ActiveFault {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.r == nil {
@@ -234,7 +234,7 @@ func (l *Live) Active() []ActiveFault {
 }
 
 // autoName names a fault injected by hand after its type: "latency-1".
-func (l *Live) autoName(r *run, typ string) string {
+func (l *Control) autoName(r *run, typ string) string {
 	base := typ[strings.LastIndexByte(typ, '.')+1:]
 	base = strings.ReplaceAll(base, "_", "-")
 	l.mu.Lock()

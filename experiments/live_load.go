@@ -36,7 +36,7 @@ type LoadState struct {
 }
 
 // Load returns the load's settings now (zero before the load started).
-func (l *Live) Load() LoadState {
+func (l *Control) Load() LoadState {
 	select {
 	case <-l.ready:
 		return l.loadState()
@@ -45,12 +45,12 @@ func (l *Live) Load() LoadState {
 	}
 }
 
-func (l *Live) loadState() LoadState {
+func (l *Control) loadState() LoadState {
 	return LoadState{LiveState: l.load.State(), Preset: l.sw.Name()}
 }
 
 // switchPreset makes the load's requests those of preset name.
-func (l *Live) switchPreset(r *run, name string) error {
+func (l *Control) switchPreset(r *run, name string) error {
 	if r.p.spec.Workload.Dataset != "" {
 		return &RefusedError{Reason: "the workload replays a dataset: its requests are the dataset's, whatever the preset"}
 	}
@@ -73,7 +73,7 @@ func (l *Live) switchPreset(r *run, name string) error {
 
 // SetLoad changes the load for by: a rate for an open loop, users for a
 // closed loop (the other is refused), a pause or a resume.
-func (l *Live) SetLoad(c LoadChange, by string) (LoadState, error) {
+func (l *Control) SetLoad(c LoadChange, by string) (LoadState, error) {
 	r, err := l.enter()
 	if err != nil {
 		return LoadState{}, err
@@ -124,7 +124,7 @@ func (l *Live) SetLoad(c LoadChange, by string) (LoadState, error) {
 // End ends the game day for by: the load's schedule ends (requests in
 // flight get the grace), every fault is reverted, and Run writes its
 // record and returns.
-func (l *Live) End(by string) error {
+func (l *Control) End(by string) error {
 	r, err := l.enter()
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func (e *RefusedError) Error() string { return "refused: " + e.Reason }
 
 // refused records a refusal in the run's events and returns it as a
 // *RefusedError.
-func (l *Live) refused(r *run, err error, by string) error {
+func (l *Control) refused(r *run, err error, by string) error {
 	var re *RefusedError
 	if !errors.As(err, &re) {
 		re = &RefusedError{Reason: err.Error()}
@@ -29,7 +29,7 @@ func (l *Live) refused(r *run, err error, by string) error {
 }
 
 // gateOpen refuses faults until the steady state was seen to hold.
-func (l *Live) gateOpen() error {
+func (l *Control) gateOpen() error {
 	select {
 	case <-l.gate:
 		return nil
@@ -40,13 +40,13 @@ func (l *Live) gateOpen() error {
 
 // blastRadius checks that a fault acting on endpoints may be injected
 // now.
-func (l *Live) blastRadius(r *run, name string, endpoints []int) error {
+func (l *Control) blastRadius(r *run, name string, endpoints []int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.blastRadiusLocked(r, name, endpoints)
 }
 
-func (l *Live) blastRadiusLocked(r *run, name string, endpoints []int) error {
+func (l *Control) blastRadiusLocked(r *run, name string, endpoints []int) error {
 	br := r.p.spec.BlastRadius
 	n := 0
 	hit := map[int]bool{}

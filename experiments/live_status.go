@@ -34,7 +34,7 @@ type LiveStatus struct {
 }
 
 // Status returns the live run's state now.
-func (l *Live) Status() LiveStatus {
+func (l *Control) Status() LiveStatus {
 	select {
 	case <-l.ready:
 	default:
@@ -82,7 +82,7 @@ func (l *Live) Status() LiveStatus {
 
 // Recorder returns the load's recorder (nil before the load started), for
 // live figures: read it with its own methods (Window, Snapshot).
-func (l *Live) Recorder() *recording.Recorder {
+func (l *Control) Recorder() *recording.Recorder {
 	select {
 	case <-l.ready:
 		return l.r.rec
@@ -92,7 +92,7 @@ func (l *Live) Recorder() *recording.Recorder {
 }
 
 // Now returns the run clock (0 before the load started).
-func (l *Live) Now() time.Duration {
+func (l *Control) Now() time.Duration {
 	select {
 	case <-l.ready:
 		return l.r.now()
@@ -104,7 +104,7 @@ func (l *Live) Now() time.Duration {
 // ServerSamples returns the server monitor's samples taken after since on
 // the run clock (none without the monitor), with the endpoint each was
 // scraped from.
-func (l *Live) ServerSamples(since time.Duration) []scrape.Sample {
+func (l *Control) ServerSamples(since time.Duration) []scrape.Sample {
 	select {
 	case <-l.ready:
 	default:
@@ -126,7 +126,7 @@ func (l *Live) ServerSamples(since time.Duration) []scrape.Sample {
 // GPUSamples returns the GPU memory samples taken after since on the run
 // clock: the simulator's virtual GPUs (endpoint "vgpu-N"), or real GPUs
 // through NVML, with the series names of report.Document.GPU.
-func (l *Live) GPUSamples(since time.Duration) []scrape.Sample {
+func (l *Control) GPUSamples(since time.Duration) []scrape.Sample {
 	select {
 	case <-l.ready:
 	default:

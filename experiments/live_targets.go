@@ -67,7 +67,7 @@ type TargetReplica struct {
 }
 
 // Targets returns what faults can act on now.
-func (l *Live) Targets(ctx context.Context) Targets {
+func (l *Control) Targets(ctx context.Context) Targets {
 	out := Targets{Endpoints: []TargetEndpoint{}}
 	select {
 	case <-l.ready:

@@ -58,7 +58,7 @@ type TimelineStep struct {
 }
 
 // Timeline returns the experiment's timeline and where it is.
-func (l *Live) Timeline() Timeline {
+func (l *Control) Timeline() Timeline {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	tl := Timeline{Steps: []TimelineStep{}}
@@ -80,7 +80,7 @@ func (l *Live) Timeline() Timeline {
 }
 
 // offsetLocked is the timeline's position now. l.mu is held.
-func (l *Live) offsetLocked() time.Duration {
+func (l *Control) offsetLocked() time.Duration {
 	s := l.tlState
 	if !s.playing {
 		return s.offset
@@ -89,7 +89,7 @@ func (l *Live) offsetLocked() time.Duration {
 }
 
 // wakeTimelineLocked wakes the timeline's player. l.mu is held.
-func (l *Live) wakeTimelineLocked() {
+func (l *Control) wakeTimelineLocked() {
 	close(l.tlWake)
 	l.tlWake = make(chan struct{})
 }
@@ -97,7 +97,7 @@ func (l *Live) wakeTimelineLocked() {
 // PlayTimeline plays the experiment's timeline from where it is: each
 // step is injected when the timeline's position reaches its at, keeping
 // the file's spacing.
-func (l *Live) PlayTimeline(by string) error {
+func (l *Control) PlayTimeline(by string) error {
 	return l.timelineAction(by, "timeline_play", func(r *run) error {
 		if l.tlState.next >= len(r.p.faults) {
 			return errors.New("the timeline has no step left")
@@ -111,14 +111,14 @@ func (l *Live) PlayTimeline(by string) error {
 
 // PauseTimeline pauses the timeline where it is (the faults it injected
 // stay, until their duration is over).
-func (l *Live) PauseTimeline(by string) error {
+func (l *Control) PauseTimeline(by string) error {
 	return l.timelineAction(by, "timeline_pause", func(r *run) error {
 		l.pauseTimelineLocked(r)
 		return nil
 	})
 }
 
-func (l *Live) pauseTimelineLocked(r *run) {
+func (l *Control) pauseTimelineLocked(r *run) {
 	if l.tlState.playing {
 		l.tlState.offset, l.tlState.since, l.tlState.playing = l.offsetLocked(), r.now(), false
 	}
@@ -126,7 +126,7 @@ func (l *Live) pauseTimelineLocked(r *run) {
 
 // StepTimeline injects the timeline's next step now (its position moves
 // to the step's at).
-func (l *Live) StepTimeline(by string) error {
+func (l *Control) StepTimeline(by string) error {
 	var k int
 	err := l.timelineAction(by, "timeline_step", func(r *run) error {
 		if l.tlState.next >= len(r.p.faults) {
@@ -143,7 +143,7 @@ func (l *Live) StepTimeline(by string) error {
 
 // SkipTimeline passes over the timeline's next step without injecting
 // it.
-func (l *Live) SkipTimeline(by string) error {
+func (l *Control) SkipTimeline(by string) error {
 	return l.timelineAction(by, "timeline_skip", func(r *run) error {
 		k := l.tlState.next
 		if k >= len(r.p.faults) {
@@ -158,7 +158,7 @@ func (l *Live) SkipTimeline(by string) error {
 
 // timelineAction runs f on the timeline under l.mu for by, records it as
 // event kind and wakes the player.
-func (l *Live) timelineAction(by, kind string, f func(r *run) error) error {
+func (l *Control) timelineAction(by, kind string, f func(r *run) error) error {
 	r, err := l.enter()
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func (l *Live) timelineAction(by, kind string, f func(r *run) error) error {
 
 // advanceLocked records that step k was dealt with (state, by) and moves
 // the timeline past it. l.mu is held.
-func (l *Live) advanceLocked(r *run, k int, state, by string) {
+func (l *Control) advanceLocked(r *run, k int, state, by string) {
 	l.tlState.states[k], l.tlState.by[k] = state, by
 	if l.tlState.next <= k {
 		l.tlState.next = k + 1
@@ -196,7 +196,7 @@ func (l *Live) advanceLocked(r *run, k int, state, by string) {
 }
 
 // runStep injects timeline step k for by.
-func (l *Live) runStep(k int, by string) error {
+func (l *Control) runStep(k int, by string) error {
 	r, err := l.enter()
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (l *Live) runStep(k int, by string) error {
 // playTimeline is the timeline's player: while the timeline plays, it
 // injects each step when the position reaches its at. It returns when l
 // closes.
-func (l *Live) playTimeline() {
+func (l *Control) playTimeline() {
 	for {
 		l.mu.Lock()
 		if l.closed {

@@ -104,11 +104,11 @@ type Options struct {
 	// returned and closes the file under it.
 	SaveRequests *recording.RequestWriter
 
-	// Live, when set, makes the run a live one (a game day): the load
-	// runs until Live.End, faults are injected and reverted by hand
-	// through Live, and the experiment's faults are a timeline Live
-	// plays step by step. See Live.
-	Live *Live
+	// Live, when set, makes the run a live one (a game day) driven by
+	// this Control: the load runs until Control.End, faults are injected
+	// and reverted by hand through it, and the experiment's faults are a
+	// timeline it plays step by step. See Control.
+	Live *Control
 
 	// Shards runs the load of an experiment with workload.shards N > 1
 	// (see ShardRunner). Nil: an Indexed Job of ShardImage in the
