@@ -43,7 +43,7 @@ var layers = []struct {
 	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal"}},
 	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm"}},
 	{"history", []string{"report", "assertions", "xk6-llm"}},
-	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report"}},
+	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal"}},
 	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm"}},
 	{"deploy", nil},
 	// The binary: flags, and a call into a package.

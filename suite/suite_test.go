@@ -18,35 +18,13 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/server/servertest"
 )
-
-func TestWorst(t *testing.T) {
-	tests := []struct {
-		codes []int
-		want  int
-	}{
-		{nil, 0},
-		{[]int{0, 0}, 0},
-		{[]int{0, 99, 96}, 99},
-		{[]int{95, 96}, 96},
-		{[]int{99, 2}, 2},
-		{[]int{99, 1, 2}, 1},
-		{[]int{1, 98}, 98},
-		{[]int{98, 97, 99}, 97},
-		{[]int{0, 42}, 42}, // unknown: ranks as 1
-		{[]int{42, 98}, 98},
-	}
-	for _, tt := range tests {
-		if got := Worst(tt.codes...); got != tt.want {
-			t.Errorf("Worst(%v) = %d, want %d", tt.codes, got, tt.want)
-		}
-	}
-}
 
 func TestClassify(t *testing.T) {
 	doc := func(verdict string, a *report.Abort) *report.Document {
@@ -190,10 +168,10 @@ experiments:
 	if rec.Experiments[0].Health != nil {
 		t.Errorf("the first experiment was health-checked: %+v", rec.Experiments[0].Health)
 	}
-	if b.RunDir != "" || b.ExitCode == nil || *b.ExitCode != ExitNotSteady {
+	if b.RunDir != "" || b.ExitCode == nil || *b.ExitCode != exitcode.NotSteady {
 		t.Errorf("skipped experiment: run dir %q, exit %v; want none, 96", b.RunDir, b.ExitCode)
 	}
-	if rec.ExitCode != ExitNotSteady || rec.Status != report.VerdictFail {
+	if rec.ExitCode != exitcode.NotSteady || rec.Status != report.VerdictFail {
 		t.Errorf("suite exit %d status %s, want 96 fail", rec.ExitCode, rec.Status)
 	}
 	// The skipped experiment counts 0 in the suite's score.
@@ -301,7 +279,7 @@ func TestRunInterrupted(t *testing.T) {
 	if r := rec.Experiments[2].Reason; r != "the suite was interrupted by signal SIGINT" {
 		t.Errorf("not-run reason %q", r)
 	}
-	if rec.ExitCode != ExitAborted || rec.Status != report.VerdictAborted || rec.Abort == nil || rec.Abort.Name != "SIGINT" {
+	if rec.ExitCode != exitcode.Aborted || rec.Status != report.VerdictAborted || rec.Abort == nil || rec.Abort.Name != "SIGINT" {
 		t.Errorf("suite: exit %d status %s abort %+v; want 98, aborted by SIGINT", rec.ExitCode, rec.Status, rec.Abort)
 	}
 	if rec.Score != nil {
@@ -318,7 +296,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !strings.Contains(text.String(), "verdict: ABORTED by signal SIGINT (2 experiment(s) not run); exit code 98") {
 		t.Errorf("summary:\n%s", text.String())
 	}
-	if r, err := ReadRecord(filepath.Join(dir, RecordFile)); err != nil || r.ExitCode != ExitAborted {
+	if r, err := ReadRecord(filepath.Join(dir, RecordFile)); err != nil || r.ExitCode != exitcode.Aborted {
 		t.Errorf("suite.json: %v, %+v", err, r)
 	}
 }
@@ -349,7 +327,7 @@ func TestRunContinueOnFail(t *testing.T) {
 					t.Errorf("experiment %d: %s, want %s", j+1, e.Status, want[j])
 				}
 			}
-			if rec.ExitCode != ExitThresholds {
+			if rec.ExitCode != exitcode.Thresholds {
 				t.Errorf("exit %d, want 99", rec.ExitCode)
 			}
 			if !cont && !strings.Contains(rec.Experiments[2].Reason, "continue_on_fail is false and e1 did not pass") {
@@ -408,7 +386,7 @@ func TestJUnitMarksEachStatus(t *testing.T) {
 	if doc.Failures != 2 || doc.Errors != 2 || doc.Skipped != 1 || doc.Tests != 5 {
 		t.Errorf("totals tests %d failures %d errors %d skipped %d, want 5 2 2 1", doc.Tests, doc.Failures, doc.Errors, doc.Skipped)
 	}
-	if rec.ExitCode != ExitRevertFailed {
+	if rec.ExitCode != exitcode.RevertFailed {
 		t.Errorf("exit %d, want 97", rec.ExitCode)
 	}
 	props := map[string]string{}
@@ -456,7 +434,7 @@ func TestRunRecordsEachRun(t *testing.T) {
 	if l := rec.labels[0]; l["suite"] != DefaultName || l["commit"] != "abc123" || l["tags"] != "llm" {
 		t.Errorf("labels %v", l)
 	}
-	if r.ExitCode != ExitOK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
+	if r.ExitCode != exitcode.OK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
 		t.Errorf("exit %d warnings %q, want 0 and the recorder's error as warnings", r.ExitCode, r.Warnings)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/capacity"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -288,7 +289,7 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 		if ctx.Err() != nil {
 			err := fmt.Errorf("aborted during the pre-flight check (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
 			fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
-			return withCode(ExitAborted, err)
+			return withCode(exitcode.Aborted, err)
 		}
 		return se.Err
 	}
@@ -317,13 +318,13 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 	case runErr != nil && ctx.Err() != nil:
 		err := fmt.Errorf("interrupted (%s) after %d steps: the outputs hold them", report.InterruptAbort(context.Cause(ctx)), len(res.Steps))
 		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
-		return withCode(ExitAborted, err)
+		return withCode(exitcode.Aborted, err)
 	case runErr != nil:
 		return fmt.Errorf("step %d: %w", len(res.Steps), runErr)
 	}
 	switch res.Status {
 	case capacity.StatusBelowMin:
-		return withCode(ExitThresholds, errors.New(res.Summary))
+		return withCode(exitcode.Thresholds, errors.New(res.Summary))
 	case capacity.StatusClientLimited, capacity.StatusStepLimit:
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, res.Summary)
 	}

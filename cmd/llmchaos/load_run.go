@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
@@ -85,7 +86,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 			if ctx.Err() != nil {
 				err = fmt.Errorf("aborted during the discovery of the Kubernetes target's endpoints (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
 				fmt.Fprintf(stderr, "llmchaos load: %v\n", err)
-				return withCode(ExitAborted, err)
+				return withCode(exitcode.Aborted, err)
 			}
 			if _, ok := errors.AsType[*exitError](err); ok {
 				return err
@@ -186,7 +187,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 				}
 				err := fmt.Errorf("aborted during %s (%s): no load was sent", during, report.InterruptAbort(context.Cause(ctx)))
 				fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
-				return withCode(ExitAborted, err)
+				return withCode(exitcode.Aborted, err)
 			}
 			if se.Stage == load.StageStart {
 				return usageError(fmt.Errorf("--start-at: %w", se.Err))

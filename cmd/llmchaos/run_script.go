@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/pipeline/script"
@@ -297,10 +298,10 @@ func scriptResult(doc *report.Document, err error) error {
 		return usageError(err)
 	}
 	if errors.Is(err, errPreflightInterrupted) {
-		return withCode(ExitAborted, err)
+		return withCode(exitcode.Aborted, err)
 	}
 	if err != nil {
-		return withCode(ExitInternal, err)
+		return withCode(exitcode.Internal, err)
 	}
 	return verdictError(doc)
 }
