@@ -22,17 +22,20 @@ var layers = []struct {
 	unit    string
 	imports []string
 }{
-	// Neutral helpers, and what the simulator shares with the chaos side.
+	// Neutral helpers, and what the simulator shares with the chaos side;
+	// the JUnit document, which the script runtime writes too.
+	{"internal/junit", nil},
 	{"internal", nil},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
 	// that nothing but cmd imports it).
 	{"sim", []string{"simcontract"}},
 	// The load engine library, the product's extension point: nothing
-	// above it.
-	{"xk6-llm", nil},
+	// above it (the JUnit document of a script's jUnit() summary lies
+	// below).
+	{"xk6-llm", []string{"internal/junit"}},
 	{"assertions", []string{"xk6-llm"}},
-	{"report", []string{"assertions", "xk6-llm"}},
+	{"report", []string{"assertions", "xk6-llm", "internal/junit"}},
 	{"telemetry", []string{"report", "assertions", "xk6-llm"}},
 	{"faults", []string{"simcontract", "internal"}},
 	// The run pipelines (load, script), above what they combine and below
@@ -43,11 +46,11 @@ var layers = []struct {
 	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal"}},
 	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm"}},
 	{"history", []string{"report", "assertions", "xk6-llm"}},
-	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal"}},
+	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal"}},
 	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm"}},
 	{"deploy", nil},
 	// The binary: flags, and a call into a package.
-	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal"}},
+	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal"}},
 }
 
 // unitOf is the floor unit of a module-relative path: the longest unit of
@@ -173,6 +176,8 @@ func TestLayersTable(t *testing.T) {
 		{"experiments/catalog", "experiments"},
 		{"experiments", "experiments"},
 		{"simcontract/vgpu", "simcontract"},
+		{"internal/junit", "internal/junit"},
+		{"internal/kube", "internal"},
 		{"sim/server", "sim"},
 		{"cmd/llmchaos", "cmd"},
 		{"experimentsx", ""},

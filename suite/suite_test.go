@@ -19,6 +19,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/junit"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
@@ -90,13 +91,13 @@ thresholds:
 }
 
 // parseJUnit reads the suite's JUnit XML back.
-func parseJUnit(t *testing.T, r *Record) junitSuites {
+func parseJUnit(t *testing.T, r *Record) junit.Suites {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteJUnit(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("JUnit does not parse: %v\n%s", err, b.String())
 	}
@@ -359,14 +360,14 @@ func TestJUnitMarksEachStatus(t *testing.T) {
 	if len(doc.Suites) != 4 {
 		t.Fatalf("%d testsuites, want 4 (the filtered one left out)", len(doc.Suites))
 	}
-	find := func(s junitSuite, prefix string) junitCase {
+	find := func(s junit.Suite, prefix string) junit.Case {
 		for _, c := range s.Cases {
 			if strings.HasPrefix(c.Name, prefix) {
 				return c
 			}
 		}
 		t.Fatalf("testsuite %s has no case %q: %+v", s.Name, prefix, s.Cases)
-		return junitCase{}
+		return junit.Case{}
 	}
 	if c := find(doc.Suites[0], "fault kill (replica.kill) reverted"); c.Failure == nil || c.Failure.Type != "revert" || !strings.Contains(c.Failure.Message, "replica 2 is still stopped") {
 		t.Errorf("revert case %+v", c)
