@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -34,7 +35,7 @@ func TestRunScriptExitCodes(t *testing.T) {
 		stdout   []string
 		checkOut func(t *testing.T)
 	}{
-		{name: "pass with reports", code: ExitOK,
+		{name: "pass with reports", code: exitcode.OK,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=10", "-e", "DURATION=1s",
 				"--out", dir, "--junit", filepath.Join(dir, "junit.xml")},
 			checkOut: func(t *testing.T) {
@@ -50,26 +51,26 @@ func TestRunScriptExitCodes(t *testing.T) {
 					t.Errorf("junit.xml: %v, want XML naming the custom threshold", err)
 				}
 			}},
-		{name: "failed threshold", code: ExitThresholds,
+		{name: "failed threshold", code: exitcode.Thresholds,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=5", "--duration", "1s", "-e", "MIN_TPS=1000000000000"}},
-		{name: "vus and iterations override the scenarios", code: ExitOK,
+		{name: "vus and iterations override the scenarios", code: exitcode.OK,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "--vus", "2", "--iterations", "3", "-q"}},
-		{name: "syntax error", code: ExitUsage,
+		{name: "syntax error", code: exitcode.Usage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.js")},
 			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
-		{name: "unknown import", code: ExitUsage,
+		{name: "unknown import", code: exitcode.Usage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
 			stderr: []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/data", "k6/execution", "k6/x/summary"}},
-		{name: "typescript", code: ExitOK,
+		{name: "typescript", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "typescript.ts"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=2"}},
-		{name: "typescript syntax error", code: ExitUsage,
+		{name: "typescript syntax error", code: exitcode.Usage,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.ts")},
 			stderr: []string{"syntax-error.ts:8:34", "SyntaxError"}},
-		{name: "custom trend threshold holds", code: ExitOK,
+		{name: "custom trend threshold holds", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4"}},
-		{name: "custom trend threshold fails", code: ExitThresholds,
+		{name: "custom trend threshold fails", code: exitcode.Thresholds,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4", "-e", "LONG_MAX_MS=1"}},
-		{name: "handleSummary replaces the summary, --junit is still written", code: ExitOK,
+		{name: "handleSummary replaces the summary, --junit is still written", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "handle-summary.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model,
 				"-e", "SUMMARY_JSON=" + filepath.Join(dir, "summary.json"), "--junit", filepath.Join(dir, "hs-junit.xml")},
 			checkOut: func(t *testing.T) {
@@ -79,9 +80,9 @@ func TestRunScriptExitCodes(t *testing.T) {
 					}
 				}
 			}},
-		{name: "exec.test.abort() is an abort", code: ExitAborted,
+		{name: "exec.test.abort() is an abort", code: exitcode.Aborted,
 			args: []string{"run", abort}, stdout: []string{"verdict: ABORTED by the script (exec.test.abort()): no target"}},
-		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
+		{name: "bad -e", code: exitcode.Usage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

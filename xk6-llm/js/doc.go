@@ -16,8 +16,8 @@
 // hands it to a Scenario (the function it calls, __ENV additions, tags)
 // and VU.Run runs one iteration, where an exception fails that iteration
 // only. Shared.Exec and Scenario hold the execution state k6/execution
-// shows. The executors and the run pipeline live in the runner
-// sub-package.
+// shows. The executors and the run pipeline live a floor above, in
+// pipeline/script.
 //
 // Timings of LLM requests are taken in Go by the load engine's client and
 // recorded into the run's recorder exactly as `llmchaos load` records
