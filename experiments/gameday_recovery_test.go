@@ -20,7 +20,7 @@ func TestGameDayManualRevertRecovery(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 30*time.Second, httpErrorFault("planned", 2*time.Second, 20*time.Second))
-	live := NewLive(LiveOptions{MaxDuration: time.Minute})
+	live := NewControl(ControlOptions{MaxDuration: time.Minute})
 	var out testutil.SyncBuffer
 	type result struct {
 		o   *Outcome

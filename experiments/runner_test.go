@@ -367,8 +367,10 @@ func TestRunRealProxyFault(t *testing.T) {
 	}
 	// Every one of them was made by the proxy on purpose, and the fault's
 	// record says how many.
-	if n := d.Faults[0].RequestsActedOn; n == nil || *n != d.Requests.ErrorsByClass["http_5xx"] {
-		t.Errorf("fault record's requests_acted_on %v, want the %d http_5xx errors it made", n, d.Requests.ErrorsByClass["http_5xx"])
+	if n := d.Faults[0].RequestsActedOn; n == nil {
+		t.Error("fault record has no requests_acted_on")
+	} else if *n != d.Requests.ErrorsByClass["http_5xx"] {
+		t.Errorf("fault record's requests_acted_on %d, want the %d http_5xx errors it made (requests %+v)", *n, d.Requests.ErrorsByClass["http_5xx"], d.Requests)
 	}
 	if f := d.Faults[0]; !strings.Contains(f.Target, "proxy endpoint-0") || !f.RevertOK {
 		t.Errorf("fault record %+v, want it to name the proxy and be reverted", f)

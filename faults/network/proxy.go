@@ -104,8 +104,9 @@ type Proxy struct {
 	// retried counts the requests the HTTP layer sent again on a fresh
 	// upstream connection after a reused one closed under them.
 	retried atomic.Int64
-	// acted keeps, under mu, what removed L7 toxics acted on.
-	acted map[string]int64
+	// removed keeps, under mu, the L7 toxics removed, by name: requests
+	// whose fate they drew before their removal may still count.
+	removed map[string][]*l7Toxic
 }
 
 var _ Toxics = (*Proxy)(nil)
@@ -310,10 +311,10 @@ func (p *Proxy) RemoveToxic(_ context.Context, name string) error {
 		return nil
 	}
 	if t := old.entries[i].l7; t != nil {
-		if p.acted == nil {
-			p.acted = map[string]int64{}
+		if p.removed == nil {
+			p.removed = map[string][]*l7Toxic{}
 		}
-		p.acted[name] += t.acted.Load()
+		p.removed[name] = append(p.removed[name], t)
 	}
 	p.replaceLocked(old, slices.Delete(slices.Clone(old.entries), i, i+1))
 	p.log.Debug("toxic removed", "toxic", name)
@@ -324,7 +325,10 @@ func (p *Proxy) RemoveToxic(_ context.Context, name string) error {
 func (p *Proxy) Acted(_ context.Context, name string) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.acted[name]
+	var n int64
+	for _, t := range p.removed[name] {
+		n += t.acted.Load()
+	}
 	for _, e := range p.set.Load().entries {
 		if e.spec.Name == name && e.l7 != nil {
 			n += e.l7.acted.Load()
