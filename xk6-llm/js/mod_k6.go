@@ -16,6 +16,9 @@ func newK6Module(vu *VU) *sobek.Object {
 	rt := vu.rt
 	o := rt.NewObject()
 	set(o, "check", func(call sobek.FunctionCall) sobek.Value {
+		if vu.stopIfCut() {
+			return sobek.Undefined()
+		}
 		val := call.Argument(0)
 		tags := vu.withTags(tagsArg(call.Argument(2)))
 		all := true
@@ -29,6 +32,9 @@ func newK6Module(vu *VU) *sobek.Object {
 						panic(err)
 					}
 					pass = r.ToBoolean()
+				}
+				if vu.stopIfCut() {
+					return sobek.Undefined()
 				}
 				if err := vu.shared.AddSample(MetricChecks, tags, boolFloat(pass)); err != nil {
 					panic(rt.NewGoError(err))
@@ -62,6 +68,7 @@ func newK6Module(vu *VU) *sobek.Object {
 		select {
 		case <-t.C:
 		case <-vu.context().Done():
+			vu.stopIfCut()
 		}
 	})
 	set(o, "fail", func(msg string) {

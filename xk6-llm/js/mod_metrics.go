@@ -46,7 +46,7 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 			if _, ok := v.Export().(bool); ok {
 				f = boolFloat(v.ToBoolean())
 			}
-			if err := vu.shared.AddSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
+			if err := vu.addSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
 				panic(rt.NewGoError(err))
 			}
 			return sobek.Undefined()

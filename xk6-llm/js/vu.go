@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"sync"
@@ -28,6 +29,7 @@ type VU struct {
 	ID int
 
 	rt      *sobek.Runtime
+	loop    *eventLoop
 	prog    *Program
 	shared  *Shared
 	exports *sobek.Object
@@ -76,21 +78,35 @@ type VU struct {
 func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
+	vu := &VU{ID: id, rt: rt, loop: newEventLoop(rt), prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
 	if err := vu.globals(); err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { rt.Interrupt(context.Cause(ctx)) })
 	defer stop()
+	// The module is evaluated on the event loop, so that a top-level
+	// await (and the timers the init code sets) settle before the VU is
+	// used, as in k6.
 	var promise *sobek.Promise
-	if err := catch(func() { promise = prog.main.Evaluate(rt) }); err != nil {
+	err := vu.loop.run(ctx, func() error {
+		return catch(func() { promise = prog.main.Evaluate(rt) })
+	})
+	vu.loop.end()
+	rt.ClearInterrupt()
+	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promise {
+		err = nil // the module's evaluation failed: its promise says how
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, &ScriptError{Pos: prog.Path, Msg: "init: interrupted: " + context.Cause(ctx).Error()}
+	case err != nil:
 		return nil, scriptError("init", err)
 	}
 	switch promise.State() {
 	case sobek.PromiseStateRejected:
 		return nil, rejection("init", promise.Result())
 	case sobek.PromiseStatePending:
-		return nil, &ScriptError{Pos: prog.Path, Msg: "init: top-level await is not supported"}
+		return nil, &ScriptError{Pos: prog.Path, Msg: "init: a top-level await never settled (nothing the init code started is left to settle it)"}
 	}
 	vu.exports = rt.NamespaceObjectFor(prog.main)
 	vu.inInit = false
@@ -154,6 +170,9 @@ func (vu *VU) globals() error {
 		}
 	}
 	vu.env = env
+	if err := vu.timerGlobals(); err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
 	for name, v := range map[string]any{
 		"__ENV": env, "__VU": vu.ID, "console": console,
 		"open": vu.open, requireGlobal: vu.builtin,
@@ -438,9 +457,14 @@ func (vu *VU) export(name string) (sobek.Callable, error) {
 	return fn, nil
 }
 
-// invoke calls fn with args, interrupting the runtime when ctx ends. A
-// call whose ctx ended before or while it ran returns an error (the
-// runtime's interruption, or errIterationInterrupted).
+// invoke calls fn with args on the VU's event loop and waits for what
+// the call started (timers, asynchronous work) as k6 does; a promise fn
+// returns is settled: its value is the call's, its rejection the call's
+// error (a *promiseRejection), as is a rejection no handler caught. The
+// runtime is interrupted when ctx ends. A call whose ctx ended before or
+// while it ran returns an error (the runtime's interruption, or
+// errIterationInterrupted). Whatever the call left (timers, callbacks)
+// is dropped when it returns.
 func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value) (sobek.Value, error) {
 	vu.watch(ctx)
 	vu.intMu.Lock()
@@ -452,6 +476,7 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 	vu.intMu.Unlock()
 	vu.ctx = ctx
 	defer func() {
+		vu.loop.end()
 		vu.ctx = nil
 		vu.intMu.Lock()
 		vu.inCall = false
@@ -460,7 +485,18 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 		vu.rt.ClearInterrupt()
 		vu.intMu.Unlock()
 	}()
-	v, err := fn(sobek.Undefined(), args...)
+	var v sobek.Value
+	err := vu.loop.run(ctx, func() error {
+		var err error
+		v, err = fn(sobek.Undefined(), args...)
+		return err
+	})
+	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promiseOf(v) {
+		err = nil // the call's own promise: settled says how it ended
+	}
+	if err == nil {
+		v, err = settled(v)
+	}
 	if err == nil && ctx.Err() != nil {
 		// ctx ended while the call ran (a sleep cut short, say) and the
 		// call returned before its interruption took effect: it did not
@@ -468,6 +504,37 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 		err = errIterationInterrupted
 	}
 	return v, err
+}
+
+// promiseType is the type a promise exports as.
+var promiseType = reflect.TypeFor[*sobek.Promise]()
+
+// promiseOf is the promise v is, nil when it is none. It tells by the
+// export type, which converts nothing (an object's Export would copy it).
+func promiseOf(v sobek.Value) *sobek.Promise {
+	o, ok := v.(*sobek.Object)
+	if !ok || o.ExportType() != promiseType {
+		return nil
+	}
+	p, _ := o.Export().(*sobek.Promise)
+	return p
+}
+
+// settled is v, or the value of the promise v once its call's loop ran
+// out: a rejected promise is an error, a pending one (that nothing is left
+// to settle) is undefined.
+func settled(v sobek.Value) (sobek.Value, error) {
+	p := promiseOf(v)
+	if p == nil {
+		return v, nil
+	}
+	switch p.State() {
+	case sobek.PromiseStateFulfilled:
+		return p.Result(), nil
+	case sobek.PromiseStateRejected:
+		return nil, &promiseRejection{promise: p, value: p.Result(), own: true}
+	}
+	return sobek.Undefined(), nil
 }
 
 // watch makes ctx's end interrupt the calls made under it, keeping the
@@ -496,6 +563,32 @@ func (vu *VU) watch(ctx context.Context) {
 			vu.rt.Interrupt(errIterationInterrupted)
 		}
 	})
+}
+
+// stopIfCut reports whether the call in progress was cut (its context
+// ended: the end of gracefulStop or gracefulRampDown, an abort, Ctrl-C)
+// and, when it was, interrupts the runtime at once. A Go function that
+// waited (a sleep, a request, a stream) calls it before it returns, so
+// that not one more instruction of the script runs after the cut: the
+// watch of the context interrupts the runtime from another goroutine, and
+// would be late. Call it on the VU's goroutine.
+func (vu *VU) stopIfCut() bool {
+	ctx := vu.ctx
+	if ctx == nil || ctx.Err() == nil {
+		return false
+	}
+	vu.rt.Interrupt(errIterationInterrupted)
+	return true
+}
+
+// addSample records a sample the script made (a check, a custom metric,
+// an SSE event) under the VU's call, unless the call was cut: nothing an
+// iteration does after its cut is recorded.
+func (vu *VU) addSample(name string, tags recording.Tags, v float64) error {
+	if vu.stopIfCut() {
+		return nil
+	}
+	return vu.shared.AddSample(name, tags, v)
 }
 
 // context is the context of the call in progress.
@@ -534,15 +627,6 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 	v, err := vu.call(ctx, "handleSummary", arg)
 	if err != nil {
 		return nil, true, scriptError("handleSummary", err)
-	}
-	if p, isPromise := v.Export().(*sobek.Promise); isPromise { // an async handleSummary
-		switch p.State() {
-		case sobek.PromiseStateRejected:
-			return nil, true, rejection("handleSummary", p.Result())
-		case sobek.PromiseStatePending:
-			return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: "handleSummary: its promise did not settle (nothing runs after the test to settle it)"}
-		}
-		v = p.Result()
 	}
 	o, isObj := v.(*sobek.Object)
 	if !isObj {
