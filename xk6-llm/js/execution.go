@@ -74,6 +74,7 @@ func (e *AbortError) Error() string {
 type Execution struct {
 	completed   atomic.Int64
 	interrupted atomic.Int64
+	failed      atomic.Bool // exec.test.fail() was called
 	active      atomic.Int64
 	initialized atomic.Int64
 
@@ -101,6 +102,10 @@ func (e *Execution) Completed() int64 { return e.completed.Load() }
 // Interrupted is the number of iterations cut short (the end of
 // gracefulStop or gracefulRampDown, an abort, Ctrl-C).
 func (e *Execution) Interrupted() int64 { return e.interrupted.Load() }
+
+// MarkedFailed reports whether the script called exec.test.fail(): the
+// run goes on to its end and then fails (k6's exit code 110).
+func (e *Execution) MarkedFailed() bool { return e.failed.Load() }
 
 // SetAbort sets what exec.test.abort(reason) calls: the runner cancels the
 // run with an *AbortError. Until it is set, abort only stops the call.
