@@ -504,10 +504,13 @@ func encodeHDR(t *recording.TupleStats) (map[string]string, error) {
 	return out, nil
 }
 
-// tagMap lists the non-empty tags; the endpoint loses any password it
-// carries.
+// tagMap lists the non-empty tags, a script's extra tags among them; the
+// endpoint loses any password it carries.
 func tagMap(t recording.Tags) map[string]string {
 	m := make(map[string]string)
+	for k, v := range recording.ExtraPairs(t.Extra) {
+		m[k] = v
+	}
 	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint), "scenario": t.Scenario} {
 		if v != "" {
 			m[k] = v

@@ -258,7 +258,11 @@ func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {
 		reg = d.run.Metrics // custom metrics of the run, if any
 	}
 	for _, t := range d.Thresholds {
-		ths, err := assertions.ParseIn(reg, t.Key()+": "+t.Expr)
+		parse := assertions.ParseIn
+		if t.Tags.Extra != "" { // only a script's thresholds select by other tags
+			parse = assertions.ParseScript
+		}
+		ths, err := parse(reg, t.Key()+": "+t.Expr)
 		if err != nil {
 			return nil, err
 		}

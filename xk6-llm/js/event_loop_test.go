@@ -92,24 +92,28 @@ export default async function () {
   setTimeout(() => seen.push('zero'), 0);
   const never = setTimeout(() => seen.push('cleared'), 1);
   clearTimeout(never);
-  let ticks = 0;
-  const iv = timers.setInterval(() => {
-    ticks++;
-    seen.push('tick ' + ticks);
-    if (ticks === 3) {
-      clearInterval(iv);
-    }
-  }, 1);
-  // A timer cleared by another that fell due at the same time never runs.
+  await new Promise((resolve) => {
+    let ticks = 0;
+    const iv = timers.setInterval(() => {
+      ticks++;
+      seen.push('tick ' + ticks);
+      if (ticks === 3) {
+        clearInterval(iv);
+        resolve();
+      }
+    }, 1);
+  });
+  // A timer cleared by another that falls due first never runs.
   let victim;
-  setTimeout(() => clearTimeout(victim), 20);
-  victim = setTimeout(() => seen.push('victim'), 20);
-  // The iteration goes on past its function's end: this check runs from
-  // a timer, after the function returned.
-  setTimeout(() => check(seen, { 'saw all': (s) => s.length === 5 }), 30);
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  setTimeout(() => clearTimeout(victim), 2);
+  victim = setTimeout(() => seen.push('victim'), 2);
+  // Due after every timer above: timers run in the order they fall due.
+  await new Promise((resolve) => setTimeout(resolve, 6));
   seen.sort();
   eq(seen.join(','), 'tick 1,tick 2,tick 3,timeout xy,zero', 'timers in their order');
+  // The iteration goes on past its function's end: this check runs from
+  // a timer, after the function returned.
+  setTimeout(() => check(seen, { 'saw all': (s) => s.length === 5 }), 1);
 }
 `, nil)
 	r.mustPass(t)

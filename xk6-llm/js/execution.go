@@ -23,9 +23,8 @@ type Scenario struct {
 	// Env is added to (and overrides) __ENV in its VUs.
 	Env map[string]string
 	// Tags are the tags of its samples: options.tags, then the scenario's
-	// tags, then `scenario: Name`. Keys the recorder keeps (see
-	// recordingTags) select samples in thresholds and reports; the others
-	// are visible in exec.vu.tags only.
+	// tags, then `scenario: Name`; each selects samples in thresholds and
+	// reports (see recordingTags).
 	Tags map[string]string
 	// Progress says how far the scenario is, from 0 to 1 (nil: 0).
 	Progress func() float64

@@ -183,6 +183,7 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 	}
 	spec.checkURL()
 	spec.tags = m.vu.withTags(spec.tags) // the VU's (scenario) tags under the request's
+	spec.defaultName()
 	return spec, nil
 }
 

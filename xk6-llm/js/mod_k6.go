@@ -36,7 +36,7 @@ func newK6Module(vu *VU) *sobek.Object {
 				if vu.stopIfCut() {
 					return sobek.Undefined()
 				}
-				if err := vu.shared.AddSample(MetricChecks, tags, boolFloat(pass)); err != nil {
+				if err := vu.shared.AddSample(MetricChecks, withTag(tags, "check", name), boolFloat(pass)); err != nil {
 					panic(rt.NewGoError(err))
 				}
 				vu.shared.checks.add(vu.group, name, pass)
@@ -51,7 +51,11 @@ func newK6Module(vu *VU) *sobek.Object {
 		}
 		outer := vu.group
 		vu.group = outer + groupSeparator + name
-		defer func() { vu.group = outer }()
+		vu.retag()
+		defer func() {
+			vu.group = outer
+			vu.retag()
+		}()
 		vu.shared.checks.group(vu.group)
 		v, err := fn(sobek.Undefined())
 		if err != nil {

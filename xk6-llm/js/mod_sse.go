@@ -169,6 +169,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 	}
 	spec.checkURL()
 	spec.tags = vu.withTags(spec.tags) // the VU's (scenario) tags under the stream's
+	spec.defaultName()
 	return spec, nil
 }
 

@@ -216,7 +216,16 @@ func (vu *VU) SetTags(tags map[string]string) {
 	for k, v := range tags {
 		vu.tags[k] = v
 	}
+	vu.retag()
+}
+
+// retag recomputes the tags the VU's samples carry: its tags, and the
+// group in progress as k6's group tag.
+func (vu *VU) retag() {
 	vu.recTags = recordingTags(vu.tags)
+	if vu.group != "" {
+		vu.recTags = withTag(vu.recTags, "group", vu.group)
+	}
 }
 
 // setTag sets (or with del deletes) one of the VU's tags.
@@ -226,13 +235,20 @@ func (vu *VU) setTag(k, v string, del bool) {
 	} else {
 		vu.tags[k] = v
 	}
-	vu.recTags = recordingTags(vu.tags)
+	vu.retag()
 }
 
-// withTags is the VU's tags with the non-empty fields of t on top: the
-// tags of a sample the script records with tags t.
+// withTags is the VU's tags with the non-empty fields of t on top, and
+// t's extra tags over the VU's: the tags of a sample the script records
+// with tags t.
 func (vu *VU) withTags(t recording.Tags) recording.Tags {
-	out := vu.recTags
+	return mergeTags(vu.recTags, t)
+}
+
+// mergeTags is base with the non-empty fields of t on top, and t's extra
+// tags over base's.
+func mergeTags(base, t recording.Tags) recording.Tags {
+	out := base
 	if t.Phase != "" {
 		out.Phase = t.Phase
 	}
@@ -248,16 +264,47 @@ func (vu *VU) withTags(t recording.Tags) recording.Tags {
 	if t.Scenario != "" {
 		out.Scenario = t.Scenario
 	}
+	switch {
+	case t.Extra == "":
+	case out.Extra == "":
+		out.Extra = t.Extra
+	default:
+		m := recording.ExtraMap(out.Extra)
+		for k, v := range recording.ExtraPairs(t.Extra) {
+			m[k] = v
+		}
+		out.Extra = recording.ExtraTags(m)
+	}
 	return out
 }
 
-// recordingTags is the part of a tag map the recorder keeps: class (also
-// given as name), phase, fault, endpoint and scenario.
+// withTag is t with the extra tag key set to value.
+func withTag(t recording.Tags, key, value string) recording.Tags {
+	t.Extra = recording.ExtraWith(t.Extra, key, value)
+	return t
+}
+
+// recordingTags is a tag map as the recorder keeps it: class (also given
+// as k6's name), phase, fault, endpoint and scenario in their fields, any
+// other tag (k6's method, status, group, check, a script's own) in Extra.
 func recordingTags(m map[string]string) recording.Tags {
-	return recording.Tags{
+	t := recording.Tags{
 		Phase: m["phase"], Fault: m["fault"], Class: cmpOr(m["class"], m["name"]),
 		Endpoint: m["endpoint"], Scenario: m["scenario"],
 	}
+	var extra map[string]string
+	for k, v := range m {
+		switch k {
+		case "phase", "fault", "class", "name", "endpoint", "scenario":
+			continue
+		}
+		if extra == nil {
+			extra = make(map[string]string, len(m))
+		}
+		extra[k] = v
+	}
+	t.Extra = recording.ExtraTags(extra)
+	return t
 }
 
 // builtin returns the VU's object of the built-in module name, made once.

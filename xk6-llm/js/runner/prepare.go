@@ -97,7 +97,7 @@ func (r *run) readOptions(optsJSON string) error {
 		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
 	var errs []error
-	ths, err := assertions.ParseConfigIn(r.sh.Metrics, opts.Thresholds)
+	ths, err := assertions.ParseConfigScript(r.sh.Metrics, opts.Thresholds)
 	if err != nil {
 		errs = append(errs, errors.New("options.thresholds: "+err.Error()))
 	}
@@ -123,7 +123,7 @@ func (r *run) readOptions(optsJSON string) error {
 		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
 	}
 	for _, t := range cfg.Thresholds {
-		more, err := assertions.ParseIn(r.sh.Metrics, t)
+		more, err := assertions.ParseScript(r.sh.Metrics, t)
 		if err != nil {
 			return &ThresholdError{Text: t, Err: err}
 		}
