@@ -49,6 +49,10 @@ type Document struct {
 	// condition, a signal, a steady state that did not hold, an error);
 	// absent when the run was not aborted.
 	Abort *Abort `json:"abort,omitempty"`
+	// MarkedFailed is set when a k6-style script called exec.test.fail():
+	// the run went on to its end and failed (k6's exit code 110). It holds
+	// the reason the first call gave ("test marked as failed" when none).
+	MarkedFailed string `json:"marked_failed,omitempty"`
 	// Score is the run's resilience score (ComputeScore), set by the
 	// command that ran the experiment; absent for a plain load and in
 	// reports of earlier versions.

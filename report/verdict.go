@@ -250,6 +250,19 @@ func (d *Document) SetAbort(a *Abort) {
 	d.Verdict = VerdictAborted
 }
 
+// MarkFailed records that a script marked the run failed
+// (exec.test.fail(reason)): a run that was not aborted fails, whatever its
+// thresholds say.
+func (d *Document) MarkFailed(reason string) {
+	if reason == "" {
+		reason = "test marked as failed"
+	}
+	d.MarkedFailed = reason
+	if d.Verdict != VerdictAborted {
+		d.Verdict = VerdictFail
+	}
+}
+
 // SavedThresholds parses the thresholds recorded in d back, in order.
 func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {
 	out := make([]assertions.Threshold, 0, len(d.Thresholds))

@@ -117,7 +117,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != ExitThresholds && ee.code != ExitAborted {
+		if ee.err != nil && ee.code != ExitThresholds && ee.code != ExitAborted && ee.code != ExitScriptExternalAbort && ee.code != ExitScriptAborted {
 			fmt.Fprintf(stderr, "llmchaos: %v\n", ee.err)
 		}
 		return ee.code

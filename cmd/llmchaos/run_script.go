@@ -55,10 +55,13 @@ transpiled in-process, types are not checked, and positions point into the
 DIR writes DIR/run.json, and --junit and --html their reports. When the
 script exports handleSummary(data), what it returns (stdout, stderr or file
 paths to contents) replaces the end-of-test summary; --out, --junit and
---html are still written. A script that does not parse, imports an unknown
-module or throws in its init code or setup exits 2 before any load
-(FILE:LINE:COL and the stack on stderr); an exception in an iteration fails
-that iteration only (counted in iterations_failed). With a script,
+--html are still written. A script run exits with k6's codes: a script
+that does not parse, imports an unknown module or throws in its init code,
+setup or teardown exits 107 (FILE:LINE:COL and the stack on stderr),
+invalid options 104, setupTimeout or teardownTimeout overrun 100 or 101,
+a signal 105, exec.test.abort() 108, exec.test.fail() 110, a failed
+threshold 99; an exception in an iteration fails that iteration only
+(counted in iterations_failed). With a script,
 --threshold adds to the script's thresholds (and may name its custom
 metrics); --dry-run prints the scenarios, thresholds and LLM clients and
 sends nothing; the pre-flight check (--no-preflight skips it) checks the
@@ -68,7 +71,7 @@ served too: llmchaos_checks_total, llmchaos_<trend>, ...), --remote-write,
 --otlp-endpoint and the server monitor (of the clients' base URLs) work as
 for an experiment. An abortOnFail threshold is checked every second (LLM
 metrics over the last 10 s, the script's own metrics over the run so far)
-and stops the run, exit 98. --no-guard does not apply (a script injects no
+and stops the run, exit 99 as in k6. --no-guard does not apply (a script injects no
 fault).`
 }
 
@@ -80,9 +83,11 @@ var scriptRefused = map[string]string{
 // scriptCmd is how `llmchaos run FILE.js` names itself in messages.
 const scriptCmd = "llmchaos run"
 
-// runScript runs a k6-style script: exit 2 for a script error before any
-// load (or a pre-flight check the server refused), 99 for a failed
-// threshold, 98 when an abortOnFail threshold or a signal stopped it.
+// runScript runs a k6-style script and exits with k6's codes
+// (scriptResult): 107 for a script error, 104 for invalid options, 99 for
+// a failed threshold (an abortOnFail one included), 105 for a signal, 108
+// for exec.test.abort(), 110 for exec.test.fail(); 2 for bad flags or a
+// pre-flight check the server refused.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
 	var errs []error
@@ -303,22 +308,47 @@ func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stder
 		}, nil
 }
 
-// scriptResult maps how a script run ended to the command's exit code.
+// scriptResult maps how a script run ended to the command's exit code,
+// k6's where k6 has one (exit_script.go).
 func scriptResult(doc *report.Document, err error) error {
-	if _, ok := errors.AsType[*js.ScriptError](err); ok {
-		return usageError(err)
+	if te, ok := errors.AsType[*runner.TimeoutError](err); ok {
+		if te.Teardown {
+			return withCode(ExitScriptTeardownTimeout, err)
+		}
+		return withCode(ExitScriptSetupTimeout, err)
+	}
+	if _, ok := errors.AsType[*runner.OptionsError](err); ok {
+		return withCode(ExitScriptInvalidConfig, err)
 	}
 	if _, ok := errors.AsType[*runner.ThresholdError](err); ok {
-		return usageError(fmt.Errorf("--%w", err))
+		return withCode(ExitScriptInvalidConfig, fmt.Errorf("--%w", err))
+	}
+	if _, ok := errors.AsType[*js.ScriptError](err); ok {
+		return withCode(ExitScriptException, err)
 	}
 	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
 		return usageError(err)
 	}
 	if errors.Is(err, errPreflightInterrupted) {
-		return withCode(ExitAborted, err)
+		return withCode(ExitScriptExternalAbort, err)
 	}
 	if err != nil {
 		return withCode(ExitInternal, err)
+	}
+	switch {
+	case doc.Verdict == report.VerdictAborted:
+		msg := errors.New("run aborted by " + doc.Abort.String())
+		switch doc.Abort.Cause {
+		case report.AbortSignal, report.AbortInterrupted:
+			return withCode(ExitScriptExternalAbort, msg)
+		case report.AbortScript:
+			return withCode(ExitScriptAborted, msg)
+		case report.AbortStopCondition: // an abortOnFail threshold: k6 exits 99
+			return withCode(ExitThresholds, msg)
+		}
+		return withCode(ExitAborted, msg)
+	case doc.MarkedFailed != "":
+		return withCode(ExitScriptMarkedFailed, errors.New("test run was marked as failed: "+doc.MarkedFailed))
 	}
 	return verdictError(doc)
 }

@@ -73,13 +73,13 @@ func (e *AbortError) Error() string {
 type Execution struct {
 	completed   atomic.Int64
 	interrupted atomic.Int64
-	failed      atomic.Bool // exec.test.fail() was called
 	active      atomic.Int64
 	initialized atomic.Int64
 
 	mu      sync.Mutex
 	abort   func(reason string)
 	options string
+	failed  *string // exec.test.fail()'s first reason, nil before a call
 }
 
 // AddActive adds n (maybe negative) to the VUs running iterations now.
@@ -102,9 +102,26 @@ func (e *Execution) Completed() int64 { return e.completed.Load() }
 // gracefulStop or gracefulRampDown, an abort, Ctrl-C).
 func (e *Execution) Interrupted() int64 { return e.interrupted.Load() }
 
-// MarkedFailed reports whether the script called exec.test.fail(): the
-// run goes on to its end and then fails (k6's exit code 110).
-func (e *Execution) MarkedFailed() bool { return e.failed.Load() }
+// MarkedFailed reports whether the script called exec.test.fail(), and the
+// reason its first call gave: the run goes on to its end and then fails
+// (k6's exit code 110).
+func (e *Execution) MarkedFailed() (reason string, failed bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		return "", false
+	}
+	return *e.failed, true
+}
+
+// markFailed records a call of exec.test.fail(reason).
+func (e *Execution) markFailed(reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		e.failed = &reason
+	}
+}
 
 // SetAbort sets what exec.test.abort(reason) calls: the runner cancels the
 // run with an *AbortError. Until it is set, abort only stops the call.

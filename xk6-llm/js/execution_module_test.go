@@ -193,7 +193,7 @@ export default function () {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sh.Exec.MarkedFailed() {
+	if _, failed := sh.Exec.MarkedFailed(); failed {
 		t.Fatal("marked failed before any call of exec.test.fail()")
 	}
 	for range 3 {
@@ -201,8 +201,8 @@ export default function () {
 			t.Fatalf("got iteration %+v, want it to go on past exec.test.fail()", it)
 		}
 	}
-	if !sh.Exec.MarkedFailed() {
-		t.Error("exec.test.fail() did not mark the run failed")
+	if reason, failed := sh.Exec.MarkedFailed(); !failed || reason != "too slow" {
+		t.Errorf("got %q, %v: exec.test.fail() did not mark the run failed with its reason", reason, failed)
 	}
 	if !strings.Contains(console.String(), "error [vu 1] test marked as failed: too slow") {
 		t.Errorf("console lacks the reason:\n%s", console.String())

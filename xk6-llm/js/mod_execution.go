@@ -72,12 +72,16 @@ func newExecutionModule(vu *VU) *sobek.Object {
 		if vu.inInit {
 			panic(rt.NewTypeError("exec.test.fail() called outside of VU context (in the init code): call it in default(), setup() or teardown()"))
 		}
-		reason := "test marked as failed"
+		reason := ""
 		if a := call.Argument(0); present(a) {
-			reason += ": " + a.String()
+			reason = a.String()
 		}
-		vu.shared.logf("error [vu %d] %s", vu.ID, reason)
-		ex.failed.Store(true)
+		msg := "test marked as failed"
+		if reason != "" {
+			msg += ": " + reason
+		}
+		vu.shared.logf("error [vu %d] %s", vu.ID, msg)
+		ex.markFailed(reason)
 		return sobek.Undefined()
 	})
 	if err := testObj.DefineAccessorProperty("options", rt.ToValue(func() sobek.Value {

@@ -27,6 +27,20 @@ type ThresholdError struct {
 func (e *ThresholdError) Error() string { return fmt.Sprintf("threshold %q: %v", e.Text, e.Err) }
 func (e *ThresholdError) Unwrap() error { return e.Err }
 
+// OptionsError is a problem of the script's options (k6's invalid
+// configuration, exit 104): options that do not decode, a scenario or a
+// threshold that is not valid, a scenario whose exec function the script
+// does not export. It wraps the *js.ScriptError that says where.
+type OptionsError struct{ Err *js.ScriptError }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }
+
+// optionsError is an OptionsError at the script's path.
+func optionsError(path string, err error) error {
+	return &OptionsError{Err: &js.ScriptError{Pos: path, Msg: err.Error()}}
+}
+
 // newRun loads the script of cfg and makes the run's shared state and
 // context, which exec.test.abort() ends with a *js.AbortError. The caller
 // calls close.
@@ -90,11 +104,11 @@ func (r *run) readOptions(optsJSON string) error {
 		opts, err = cfg.Overrides.withRate(opts)
 	}
 	if err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	scenarios, err := opts.scenarios()
 	if err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	var errs []error
 	ths, err := assertions.ParseConfigScript(r.sh.Metrics, opts.Thresholds)
@@ -120,7 +134,7 @@ func (r *run) readOptions(optsJSON string) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	for _, t := range cfg.Thresholds {
 		more, err := assertions.ParseScript(r.sh.Metrics, t)

@@ -151,6 +151,17 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	return r.finish(interrupted, teardownErr)
 }
 
+// TimeoutError is setup() or teardown() past its timeout (k6's exit codes
+// 100 and 101). It wraps the *js.ScriptError that says so.
+type TimeoutError struct {
+	// Teardown is false for setup().
+	Teardown bool
+	Err      *js.ScriptError
+}
+
+func (e *TimeoutError) Error() string { return e.Err.Error() }
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
 // errSetupTimeout and errTeardownTimeout end setup() and teardown() past
 // their timeouts.
 var (
@@ -244,8 +255,8 @@ func (r *run) setup() (string, error) {
 	defer cancel()
 	data, err := r.vu0.Setup(ctx)
 	if err != nil && r.ctx.Err() == nil && errors.Is(context.Cause(ctx), errSetupTimeout) {
-		return "", &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
-			"setup() did not end within setupTimeout (%s): raise options.setupTimeout or make setup faster", d)}
+		return "", &TimeoutError{Err: &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
+			"setup() did not end within setupTimeout (%s): raise options.setupTimeout or make setup faster", d)}}
 	}
 	return data, err
 }
@@ -268,8 +279,8 @@ func (r *run) teardown() error {
 	defer cancel()
 	err := r.vu0.Teardown(ctx, r.data)
 	if err != nil && errors.Is(context.Cause(ctx), errTeardownTimeout) {
-		return &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
-			"teardown() did not end within teardownTimeout (%s): raise options.teardownTimeout or make teardown faster", d)}
+		return &TimeoutError{Teardown: true, Err: &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
+			"teardown() did not end within teardownTimeout (%s): raise options.teardownTimeout or make teardown faster", d)}}
 	}
 	return err
 }
@@ -298,6 +309,9 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 		r.att.document(doc)
 	}
 	doc.Evaluate(r.ths, interrupted)
+	if reason, failed := sh.Exec.MarkedFailed(); failed {
+		doc.MarkFailed(reason)
+	}
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
 	if cfg.NoSummary {
 		return doc, errors.Join(teardownErr, werr)
