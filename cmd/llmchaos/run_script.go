@@ -26,6 +26,7 @@ import (
 // as k6's.
 type scriptFlags struct {
 	Env        []string // -e KEY=VALUE
+	Tags       []string // --tag NAME=VALUE
 	VUs        int
 	Iterations int
 }
@@ -33,6 +34,7 @@ type scriptFlags struct {
 // add registers the script flags on fs.
 func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a script (.js, .ts): set __ENV.KEY, as KEY=VALUE (repeatable)")
+	fs.StringArrayVar(&f.Tags, "tag", nil, "for a script: tag every sample NAME=VALUE, in place of options.tags, as k6's --tag (repeatable)")
 	fs.IntVar(&f.VUs, "vus", 0, "for a script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
 	fs.IntVar(&f.Iterations, "iterations", 0, "for a script: run this many iterations shared by the VUs (replaces the script's scenarios)")
 }
@@ -105,6 +107,18 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		}
 		env[k] = v
 	}
+	var tags map[string]string
+	for _, kv := range f.Tags {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			errs = append(errs, fmt.Errorf("--tag %q: want NAME=VALUE", kv))
+			continue
+		}
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tags[k] = v
+	}
 	if f.VUs < 0 || f.Iterations < 0 || c.Duration < 0 {
 		errs = append(errs, errors.New("--vus, --iterations and --duration must not be negative"))
 	}
@@ -122,7 +136,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
 	}
 	cfg := runner.Config{
-		Script: c.File, Env: env, Outputs: outs, Stdout: stdout, Stderr: stderr,
+		Script: c.File, Env: env, Tags: tags, Outputs: outs, Stdout: stdout, Stderr: stderr,
 		Overrides:   runner.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),

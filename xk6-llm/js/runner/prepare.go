@@ -63,6 +63,14 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	return &run{cfg: cfg, prog: prog, sh: sh, ctx: runCtx, cancel: cancel, text: cfg.Text}, nil
 }
 
+// stderr is where the run's warnings go.
+func (r *run) stderr() io.Writer {
+	if r.cfg.Stderr == nil {
+		return io.Discard
+	}
+	return r.cfg.Stderr
+}
+
 // close stops what runs with the load, ends the run's context and
 // releases the shared state's connections.
 func (r *run) close() {
@@ -99,7 +107,13 @@ func (r *run) prepare() error {
 // parse is a *ThresholdError.
 func (r *run) readOptions(optsJSON string) error {
 	prog, cfg := r.prog, r.cfg
+	for _, w := range optionWarnings(optsJSON) {
+		fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", w)
+	}
 	opts, err := parseOptions(optsJSON, cfg.Overrides)
+	if len(cfg.Tags) > 0 {
+		opts.Tags = cfg.Tags
+	}
 	if err == nil && cfg.Overrides.Rate != 0 {
 		opts, err = cfg.Overrides.withRate(opts)
 	}

@@ -33,6 +33,9 @@ type Config struct {
 	Env map[string]string
 	// Overrides are --vus, --duration and --iterations.
 	Overrides Overrides
+	// Tags are --tag NAME=VALUE's: the tags of every sample, in place of
+	// options.tags (as k6's --tag replaces them).
+	Tags map[string]string
 	// Outputs are the reports to write (rows of report.Formats).
 	Outputs []report.Output
 	// Text is how the terminal summary is rendered.
