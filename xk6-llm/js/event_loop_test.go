@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,8 @@ import * as timers from 'k6/timers';
 import { check } from 'k6';
 export default async function () {
   eq(timers.setTimeout, setTimeout, 'k6/timers exports the global setTimeout');
+  eq(typeof clearInterval, 'function', 'typeof clearInterval');
+  eq('setInterval' in globalThis && globalThis.clearTimeout === clearTimeout, true, 'timers are globals');
   const seen = [];
   setTimeout((a, b) => seen.push('timeout ' + a + b), 5, 'x', 'y');
   setTimeout(() => seen.push('zero'), 0);
@@ -120,6 +123,17 @@ export default async function () {
 	if c := r.sum.Custom(MetricChecks, recording.TagFilter{}); c == nil || c.Count != 1 || c.Rate() != 1 {
 		t.Errorf("checks: got %+v, want the one check a timer made after the function returned, passed", c)
 	}
+}
+
+func TestTimerGlobalsCanBeReplaced(t *testing.T) {
+	r := runIteration(context.Background(), t, jsAsserts+`
+globalThis.setTimeout = function (fn) { return 'mine'; };
+export default function () {
+  eq(setTimeout(() => {}), 'mine', 'the script\'s own setTimeout');
+  eq(typeof setInterval, 'function', 'the others stay');
+}
+`, nil)
+	r.mustPass(t)
 }
 
 func TestTimerCallbackExceptionFailsTheIteration(t *testing.T) {
@@ -304,7 +318,12 @@ export default async function () {
 			if !r.it.Interrupted || r.it.Err != nil {
 				t.Fatalf("got iteration %+v, want it interrupted\n%s", r.it, r.console)
 			}
-			for name, want := range map[string]int64{"before": 1, "after": 0, "after_trend": 0, MetricChecks: 0,
+			// The SSE stream's first event may be checked before the cut.
+			afterCheck := extra("check", "after the stall")
+			if got := r.countOf(MetricChecks, afterCheck); got != 0 {
+				t.Errorf("checks after the stall: got %d samples, want none", got)
+			}
+			for name, want := range map[string]int64{"before": 1, "after": 0, "after_trend": 0,
 				MetricIterations: 0, MetricIterationDuration: 0, MetricIterationsFailed: 0, MetricHTTPReqs: 0, MetricHTTPReqDuration: 0} {
 				if got := r.countOf(name, recording.TagFilter{}); got != want {
 					t.Errorf("%s: got %d samples, want %d", name, got, want)
@@ -321,45 +340,52 @@ export default async function () {
 	}
 }
 
-// TestLoopWaitsForRegisteredCallbacks: asynchronous work registered by a
-// call keeps it going until its callback is queued, which then runs on the
-// VU's goroutine; a callback queued after its call ended never runs.
-func TestLoopWaitsForRegisteredCallbacks(t *testing.T) {
+// TestCallsWaitForTheirAsynchronousWork: asynchronous work a call starts
+// keeps the call going until its callback is queued, which then runs on
+// the VU's goroutine; the work's context ends with the call, and a
+// callback queued after its call ended never runs.
+func TestCallsWaitForTheirAsynchronousWork(t *testing.T) {
 	vu, _, err := loadVU(t, writeScripts(t, map[string]string{"script.js": "export default function () {}\n"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ran := 0
-	release := make(chan struct{})
-	var late func(func() error)
-	err = vu.loop.run(context.Background(), func() error {
-		enqueue := vu.loop.register()
-		late = vu.loop.register()
-		go func() {
-			<-release
-			enqueue(func() error { ran++; late(func() error { ran += 100; return nil }); return nil })
-		}()
-		close(release)
-		return nil
-	})
-	vu.loop.end()
-	if err != nil || ran != 101 {
-		t.Fatalf("got %v, ran %d: want the registered callbacks run by the loop, in its call", err, ran)
+	var workCtx context.Context
+	start := func(then func()) sobek.Callable {
+		return func(sobek.Value, ...sobek.Value) (sobek.Value, error) {
+			ctx, enqueue := vu.asyncWork()
+			workCtx = ctx
+			_, late := vu.asyncWork()
+			go func() {
+				enqueue(func() error {
+					ran++
+					late(func() error { ran += 100; return nil })
+					return nil
+				})
+				then()
+			}()
+			return sobek.Undefined(), nil
+		}
+	}
+	if _, err := vu.invoke(context.Background(), start(func() {})); err != nil || ran != 101 {
+		t.Fatalf("got %v, ran %d: want the callbacks run by the loop, in their call", err, ran)
+	}
+	if workCtx.Err() == nil {
+		t.Error("the work's context outlived its call")
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var leftOver func(func() error)
-	err = vu.loop.run(ctx, func() error {
-		leftOver = vu.loop.register()
+	_, err = vu.invoke(ctx, func(sobek.Value, ...sobek.Value) (sobek.Value, error) {
+		_, leftOver = vu.asyncWork()
 		cancel()
-		return nil
+		return sobek.Undefined(), nil
 	})
-	vu.loop.end()
-	if err != errIterationInterrupted {
-		t.Fatalf("got %v, want the call interrupted while its callback was pending", err)
+	if !errors.Is(err, errIterationInterrupted) {
+		t.Fatalf("got %v, want the call interrupted while its work was pending", err)
 	}
 	leftOver(func() error { ran = -1; return nil })
-	if err := vu.loop.run(context.Background(), func() error { return nil }); err != nil || ran != 101 {
+	if _, err := vu.invoke(context.Background(), start(func() {})); err != nil || ran != 202 {
 		t.Errorf("got %v, ran %d: a callback of an ended call must not run in the next", err, ran)
 	}
 }

@@ -21,6 +21,7 @@ import (
 // asynchronous work enqueues later, so that nothing an ended call
 // started runs in the next one.
 type eventLoop struct {
+	rt      *sobek.Runtime
 	mu      sync.Mutex
 	queue   []func() error
 	pending int    // registered callbacks not enqueued yet
@@ -39,14 +40,14 @@ type eventLoop struct {
 type loopTimer struct {
 	id       int64
 	due      time.Time
-	every    time.Duration // > 0: setInterval's period
+	every    time.Duration // setInterval's period (at least 1 ms)
 	interval bool
 	fn       sobek.Callable
 	args     []sobek.Value
 }
 
 func newEventLoop(rt *sobek.Runtime) *eventLoop {
-	l := &eventLoop{wake: make(chan struct{}, 1)}
+	l := &eventLoop{rt: rt, wake: make(chan struct{}, 1)}
 	rt.SetPromiseRejectionTracker(func(p *sobek.Promise, op sobek.PromiseRejectionOperation) {
 		if op == sobek.PromiseRejectionReject {
 			if l.rejected == nil {
@@ -63,7 +64,9 @@ func newEventLoop(rt *sobek.Runtime) *eventLoop {
 // register tells the loop that asynchronous work will queue a callback:
 // the call in progress waits for it. enqueue, safe from any goroutine,
 // must be called exactly once; its callback runs on the VU's goroutine,
-// unless the call ended meanwhile (then it is dropped).
+// unless the call ended meanwhile (then it is dropped). Modules start
+// asynchronous work through VU.asyncWork, whose context ends with the
+// call.
 func (l *eventLoop) register() (enqueue func(func() error)) {
 	l.mu.Lock()
 	gen := l.gen
@@ -177,7 +180,7 @@ func (l *eventLoop) runTimer(t *loopTimer) error {
 	if !t.interval {
 		delete(l.active, t.id)
 	}
-	_, err := fn(sobek.Undefined(), t.args...)
+	_, err := fn(l.rt.GlobalObject(), t.args...) // this is globalThis, as in k6
 	if t.interval && t.fn != nil && err == nil { // not cleared by its callback
 		t.due = time.Now().Add(t.every)
 		l.addTimer(t)

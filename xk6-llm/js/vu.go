@@ -56,6 +56,11 @@ type VU struct {
 	// iteration, teardown): Go functions called from JavaScript (sleep,
 	// requests) have no other way to reach it. Set and cleared by invoke.
 	ctx context.Context
+	// asyncCancel ends the context of the asynchronous work the call in
+	// progress started (asyncWork), made on first use; the call's end
+	// calls it.
+	asyncCtx    context.Context
+	asyncCancel context.CancelFunc
 
 	// The watch that interrupts a call when its context ends: one
 	// context.AfterFunc per context (keyed by its Done channel), not per
@@ -92,6 +97,7 @@ func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, err
 		return catch(func() { promise = prog.main.Evaluate(rt) })
 	})
 	vu.loop.end()
+	vu.endAsync()
 	rt.ClearInterrupt()
 	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promise {
 		err = nil // the module's evaluation failed: its promise says how
@@ -524,6 +530,7 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 	vu.ctx = ctx
 	defer func() {
 		vu.loop.end()
+		vu.endAsync()
 		vu.ctx = nil
 		vu.intMu.Lock()
 		vu.inCall = false
@@ -636,6 +643,27 @@ func (vu *VU) addSample(name string, tags recording.Tags, v float64) error {
 		return nil
 	}
 	return vu.shared.AddSample(name, tags, v)
+}
+
+// asyncWork is how a module starts asynchronous work in the call in
+// progress (a promise it settles later, as k6's RegisterCallback): ctx is
+// the work's context, which ends when the call does (so a request it makes
+// is cut with the iteration, and not recorded), and enqueue hands the loop
+// the callback that settles it, exactly once, from any goroutine. The call
+// waits for that callback.
+func (vu *VU) asyncWork() (ctx context.Context, enqueue func(func() error)) {
+	if vu.asyncCtx == nil {
+		vu.asyncCtx, vu.asyncCancel = context.WithCancel(vu.context())
+	}
+	return vu.asyncCtx, vu.loop.register()
+}
+
+// endAsync ends the context of the call's asynchronous work, if any.
+func (vu *VU) endAsync() {
+	if vu.asyncCancel != nil {
+		vu.asyncCancel()
+		vu.asyncCtx, vu.asyncCancel = nil, nil
+	}
 }
 
 // context is the context of the call in progress.
