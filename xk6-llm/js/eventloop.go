@@ -24,6 +24,7 @@ type eventLoop struct {
 	rt      *sobek.Runtime
 	mu      sync.Mutex
 	queue   []func() error
+	spare   []func() error // the other buffer of queue, reused
 	pending int    // registered callbacks not enqueued yet
 	gen     uint64 // the call in progress; a callback of another is dropped
 	wake    chan struct{}
@@ -89,21 +90,32 @@ func (l *eventLoop) register() (enqueue func(func() error)) {
 	}
 }
 
-// run runs first, then the loop, until it is empty (nil), a callback
-// returns an error or a promise was rejected without a handler (that
-// error), or ctx ends (errIterationInterrupted).
+// run runs first, then the loop (drain).
 func (l *eventLoop) run(ctx context.Context, first func() error) error {
-	l.mu.Lock()
-	l.queue = append(l.queue[:0], first)
-	l.mu.Unlock()
-	clear(l.rejected)
+	if err := first(); err != nil {
+		return err
+	}
+	return l.drain(ctx)
+}
+
+// drain runs the loop once the call's function returned: the queued
+// callbacks and the timers as they fall due, until nothing is left (nil),
+// a callback returns an error or a promise was rejected without a handler
+// (that error), or ctx ends (errIterationInterrupted). The call's function
+// ran without the loop's help, so that a call that starts nothing costs no
+// more than the function.
+func (l *eventLoop) drain(ctx context.Context) error {
 	for {
+		for p := range l.rejected {
+			return &promiseRejection{promise: p, value: p.Result()}
+		}
 		l.mu.Lock()
 		queue := l.queue
-		l.queue = nil
+		l.queue, l.spare = l.spare[:0], nil
 		pending := l.pending
 		l.mu.Unlock()
 		if len(queue) == 0 {
+			l.recycle(queue)
 			if pending == 0 && len(l.timers) == 0 {
 				return nil
 			}
@@ -120,10 +132,18 @@ func (l *eventLoop) run(ctx context.Context, first func() error) error {
 				return err
 			}
 		}
-		for p := range l.rejected {
-			return &promiseRejection{promise: p, value: p.Result()}
-		}
+		l.recycle(queue)
 	}
+}
+
+// recycle keeps a run queue's buffer for the next swap.
+func (l *eventLoop) recycle(queue []func() error) {
+	clear(queue)
+	l.mu.Lock()
+	if l.spare == nil {
+		l.spare = queue[:0]
+	}
+	l.mu.Unlock()
 }
 
 // wait waits for a callback to be queued or the first timer to fall due
@@ -240,7 +260,8 @@ func (l *eventLoop) end() {
 	clear(l.rejected)
 	l.mu.Lock()
 	l.gen++
-	l.queue = nil
+	clear(l.queue)
+	l.queue = l.queue[:0]
 	l.pending = 0
 	l.mu.Unlock()
 	select {

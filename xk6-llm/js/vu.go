@@ -539,12 +539,10 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 		vu.rt.ClearInterrupt()
 		vu.intMu.Unlock()
 	}()
-	var v sobek.Value
-	err := vu.loop.run(ctx, func() error {
-		var err error
-		v, err = fn(sobek.Undefined(), args...)
-		return err
-	})
+	v, err := fn(sobek.Undefined(), args...)
+	if err == nil {
+		err = vu.loop.drain(ctx)
+	}
 	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promiseOf(v) {
 		err = nil // the call's own promise: settled says how it ended
 	}
