@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -271,7 +271,7 @@ func StepSeed(seed uint64, index int) uint64 {
 // between steps, and returns the result. When ctx ends first, the result
 // holds the steps measured so far (status interrupted) and the error is
 // the context's. A step the load pipeline could not run ends the search
-// with its error (a *loadrun.StageError, or the engine's), and the result
+// with its error (a *load.StageError, or the engine's), and the result
 // so far.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.WithDefaults()
@@ -282,7 +282,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	res.StartedAt = start.UTC()
 	if !cfg.NoPreflight {
-		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{
+		warns, err := load.Preflight(ctx, load.PreflightConfig{
 			Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
 		})
 		for _, w := range warns {
@@ -291,7 +291,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		if err != nil {
-			return nil, &loadrun.StageError{Stage: loadrun.StagePreflight, Err: err}
+			return nil, &load.StageError{Stage: load.StagePreflight, Err: err}
 		}
 	}
 	var (

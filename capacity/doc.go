@@ -7,7 +7,7 @@
 // exponentially until a passing load and a failing one bracket the knee,
 // then bisects the bracket until its width is within the precision asked;
 // Run drives it with one load per step through the load pipeline
-// (experiments/loadrun), each step a warm-up that is discarded and a
+// (pipeline/load), each step a warm-up that is discarded and a
 // measurement long enough for the percentile asked (StepRequests), with a
 // settle gap between steps. A step the client could not drive (it sent
 // fewer requests than scheduled, its send lag or dropped arrivals rose,

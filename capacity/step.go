@@ -8,7 +8,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -52,7 +53,7 @@ func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step
 	var (
 		machineCPU, procCPU = -1.0, -1.0
 	)
-	l, err := loadrun.Run(ctx, loadrun.Config{
+	l, err := load.Run(ctx, load.Config{
 		Targets: cfg.Targets, Model: cfg.Model, Arrival: arr, Workload: cfg.Workload,
 		Seed: st.Seed, Grace: cfg.Grace, Client: cfg.Client,
 		Recorder:    recording.Options{SLO: cfg.Goodput},
@@ -64,7 +65,7 @@ func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step
 				tags.Phase = phaseMeasure
 			}
 		},
-		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
+		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
 			done := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Go(func() {

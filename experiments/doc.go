@@ -39,12 +39,13 @@
 //
 // # Live runs
 //
-// With Options.Live (a Live from NewLive) the run is a game day's: the
-// load runs at a rate (or users) changed while it runs, paused, switched
-// to another preset, until Live.End; faults are injected and reverted by
-// hand through Live, through the same journal, contract and revert
-// guarantees, within the experiment's blast_radius; the experiment's own
-// faults are a timeline Live plays, pauses, steps and skips; notes and
+// With Options.Live (a Control from NewControl) the run is a game day's:
+// the load runs at a rate (or users) changed while it runs, paused,
+// switched to another preset, until Control.End; faults are injected and
+// reverted by hand through the Control, through the same journal,
+// contract and revert guarantees, within the experiment's blast_radius;
+// the experiment's own faults are a timeline the Control plays, pauses,
+// steps and skips; notes and
 // every action are events of the run with who did them (package gameday
 // serves the console and API over it).
 package experiments

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -16,7 +16,7 @@ import (
 // target is healthy now: what a suite checks after an experiment, before
 // it starts the next. For an llm target it runs the experiment's own
 // checks that need no load: the pre-flight check of each endpoint
-// (loadrun.Preflight: the model listed, else one max_tokens 1 request
+// (load.Preflight: the model listed, else one max_tokens 1 request
 // answered; here a target that does not answer, or answers 5xx, 408 or
 // 429, is not healthy either), unless opts.NoPreflight or the workload's
 // preflight: false turn it off, and the steady state's HTTP and PromQL
@@ -68,7 +68,7 @@ func preflightRecords(ctx context.Context, p *plan, t spec.LLMTarget, urls []str
 			}
 			model = m
 		}
-		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{Targets: []string{u}, Model: model, Chat: p.wc.API != workload.APICompletions, Client: copts})
+		warns, err := load.Preflight(ctx, load.PreflightConfig{Targets: []string{u}, Model: model, Chat: p.wc.API != workload.APICompletions, Client: copts})
 		switch {
 		case err != nil:
 			out = append(out, report.ProbeRecord{Probe: label, Detail: err.Error()})

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 )
 
 // TestWorkloadPreflightDecodes: preflight takes true or false, an explicit
@@ -60,7 +60,7 @@ func TestWorkloadPreflightDecodes(t *testing.T) {
 }
 
 // TestRunWorkloadPreflightFalse: an endpoint that does not serve the model
-// stops the run before any fault with a *loadrun.PreflightError; with
+// stops the run before any fault with a *load.PreflightError; with
 // workload.preflight: false the run goes on.
 func TestRunWorkloadPreflightFalse(t *testing.T) {
 	skipShort(t)
@@ -92,7 +92,7 @@ func TestRunWorkloadPreflightFalse(t *testing.T) {
 			exp := testSpec(srv.URL, 600*time.Millisecond, httpErrorFault("idle", 200*time.Millisecond, 100*time.Millisecond))
 			exp.Workload.Preflight = tt.preflight
 			_, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"idle": idle})})
-			_, refused := errors.AsType[*loadrun.PreflightError](err)
+			_, refused := errors.AsType[*load.PreflightError](err)
 			if refused != tt.refused {
 				t.Fatalf("Run: err = %v, want a pre-flight refusal %v", err, tt.refused)
 			}

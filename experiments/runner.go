@@ -90,9 +90,9 @@ type Options struct {
 	// runner dies without ending the run (kill -9, a crash); see guard.
 	NoGuard bool
 	// NoPreflight skips the load's pre-flight check of the endpoints
-	// (loadrun.Preflight): by default a model the endpoints do not serve,
+	// (load.Preflight): by default a model the endpoints do not serve,
 	// a wrong path or a refused key ends the run before any fault with a
-	// *loadrun.PreflightError. The experiment's workload.preflight: false
+	// *load.PreflightError. The experiment's workload.preflight: false
 	// skips it too.
 	NoPreflight bool
 	// Observe is the run's observability (live metrics, remote write,
@@ -104,11 +104,11 @@ type Options struct {
 	// returned and closes the file under it.
 	SaveRequests *recording.RequestWriter
 
-	// Live, when set, makes the run a live one (a game day): the load
-	// runs until Live.End, faults are injected and reverted by hand
-	// through Live, and the experiment's faults are a timeline Live
-	// plays step by step. See Live.
-	Live *Live
+	// Live, when set, makes the run a live one (a game day) driven by
+	// this Control: the load runs until Control.End, faults are injected
+	// and reverted by hand through it, and the experiment's faults are a
+	// timeline it plays step by step. See Control.
+	Live *Control
 
 	// Shards runs the load of an experiment with workload.shards N > 1
 	// (see ShardRunner). Nil: an Indexed Job of ShardImage in the

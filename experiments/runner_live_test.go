@@ -31,7 +31,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// TestLiveRun drives a live run (a game day) through Live against a real
+// TestLiveRun drives a live run (a game day) through its Control against a real
 // server, through in-process fault proxies: a fault injected by hand acts
 // and is reverted by hand, the blast radius refuses a second one, the
 // load pauses and changes rate, the file's timeline steps, a note is
@@ -44,7 +44,7 @@ func TestLiveRun(t *testing.T) {
 	exp.BlastRadius = &spec.BlastRadius{MaxConcurrentFaults: 1}
 	exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.05"}}
 	dir := t.TempDir()
-	live := NewLive(LiveOptions{MaxDuration: time.Minute})
+	live := NewControl(ControlOptions{MaxDuration: time.Minute})
 	var out testutil.SyncBuffer
 	type result struct {
 		o   *Outcome

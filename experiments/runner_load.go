@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -42,12 +43,12 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 	if r.kube != nil && r.kube.t.URL == "" {
 		route = r.kube.route
 	}
-	l, err := loadrun.Run(ctx, loadrun.Config{
+	l, err := load.Run(ctx, load.Config{
 		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
 		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
 		Tagger: r.tag, Route: route, Live: r.liveLoad(), Switch: r.liveSwitch(), NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
-		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
-			return r.alongside(ctx, l, live)
+		Alongside: func(pr *pipeline.Run) func(engine.RunStats, error) {
+			return r.alongside(ctx, pr, live)
 		},
 	})
 	if err != nil && l == nil {
@@ -78,7 +79,7 @@ func (r *run) clientOptions() client.Options {
 // state check before the faults, the faults on their timeline, the stop
 // conditions, the live loop and the monitors. It returns the function
 // that stops them all once the load ended and waits for them.
-func (r *run) alongside(ctx context.Context, l *loadrun.Load, live *assertions.Live) func(engine.RunStats, error) {
+func (r *run) alongside(ctx context.Context, l *pipeline.Run, live *assertions.Live) func(engine.RunStats, error) {
 	p := r.p
 	r.rec = l.Recorder
 	r.obs.setObservers(l.Observers)

@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
-	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
-	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // scriptPlan is a script workload resolved before the run: its path, the
@@ -26,8 +25,8 @@ import (
 // custom metrics and the length of its schedule.
 type scriptPlan struct {
 	path      string
-	overrides runner.Overrides
-	inspected *runner.Plan
+	overrides script.Overrides
+	inspected *script.Plan
 	// length is when the last scenario's schedule ends (0 when a scenario
 	// runs a number of iterations: not a set time).
 	length time.Duration
@@ -91,39 +90,30 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		targets[i] = strings.TrimRight(e.load, "/")
 	}
 	var (
-		requests atomic.Uint64
-		started  bool
+		scheduled uint64 // the script's LLM requests, once its load ended
+		started   bool
 	)
-	cfg := runner.Config{
+	cfg := script.Config{
 		Script: p.script.path, Env: p.spec.Workload.ScriptEnv(targets, r.model), Overrides: p.script.overrides,
 		Seed: p.seed, SaveRequests: r.opts.SaveRequests, SLO: p.slo, ToolVersion: r.opts.ToolVersion,
 		Stdout: io.Discard, Stderr: &scriptOutput{out: r.out}, ExternalStops: true, NoSummary: true,
 		Preflight: func(ctx context.Context, clients []js.ClientInfo) error {
 			return r.scriptPreflight(ctx, clients, targets)
 		},
-		Attach: func(a *runner.Attached) (runner.Alongside, error) {
-			obs, err := r.scriptObservers(ctx, a)
-			if err != nil {
-				return runner.Alongside{}, err
-			}
+		Tagger: r.tag,
+		Observe: func([]js.ClientInfo) *observe.Options {
+			return r.obs.observeOptions(r.p, r.endpoints)
+		},
+		Alongside: func(pr *pipeline.Run) func(engine.RunStats, error) {
 			started = true
-			stop := r.alongside(ctx, &loadrun.Load{Clock: a.Clock, Recorder: a.Recorder, Observers: obs}, live)
-			hooks := js.Hooks{Tag: r.tag, Observe: func(*recording.Result) { requests.Add(1) }}
-			if obs != nil {
-				hooks.Observe = func(res *recording.Result) {
-					requests.Add(1)
-					obs.Scheduled(&res.Tags)
-					obs.Observe(res)
-				}
-				hooks.Sample = obs.AddSample
+			stop := r.alongside(ctx, pr, live)
+			return func(stats engine.RunStats, err error) {
+				scheduled = stats.Scheduled
+				stop(stats, err)
 			}
-			return runner.Alongside{
-				Hooks: hooks,
-				Ended: func() { stop(engine.RunStats{Scheduled: requests.Load()}, nil) },
-			}, nil
 		},
 	}
-	doc, err := runner.Run(ctx, cfg)
+	doc, err := script.Run(ctx, cfg)
 	switch {
 	case !started && (doc == nil || err != nil):
 		return engine.RunStats{}, scriptStageError(err)
@@ -142,7 +132,7 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 	if doc.Abort != nil && doc.Abort.Cause == report.AbortScript {
 		r.out.printf("warning: script: the load ended early: %s", doc.Abort)
 	}
-	return engine.RunStats{Scheduled: requests.Load(), End: r.now(), Interrupted: ctx.Err() != nil}, nil
+	return engine.RunStats{Scheduled: scheduled, End: r.now(), Interrupted: ctx.Err() != nil}, nil
 }
 
 // scriptStageError is the error of a script that stopped before its load:
@@ -152,7 +142,7 @@ func scriptStageError(err error) error {
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
 		return err
 	}
-	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return err
 	}
 	return fmt.Errorf("load: %w", err)
@@ -163,7 +153,7 @@ func scriptStageError(err error) error {
 // through the fault proxies), and then the target as load checks it
 // (unless --no-preflight or workload.preflight: false).
 func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targets []string) error {
-	plan := &runner.Plan{Clients: clients}
+	plan := &script.Plan{Clients: clients}
 	if err := spec.CheckScriptClients(plan, targets); err != nil {
 		return fmt.Errorf("workload.script: %w", err)
 	}
@@ -175,28 +165,11 @@ func (r *run) scriptPreflight(ctx context.Context, clients []js.ClientInfo, targ
 		chat = chat || c.API != "completions"
 	}
 	copts := r.clientOptions()
-	warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{Targets: targets, Model: r.model, Chat: chat || len(clients) == 0, Client: copts})
+	warns, err := load.Preflight(ctx, load.PreflightConfig{Targets: targets, Model: r.model, Chat: chat || len(clients) == 0, Client: copts})
 	for _, w := range warns {
 		r.out.println("warning: " + w)
 	}
 	return err
-}
-
-// scriptObservers starts the run's live observers for a script workload
-// on its clock, with its custom metrics (nil when none is asked for).
-func (r *run) scriptObservers(ctx context.Context, a *runner.Attached) (*observe.Observers, error) {
-	opts := r.obs.observeOptions(r.p, r.endpoints)
-	if opts == nil {
-		return nil, nil
-	}
-	clock, rec := a.Clock, a.Recorder
-	opts.Metrics, opts.Clock, opts.RunStart = a.Metrics, clock.Now, clock.Start()
-	opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
-	obs, err := observe.Start(ctx, *opts)
-	if err != nil {
-		return nil, &loadrun.StageError{Stage: loadrun.StageObservers, Err: err}
-	}
-	return obs, nil
 }
 
 // scriptOutput prints what a script writes (console.*, the failed

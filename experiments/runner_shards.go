@@ -15,9 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -89,7 +90,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 		})
 	}
 	if err := sr.Start(ctx, r.jr, args, n, start, lines); err != nil {
-		return engine.RunStats{}, &loadrun.StageError{Stage: loadrun.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
+		return engine.RunStats{}, &load.StageError{Stage: load.StageStart, Err: fmt.Errorf("workload.shards: %w", err)}
 	}
 	r.out.printf("load: %d shards start at %s (in %v)", n, start.UTC().Format(time.RFC3339Nano), time.Until(start).Round(time.Millisecond))
 	rec := recording.NewRecorder(recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests})
@@ -106,7 +107,7 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 		return engine.RunStats{}, err
 	}
 	r.judge.lag = ShardLiveLag
-	stop := r.alongside(ctx, &loadrun.Load{Clock: clock, Recorder: liveRec}, live)
+	stop := r.alongside(ctx, &pipeline.Run{Clock: clock, Recorder: liveRec}, live) // the judge stops the shards through ctx
 	outs, cerr := sr.Collect(ctx)
 	stats, rerr := r.recordShards(rec, outs, shift)
 	stats.Interrupted = ctx.Err() != nil

@@ -1,6 +1,6 @@
 // Package gameday runs game days: `llmchaos gameday` starts an experiment's
 // target, proxies and load as `llmchaos run` does, as a live run
-// (experiments.Live), and serves a console from which people break the
+// (experiments.Control), and serves a console from which people break the
 // service by hand, watch it, write down what they see and end the run;
 // the run then leaves the same record as a scripted one (run.json, the
 // HTML report, JUnit) and a post-mortem skeleton (postmortem.md).

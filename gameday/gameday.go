@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: listen on %s: %w", listen, err)
 	}
-	live := experiments.NewLive(experiments.LiveOptions{MaxDuration: cfg.MaxDuration})
+	live := experiments.NewControl(experiments.ControlOptions{MaxDuration: cfg.MaxDuration})
 	srv := NewServer(ServerOptions{Live: live, Spec: &full, Tokens: tokens, RunDir: dir, Port: ln.Addr().(*net.TCPAddr).Port})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancelCause(ctx)

@@ -104,8 +104,8 @@ func CheckListen(addr string, allowRemote bool) error {
 
 // ServerOptions configure a console server.
 type ServerOptions struct {
-	// Live is the live run the console drives.
-	Live *experiments.Live
+	// Live is the control of the live run the console drives.
+	Live *experiments.Control
 	// Spec is the experiment (with its defaults), for the console's title.
 	Spec *spec.Spec
 	// Tokens are the access tokens; at least one.

@@ -151,7 +151,7 @@ type Ended struct {
 // the connected consoles. The history it keeps lets a console opened (or
 // reloaded) mid-game draw everything since the start.
 type hub struct {
-	live *experiments.Live
+	live *experiments.Control
 
 	mu      sync.Mutex
 	frames  []Frame
@@ -169,7 +169,7 @@ type hub struct {
 	cpu atomic.Int64
 }
 
-func newHub(live *experiments.Live) *hub {
+func newHub(live *experiments.Control) *hub {
 	return &hub{live: live, clients: map[chan []byte]struct{}{}, sent: map[sampleKey]struct{}{}}
 }
 

@@ -71,7 +71,7 @@ func BenchmarkGamedayStream(b *testing.B) {
 		Workload: spec.Workload{Rate: spec.PerSecondRate(rate), Arrival: "constant", Duration: spec.Duration(time.Hour), InputTokens: mustDist("16"), OutputTokens: mustDist("4")},
 	}
 	for b.Loop() {
-		live := experiments.NewLive(experiments.LiveOptions{})
+		live := experiments.NewControl(experiments.ControlOptions{})
 		tokens, err := NewTokens(nil)
 		if err != nil {
 			b.Fatal(err)

@@ -1,10 +1,11 @@
 package report
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/llmchaos/llmchaos/internal/junit"
 )
 
 // JUnit XML, in the shape the usual CI test-report readers accept (Jenkins'
@@ -14,47 +15,6 @@ import (
 // <failure> whose message and text give the observed value; an aborted run
 // (a stop condition, a signal, ...) adds a testcase "run not aborted" with an
 // <error> that names the cause.
-
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr,omitempty"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Classname string        `xml:"classname,attr"`
-	Name      string        `xml:"name,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
 
 // junitSuiteName is the testsuite's name: the run's name, or "llmchaos".
 func junitSuiteName(d *Document) string {
@@ -72,61 +32,57 @@ func junitSuiteName(d *Document) string {
 // whose message and text carry the observed value.
 func WriteJUnit(w io.Writer, d *Document) error {
 	dur := strconv.FormatFloat(d.DurationS, 'f', 3, 64)
-	s := junitSuite{
+	s := junit.Suite{
 		Name: junitSuiteName(d),
 		Time: dur,
-		Properties: []junitProperty{
+		Properties: []junit.Property{
 			{Name: "verdict", Value: d.Verdict},
 			{Name: "seed", Value: strconv.FormatInt(d.Seed, 10)},
 			{Name: "tool_version", Value: d.ToolVersion},
 		},
 	}
-	s.Properties = append(s.Properties, scoreProperties(d.Score)...)
+	s.Properties = append(s.Properties, JUnitScoreProperties(d.Score)...)
 	if !d.StartedAt.IsZero() {
 		s.Timestamp = d.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
 	for _, th := range d.Thresholds {
-		c := junitCase{Classname: th.Key(), Name: th.Expr, Time: "0"}
+		c := junit.Case{Classname: th.Key(), Name: th.Expr, Time: "0"}
 		if !th.OK {
-			obs := th.Observed()
-			c.Failure = &junitProblem{
-				Message: fmt.Sprintf("observed %s, want %s", obs, th.Expr),
-				Type:    "threshold",
-				Text: fmt.Sprintf("threshold %s: %s failed\nobserved: %s\n",
-					th.Key(), th.Expr, obs),
-			}
+			c.Failure = JUnitThresholdFailure(th)
 			s.Failures++
 		}
 		s.Cases = append(s.Cases, c)
 	}
 	if d.Verdict == VerdictAborted {
-		s.Cases = append(s.Cases, junitCase{
+		s.Cases = append(s.Cases, junit.Case{
 			Classname: "llmchaos", Name: "run not aborted", Time: dur,
-			Error: &junitProblem{Message: "the run was aborted by " + d.Abort.String(), Type: abortType(d.Abort),
+			Error: &junit.Problem{Message: "the run was aborted by " + d.Abort.String(), Type: JUnitAbortType(d.Abort),
 				Text: "the run was aborted by " + d.Abort.String() + " and ended early; the thresholds above describe the run up to the abort\n"},
 		})
 		s.Errors++
 	}
 	s.Tests = len(s.Cases)
-	doc := junitSuites{Name: "llmchaos", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: dur, Suites: []junitSuite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	if _, err := io.WriteString(w, "\n"); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	return nil
+	doc := junit.Suites{Name: "llmchaos", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: dur, Suites: []junit.Suite{s}}
+	return doc.Write(w)
 }
 
-// scoreProperties are the JUnit properties of a resilience score:
+// JUnitThresholdFailure is the <failure> of a threshold that failed: the
+// observed value against the expression. A run's and a suite's JUnit
+// share it.
+func JUnitThresholdFailure(th ThresholdResult) *junit.Problem {
+	obs := th.Observed()
+	return &junit.Problem{
+		Message: fmt.Sprintf("observed %s, want %s", obs, th.Expr),
+		Type:    "threshold",
+		Text:    fmt.Sprintf("threshold %s: %s failed\nobserved: %s\n", th.Key(), th.Expr, obs),
+	}
+}
+
+// JUnitScoreProperties are the JUnit properties of a resilience score:
 // resilience_score (the value, or "none"), and resilience_score_NAME per
-// component (its share, 0 to 1); none for a nil score.
-func scoreProperties(s *Score) []junitProperty {
+// component (its share, 0 to 1); none for a nil score. A run's and a
+// suite's JUnit share them.
+func JUnitScoreProperties(s *Score) []junit.Property {
 	if s == nil {
 		return nil
 	}
@@ -134,17 +90,18 @@ func scoreProperties(s *Score) []junitProperty {
 	if s.Value != nil {
 		v = strconv.FormatFloat(*s.Value, 'f', -1, 64)
 	}
-	props := []junitProperty{{Name: "resilience_score", Value: v}}
+	props := []junit.Property{{Name: "resilience_score", Value: v}}
 	for _, c := range s.Components {
-		props = append(props, junitProperty{Name: "resilience_score_" + c.Name, Value: strconv.FormatFloat(c.Value, 'f', 3, 64)})
+		props = append(props, junit.Property{Name: "resilience_score_" + c.Name, Value: strconv.FormatFloat(c.Value, 'f', 3, 64)})
 	}
 	return props
 }
 
-// abortType is the <error>'s type: "aborted" for a stop condition (or an
-// abort of unknown cause), "aborted:CAUSE" otherwise, so that CI can tell
-// an interrupted run from one a stop condition ended.
-func abortType(a *Abort) string {
+// JUnitAbortType is the type of an aborted run's <error>: "aborted" for
+// a stop condition (or an abort of unknown cause), "aborted:CAUSE"
+// otherwise, so that CI can tell an interrupted run from one a stop
+// condition ended.
+func JUnitAbortType(a *Abort) string {
 	if a == nil || a.Cause == AbortStopCondition {
 		return "aborted"
 	}

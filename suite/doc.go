@@ -19,7 +19,7 @@
 // not run, and the record is still complete.
 //
 // One exit code sums the suite up, the worst of its experiments' in the
-// order of ExitRank: a revert that failed (97) wins over an abort (98),
+// order of exitcode.Rank: a revert that failed (97) wins over an abort (98),
 // over an error of llmchaos (1, 2), over a failed threshold (99), over a
 // target that was not steady or not healthy again (96), over a refused
 // fault selection (95), over a pass (0).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -133,10 +134,10 @@ func recoveryText(e ExperimentRecord) string {
 	return strings.Join(parts, "; ")
 }
 
-// rankText is ExitRank for people.
+// rankText is exitcode.Rank for people.
 func rankText() string {
-	parts := make([]string, len(ExitRank))
-	for i, c := range ExitRank {
+	parts := make([]string, len(exitcode.Rank))
+	for i, c := range exitcode.Rank {
 		parts[i] = fmt.Sprint(c)
 	}
 	return strings.Join(parts, " > ")

@@ -1,12 +1,12 @@
 package suite
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/internal/junit"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -24,56 +24,9 @@ import (
 // a <skipped> revert case. Experiments left out by tags are not in the
 // file.
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr,omitempty"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Classname string        `xml:"classname,attr"`
-	Name      string        `xml:"name,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr,omitempty"`
-}
-
 // WriteJUnit writes the suite's JUnit XML (see the comment above).
 func WriteJUnit(w io.Writer, r *Record) error {
-	doc := junitSuites{Name: r.Name, Time: seconds(r.DurationS)}
+	doc := junit.Suites{Name: r.Name, Time: seconds(r.DurationS)}
 	names := map[string]int{}
 	for _, e := range r.Experiments {
 		if e.Status == StatusFiltered {
@@ -89,23 +42,15 @@ func WriteJUnit(w io.Writer, r *Record) error {
 		doc.Skipped += s.Skipped
 		doc.Suites = append(doc.Suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return fmt.Errorf("write suite junit: %w", err)
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("write suite junit: %w", err)
-	}
-	if _, err := io.WriteString(w, "\n"); err != nil {
-		return fmt.Errorf("write suite junit: %w", err)
+	if err := doc.Write(w); err != nil {
+		return fmt.Errorf("suite: %w", err)
 	}
 	return nil
 }
 
 // experimentSuite is one experiment's <testsuite>.
-func experimentSuite(r *Record, e ExperimentRecord) junitSuite {
-	s := junitSuite{Name: e.Name, Time: seconds(e.DurationS)}
+func experimentSuite(r *Record, e ExperimentRecord) junit.Suite {
+	s := junit.Suite{Name: e.Name, Time: seconds(e.DurationS)}
 	if e.StartedAt != nil {
 		s.Timestamp = e.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
@@ -113,34 +58,34 @@ func experimentSuite(r *Record, e ExperimentRecord) junitSuite {
 	if e.ExitCode != nil {
 		code = strconv.Itoa(*e.ExitCode)
 	}
-	s.Properties = []junitProperty{
-		{"status", string(e.Status)},
-		{"exit_code", code},
-		{"file", e.File},
-		{"tags", strings.Join(e.Tags, ",")},
-		{"weight", strconv.FormatFloat(e.Weight, 'f', -1, 64)},
+	s.Properties = []junit.Property{
+		{Name: "status", Value: string(e.Status)},
+		{Name: "exit_code", Value: code},
+		{Name: "file", Value: e.File},
+		{Name: "tags", Value: strings.Join(e.Tags, ",")},
+		{Name: "weight", Value: strconv.FormatFloat(e.Weight, 'f', -1, 64)},
 	}
 	if e.Verdict != "" {
-		s.Properties = append(s.Properties, junitProperty{"verdict", e.Verdict})
+		s.Properties = append(s.Properties, junit.Property{Name: "verdict", Value: e.Verdict})
 	}
 	if e.Reason != "" {
-		s.Properties = append(s.Properties, junitProperty{"reason", e.Reason})
+		s.Properties = append(s.Properties, junit.Property{Name: "reason", Value: e.Reason})
 	}
 	if e.RunDir != "" {
-		s.Properties = append(s.Properties, junitProperty{"run_dir", e.RunDir})
+		s.Properties = append(s.Properties, junit.Property{Name: "run_dir", Value: e.RunDir})
 	}
 	if e.HTML != "" {
-		s.Properties = append(s.Properties, junitProperty{"report_html", e.HTML})
+		s.Properties = append(s.Properties, junit.Property{Name: "report_html", Value: e.HTML})
 	}
-	s.Properties = append(s.Properties, scoreProperties(e.Score)...)
+	s.Properties = append(s.Properties, report.JUnitScoreProperties(e.Score)...)
 	suiteScore := "none"
 	if r.Score != nil {
 		suiteScore = strconv.FormatFloat(*r.Score, 'f', -1, 64)
 	}
-	s.Properties = append(s.Properties, junitProperty{"suite", r.Name}, junitProperty{"suite_resilience_score", suiteScore})
+	s.Properties = append(s.Properties, junit.Property{Name: "suite", Value: r.Name}, junit.Property{Name: "suite_resilience_score", Value: suiteScore})
 
 	class := r.Name + "." + e.Name
-	add := func(c junitCase) {
+	add := func(c junit.Case) {
 		c.Classname = class
 		if c.Time == "" {
 			c.Time = "0"
@@ -157,12 +102,12 @@ func experimentSuite(r *Record, e ExperimentRecord) junitSuite {
 	}
 	switch e.Status {
 	case StatusSkipped:
-		add(junitCase{Name: "experiment runs", Skipped: &junitSkipped{Message: "skipped: " + e.Reason}})
+		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "skipped: " + e.Reason}})
 	case StatusNotRun:
-		add(junitCase{Name: "experiment runs", Skipped: &junitSkipped{Message: "not run: " + e.Reason}})
+		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "not run: " + e.Reason}})
 	case StatusError:
-		add(junitCase{Name: "experiment runs", Time: seconds(e.DurationS),
-			Error: &junitProblem{Message: firstLine(e.Reason), Type: "error", Text: e.Reason + "\n"}})
+		add(junit.Case{Name: "experiment runs", Time: seconds(e.DurationS),
+			Error: &junit.Problem{Message: firstLine(e.Reason), Type: "error", Text: e.Reason + "\n"}})
 	}
 	if ss := e.SteadyState; ss != nil {
 		for _, phase := range []struct {
@@ -170,69 +115,46 @@ func experimentSuite(r *Record, e ExperimentRecord) junitSuite {
 			probes []report.ProbeRecord
 		}{{"before the faults", ss.Before}, {"after the load", ss.After}} {
 			for _, p := range phase.probes {
-				c := junitCase{Name: "steady state " + phase.name + ": " + p.Probe}
+				c := junit.Case{Name: "steady state " + phase.name + ": " + p.Probe}
 				if !p.OK {
-					c.Failure = &junitProblem{Message: p.Detail, Type: "steady_state", Text: p.Probe + ": " + p.Detail + "\n"}
+					c.Failure = &junit.Problem{Message: p.Detail, Type: "steady_state", Text: p.Probe + ": " + p.Detail + "\n"}
 				}
 				add(c)
 			}
 		}
 	}
 	for _, f := range e.Faults {
-		c := junitCase{Name: "fault " + f.Name + " (" + f.Type + ") reverted"}
+		c := junit.Case{Name: "fault " + f.Name + " (" + f.Type + ") reverted"}
 		switch {
 		case f.InjectedAtS == nil:
 			msg := "not injected"
 			if f.Error != "" {
 				msg += ": " + f.Error
 			}
-			c.Skipped = &junitSkipped{Message: msg}
+			c.Skipped = &junit.Skipped{Message: msg}
 		case !f.RevertOK:
 			msg := "not reverted: it may still be applied (llmchaos recover --run-dir " + e.RunDir + ")"
 			if f.Error != "" {
 				msg = "not reverted: " + f.Error
 			}
-			c.Failure = &junitProblem{Message: msg, Type: "revert", Text: msg + "\n"}
+			c.Failure = &junit.Problem{Message: msg, Type: "revert", Text: msg + "\n"}
 		}
 		add(c)
 	}
 	for _, th := range e.Thresholds {
-		c := junitCase{Name: "threshold " + th.Key() + ": " + th.Expr}
+		c := junit.Case{Name: "threshold " + th.Key() + ": " + th.Expr}
 		if !th.OK {
-			obs := th.Observed()
-			c.Failure = &junitProblem{Message: fmt.Sprintf("observed %s, want %s", obs, th.Expr), Type: "threshold",
-				Text: fmt.Sprintf("threshold %s: %s failed\nobserved: %s\n", th.Key(), th.Expr, obs)}
+			c.Failure = report.JUnitThresholdFailure(th)
 		}
 		add(c)
 	}
 	if e.Verdict == report.VerdictAborted {
 		cause := e.Abort.String()
-		typ := "aborted"
-		if e.Abort != nil && e.Abort.Cause != report.AbortStopCondition {
-			typ += ":" + e.Abort.Cause
-		}
-		add(junitCase{Name: "run not aborted", Time: seconds(e.DurationS),
-			Error: &junitProblem{Message: "the run was aborted by " + cause, Type: typ, Text: "the run was aborted by " + cause + "\n"}})
+		add(junit.Case{Name: "run not aborted", Time: seconds(e.DurationS),
+			Error: &junit.Problem{Message: "the run was aborted by " + cause, Type: report.JUnitAbortType(e.Abort), Text: "the run was aborted by " + cause + "\n"}})
 	}
 	s.Tests = len(s.Cases)
 	return s
-}
-
-// scoreProperties are a score's properties: resilience_score (the value,
-// or none) and resilience_score_NAME per component (its share).
-func scoreProperties(sc *report.Score) []junitProperty {
-	if sc == nil {
-		return nil
-	}
-	v := "none"
-	if sc.Value != nil {
-		v = strconv.FormatFloat(*sc.Value, 'f', -1, 64)
-	}
-	props := []junitProperty{{"resilience_score", v}}
-	for _, c := range sc.Components {
-		props = append(props, junitProperty{"resilience_score_" + c.Name, strconv.FormatFloat(c.Value, 'f', 3, 64)})
-	}
-	return props
 }
 
 func seconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -53,45 +53,6 @@ const (
 	StatusFiltered Status = "filtered"
 )
 
-// Exit codes, the same as the CLI's (cmd/llmchaos; a test keeps them
-// equal).
-const (
-	ExitOK           = 0
-	ExitInternal     = 1
-	ExitUsage        = 2
-	ExitRefused      = 95
-	ExitNotSteady    = 96
-	ExitRevertFailed = 97
-	ExitAborted      = 98
-	ExitThresholds   = 99
-)
-
-// ExitRank orders the exit codes from the worst: a suite exits with the
-// worst code of its experiments. A revert that failed leaves damage behind
-// and wins over everything; an abort (a stop condition, Ctrl-C) over an
-// error of llmchaos itself; those over a failed threshold; that over a
-// target not steady or not healthy again, and over a refused fault
-// selection; 0 last.
-var ExitRank = []int{ExitRevertFailed, ExitAborted, ExitInternal, ExitUsage, ExitThresholds, ExitNotSteady, ExitRefused, ExitOK}
-
-// Worst returns the worst of codes by ExitRank (0 for none); a code not
-// in ExitRank ranks as ExitInternal.
-func Worst(codes ...int) int {
-	rank := func(c int) int {
-		if i := slices.Index(ExitRank, c); i >= 0 {
-			return i
-		}
-		return slices.Index(ExitRank, ExitInternal)
-	}
-	worst := ExitOK
-	for _, c := range codes {
-		if rank(c) < rank(worst) {
-			worst = c
-		}
-	}
-	return worst
-}
-
 // Record is a suite's record, suite.json: what ran, how each experiment
 // ended and where its reports are, the score and the exit code.
 type Record struct {
@@ -107,7 +68,7 @@ type Record struct {
 	// Status is the suite's: pass when every experiment that ran passed,
 	// else fail; aborted when interrupted.
 	Status string `json:"status"`
-	// ExitCode is the worst of the experiments' (see ExitRank), 98 when
+	// ExitCode is the worst of the experiments' (see exitcode.Rank), 98 when
 	// the suite was interrupted.
 	ExitCode int `json:"exit_code"`
 	// Score is the suite's resilience score (report.SuiteScore); nil when
@@ -197,24 +158,24 @@ func (e ExperimentRecord) Ran() bool {
 }
 
 // Code returns the exit code of a status, and false for the statuses that
-// have none (not run, filtered). StatusError is ExitInternal here; a
-// pre-flight refusal records ExitUsage in ExperimentRecord.ExitCode.
+// have none (not run, filtered). StatusError is exitcode.Internal here; a
+// pre-flight refusal records exitcode.Usage in ExperimentRecord.ExitCode.
 func (s Status) Code() (int, bool) {
 	switch s {
 	case StatusPass:
-		return ExitOK, true
+		return exitcode.OK, true
 	case StatusFail:
-		return ExitThresholds, true
+		return exitcode.Thresholds, true
 	case StatusAborted:
-		return ExitAborted, true
+		return exitcode.Aborted, true
 	case StatusNotSteady, StatusSkipped:
-		return ExitNotSteady, true
+		return exitcode.NotSteady, true
 	case StatusRefused:
-		return ExitRefused, true
+		return exitcode.Refused, true
 	case StatusRevertFailed:
-		return ExitRevertFailed, true
+		return exitcode.RevertFailed, true
 	case StatusError:
-		return ExitInternal, true
+		return exitcode.Internal, true
 	}
 	return 0, false
 }
@@ -265,11 +226,11 @@ func (r *Record) summarise() {
 		}
 	}
 	r.Score = report.SuiteScore(scores)
-	r.ExitCode = Worst(codes...)
+	r.ExitCode = exitcode.Worst(codes...)
 	switch {
 	case r.Abort != nil:
 		r.Status = report.VerdictAborted
-		r.ExitCode = Worst(r.ExitCode, ExitAborted)
+		r.ExitCode = exitcode.Worst(r.ExitCode, exitcode.Aborted)
 	case anyRan && allPass:
 		r.Status = report.VerdictPass
 	case !anyRan:

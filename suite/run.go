@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -148,7 +149,7 @@ func (r *suiteRun) run(ctx context.Context) error {
 			if !h.OK {
 				e.Status = StatusSkipped
 				e.Reason = fmt.Sprintf("the target was not healthy within %v after the experiment before: %s", r.p.HealthTimeout, failedProbes(h.Probes))
-				e.ExitCode = intPtr(ExitNotSteady)
+				e.ExitCode = intPtr(exitcode.NotSteady)
 				fmt.Fprintf(r.opts.Out, "skipped %s: %s\n", it.Name, e.Reason)
 				if err := r.save(); err != nil {
 					return err
@@ -250,32 +251,32 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 func classify(out *experiments.Outcome, err error) (Status, int, string) {
 	if err != nil {
 		if _, ok := errors.AsType[*experiments.RevertError](err); ok {
-			return StatusRevertFailed, ExitRevertFailed, err.Error()
+			return StatusRevertFailed, exitcode.RevertFailed, err.Error()
 		}
 		var ps spec.Problems
 		if errors.As(err, &ps) {
-			return StatusError, ExitUsage, err.Error()
+			return StatusError, exitcode.Usage, err.Error()
 		}
-		if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
-			return StatusError, ExitUsage, err.Error()
+		if _, ok := errors.AsType[*load.PreflightError](err); ok {
+			return StatusError, exitcode.Usage, err.Error()
 		}
-		return StatusError, ExitInternal, err.Error()
+		return StatusError, exitcode.Internal, err.Error()
 	}
 	if out == nil || out.Doc == nil {
-		return StatusError, ExitInternal, "the run produced no report"
+		return StatusError, exitcode.Internal, "the run produced no report"
 	}
 	doc := out.Doc
 	switch {
 	case out.NotSteady():
-		return StatusNotSteady, ExitNotSteady, "not steady before the faults: " + out.AbortDetail
+		return StatusNotSteady, exitcode.NotSteady, "not steady before the faults: " + out.AbortDetail
 	case doc.Verdict == report.VerdictAborted:
-		return StatusAborted, ExitAborted, "aborted by " + doc.Abort.String()
+		return StatusAborted, exitcode.Aborted, "aborted by " + doc.Abort.String()
 	case len(out.Refused) > 0:
-		return StatusRefused, ExitRefused, "not injected, its target selection was refused: " + strings.Join(out.Refused, ", ")
+		return StatusRefused, exitcode.Refused, "not injected, its target selection was refused: " + strings.Join(out.Refused, ", ")
 	case doc.Verdict == report.VerdictFail:
-		return StatusFail, ExitThresholds, failedSummary(doc)
+		return StatusFail, exitcode.Thresholds, failedSummary(doc)
 	}
-	return StatusPass, ExitOK, ""
+	return StatusPass, exitcode.OK, ""
 }
 
 // failedSummary names what failed in a run whose verdict is fail.

@@ -16,37 +16,16 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/junit"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/server/servertest"
 )
-
-func TestWorst(t *testing.T) {
-	tests := []struct {
-		codes []int
-		want  int
-	}{
-		{nil, 0},
-		{[]int{0, 0}, 0},
-		{[]int{0, 99, 96}, 99},
-		{[]int{95, 96}, 96},
-		{[]int{99, 2}, 2},
-		{[]int{99, 1, 2}, 1},
-		{[]int{1, 98}, 98},
-		{[]int{98, 97, 99}, 97},
-		{[]int{0, 42}, 42}, // unknown: ranks as 1
-		{[]int{42, 98}, 98},
-	}
-	for _, tt := range tests {
-		if got := Worst(tt.codes...); got != tt.want {
-			t.Errorf("Worst(%v) = %d, want %d", tt.codes, got, tt.want)
-		}
-	}
-}
 
 func TestClassify(t *testing.T) {
 	doc := func(verdict string, a *report.Abort) *report.Document {
@@ -66,7 +45,7 @@ func TestClassify(t *testing.T) {
 		{"not steady", &experiments.Outcome{Doc: doc(report.VerdictAborted, &report.Abort{Cause: report.AbortNotSteady}), Aborted: true, AbortReason: experiments.AbortNotSteady}, nil, StatusNotSteady, 96},
 		{"refused", &experiments.Outcome{Doc: doc(report.VerdictFail, nil), Refused: []string{"kill"}}, nil, StatusRefused, 95},
 		{"revert failed wins", &experiments.Outcome{Doc: doc(report.VerdictPass, nil)}, &experiments.RevertError{Errs: []error{errors.New("x")}}, StatusRevertFailed, 97},
-		{"pre-flight", nil, &loadrun.PreflightError{Target: "t", Msg: "no model"}, StatusError, 2},
+		{"pre-flight", nil, &load.PreflightError{Target: "t", Msg: "no model"}, StatusError, 2},
 		{"runner error", nil, errors.New("boom"), StatusError, 1},
 		{"no report", nil, nil, StatusError, 1},
 	}
@@ -112,13 +91,13 @@ thresholds:
 }
 
 // parseJUnit reads the suite's JUnit XML back.
-func parseJUnit(t *testing.T, r *Record) junitSuites {
+func parseJUnit(t *testing.T, r *Record) junit.Suites {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteJUnit(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("JUnit does not parse: %v\n%s", err, b.String())
 	}
@@ -190,10 +169,10 @@ experiments:
 	if rec.Experiments[0].Health != nil {
 		t.Errorf("the first experiment was health-checked: %+v", rec.Experiments[0].Health)
 	}
-	if b.RunDir != "" || b.ExitCode == nil || *b.ExitCode != ExitNotSteady {
+	if b.RunDir != "" || b.ExitCode == nil || *b.ExitCode != exitcode.NotSteady {
 		t.Errorf("skipped experiment: run dir %q, exit %v; want none, 96", b.RunDir, b.ExitCode)
 	}
-	if rec.ExitCode != ExitNotSteady || rec.Status != report.VerdictFail {
+	if rec.ExitCode != exitcode.NotSteady || rec.Status != report.VerdictFail {
 		t.Errorf("suite exit %d status %s, want 96 fail", rec.ExitCode, rec.Status)
 	}
 	// The skipped experiment counts 0 in the suite's score.
@@ -301,7 +280,7 @@ func TestRunInterrupted(t *testing.T) {
 	if r := rec.Experiments[2].Reason; r != "the suite was interrupted by signal SIGINT" {
 		t.Errorf("not-run reason %q", r)
 	}
-	if rec.ExitCode != ExitAborted || rec.Status != report.VerdictAborted || rec.Abort == nil || rec.Abort.Name != "SIGINT" {
+	if rec.ExitCode != exitcode.Aborted || rec.Status != report.VerdictAborted || rec.Abort == nil || rec.Abort.Name != "SIGINT" {
 		t.Errorf("suite: exit %d status %s abort %+v; want 98, aborted by SIGINT", rec.ExitCode, rec.Status, rec.Abort)
 	}
 	if rec.Score != nil {
@@ -318,7 +297,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !strings.Contains(text.String(), "verdict: ABORTED by signal SIGINT (2 experiment(s) not run); exit code 98") {
 		t.Errorf("summary:\n%s", text.String())
 	}
-	if r, err := ReadRecord(filepath.Join(dir, RecordFile)); err != nil || r.ExitCode != ExitAborted {
+	if r, err := ReadRecord(filepath.Join(dir, RecordFile)); err != nil || r.ExitCode != exitcode.Aborted {
 		t.Errorf("suite.json: %v, %+v", err, r)
 	}
 }
@@ -349,7 +328,7 @@ func TestRunContinueOnFail(t *testing.T) {
 					t.Errorf("experiment %d: %s, want %s", j+1, e.Status, want[j])
 				}
 			}
-			if rec.ExitCode != ExitThresholds {
+			if rec.ExitCode != exitcode.Thresholds {
 				t.Errorf("exit %d, want 99", rec.ExitCode)
 			}
 			if !cont && !strings.Contains(rec.Experiments[2].Reason, "continue_on_fail is false and e1 did not pass") {
@@ -381,14 +360,14 @@ func TestJUnitMarksEachStatus(t *testing.T) {
 	if len(doc.Suites) != 4 {
 		t.Fatalf("%d testsuites, want 4 (the filtered one left out)", len(doc.Suites))
 	}
-	find := func(s junitSuite, prefix string) junitCase {
+	find := func(s junit.Suite, prefix string) junit.Case {
 		for _, c := range s.Cases {
 			if strings.HasPrefix(c.Name, prefix) {
 				return c
 			}
 		}
 		t.Fatalf("testsuite %s has no case %q: %+v", s.Name, prefix, s.Cases)
-		return junitCase{}
+		return junit.Case{}
 	}
 	if c := find(doc.Suites[0], "fault kill (replica.kill) reverted"); c.Failure == nil || c.Failure.Type != "revert" || !strings.Contains(c.Failure.Message, "replica 2 is still stopped") {
 		t.Errorf("revert case %+v", c)
@@ -408,7 +387,7 @@ func TestJUnitMarksEachStatus(t *testing.T) {
 	if doc.Failures != 2 || doc.Errors != 2 || doc.Skipped != 1 || doc.Tests != 5 {
 		t.Errorf("totals tests %d failures %d errors %d skipped %d, want 5 2 2 1", doc.Tests, doc.Failures, doc.Errors, doc.Skipped)
 	}
-	if rec.ExitCode != ExitRevertFailed {
+	if rec.ExitCode != exitcode.RevertFailed {
 		t.Errorf("exit %d, want 97", rec.ExitCode)
 	}
 	props := map[string]string{}
@@ -456,7 +435,7 @@ func TestRunRecordsEachRun(t *testing.T) {
 	if l := rec.labels[0]; l["suite"] != DefaultName || l["commit"] != "abc123" || l["tags"] != "llm" {
 		t.Errorf("labels %v", l)
 	}
-	if r.ExitCode != ExitOK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
+	if r.ExitCode != exitcode.OK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
 		t.Errorf("exit %d warnings %q, want 0 and the recorder's error as warnings", r.ExitCode, r.Warnings)
 	}
 }

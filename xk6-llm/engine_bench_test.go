@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/benchserver"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
-	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )

@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/benchserver"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
-	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
+	"github.com/llmchaos/llmchaos/internal/benchserver"
 )
 
 // The 50,000-stream case of BenchmarkLoadClientTable. One process may open

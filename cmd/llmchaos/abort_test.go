@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -36,8 +37,8 @@ func TestLoadSignalAborts(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("load did not stop within 20s of SIGTERM")
 	}
-	if code != ExitAborted {
-		t.Fatalf("exit %d after SIGTERM, want %d; stderr:\n%s", code, ExitAborted, &stderr)
+	if code != exitcode.Aborted {
+		t.Fatalf("exit %d after SIGTERM, want %d; stderr:\n%s", code, exitcode.Aborted, &stderr)
 	}
 	if !strings.Contains(stdout.String(), "verdict: ABORTED by signal SIGTERM") {
 		t.Errorf("summary does not say the run was aborted by SIGTERM:\n%s", &stdout)

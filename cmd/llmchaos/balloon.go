@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
@@ -125,7 +126,7 @@ func openBalloon(ctx context.Context, o balloonOptions) (b vgpu.Balloon, closeDe
 		case errors.Is(err, gpu.ErrNoCUDABuild):
 			return nil, nil, usageError(fmt.Errorf("--backend cuda: %w", err))
 		case errors.Is(err, gpu.ErrNoGPU):
-			return nil, nil, withCode(exitNoGPU, fmt.Errorf("gpu-balloon: %w", err))
+			return nil, nil, withCode(exitcode.NoGPU, fmt.Errorf("gpu-balloon: %w", err))
 		case err != nil:
 			return nil, nil, fmt.Errorf("gpu-balloon: %w", err)
 		}
@@ -169,7 +170,7 @@ func runBalloon(ctx context.Context, o balloonOptions, stdout io.Writer, log *sl
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*vgpu.ReserveError](err); ok {
-			return withCode(exitNoGPUMemory, fmt.Errorf("gpu-balloon: %w", err))
+			return withCode(exitcode.NoGPUMemory, fmt.Errorf("gpu-balloon: %w", err))
 		}
 		return fmt.Errorf("gpu-balloon: %w", err)
 	}

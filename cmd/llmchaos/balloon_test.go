@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
@@ -28,8 +29,8 @@ func TestBalloonFlagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(context.Background(), append([]string{"gpu-balloon"}, tt.args...), &out, &errb)
-			if code != ExitUsage {
-				t.Fatalf("exit code = %d, want %d; stderr %q", code, ExitUsage, errb.String())
+			if code != exitcode.Usage {
+				t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.Usage, errb.String())
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errb.String(), w) {
@@ -52,8 +53,8 @@ func TestBalloonHoldsUntilTerminated(t *testing.T) {
 	if free, _ := d.Free(); free != 6*vgpu.GiB {
 		t.Errorf("free while the balloon holds = %d, want %d", free, 6*vgpu.GiB)
 	}
-	if code := s.stop(t); code != ExitOK {
-		t.Errorf("exit code after termination = %d, want %d; stderr:\n%s", code, ExitOK, s.err)
+	if code := s.stop(t); code != exitcode.OK {
+		t.Errorf("exit code after termination = %d, want %d; stderr:\n%s", code, exitcode.OK, s.err)
 	}
 	if free, _ := d.Free(); free != 10*vgpu.GiB {
 		t.Errorf("free after the balloon ended = %d, want %d", free, 10*vgpu.GiB)
@@ -64,8 +65,8 @@ func TestBalloonLeaveFree(t *testing.T) {
 	dir := t.TempDir()
 	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--leave-free-gib", "0.5")
 	waitOutput(t, s.out, regexp.MustCompile(`holding 7\.5 GiB on vgpu 0 \(free now 512\.0 MiB\)`), s.done)
-	if code := s.stop(t); code != ExitOK {
-		t.Errorf("exit code = %d, want %d", code, ExitOK)
+	if code := s.stop(t); code != exitcode.OK {
+		t.Errorf("exit code = %d, want %d", code, exitcode.OK)
 	}
 }
 
@@ -73,8 +74,8 @@ func TestBalloonTooLittleFree(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--gib", "9"}, &out, &errb)
-	if code != exitNoGPUMemory {
-		t.Fatalf("exit code = %d, want %d; stderr %q", code, exitNoGPUMemory, errb.String())
+	if code != exitcode.NoGPUMemory {
+		t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.NoGPUMemory, errb.String())
 	}
 	if !strings.Contains(errb.String(), "need 9.0 GiB, free 8.0 GiB of 8.0 GiB") {
 		t.Errorf("stderr = %q, want the numbers", errb.String())
@@ -83,7 +84,7 @@ func TestBalloonTooLittleFree(t *testing.T) {
 		t.Errorf("stdout = %q, want nothing (no holding line when nothing is held)", out.String())
 	}
 	code = execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", t.TempDir(), "--gib", "1"}, &out, &errb)
-	if code == ExitOK || !strings.Contains(errb.String(), "no capacity") {
+	if code == exitcode.OK || !strings.Contains(errb.String(), "no capacity") {
 		t.Errorf("balloon on an unrecorded vGPU without --gpu-memory: exit %d, stderr %q; want a failure naming the missing capacity", code, errb.String())
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/capacity"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/spf13/cobra"
@@ -281,14 +282,14 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 			sloList(c), c.Length.Requests, stepRule(c), capacity.FormatLoad(100*c.Search.Precision), c.Seed)
 	}
 	res, runErr := capacity.Run(ctx, cfg)
-	if se, ok := errors.AsType[*loadrun.StageError](runErr); ok && res == nil {
-		if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
+	if se, ok := errors.AsType[*load.StageError](runErr); ok && res == nil {
+		if _, ok := errors.AsType[*load.PreflightError](se.Err); ok {
 			return usageError(se.Err)
 		}
 		if ctx.Err() != nil {
 			err := fmt.Errorf("aborted during the pre-flight check (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
 			fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
-			return withCode(ExitAborted, err)
+			return withCode(exitcode.Aborted, err)
 		}
 		return se.Err
 	}
@@ -317,13 +318,13 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 	case runErr != nil && ctx.Err() != nil:
 		err := fmt.Errorf("interrupted (%s) after %d steps: the outputs hold them", report.InterruptAbort(context.Cause(ctx)), len(res.Steps))
 		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
-		return withCode(ExitAborted, err)
+		return withCode(exitcode.Aborted, err)
 	case runErr != nil:
 		return fmt.Errorf("step %d: %w", len(res.Steps), runErr)
 	}
 	switch res.Status {
 	case capacity.StatusBelowMin:
-		return withCode(ExitThresholds, errors.New(res.Summary))
+		return withCode(exitcode.Thresholds, errors.New(res.Summary))
 	case capacity.StatusClientLimited, capacity.StatusStepLimit:
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, res.Summary)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/capacity"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/server/servertest"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
@@ -36,8 +37,8 @@ func TestCapacityFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errs := run(t, append(append([]string{}, base...), tt.args...)...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -50,7 +51,7 @@ func TestCapacityFlagErrors(t *testing.T) {
 		})
 	}
 	// The load's own shape flags belong to the search.
-	if code, _, errs := run(t, append(base, "--slo", "ttft: p(99)<1s", "--rate", "10")...); code != ExitUsage || !strings.Contains(errs, "unknown flag: --rate") {
+	if code, _, errs := run(t, append(base, "--slo", "ttft: p(99)<1s", "--rate", "10")...); code != exitcode.Usage || !strings.Contains(errs, "unknown flag: --rate") {
 		t.Errorf("--rate: exit %d, %s", code, errs)
 	}
 }
@@ -77,12 +78,12 @@ func TestCapacityCommand(t *testing.T) {
 	// search before any load, exit 2.
 	wrong := append([]string{}, args...)
 	wrong[4] = "not-served"
-	if code, out, errs := run(t, wrong...); code != ExitUsage || !strings.Contains(errs, "pre-flight check of") || strings.Contains(out, "step 0") {
+	if code, out, errs := run(t, wrong...); code != exitcode.Usage || !strings.Contains(errs, "pre-flight check of") || strings.Contains(out, "step 0") {
 		t.Errorf("a wrong model: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
 
 	code, out, errs := run(t, append(args, "--out", file, "--html", page)...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, errs, out)
 	}
 	for _, want := range []string{
@@ -108,7 +109,7 @@ func TestCapacityCommand(t *testing.T) {
 	}
 
 	code, out, errs = run(t, append(args, "--json")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("--json: exit %d; stderr:\n%s", code, errs)
 	}
 	var doc map[string]any
@@ -146,21 +147,21 @@ func TestRunAppliesCapacity(t *testing.T) {
 	}
 	own := experimentAt(t, dir, "own", "{rate: 80%, capacity: capacity.json, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
 	code, out, errs := run(t, "run", "--dry-run", own)
-	if code != ExitOK || !strings.Contains(out, "workload.rate 80% of the knee 65 req/s ("+filepath.Join(dir, "capacity.json")+"): 52 req/s") ||
+	if code != exitcode.OK || !strings.Contains(out, "workload.rate 80% of the knee 65 req/s ("+filepath.Join(dir, "capacity.json")+"): 52 req/s") ||
 		!strings.Contains(out, "constant arrivals at 52 req/s") {
 		t.Errorf("own capacity: exit %d, stderr %q, stdout:\n%s", code, errs, out)
 	}
 
 	t.Chdir(dir)
 	shareOnly := experimentAt(t, dir, "share", "{rate: 50%, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
-	if code, _, errs := run(t, "run", "--dry-run", shareOnly); code != ExitUsage || !strings.Contains(errs, "workload.rate: 50% is a share of a measured capacity: add capacity: FILE") {
+	if code, _, errs := run(t, "run", "--dry-run", shareOnly); code != exitcode.Usage || !strings.Contains(errs, "workload.rate: 50% is a share of a measured capacity: add capacity: FILE") {
 		t.Errorf("a share without a capacity: exit %d, stderr %q", code, errs)
 	}
 	code, out, errs = run(t, "run", "--dry-run", "--capacity", "capacity.json", shareOnly)
-	if code != ExitOK || !strings.Contains(out, "constant arrivals at 32.5 req/s") {
+	if code != exitcode.OK || !strings.Contains(out, "constant arrivals at 32.5 req/s") {
 		t.Errorf("--capacity: exit %d, stderr %q, stdout:\n%s", code, errs, out)
 	}
-	if code, _, errs := run(t, "run", "--dry-run", "--capacity", "missing.json", shareOnly); code != ExitUsage || !strings.Contains(errs, "capacity file: open") {
+	if code, _, errs := run(t, "run", "--dry-run", "--capacity", "missing.json", shareOnly); code != exitcode.Usage || !strings.Contains(errs, "capacity file: open") {
 		t.Errorf("a missing capacity file: exit %d, stderr %q", code, errs)
 	}
 	perSecond := experimentAt(t, dir, "per-second", "{rate: 5, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
@@ -170,11 +171,11 @@ func TestRunAppliesCapacity(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{[]string{"--rate", "80%", "--capacity", "capacity.json"}, ExitOK, "constant arrivals at 52 req/s", ""},
-		{[]string{"--rate", "12"}, ExitOK, "constant arrivals at 12 req/s", ""},
-		{[]string{"--rate", "80%"}, ExitUsage, "", "--rate 80% is a share of a measured capacity: give the capacity file with --capacity FILE"},
-		{[]string{"--rate", "lots"}, ExitUsage, "", `--rate "lots": want requests per second`},
-		{[]string{"--rate", "0"}, ExitUsage, "", "--rate 0 requests per second sends nothing"},
+		{[]string{"--rate", "80%", "--capacity", "capacity.json"}, exitcode.OK, "constant arrivals at 52 req/s", ""},
+		{[]string{"--rate", "12"}, exitcode.OK, "constant arrivals at 12 req/s", ""},
+		{[]string{"--rate", "80%"}, exitcode.Usage, "", "--rate 80% is a share of a measured capacity: give the capacity file with --capacity FILE"},
+		{[]string{"--rate", "lots"}, exitcode.Usage, "", `--rate "lots": want requests per second`},
+		{[]string{"--rate", "0"}, exitcode.Usage, "", "--rate 0 requests per second sends nothing"},
 	} {
 		code, out, errs := run(t, append(append([]string{"run", "--dry-run"}, tt.args...), perSecond)...)
 		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errs, tt.err) {
@@ -182,10 +183,10 @@ func TestRunAppliesCapacity(t *testing.T) {
 		}
 	}
 	concurrent := experimentAt(t, dir, "closed", "{concurrency: 4, duration: 30s, input_tokens: 16, output_tokens: 6}")
-	if code, _, errs := run(t, "run", "--dry-run", "--rate", "80%", "--capacity", "capacity.json", concurrent); code != ExitUsage || !strings.Contains(errs, "with --duration/--threshold/--rate the experiment is invalid") {
+	if code, _, errs := run(t, "run", "--dry-run", "--rate", "80%", "--capacity", "capacity.json", concurrent); code != exitcode.Usage || !strings.Contains(errs, "with --duration/--threshold/--rate the experiment is invalid") {
 		t.Errorf("--rate on a closed loop: exit %d, stderr %q", code, errs)
 	}
-	if code, out, errs := run(t, "run", "--dry-run", "--capacity", "capacity.json", perSecond); code != ExitOK || !strings.Contains(errs, "--capacity: workload.rate is 5 requests per second") || !strings.Contains(out, "at 5 req/s") {
+	if code, out, errs := run(t, "run", "--dry-run", "--capacity", "capacity.json", perSecond); code != exitcode.OK || !strings.Contains(errs, "--capacity: workload.rate is 5 requests per second") || !strings.Contains(out, "at 5 req/s") {
 		t.Errorf("--capacity with a rate per second: exit %d, stderr %q, stdout:\n%s", code, errs, out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -182,7 +183,7 @@ func runCompare(_ context.Context, o compareOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	if reg := c.Regressions(); len(reg) > 0 {
-		return withCode(ExitThresholds, fmt.Errorf("%d latency percentiles regressed beyond --max-regression", len(reg)))
+		return withCode(exitcode.Thresholds, fmt.Errorf("%d latency percentiles regressed beyond --max-regression", len(reg)))
 	}
 	return nil
 }

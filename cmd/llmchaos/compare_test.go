@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -16,29 +17,29 @@ func TestCompareCommand(t *testing.T) {
 	same := savedRun(t, dir, "same", 3, 1, 2000)
 
 	code, out, errs := run(t, "compare", base, slow, "--max-regression", "10%")
-	if code != ExitThresholds {
-		t.Errorf("30%% slower: exit %d (stderr %q), want %d", code, errs, ExitThresholds)
+	if code != exitcode.Thresholds {
+		t.Errorf("30%% slower: exit %d (stderr %q), want %d", code, errs, exitcode.Thresholds)
 	}
 	if !strings.Contains(out, "REGRESSION beyond 10.0% with confidence: ttft p50") {
 		t.Errorf("30%% slower: output does not name the regressions:\n%s", out)
 	}
 
 	code, out, errs = run(t, "compare", base, same, "--max-regression", "10%")
-	if code != ExitOK || !strings.Contains(out, "no latency percentile regressed beyond 10.0% with confidence") {
+	if code != exitcode.OK || !strings.Contains(out, "no latency percentile regressed beyond 10.0% with confidence") {
 		t.Errorf("same configuration, another seed: exit %d (stderr %q), want 0:\n%s", code, errs, out)
 	}
 
 	// Without a limit the comparison only reports.
-	if code, _, _ := run(t, "compare", base, slow); code != ExitOK {
+	if code, _, _ := run(t, "compare", base, slow); code != exitcode.OK {
 		t.Errorf("no --max-regression: exit %d, want 0", code)
 	}
 	// A limit above the slowdown is not exceeded with confidence.
-	if code, _, _ := run(t, "compare", base, slow, "--max-regression", "0.6"); code != ExitOK {
+	if code, _, _ := run(t, "compare", base, slow, "--max-regression", "0.6"); code != exitcode.OK {
 		t.Errorf("--max-regression 60%%: exit %d, want 0", code)
 	}
 
 	jsonOut := filepath.Join(dir, "cmp.json")
-	if code, _, errs := run(t, "compare", base, slow, "--format", "json", "-o", jsonOut, "--resamples", "200", "--seed", "7"); code != ExitOK {
+	if code, _, errs := run(t, "compare", base, slow, "--format", "json", "-o", jsonOut, "--resamples", "200", "--seed", "7"); code != exitcode.OK {
 		t.Fatalf("json: exit %d: %s", code, errs)
 	}
 	var c report.Comparison
@@ -57,8 +58,8 @@ func TestCompareCommand(t *testing.T) {
 		{"compare", base},
 		{"compare", base, filepath.Join(dir, "missing.json")},
 	} {
-		if code, _, errs := run(t, args...); code != ExitUsage {
-			t.Errorf("%q: exit %d (stderr %q), want %d", args, code, errs, ExitUsage)
+		if code, _, errs := run(t, args...); code != exitcode.Usage {
+			t.Errorf("%q: exit %d (stderr %q), want %d", args, code, errs, exitcode.Usage)
 		}
 	}
 }
@@ -106,7 +107,7 @@ func TestCompareConfigWarning(t *testing.T) {
 		"workload": map[string]any{"duration": "60s"}, "save_requests": true, "name": "same"})
 
 	code, out, errs := run(t, "compare", base, other)
-	if code != ExitOK || !strings.Contains(out, "base") {
+	if code != exitcode.OK || !strings.Contains(out, "base") {
 		t.Fatalf("exit %d, want 0 and a comparison; stderr %q", code, errs)
 	}
 	for _, want := range []string{"warning: the runs' configurations differ", `model: "m1" vs "m2"`, "rate: 10 vs 20",
@@ -123,7 +124,7 @@ func TestCompareConfigWarning(t *testing.T) {
 	if strings.Contains(out, "warning") {
 		t.Errorf("the warning went to stdout:\n%s", out)
 	}
-	if code, _, errs := run(t, "compare", base, same); code != ExitOK || errs != "" {
+	if code, _, errs := run(t, "compare", base, same); code != exitcode.OK || errs != "" {
 		t.Errorf("same configuration: exit %d, stderr %q; want 0 and no warning", code, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // `llmchaos schema` prints the committed schema; `llmchaos faults` lists
@@ -24,14 +25,14 @@ func TestFaultsAndSchemaCommands(t *testing.T) {
 		wantCode int
 		check    func(out string) bool
 	}{
-		{[]string{"schema"}, ExitOK, func(out string) bool { return out == string(want) }},
-		{[]string{"faults"}, ExitOK, func(out string) bool {
+		{[]string{"schema"}, exitcode.OK, func(out string) bool { return out == string(want) }},
+		{[]string{"faults"}, exitcode.OK, func(out string) bool {
 			return strings.Contains(out, "replica.kill") && strings.Contains(out, "instantaneous")
 		}},
-		{[]string{"faults", "network.latency"}, ExitOK, func(out string) bool {
+		{[]string{"faults", "network.latency"}, exitcode.OK, func(out string) bool {
 			return strings.Contains(out, "jitter") && strings.Contains(out, "type: network.latency")
 		}},
-		{[]string{"faults", "network.latncy"}, ExitUsage, func(out string) bool { return out == "" }},
+		{[]string{"faults", "network.latncy"}, exitcode.Usage, func(out string) bool { return out == "" }},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/gameday"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/spf13/cobra"
 )
@@ -141,7 +142,7 @@ func runGameday(ctx context.Context, c gamedayConfig, stdout, stderr io.Writer) 
 		return runError(runErr)
 	}
 	if out.NotSteady() {
-		return withCode(ExitNotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
+		return withCode(exitcode.NotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
 	}
 	return verdictError(doc)
 }

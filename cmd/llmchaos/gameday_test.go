@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
@@ -246,8 +247,8 @@ func TestGamedayEndsOnSignal(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no exit within 60s of SIGINT:\n%s", g.out)
 	}
-	if code := g.cmd.ProcessState.ExitCode(); code != ExitAborted {
-		t.Errorf("exit %d, want %d (aborted by the signal):\n%s", code, ExitAborted, g.out)
+	if code := g.cmd.ProcessState.ExitCode(); code != exitcode.Aborted {
+		t.Errorf("exit %d, want %d (aborted by the signal):\n%s", code, exitcode.Aborted, g.out)
 	}
 	if left, err := faults.Pending(g.runDir); err != nil || len(left) != 0 {
 		t.Errorf("journal pending %+v %v", left, err)
@@ -269,7 +270,7 @@ func TestGamedayEndsOnSignal(t *testing.T) {
 func TestGamedayRefusesRemoteListen(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := execute(t.Context(), []string{"gameday", "--listen", "0.0.0.0:0"}, &out, &errb)
-	if code != ExitUsage || !strings.Contains(errb.String(), "--allow-remote") {
+	if code != exitcode.Usage || !strings.Contains(errb.String(), "--allow-remote") {
 		t.Errorf("exit %d, stderr %q: want a usage error naming --allow-remote", code, errb.String())
 	}
 }

@@ -13,12 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
-
-// exitNoGPU means there is no GPU to act on or watch here: no NVIDIA driver,
-// no device, or a build without NVML (gpu-monitor) or CUDA (gpu-balloon
-// --backend cuda is then a usage error instead).
-const exitNoGPU = 5
 
 // gpuMonitorOptions is `llmchaos gpu-monitor`'s configuration.
 type gpuMonitorOptions struct {
@@ -88,7 +84,7 @@ func runGPUMonitor(ctx context.Context, o gpuMonitorOptions, stdout io.Writer) e
 	m := gpu.OpenMonitor(gpu.MonitorOptions{Interval: o.Interval, OnSample: write})
 	defer m.Close()
 	if err := m.Err(); err != nil {
-		return withCode(exitNoGPU, err)
+		return withCode(exitcode.NoGPU, err)
 	}
 	if o.Format == "tsv" {
 		if _, err := fmt.Fprintln(stdout, "# unix_ms\tgpu\tused_bytes\tfree_bytes\ttotal_bytes\tutil_gpu\tutil_mem\tprocesses"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults/gpu"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
@@ -19,8 +20,8 @@ func TestGPUMonitorWithoutGPU(t *testing.T) {
 	if gpu.OpenMonitor(gpu.MonitorOptions{}).Err() == nil {
 		t.Skip("this build and machine can read GPUs through NVML")
 	}
-	if code != exitNoGPU {
-		t.Fatalf("exit code = %d, want %d; stderr %q", code, exitNoGPU, errb.String())
+	if code != exitcode.NoGPU {
+		t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.NoGPU, errb.String())
 	}
 	// Said once, and nothing on stdout.
 	if n := strings.Count(errb.String(), "\n"); n != 1 {
@@ -47,8 +48,8 @@ func TestGPUMonitorFlagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(context.Background(), append([]string{"gpu-monitor"}, tt.args...), &out, &errb)
-			if code != ExitUsage {
-				t.Fatalf("exit code = %d, want %d; stderr %q", code, ExitUsage, errb.String())
+			if code != exitcode.Usage {
+				t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.Usage, errb.String())
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errb.String(), w) {
@@ -96,10 +97,10 @@ func TestBalloonBackendFlags(t *testing.T) {
 		code int
 		want []string
 	}{
-		{name: "unknown backend", args: []string{"--backend", "rocm", "--gib", "1"}, code: ExitUsage, want: []string{`--backend "rocm"`}},
-		{name: "cuda with a vgpu dir", args: []string{"--backend", "cuda", "--vgpu-dir", "d", "--gib", "1"}, code: ExitUsage, want: []string{"only with --backend vgpu"}},
-		{name: "cuda with a size", args: []string{"--backend", "cuda", "--gpu-memory", "8GiB", "--gib", "1"}, code: ExitUsage, want: []string{"only with --backend vgpu"}},
-		{name: "vgpu needs its dir", args: []string{"--backend", "vgpu", "--gib", "1"}, code: ExitUsage, want: []string{"--vgpu-dir: required"}},
+		{name: "unknown backend", args: []string{"--backend", "rocm", "--gib", "1"}, code: exitcode.Usage, want: []string{`--backend "rocm"`}},
+		{name: "cuda with a vgpu dir", args: []string{"--backend", "cuda", "--vgpu-dir", "d", "--gib", "1"}, code: exitcode.Usage, want: []string{"only with --backend vgpu"}},
+		{name: "cuda with a size", args: []string{"--backend", "cuda", "--gpu-memory", "8GiB", "--gib", "1"}, code: exitcode.Usage, want: []string{"only with --backend vgpu"}},
+		{name: "vgpu needs its dir", args: []string{"--backend", "vgpu", "--gib", "1"}, code: exitcode.Usage, want: []string{"--vgpu-dir: required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,12 +127,12 @@ func TestBalloonCUDAWithoutDriver(t *testing.T) {
 	_, err := gpu.OpenCUDABalloon(context.Background(), 0)
 	switch {
 	case errors.Is(err, gpu.ErrNoCUDABuild):
-		if code != ExitUsage || !strings.Contains(errb.String(), "-tags cuda") {
-			t.Errorf("exit %d, stderr %q; want %d and a hint to build with -tags cuda", code, errb.String(), ExitUsage)
+		if code != exitcode.Usage || !strings.Contains(errb.String(), "-tags cuda") {
+			t.Errorf("exit %d, stderr %q; want %d and a hint to build with -tags cuda", code, errb.String(), exitcode.Usage)
 		}
 	case errors.Is(err, gpu.ErrNoGPU):
-		if code != exitNoGPU || !strings.Contains(errb.String(), "no GPU: ") {
-			t.Errorf("exit %d, stderr %q; want %d and the reason", code, errb.String(), exitNoGPU)
+		if code != exitcode.NoGPU || !strings.Contains(errb.String(), "no GPU: ") {
+			t.Errorf("exit %d, stderr %q; want %d and the reason", code, errb.String(), exitcode.NoGPU)
 		}
 	default:
 		t.Skipf("this machine has a CUDA GPU (or another problem: %v)", err)
@@ -146,8 +147,8 @@ func TestBalloonAcceptsFaultToken(t *testing.T) {
 	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--backend", "vgpu", "--gib", "2",
 		"--fault-token=0123456789abcdef0123456789abcdef")
 	waitOutput(t, s.out, regexp.MustCompile(`holding 2\.0 GiB on vgpu 0 \(free now 6\.0 GiB\)`), s.done)
-	if code := s.stop(t); code != ExitOK {
-		t.Errorf("exit code = %d, want %d; stderr:\n%s", code, ExitOK, s.err)
+	if code := s.stop(t); code != exitcode.OK {
+		t.Errorf("exit code = %d, want %d; stderr:\n%s", code, exitcode.OK, s.err)
 	}
 	if !strings.Contains(s.err.String(), "fault_token=0123456789abcdef0123456789abcdef") {
 		t.Errorf("log does not name the token:\n%s", s.err)
@@ -165,7 +166,7 @@ func TestBalloonRefusesWhenItsStarterIsGone(t *testing.T) {
 	// pid 1 is not this process's parent: it stands for a starter that died
 	// and left the balloon to be adopted.
 	code := execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", dir, "--gib", "2", "--parent-pid", "1"}, &out, &errb)
-	if code == ExitOK || !strings.Contains(errb.String(), "the process that started it (pid 1) is gone") {
+	if code == exitcode.OK || !strings.Contains(errb.String(), "the process that started it (pid 1) is gone") {
 		t.Fatalf("exit %d, stderr %q; want a refusal naming the starter", code, errb.String())
 	}
 	if out.Len() != 0 {

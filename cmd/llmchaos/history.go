@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/history"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -119,12 +120,12 @@ func defaultLocation(flag string) string {
 // exitCodeOf is the process exit code err maps to (see execute).
 func exitCodeOf(err error) int {
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		return ee.code
 	}
-	return ExitInternal
+	return exitcode.Internal
 }
 
 // finish ends a run with the history: it checks doc against the history's
@@ -177,7 +178,7 @@ func (c historyConfig) finish(ctx context.Context, cmdName string, doc *report.D
 	if res != nil && res.Note == "" && len(res.Findings) > 0 {
 		regressed := len(res.Regressions()) > 0
 		run.Regressed = &regressed
-		if regressed && c.FailOn && code == ExitOK {
+		if regressed && c.FailOn && code == exitcode.OK {
 			var names []string
 			for _, f := range res.Regressions() {
 				names = append(names, f.Name())
@@ -185,8 +186,8 @@ func (c historyConfig) finish(ctx context.Context, cmdName string, doc *report.D
 			msg := fmt.Sprintf("regression against the history (--fail-on-regression): %s", strings.Join(names, ", "))
 			// execute prints no message for exit 99: say it here.
 			fmt.Fprintf(stderr, "%s: %s\n", cmdName, msg)
-			result = withCode(ExitThresholds, errors.New(msg))
-			run.ExitCode = ExitThresholds
+			result = withCode(exitcode.Thresholds, errors.New(msg))
+			run.ExitCode = exitcode.Thresholds
 		}
 	}
 	id, err := store.Insert(ctx, run)

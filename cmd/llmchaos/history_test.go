@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestLoadHistoryRegression(t *testing.T) {
 	}
 	for i := range 5 {
 		code, stdout, stderr := run(t, args()...)
-		if code != ExitOK {
+		if code != exitcode.OK {
 			t.Fatalf("load %d: exit %d\nstdout:\n%s\nstderr:\n%s", i+1, code, stdout, stderr)
 		}
 		if want := fmt.Sprintf("history: recorded as run %d in %s", i+1, db); !strings.Contains(stdout, want) {
@@ -64,8 +65,8 @@ func TestLoadHistoryRegression(t *testing.T) {
 	}
 	simAdmin(t, url, token, "/admin/slowdown", `{"factor": 2}`)
 	code, stdout, stderr := run(t, args("--fail-on-regression", "--label", "version=1.1")...)
-	if code != ExitThresholds {
-		t.Fatalf("slowed load with --fail-on-regression: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitThresholds, stdout, stderr)
+	if code != exitcode.Thresholds {
+		t.Fatalf("slowed load with --fail-on-regression: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Thresholds, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "regression against the history (--fail-on-regression): ") || !strings.Contains(stderr, "ttft p50") {
 		t.Errorf("stderr does not say what regressed:\n%s", stderr)
@@ -75,30 +76,30 @@ func TestLoadHistoryRegression(t *testing.T) {
 	}
 
 	code, stdout, stderr = run(t, "history", "--history", db)
-	if code != ExitOK || strings.Count(stdout, "\n") != 7 || !strings.Contains(stdout, "pass+regression") || !strings.Contains(stdout, "version=1.1") {
+	if code != exitcode.OK || strings.Count(stdout, "\n") != 7 || !strings.Contains(stdout, "pass+regression") || !strings.Contains(stdout, "version=1.1") {
 		t.Errorf("history: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, "history", "--history", db, "--format", "json", "--limit", "2")
 	var runs []history.Run
-	if err := json.Unmarshal([]byte(stdout), &runs); code != ExitOK || err != nil || len(runs) != 2 || runs[0].ID != 6 || runs[0].ExitCode != ExitThresholds ||
+	if err := json.Unmarshal([]byte(stdout), &runs); code != exitcode.OK || err != nil || len(runs) != 2 || runs[0].ID != 6 || runs[0].ExitCode != exitcode.Thresholds ||
 		runs[0].Regressed == nil || !*runs[0].Regressed || runs[1].Regressed == nil || *runs[1].Regressed {
 		t.Errorf("history --format json --limit 2: exit %d, %v: %+v", code, err, runs)
 	}
 	code, stdout, _ = run(t, "history", "show", "latest", "--history", db)
 	for _, want := range []string{"run 6: load (load)", "REGRESSION against the history", "exit 99", "requests_lost", "(whole run)", "version=1.1"} {
-		if code != ExitOK || !strings.Contains(stdout, want) {
+		if code != exitcode.OK || !strings.Contains(stdout, want) {
 			t.Errorf("history show latest: exit %d, lacks %q:\n%s", code, want, stdout)
 		}
 	}
 	code, stdout, _ = run(t, "history", "show", "6", "--json", "--history", db)
 	doc, err := report.Decode(strings.NewReader(stdout))
-	if code != ExitOK || err != nil || doc.Requests.Sent != 100 || doc.Summary() == nil {
+	if code != exitcode.OK || err != nil || doc.Requests.Sent != 100 || doc.Summary() == nil {
 		t.Errorf("history show 6 --json: exit %d, %v", code, err)
 	}
 
 	page := filepath.Join(dir, "trend.html")
 	code, stdout, stderr = run(t, "trend", "--history", db, "--html", page)
-	if code != ExitOK || !strings.Contains(stdout, "6 runs of 1 experiment(s)") {
+	if code != exitcode.OK || !strings.Contains(stdout, "6 runs of 1 experiment(s)") {
 		t.Fatalf("trend: exit %d\n%s%s", code, stdout, stderr)
 	}
 	b, err := os.ReadFile(page)
@@ -122,7 +123,7 @@ func TestLoadHistoryRegression(t *testing.T) {
 		t.Errorf("trend page: %d figures, %d svgs, version mark %v", figures, svgs, bytes.Contains(b, []byte("version 1.0→1.1")))
 	}
 	code, stdout, _ = run(t, "trend", "--history", db, "--since", "all")
-	if code != ExitOK || !strings.Contains(stdout, "load (6 runs)") || !strings.Contains(stdout, "version 1.0→1.1") {
+	if code != exitcode.OK || !strings.Contains(stdout, "load (6 runs)") || !strings.Contains(stdout, "version 1.0→1.1") {
 		t.Errorf("trend as text: exit %d\n%s", code, stdout)
 	}
 }
@@ -146,7 +147,7 @@ func TestHistoryWriteFailureIsAWarning(t *testing.T) {
 	}
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "50", "--requests", "10", "--no-scrape", "--history", filepath.Join(blocker, "history.db"),
 		"--threshold", "requests_lost: count==0")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, want 0 (the verdict): a history failure must not change it\n%s%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "llmchaos load: warning: history") || !strings.Contains(stderr, "not recorded") {
@@ -168,11 +169,11 @@ func TestRunRecordsIntoDefaultHistory(t *testing.T) {
 	t.Setenv(history.EnvLocation, "")
 	common := []string{"run", file, "--no-guard", "--progress", "0", "--no-scrape", "--duration", "1s"}
 	code, stdout, stderr := run(t, append(common, "--out", filepath.Join(dir, "r1"), "--label", "version=2")...)
-	if code != ExitOK || !strings.Contains(stdout, "history: recorded as run 1 in "+history.DefaultPath) || !strings.Contains(stdout, "no comparable run") {
+	if code != exitcode.OK || !strings.Contains(stdout, "history: recorded as run 1 in "+history.DefaultPath) || !strings.Contains(stdout, "no comparable run") {
 		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	code, _, _ = run(t, append(common, "--out", filepath.Join(dir, "r2"), "--no-history")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("run --no-history: exit %d", code)
 	}
 	s, err := history.Open(t.Context(), filepath.Join(dir, history.DefaultPath))
@@ -227,13 +228,13 @@ func TestHistoryFlagErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, tt.args...)
-			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q (stdout %q); want exit %d and %q", code, stderr, stdout, ExitUsage, tt.want)
+			if code != exitcode.Usage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q (stdout %q); want exit %d and %q", code, stderr, stdout, exitcode.Usage, tt.want)
 			}
 		})
 	}
 	code, stdout, _ := run(t, "history", "--history", db)
-	if code != ExitOK || !strings.Contains(stdout, "no runs recorded") {
+	if code != exitcode.OK || !strings.Contains(stdout, "no runs recorded") {
 		t.Errorf("empty history: exit %d, %q", code, stdout)
 	}
 }

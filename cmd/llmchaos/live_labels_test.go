@@ -13,6 +13,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // runLabel is the run label's form: the run's start in UTC.
@@ -133,7 +135,7 @@ func TestLoadLiveSeriesLabels(t *testing.T) {
 	code := -1
 	go func() { code = <-s.done; s.done <- code; close(done) }()
 	mfs, duringRun := liveScrapes(t, m[1], done)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, s.err)
 	}
 	if !duringRun {
@@ -239,7 +241,7 @@ func TestRunLiveSeriesLabels(t *testing.T) {
 	}()
 	mfs, duringRun := liveScrapes(t, metricsURL, done)
 	if ee, ok := errors.AsType[*exec.ExitError](waitErr); ok {
-		t.Fatalf("exit code %d, want %d:\n%s%s", ee.ExitCode(), ExitOK, output.String(), stderr.String())
+		t.Fatalf("exit code %d, want %d:\n%s%s", ee.ExitCode(), exitcode.OK, output.String(), stderr.String())
 	} else if waitErr != nil {
 		t.Fatal(waitErr)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -598,7 +598,7 @@ func parseSharedPrefixes(s string) (n, l int, share float64, err error) {
 // parseStartAt reads --start-at: "now" (the zero time: start at once) or
 // an RFC 3339 instant, with fractional seconds or without, and with a space
 // or a T between date and time (date --rfc-3339 writes a space). An instant
-// more than loadrun.StartLateTolerance before now is an error.
+// more than load.StartLateTolerance before now is an error.
 func parseStartAt(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if strings.EqualFold(s, "now") {
@@ -612,7 +612,7 @@ func parseStartAt(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 instant such as 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.5+02:00 (date -u -d '+30 seconds' +%%Y-%%m-%%dT%%H:%%M:%%SZ), or now", s)
 	}
-	if late := now.Sub(at); late > loadrun.StartLateTolerance {
+	if late := now.Sub(at); late > load.StartLateTolerance {
 		return time.Time{}, fmt.Errorf("%s is %v in the past: give an instant far enough ahead for every shard to be started and checked, or now", at.Format(time.RFC3339Nano), late.Round(time.Millisecond))
 	}
 	return at, nil

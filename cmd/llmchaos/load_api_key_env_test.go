@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // TestLoadAPIKeyEnvWarning: a --api-key-env naming a variable that is
@@ -27,8 +29,8 @@ func TestLoadAPIKeyEnvWarning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := loadArgs(url, append([]string{"--rate", "50", "--requests", "2", "--progress", "0", "--no-scrape"}, tt.args...)...)
 			code, stdout, stderr := run(t, args...)
-			if code != ExitOK {
-				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitOK, stderr, stdout)
+			if code != exitcode.OK {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitcode.OK, stderr, stdout)
 			}
 			got := strings.Contains(stderr, "llmchaos load: warning: --api-key-env: ") && strings.Contains(stderr, "requests will be sent without an API key")
 			switch {

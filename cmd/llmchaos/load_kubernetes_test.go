@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/report"
@@ -47,8 +48,8 @@ func TestLoadKubernetesFlagErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, append(slices.Clone(base), tt.args...)...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -194,8 +195,8 @@ func TestLoadFollowsKubernetesPods(t *testing.T) {
 		}
 	}
 	waitUntil(t, 30*time.Second, "request to the replacement "+replacement.Name, func() bool { return requestsByEndpoint(m[1])[replacement.Name] > 0 })
-	if code := s.stop(t); code != ExitAborted {
-		t.Fatalf("interrupted load: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitAborted, s.err, s.out)
+	if code := s.stop(t); code != exitcode.Aborted {
+		t.Fatalf("interrupted load: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitcode.Aborted, s.err, s.out)
 	}
 
 	doc, err := report.Read(out)

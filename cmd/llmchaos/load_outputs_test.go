@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // TestLoadOutStdout: `load --out -` writes the JSON report to standard
@@ -19,7 +21,7 @@ func TestLoadOutStdout(t *testing.T) {
 	t.Chdir(dir)
 	vllmPath := filepath.Join(dir, "result.json")
 	code, stdout, stderr := run(t, loadArgs(url, "--requests", "20", "--rate", "40", "--out", "-", "--out", "vllm="+vllmPath)...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	var doc struct {
@@ -61,7 +63,7 @@ func TestLoadOutStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "report", saved, "--format", "vllm")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("report --format vllm: exit %d, stderr %q", code, errs)
 	}
 	var again map[string]any
@@ -78,7 +80,7 @@ func TestLoadOutStdout(t *testing.T) {
 // TestLoadOutStdoutTwice: only one report can go to standard output.
 func TestLoadOutStdoutTwice(t *testing.T) {
 	code, _, stderr := run(t, loadArgs("http://127.0.0.1:1/v1", "--requests", "1", "--rate", "1", "--out", "-", "--out", "vllm=-")...)
-	if code != ExitUsage || !strings.Contains(stderr, "standard output") {
-		t.Errorf("exit %d, stderr %q; want %d naming standard output", code, stderr, ExitUsage)
+	if code != exitcode.Usage || !strings.Contains(stderr, "standard output") {
+		t.Errorf("exit %d, stderr %q; want %d naming standard output", code, stderr, exitcode.Usage)
 	}
 }

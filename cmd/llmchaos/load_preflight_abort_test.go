@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // TestLoadInterruptedDuringPreflight: Ctrl-C while the pre-flight check
@@ -26,7 +28,7 @@ func TestLoadInterruptedDuringPreflight(t *testing.T) {
 	defer cancel()
 	var out, errb bytes.Buffer
 	code := execute(ctx, loadArgs(srv.URL+"/v1", "--rate", "5", "--requests", "2", "--progress", "0", "--no-scrape"), &out, &errb)
-	if code != ExitAborted || !strings.Contains(out.String()+errb.String(), "pre-flight") {
-		t.Fatalf("exit %d, want %d with a pre-flight abort; output:\n%s%s", code, ExitAborted, out.String(), errb.String())
+	if code != exitcode.Aborted || !strings.Contains(out.String()+errb.String(), "pre-flight") {
+		t.Fatalf("exit %d, want %d with a pre-flight abort; output:\n%s%s", code, exitcode.Aborted, out.String(), errb.String())
 	}
 }

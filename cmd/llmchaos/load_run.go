@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -29,7 +31,7 @@ import (
 // threshold.
 var errStopCondition = errors.New("stopped by a failing abortOnFail threshold")
 
-// runLoad runs one load through the load pipeline (loadrun.Run): it shows
+// runLoad runs one load through the load pipeline (load.Run): it shows
 // live progress, ends with the summary, the reports (--out, --junit,
 // --html) and the verdict as the command's exit. When a report goes to
 // standard output (--out -), everything else the command prints goes to
@@ -84,7 +86,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 			if ctx.Err() != nil {
 				err = fmt.Errorf("aborted during the discovery of the Kubernetes target's endpoints (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
 				fmt.Fprintf(stderr, "llmchaos load: %v\n", err)
-				return withCode(ExitAborted, err)
+				return withCode(exitcode.Aborted, err)
 			}
 			if _, ok := errors.AsType[*exitError](err); ok {
 				return err
@@ -122,7 +124,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		obs     *runObservers
 		abort   *report.Abort // the stop condition's, written before aborted is set
 	)
-	l, runErr := loadrun.Run(ctx, loadrun.Config{
+	l, runErr := load.Run(ctx, load.Config{
 		Targets: targets, Route: route, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
 		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard, StartAt: cfg.StartAt,
 		Client: client.Options{
@@ -133,7 +135,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		Observe:     &oopts,
 		NoPreflight: cfg.NoPreflight,
 		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
-		Alongside: func(l *loadrun.Load) func(engine.RunStats, error) {
+		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
 			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
 			if u := obs.MetricsURL(); u != "" && !quiet {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
@@ -164,30 +166,30 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 			}
 		},
 	})
-	if se, ok := errors.AsType[*loadrun.StageError](runErr); ok {
+	if se, ok := errors.AsType[*load.StageError](runErr); ok {
 		switch se.Stage {
-		case loadrun.StageWorkload:
+		case load.StageWorkload:
 			return usageError(errors.New(renamedFlags.Replace(se.Err.Error())))
-		case loadrun.StageClient:
+		case load.StageClient:
 			return usageError(fmt.Errorf("--header: %w", se.Err))
-		case loadrun.StageEngine:
+		case load.StageEngine:
 			return usageError(se.Err)
-		case loadrun.StagePreflight, loadrun.StageStart:
-			if _, ok := errors.AsType[*loadrun.PreflightError](se.Err); ok {
+		case load.StagePreflight, load.StageStart:
+			if _, ok := errors.AsType[*load.PreflightError](se.Err); ok {
 				return usageError(se.Err)
 			}
 			if ctx.Err() != nil {
 				// Interrupted while checking the targets or waiting for
 				// the start: an abort (98), before any request was sent.
 				during := "the pre-flight check"
-				if se.Stage == loadrun.StageStart {
+				if se.Stage == load.StageStart {
 					during = "the wait for --start-at"
 				}
 				err := fmt.Errorf("aborted during %s (%s): no load was sent", during, report.InterruptAbort(context.Cause(ctx)))
 				fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
-				return withCode(ExitAborted, err)
+				return withCode(exitcode.Aborted, err)
 			}
-			if se.Stage == loadrun.StageStart {
+			if se.Stage == load.StageStart {
 				return usageError(fmt.Errorf("--start-at: %w", se.Err))
 			}
 		}

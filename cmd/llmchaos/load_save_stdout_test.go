@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestLoadSavesRequestsToStdout(t *testing.T) {
 	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--requests", "20", "--out", "-", "--save-requests", "-")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	var n int

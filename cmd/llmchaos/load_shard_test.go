@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -68,8 +69,8 @@ func TestLoadShardFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, append(slices.Clone(base), tt.args...)...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -89,8 +90,8 @@ func TestLoadInterruptedWaitingForStart(t *testing.T) {
 	var out, errb bytes.Buffer
 	start := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	code := execute(ctx, loadArgs(url, "--rate", "5", "--requests", "2", "--progress", "0", "--no-scrape", "--shard", "1/2", "--start-at", start), &out, &errb)
-	if code != ExitAborted || !strings.Contains(errb.String(), "aborted during the wait for --start-at") || !strings.Contains(errb.String(), "no load was sent") {
-		t.Fatalf("exit %d, want %d with an abort while waiting; output:\n%s%s", code, ExitAborted, out.String(), errb.String())
+	if code != exitcode.Aborted || !strings.Contains(errb.String(), "aborted during the wait for --start-at") || !strings.Contains(errb.String(), "no load was sent") {
+		t.Fatalf("exit %d, want %d with an abort while waiting; output:\n%s%s", code, exitcode.Aborted, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "shard 1/2") || !strings.Contains(out.String(), "starts at "+strings.TrimSuffix(start, "Z")) {
 		t.Errorf("the start lines do not name the shard and its start:\n%s", out.String())
@@ -164,7 +165,7 @@ func TestLoadShardsMergeAsOneProcess(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatalf("shard %d/3 still runs after 60 s", i)
 		}
-		if code := p.Cmd.ProcessState.ExitCode(); code != ExitOK {
+		if code := p.Cmd.ProcessState.ExitCode(); code != exitcode.OK {
 			t.Fatalf("shard %d/3 exit %d; stderr:\n%s", i, code, p.Err)
 		}
 	}
@@ -174,7 +175,7 @@ func TestLoadShardsMergeAsOneProcess(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the single-process run still runs after 60 s")
 	}
-	if code := whole.Cmd.ProcessState.ExitCode(); code != ExitOK {
+	if code := whole.Cmd.ProcessState.ExitCode(); code != exitcode.OK {
 		t.Fatalf("single process exit %d; stderr:\n%s", code, whole.Err)
 	}
 
@@ -228,7 +229,7 @@ func TestLoadShardsMergeAsOneProcess(t *testing.T) {
 
 	// The merged report adds the shards up and measures what one process did.
 	merged := filepath.Join(dir, "merged.json")
-	if code, _, errs := run(t, append(append([]string{"merge"}, paths...), "-o", merged)...); code != ExitOK {
+	if code, _, errs := run(t, append(append([]string{"merge"}, paths...), "-o", merged)...); code != exitcode.OK {
 		t.Fatalf("merge: exit %d: %s", code, errs)
 	} else if errs != "" {
 		t.Errorf("merging one set of shards warned:\n%s", errs)
@@ -268,10 +269,10 @@ func TestLoadShardsMergeAsOneProcess(t *testing.T) {
 		code int
 		want string
 	}{
-		{"a shard missing", []string{paths[0], paths[2]}, ExitUsage, "shard 1/3 is missing"},
-		{"a shard missing, partial", []string{paths[0], paths[2], "--partial"}, ExitOK, "warning: shard 1/3 is missing"},
-		{"a shard twice", []string{paths[0], paths[1], paths[2], paths[1]}, ExitUsage, "shard 1/3 is given 2 times"},
-		{"with a whole run", []string{paths[0], paths[1], paths[2], filepath.Join(dir, "whole.json")}, ExitUsage, "whole.json is not"},
+		{"a shard missing", []string{paths[0], paths[2]}, exitcode.Usage, "shard 1/3 is missing"},
+		{"a shard missing, partial", []string{paths[0], paths[2], "--partial"}, exitcode.OK, "warning: shard 1/3 is missing"},
+		{"a shard twice", []string{paths[0], paths[1], paths[2], paths[1]}, exitcode.Usage, "shard 1/3 is given 2 times"},
+		{"with a whole run", []string{paths[0], paths[1], paths[2], filepath.Join(dir, "whole.json")}, exitcode.Usage, "whole.json is not"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, append(append([]string{"merge"}, tt.args...), "-o", filepath.Join(dir, "m.json"))...)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
@@ -101,8 +102,8 @@ func TestLoadFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, tt.args...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -131,7 +132,7 @@ func TestLoadWritesReport(t *testing.T) {
 	out, saved := filepath.Join(dir, "run.json"), filepath.Join(dir, "requests.jsonl")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--duration", "1s", "--out", out, "--save-requests", saved,
 		"--api-key-env", "LLMCHAOS_TEST_KEY", "--header", "X-Api-Token: "+headerSecret, "--header", "X-Team: qa", "--name", "smoke")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	raw := readFile(t, out)
@@ -238,8 +239,8 @@ func TestLoadVerdicts(t *testing.T) {
 		code       int
 		failures   int
 	}{
-		{"impossible ttft", []string{"ttft: p(99)<1ms", "error_rate: rate<0.01"}, ExitThresholds, 1},
-		{"generous", []string{"ttft: p(99)<10s", "error_rate: rate<0.01", "requests_lost: count==0"}, ExitOK, 0},
+		{"impossible ttft", []string{"ttft: p(99)<1ms", "error_rate: rate<0.01"}, exitcode.Thresholds, 1},
+		{"generous", []string{"ttft: p(99)<10s", "error_rate: rate<0.01", "requests_lost: count==0"}, exitcode.OK, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,7 +285,7 @@ func TestLoadCompareSlowdown(t *testing.T) {
 		t.Helper()
 		out := filepath.Join(dir, name+".json")
 		code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--duration", "2s", "--out", out, "--name", name, "--progress", "0")...)
-		if code != ExitOK {
+		if code != exitcode.OK {
 			t.Fatalf("%s: exit %d; stderr:\n%s\nstdout:\n%s", name, code, stderr, stdout)
 		}
 		return out
@@ -296,11 +297,11 @@ func TestLoadCompareSlowdown(t *testing.T) {
 	same := load("same")
 
 	code, stdout, stderr := run(t, "compare", base, slow, "--max-regression", "10%")
-	if code != ExitThresholds || !strings.Contains(stdout, "REGRESSION") {
-		t.Errorf("slowed ×2: compare exit %d (stderr %q), want %d naming the regression:\n%s", code, stderr, ExitThresholds, stdout)
+	if code != exitcode.Thresholds || !strings.Contains(stdout, "REGRESSION") {
+		t.Errorf("slowed ×2: compare exit %d (stderr %q), want %d naming the regression:\n%s", code, stderr, exitcode.Thresholds, stdout)
 	}
 	code, stdout, stderr = run(t, "compare", base, same, "--max-regression", "10%")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Errorf("same configuration: compare exit %d (stderr %q), want 0:\n%s", code, stderr, stdout)
 	}
 }
@@ -313,8 +314,8 @@ func TestLoadInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run.json")
 	s := startCmd(t, loadArgs(url, "--rate", "20", "--duration", "1m", "--max-tokens", "200", "--out", out)...)
 	waitOutput(t, s.out, regexp.MustCompile(`in flight`), s.done)
-	if code := s.stop(t); code != ExitAborted {
-		t.Fatalf("exit %d after Ctrl-C, want %d (aborted); stderr:\n%s", code, ExitAborted, s.err)
+	if code := s.stop(t); code != exitcode.Aborted {
+		t.Fatalf("exit %d after Ctrl-C, want %d (aborted); stderr:\n%s", code, exitcode.Aborted, s.err)
 	}
 	if !strings.Contains(s.err.String(), "interrupted") {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", s.err)
@@ -357,8 +358,8 @@ func TestLoadAbortOnFail(t *testing.T) {
 	var stdout, stderr syncBuffer
 	start := time.Now()
 	err = runLoad(context.Background(), cfg, &stdout, &stderr)
-	if got := exitCode(err); got != ExitAborted {
-		t.Fatalf("runLoad: %v (exit %d), want exit %d; stderr:\n%s", err, got, ExitAborted, &stderr)
+	if got := exitCode(err); got != exitcode.Aborted {
+		t.Fatalf("runLoad: %v (exit %d), want exit %d; stderr:\n%s", err, got, exitcode.Aborted, &stderr)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("run took %v: the failing threshold did not stop it early", took)
@@ -383,7 +384,7 @@ func TestLoadClosedLoopPreset(t *testing.T) {
 	code, stdout, stderr := run(t, "load", "--target", url+","+url, "--model", "llmchaos-sim", "--workload", "batch",
 		"--concurrency", "3", "--ramp-up", "30ms", "--requests", "12", "--prompt-tokens", "32", "--max-tokens", "8",
 		"--out", out, "--progress", "0", "--seed", "9")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	d, err := report.Read(out)
@@ -500,15 +501,15 @@ func TestLoadPreflight(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	code, stdout, stderr := run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5")...)
-	if code != ExitUsage || !strings.Contains(stderr, "The model `llmchaos-sim` does not exist.") || !strings.Contains(stderr, "it serves served-model") {
-		t.Fatalf("exit %d, want %d with the server's message; stderr:\n%s\nstdout:\n%s", code, ExitUsage, stderr, stdout)
+	if code != exitcode.Usage || !strings.Contains(stderr, "The model `llmchaos-sim` does not exist.") || !strings.Contains(stderr, "it serves served-model") {
+		t.Fatalf("exit %d, want %d with the server's message; stderr:\n%s\nstdout:\n%s", code, exitcode.Usage, stderr, stdout)
 	}
 	if chats.Load() != 1 {
 		t.Errorf("%d requests sent, want the check's one", chats.Load())
 	}
 	code, stdout, stderr = run(t, loadArgs(srv.URL+"/v1", "--rate", "50", "--requests", "5", "--no-preflight")...)
-	if code != ExitOK {
-		t.Fatalf("--no-preflight: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitOK, stderr, stdout)
+	if code != exitcode.OK {
+		t.Fatalf("--no-preflight: exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitcode.OK, stderr, stdout)
 	}
 	if chats.Load() != 6 {
 		t.Errorf("--no-preflight: %d requests sent in all, want 1 + 5", chats.Load())

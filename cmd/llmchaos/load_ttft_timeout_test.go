@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // TestLoadTTFTTimeout: --ttft-timeout cuts a request whose first token comes
@@ -16,8 +18,8 @@ func TestLoadTTFTTimeout(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run.json")
 	code, stdout, stderr := run(t, loadArgs(simURL, "--rate", "20", "--requests", "4", "--progress", "0", "--no-scrape",
 		"--ttft-timeout", "100ms", "--out", out, "--threshold", "error_rate: rate<0.01")...)
-	if code != ExitThresholds {
-		t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitThresholds, stderr, stdout)
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitcode.Thresholds, stderr, stdout)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {

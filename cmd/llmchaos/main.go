@@ -14,43 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
-// Exit codes are part of the CLI's contract with CI pipelines; see README.
-// llmchaos suite exits with the worst of its experiments' codes, in the
-// order of suite.ExitRank: 97 > 98 > 1 > 2 > 99 > 96 > 95 > 0.
-const (
-	// ExitOK means the run passed (or the command succeeded).
-	ExitOK = 0
-	// ExitInternal means llmchaos itself failed.
-	ExitInternal = 1
-	// ExitUsage means bad flags, arguments or configuration.
-	ExitUsage = 2
-	// ExitRefused means a fault was not injected because its target
-	// selection was refused (too few replicas up for min_available, none
-	// matching, or targets that have not opted in), so the run did not
-	// test it (llmchaos run; llmchaos run --dry-run when a Kubernetes
-	// fault would be refused now).
-	ExitRefused = 95
-	// ExitNotSteady means the experiment's steady state did not hold
-	// before its faults, so none was injected (llmchaos run).
-	ExitNotSteady = 96
-	// ExitRevertFailed means a fault (or a helper) could not be reverted
-	// and may still be applied; `llmchaos recover` retries (llmchaos run,
-	// llmchaos recover). It wins over every other code but ExitUsage.
-	ExitRevertFailed = 97
-	// ExitAborted means the run was aborted: a stop condition, a signal
-	// (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) for llmchaos load and run, or a
-	// script's exec.test.abort(); the reports name the cause.
-	ExitAborted = 98
-	// ExitThresholds means at least one threshold failed (as k6); for run
-	// and load with --fail-on-regression also a regression against the
-	// history (the message says so).
-	ExitThresholds = 99
-)
-
-// exitError carries an exit code with the error that caused it.
+// exitError carries an exit code (one of internal/exitcode's, the table
+// every verb exits with) with the error that caused it.
 type exitError struct {
 	code int
 	err  error
@@ -60,14 +29,14 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks err as a usage or configuration error (exit 2).
-func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+func usageError(err error) error { return &exitError{code: exitcode.Usage, err: err} }
 
 // withCode marks err with an explicit exit code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
 	// Each of these ends a command as Ctrl-C does: a run records its
-	// report, reverts its faults and exits ExitAborted; a terminal closed
+	// report, reverts its faults and exits exitcode.Aborted; a terminal closed
 	// under it (SIGHUP) or Ctrl-\ (SIGQUIT) loses nothing either.
 	ctx, stop := notifySignals(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -113,20 +82,20 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != ExitThresholds && ee.code != ExitAborted && ee.code != ExitScriptExternalAbort && ee.code != ExitScriptAborted {
+		if ee.err != nil && ee.code != exitcode.Thresholds && ee.code != exitcode.Aborted && ee.code != exitcode.ScriptExternalAbort && ee.code != exitcode.ScriptAborted {
 			fmt.Fprintf(stderr, "llmchaos: %v\n", ee.err)
 		}
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "llmchaos: %v\n", err)
 	if isFlagError(err) {
-		return ExitUsage
+		return exitcode.Usage
 	}
-	return ExitInternal
+	return exitcode.Internal
 }
 
 // flagError is how cobra's flag parsing failures are recognised.

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 func TestVersionCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"version"}, &out, &errb)
-	if code != ExitOK {
-		t.Fatalf("exit code = %d, want %d (stderr %q)", code, ExitOK, errb.String())
+	if code != exitcode.OK {
+		t.Fatalf("exit code = %d, want %d (stderr %q)", code, exitcode.OK, errb.String())
 	}
 	if !strings.HasPrefix(out.String(), "llmchaos ") {
 		t.Errorf("version output = %q, want prefix %q", out.String(), "llmchaos ")
@@ -23,8 +25,8 @@ func TestVersionCommand(t *testing.T) {
 func TestUnknownFlagIsUsageError(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"version", "--no-such-flag"}, &out, &errb)
-	if code != ExitUsage {
-		t.Fatalf("exit code = %d, want %d", code, ExitUsage)
+	if code != exitcode.Usage {
+		t.Fatalf("exit code = %d, want %d", code, exitcode.Usage)
 	}
 	if !strings.Contains(errb.String(), "no-such-flag") {
 		t.Errorf("stderr = %q, want it to name the flag", errb.String())
@@ -36,8 +38,8 @@ func TestUnknownFlagIsUsageError(t *testing.T) {
 func TestVersionFlag(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"--version"}, &out, &errb)
-	if code != ExitOK {
-		t.Fatalf("exit code = %d, want %d (stderr %q)", code, ExitOK, errb.String())
+	if code != exitcode.OK {
+		t.Fatalf("exit code = %d, want %d (stderr %q)", code, exitcode.OK, errb.String())
 	}
 	if got, want := out.String(), versionLine(); got != want {
 		t.Errorf("--version printed %q, want %q", got, want)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -24,7 +25,7 @@ func TestMergeCommand(t *testing.T) {
 	a := savedRun(t, dir, "shard-a", 1, 1, 300)
 	b := savedRun(t, dir, "shard-b", 2, 1.1, 500)
 	out := filepath.Join(dir, "all.json")
-	if code, _, errs := run(t, "merge", a, b, "-o", out, "--name", "all shards"); code != ExitOK {
+	if code, _, errs := run(t, "merge", a, b, "-o", out, "--name", "all shards"); code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	m, err := report.Read(out)
@@ -48,10 +49,10 @@ func TestMergeCommand(t *testing.T) {
 
 	// With thresholds, merge judges the whole load.
 	code, stdout, _ := run(t, "merge", a, b, "--threshold", "error_rate: rate<0.01")
-	if code != ExitThresholds || !strings.Contains(stdout, `"verdict": "fail"`) {
-		t.Errorf("failing threshold: exit %d, want %d, with the merged report on stdout", code, ExitThresholds)
+	if code != exitcode.Thresholds || !strings.Contains(stdout, `"verdict": "fail"`) {
+		t.Errorf("failing threshold: exit %d, want %d, with the merged report on stdout", code, exitcode.Thresholds)
 	}
-	if code, _, _ := run(t, "merge", a, b, "-o", out, "--threshold", "requests: count==800"); code != ExitOK {
+	if code, _, _ := run(t, "merge", a, b, "-o", out, "--threshold", "requests: count==800"); code != exitcode.OK {
 		t.Errorf("holding threshold: exit %d, want 0", code)
 	}
 	for _, args := range [][]string{
@@ -59,8 +60,8 @@ func TestMergeCommand(t *testing.T) {
 		{"merge", a, filepath.Join(dir, "missing.json")},
 		{"merge", a, "--threshold", "tftt: p(99)<1s"},
 	} {
-		if code, _, errs := run(t, args...); code != ExitUsage {
-			t.Errorf("%q: exit %d (stderr %q), want %d", args, code, errs, ExitUsage)
+		if code, _, errs := run(t, args...); code != exitcode.Usage {
+			t.Errorf("%q: exit %d (stderr %q), want %d", args, code, errs, exitcode.Usage)
 		}
 	}
 }

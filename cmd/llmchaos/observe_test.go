@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -96,8 +97,8 @@ func TestObserveFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, append(slices.Clone(base), tt.args...)...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -187,7 +188,7 @@ func TestLoadLiveMetrics(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the load did not end")
 	}
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, s.err)
 	}
 	if resp, err := http.Get(u); err == nil {
@@ -239,7 +240,7 @@ func TestLoadHTMLWithServerSeries(t *testing.T) {
 	jsonPath, htmlPath := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.html")
 	code, stdout, stderr := run(t, loadArgs(simURL, "--rate", "20", "--duration", "1500ms", "--scrape-interval", "200ms",
 		"--out", "json="+jsonPath, "--html", htmlPath, "--progress", "0")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	if strings.Contains(stderr, "warning") {
@@ -301,7 +302,7 @@ func TestLoadTargetWithoutMetrics(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".json")
 			args := append(loadArgs(target, "--rate", "20", "--duration", "1s", "--out", out, "--progress", "0"), tt.args...)
 			code, stdout, stderr := run(t, args...)
-			if code != ExitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 			}
 			if got := strings.Count(stderr, "warning: server monitor"); got != tt.warnings {
@@ -382,7 +383,7 @@ func TestLoadOTLPSpans(t *testing.T) {
 	t.Cleanup(srv.Close)
 	const n = 12
 	code, stdout, stderr := run(t, loadArgs(simURL, "--rate", "40", "--requests", fmt.Sprint(n), "--otlp-endpoint", srv.URL, "--progress", "0", "--no-scrape")...)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	col.mu.Lock()
@@ -542,8 +543,8 @@ func TestLoadRemoteWrite(t *testing.T) {
 	code, stdout, stderr := run(t, loadArgs(simURL, "--rate", "40", "--requests", "10", "--progress", "0", "--no-scrape",
 		"--out", "prometheus-rw="+srv.URL+"/api/v1/write", "--out", jsonPath,
 		"--threshold", "ttft: p(99)<10s", "--threshold", "e2e: max<1ms")...)
-	if code != ExitThresholds {
-		t.Fatalf("exit %d, want %d (e2e: max<1ms fails); stderr:\n%s\nstdout:\n%s", code, ExitThresholds, stderr, stdout)
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d (e2e: max<1ms fails); stderr:\n%s\nstdout:\n%s", code, exitcode.Thresholds, stderr, stdout)
 	}
 	if strings.Contains(stderr, "warning") {
 		t.Errorf("warnings:\n%s", stderr)
@@ -641,7 +642,7 @@ func TestLoadLiveThresholdGauge(t *testing.T) {
 	}
 	select {
 	case code := <-done:
-		if code != ExitOK {
+		if code != exitcode.OK {
 			t.Errorf("exit %d; stderr:\n%s", code, &stderr)
 		}
 	case <-time.After(20 * time.Second):

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // TestLoadQuiet: `load --quiet` prints the verdict line alone on stdout,
@@ -20,9 +22,9 @@ func TestLoadQuiet(t *testing.T) {
 		code   int
 		stdout string
 	}{
-		{"pass", []string{"--threshold", "requests_lost: count==0"}, ExitOK, "verdict: PASS (1 threshold held)\n"},
-		{"fail", []string{"--threshold", "ttft: p(99)<1us"}, ExitThresholds, "verdict: FAIL (1 of 1 threshold failed)\n"},
-		{"no thresholds", nil, ExitOK, "verdict: no thresholds — no verdict\n"},
+		{"pass", []string{"--threshold", "requests_lost: count==0"}, exitcode.OK, "verdict: PASS (1 threshold held)\n"},
+		{"fail", []string{"--threshold", "ttft: p(99)<1us"}, exitcode.Thresholds, "verdict: FAIL (1 of 1 threshold failed)\n"},
+		{"no thresholds", nil, exitcode.OK, "verdict: no thresholds — no verdict\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,8 +49,8 @@ func TestLoadSummaryOptions(t *testing.T) {
 	textFile := filepath.Join(t.TempDir(), "summary.txt")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "50", "--requests", "10", "--verbose",
 		"--summary-trend-stats", "avg,med,p(95),p(99.9),count", "--threshold", "ttft: p(99)<1us", "--out", "text="+textFile)...)
-	if code != ExitThresholds {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitThresholds, stderr)
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Thresholds, stderr)
 	}
 	file := string(readFile(t, textFile))
 	for name, out := range map[string]string{"stdout": stdout, "--out text": file} {
@@ -88,8 +90,8 @@ func TestSummaryFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := run(t, tt.args...)
-			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, ExitUsage, tt.want)
+			if code != exitcode.Usage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitcode.Usage, tt.want)
 			}
 		})
 	}
@@ -100,14 +102,14 @@ func TestSummaryFlagErrors(t *testing.T) {
 func TestReportSummaryOptions(t *testing.T) {
 	saved := savedRun(t, t.TempDir(), "nightly", 1, 1, 400)
 	code, stdout, stderr := run(t, "report", saved, "--quiet")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	if strings.Count(stdout, "\n") != 1 || !strings.HasPrefix(stdout, "verdict: ") {
 		t.Errorf("report --quiet printed %q, want the verdict line alone", stdout)
 	}
 	code, stdout, stderr = run(t, "report", saved, "--summary-trend-stats", "min,max")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(squeezed(stdout), "latency min max\n") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // defaultRunsDir is where `llmchaos run` puts run directories by default,
@@ -120,7 +121,7 @@ func runRecover(ctx context.Context, dir string, stdout io.Writer) error {
 	defer cancel()
 	rep, err := faults.Recover(ctx, dir, spec.Reverters())
 	if errors.Is(err, faults.ErrJournalBusy) {
-		return withCode(ExitInternal, fmt.Errorf("recover %s: %w: let it end, or stop it with Ctrl-C (it reverts by itself)", dir, err))
+		return withCode(exitcode.Internal, fmt.Errorf("recover %s: %w: let it end, or stop it with Ctrl-C (it reverts by itself)", dir, err))
 	}
 	if len(rep.Faults) == 0 && err == nil {
 		fmt.Fprintf(stdout, "recover %s: nothing pending, nothing to revert\n", dir)
@@ -143,7 +144,7 @@ func runRecover(ctx context.Context, dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  reverted  %s [%s, %d revert step(s)]\n", what, state, len(f.Specs))
 	}
 	if err != nil {
-		return withCode(ExitRevertFailed, fmt.Errorf("recover %s: %w", dir, err))
+		return withCode(exitcode.RevertFailed, fmt.Errorf("recover %s: %w", dir, err))
 	}
 	fmt.Fprintf(stdout, "everything is reverted (%d journal entries)\n", len(rep.Faults))
 	return nil

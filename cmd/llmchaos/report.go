@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
@@ -111,9 +112,9 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func verdictError(d *report.Document) error {
 	switch d.Verdict {
 	case report.VerdictFail:
-		return withCode(ExitThresholds, errors.New("thresholds failed"))
+		return withCode(exitcode.Thresholds, errors.New("thresholds failed"))
 	case report.VerdictAborted:
-		return withCode(ExitAborted, errors.New("run aborted by "+d.Abort.String()))
+		return withCode(exitcode.Aborted, errors.New("run aborted by "+d.Abort.String()))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -21,7 +22,7 @@ func TestReportCommandHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report.html")
-	if code, _, errs := run(t, "report", path, "--format", "html", "-o", out); code != ExitOK {
+	if code, _, errs := run(t, "report", path, "--format", "html", "-o", out); code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	got, err := os.ReadFile(out)
@@ -42,14 +43,14 @@ func TestReportCommandHTML(t *testing.T) {
 	}
 
 	code, stdout, errs := run(t, "report", path, "--format", "html", "--threshold", "ttft: p(99)<1ms")
-	if code != ExitThresholds {
-		t.Errorf("exit %d (stderr %q), want %d", code, errs, ExitThresholds)
+	if code != exitcode.Thresholds {
+		t.Errorf("exit %d (stderr %q), want %d", code, errs, exitcode.Thresholds)
 	}
 	if !strings.Contains(stdout, `class="banner fail"`) || !strings.Contains(stdout, "p(99)&lt;1ms") {
 		t.Errorf("page on stdout does not show the failed threshold")
 	}
 
-	if code, _, errs := run(t, "report", path, "--format", "pdf"); code != ExitUsage || !strings.Contains(errs, "want text, json, junit, html or vllm") {
+	if code, _, errs := run(t, "report", path, "--format", "pdf"); code != exitcode.Usage || !strings.Contains(errs, "want text, json, junit, html or vllm") {
 		t.Errorf("--format pdf: exit %d, stderr %q", code, errs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/pflag"
@@ -85,7 +86,7 @@ func TestReportCommand(t *testing.T) {
 
 	t.Run("text", func(t *testing.T) {
 		code, out, errs := run(t, "report", path)
-		if code != ExitOK || !strings.Contains(out, `llmchaos run "nightly"`) || !strings.HasSuffix(out, "verdict: no thresholds — no verdict\n") {
+		if code != exitcode.OK || !strings.Contains(out, `llmchaos run "nightly"`) || !strings.HasSuffix(out, "verdict: no thresholds — no verdict\n") {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
 		}
 		var want bytes.Buffer
@@ -98,7 +99,7 @@ func TestReportCommand(t *testing.T) {
 	})
 	t.Run("json", func(t *testing.T) {
 		out := filepath.Join(dir, "again.json")
-		if code, _, errs := run(t, "report", path, "--format", "json", "-o", out); code != ExitOK {
+		if code, _, errs := run(t, "report", path, "--format", "json", "-o", out); code != exitcode.OK {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 		a, _ := os.ReadFile(path)
@@ -109,8 +110,8 @@ func TestReportCommand(t *testing.T) {
 	})
 	t.Run("junit", func(t *testing.T) {
 		code, out, errs := run(t, "report", path, "--format", "junit", "--threshold", "ttft: p(99)<1ms", "--threshold", "error_rate: rate<5%")
-		if code != ExitThresholds {
-			t.Errorf("exit %d (stderr %q), want %d: the new ttft threshold fails", code, errs, ExitThresholds)
+		if code != exitcode.Thresholds {
+			t.Errorf("exit %d (stderr %q), want %d: the new ttft threshold fails", code, errs, exitcode.Thresholds)
 		}
 		var s struct {
 			Suites []struct {
@@ -137,11 +138,11 @@ func TestReportCommand(t *testing.T) {
 	})
 	t.Run("re-evaluated thresholds", func(t *testing.T) {
 		code, out, _ := run(t, "report", path, "--threshold", "ttft: p(99)<100s, p(50)<=1s", "--threshold", "requests_lost: count==0")
-		if code != ExitOK || !strings.Contains(out, "verdict: PASS (3 thresholds held)") || !strings.Contains(out, "✓ ttft") {
+		if code != exitcode.OK || !strings.Contains(out, "verdict: PASS (3 thresholds held)") || !strings.Contains(out, "✓ ttft") {
 			t.Errorf("exit %d, want 0 for generous thresholds:\n%s", code, out)
 		}
 		code, out, _ = run(t, "report", path, "--threshold", "error_rate: rate<0.01")
-		if code != ExitThresholds || !strings.Contains(out, "✗ error_rate") || !strings.Contains(out, "0.02") {
+		if code != exitcode.Thresholds || !strings.Contains(out, "✗ error_rate") || !strings.Contains(out, "0.02") {
 			t.Errorf("exit %d, want 99 (2%% errors):\n%s", code, out)
 		}
 	})
@@ -157,8 +158,8 @@ func TestReportCommand(t *testing.T) {
 		}
 		for _, tt := range tests {
 			code, _, errs := run(t, tt.args...)
-			if code != ExitUsage || !strings.Contains(errs, tt.want) {
-				t.Errorf("%q: exit %d stderr %q, want %d mentioning %q", tt.args, code, errs, ExitUsage, tt.want)
+			if code != exitcode.Usage || !strings.Contains(errs, tt.want) {
+				t.Errorf("%q: exit %d stderr %q, want %d mentioning %q", tt.args, code, errs, exitcode.Usage, tt.want)
 			}
 		}
 		// The caret points at the bad unit.
@@ -184,10 +185,10 @@ func TestEndRun(t *testing.T) {
 		code       int
 		verdict    string
 	}{
-		{"pass", []string{"ttft: p(99)<10s", "error_rate: rate<5%"}, false, ExitOK, "pass"},
-		{"fail", []string{"ttft: p(99)<10s", "error_rate: rate<1%"}, false, ExitThresholds, "fail"},
-		{"aborted", []string{"ttft: p(99)<10s"}, true, ExitAborted, "aborted"},
-		{"no thresholds", nil, false, ExitOK, "none"},
+		{"pass", []string{"ttft: p(99)<10s", "error_rate: rate<5%"}, false, exitcode.OK, "pass"},
+		{"fail", []string{"ttft: p(99)<10s", "error_rate: rate<1%"}, false, exitcode.Thresholds, "fail"},
+		{"aborted", []string{"ttft: p(99)<10s"}, true, exitcode.Aborted, "aborted"},
+		{"no thresholds", nil, false, exitcode.OK, "none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,13 +227,13 @@ func TestEndRun(t *testing.T) {
 // exitCode maps a command's error as execute does.
 func exitCode(err error) int {
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return ExitInternal
+	return exitcode.Internal
 }
 
 func TestVerdictFlags(t *testing.T) {
@@ -268,8 +269,8 @@ func TestVerdictFlags(t *testing.T) {
 				}
 				return
 			}
-			if exitCode(err) != ExitUsage {
-				t.Errorf("exit %d, want %d", exitCode(err), ExitUsage)
+			if exitCode(err) != exitcode.Usage {
+				t.Errorf("exit %d, want %d", exitCode(err), exitcode.Usage)
 			}
 			for _, w := range tt.want {
 				if err == nil || !strings.Contains(err.Error(), w) {

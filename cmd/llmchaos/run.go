@@ -13,9 +13,10 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/experiments"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
@@ -239,7 +240,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	if c.DryRun {
 		err := experiments.DryRun(stdout, exp, opts)
 		if _, refused := errors.AsType[*experiments.DryRunRefusedError](err); refused {
-			return withCode(ExitRefused, err)
+			return withCode(exitcode.Refused, err)
 		}
 		return err
 	}
@@ -296,13 +297,13 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 		return runError(runErr)
 	}
 	if out.NotSteady() {
-		return withCode(ExitNotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
+		return withCode(exitcode.NotSteady, fmt.Errorf("not steady: %s; no fault was injected", out.AbortDetail))
 	}
 	if doc.Verdict == report.VerdictAborted && out.AbortReason != experiments.AbortStopCondition {
 		fmt.Fprintf(stderr, "llmchaos run: aborted by %s\n", doc.Abort)
 	}
 	if len(out.Refused) > 0 && doc.Verdict != report.VerdictAborted {
-		return withCode(ExitRefused, fmt.Errorf("not injected, its target selection was refused (see the fault's error): %s; the run did not test it",
+		return withCode(exitcode.Refused, fmt.Errorf("not injected, its target selection was refused (see the fault's error): %s; the run did not test it",
 			strings.Join(out.Refused, ", ")))
 	}
 	return verdictError(doc)
@@ -322,26 +323,26 @@ func loadError(err error, stderr io.Writer) error {
 }
 
 // runError maps a run's error to its exit code: a fault that could not be
-// reverted is ExitRevertFailed (it names the faults and says how to
+// reverted is exitcode.RevertFailed (it names the faults and says how to
 // recover), anything else is an internal failure.
 func runError(err error) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
-		return withCode(ExitRevertFailed, err)
+		return withCode(exitcode.RevertFailed, err)
 	}
 	var ps spec.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}
-	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return usageError(err)
 	}
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
 		return usageError(err) // a script workload's, before its load
 	}
-	return withCode(ExitInternal, err)
+	return withCode(exitcode.Internal, err)
 }
 
 // overrides applies --duration, --rate and --threshold to exp (the first

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/sim"
@@ -64,8 +65,8 @@ func TestRunDryRunRefusesPodsNotOptedIn(t *testing.T) {
 	_, _, file, pods := kubeWorkload(t, false)
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"run", "--dry-run", file}, &out, &errb)
-	if code != ExitRefused {
-		t.Fatalf("exit %d, want %d; stderr %s\n%s", code, ExitRefused, errb.String(), out.String())
+	if code != exitcode.Refused {
+		t.Fatalf("exit %d, want %d; stderr %s\n%s", code, exitcode.Refused, errb.String(), out.String())
 	}
 	if !strings.Contains(errb.String(), "llmchaos.io/target=true") {
 		t.Errorf("stderr does not say which label opts in: %s", errb.String())

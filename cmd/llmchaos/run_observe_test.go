@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -145,7 +146,7 @@ poll:
 	err = cmd.Wait()
 	_, out := snapshot()
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		t.Fatalf("exit code %d, want %d:\n%s%s", ee.ExitCode(), ExitOK, out, stderr.String())
+		t.Fatalf("exit code %d, want %d:\n%s%s", ee.ExitCode(), exitcode.OK, out, stderr.String())
 	} else if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,8 @@ func TestRunObserveFlagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(context.Background(), append([]string{"run", file, "--dry-run"}, tt.args...), &out, &errb)
-			if code != ExitUsage {
-				t.Fatalf("exit code: got %d, want %d (stderr %q)", code, ExitUsage, errb.String())
+			if code != exitcode.Usage {
+				t.Fatalf("exit code: got %d, want %d (stderr %q)", code, exitcode.Usage, errb.String())
 			}
 			if !strings.Contains(errb.String(), tt.want) {
 				t.Errorf("stderr: got %q, want it to contain %q", errb.String(), tt.want)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -47,8 +48,8 @@ func TestRunOverrides(t *testing.T) {
 	runDir := filepath.Join(dir, "run")
 	code, stdout, stderr := run(t, "run", file, "--no-guard", "--progress", "0", "--no-scrape", "--out", runDir,
 		"--duration", "1s", "--threshold", "ttft: p(50)<0.001ms", "--threshold", "error_rate: rate<0.01")
-	if code != ExitThresholds {
-		t.Fatalf("exit %d, want %d (the added ttft threshold fails); stderr:\n%s\nstdout:\n%s", code, ExitThresholds, stderr, stdout)
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d (the added ttft threshold fails); stderr:\n%s\nstdout:\n%s", code, exitcode.Thresholds, stderr, stdout)
 	}
 	doc, err := report.Read(filepath.Join(runDir, "run.json"))
 	if err != nil {
@@ -89,8 +90,8 @@ func TestRunOverrides(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, append([]string{"run", "--no-guard", "--out", filepath.Join(dir, "bad")}, tt.args...)...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, ExitUsage, stderr, stdout)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", code, exitcode.Usage, stderr, stdout)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(stderr, w) {

@@ -4,16 +4,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // A fault whose selection is refused (min_available) is not an SLO failure:
-// the run exits ExitRefused, says which fault, and the fault's record keeps
+// the run exits exitcode.Refused, says which fault, and the fault's record keeps
 // the refusal.
 func TestRunRefusedInjectionExitCode(t *testing.T) {
 	bin := needBinary(t)
 	code, out, doc, _ := runExperimentFile(t, bin, filepath.Join("testdata", "replica-kill-refused.yaml"))
-	if code != ExitRefused {
-		t.Fatalf("exit code %d, want %d:\n%s", code, ExitRefused, out)
+	if code != exitcode.Refused {
+		t.Fatalf("exit code %d, want %d:\n%s", code, exitcode.Refused, out)
 	}
 	if !strings.Contains(string(out), "kill-one") || !strings.Contains(string(out), "refused") {
 		t.Errorf("output does not name the refused fault:\n%s", out)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
@@ -86,8 +87,8 @@ func series(ss []report.SeriesRecord, endpoint, name string) *report.SeriesRecor
 func TestRunGPUOOMEndToEnd(t *testing.T) {
 	bin := needBinary(t)
 	code, out, doc, runDir := runExperimentFile(t, bin, filepath.Join("testdata", "gpu-oom-short.yaml"))
-	if code != ExitOK {
-		t.Fatalf("exit code %d, want %d:\n%s", code, ExitOK, out)
+	if code != exitcode.OK {
+		t.Fatalf("exit code %d, want %d:\n%s", code, exitcode.OK, out)
 	}
 	if doc.Verdict != report.VerdictPass {
 		t.Errorf("verdict %s, want pass:\n%s", doc.Verdict, out)
@@ -200,8 +201,8 @@ func TestRunGPUOOMEndToEnd(t *testing.T) {
 func TestRunReplicaKillEndToEnd(t *testing.T) {
 	bin := needBinary(t)
 	code, out, doc, runDir := runExperimentFile(t, bin, filepath.Join("testdata", "replica-kill-short.yaml"))
-	if code != ExitOK {
-		t.Fatalf("exit code %d, want %d:\n%s", code, ExitOK, out)
+	if code != exitcode.OK {
+		t.Fatalf("exit code %d, want %d:\n%s", code, exitcode.OK, out)
 	}
 	var killed string
 	for _, e := range doc.Events {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -40,7 +41,7 @@ func TestRunSaveRequests(t *testing.T) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		t.Fatalf("exit code %d, want %d:\n%s", ee.ExitCode(), ExitOK, out)
+		t.Fatalf("exit code %d, want %d:\n%s", ee.ExitCode(), exitcode.OK, out)
 	} else if err != nil {
 		t.Fatal(err)
 	}

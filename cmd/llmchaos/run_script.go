@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/experiments/loadrun"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/pipeline"
+	"github.com/llmchaos/llmchaos/pipeline/load"
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
-	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -135,9 +137,9 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if c.HTML != "" {
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
 	}
-	cfg := runner.Config{
+	cfg := script.Config{
 		Script: c.File, Env: env, Tags: tags, Outputs: outs, Stdout: stdout, Stderr: stderr,
-		Overrides:   runner.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
+		Overrides:   script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
@@ -170,18 +172,18 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	var obs *runObservers
-	cfg.Attach = func(a *runner.Attached) (runner.Alongside, error) {
-		o, al, err := scriptObservers(ctx, c, a, stderr)
-		if o != nil {
-			obs = o
-			if u := o.MetricsURL(); u != "" && !c.Summary.Quiet {
+	cfg.Observe = func(clients []js.ClientInfo) *observe.Options { return scriptObserveOptions(c, clients, stderr) }
+	cfg.Alongside = func(r *pipeline.Run) func(engine.RunStats, error) {
+		if r.Observers != nil {
+			obs = &runObservers{Observers: r.Observers, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger}
+			if u := obs.MetricsURL(); u != "" && !c.Summary.Quiet {
 				fmt.Fprintf(stdout, "%s: live metrics at %s\n", scriptCmd, u)
 			}
 		}
-		return al, err
+		return nil
 	}
 
-	doc, runErr := runner.Run(ctx, cfg)
+	doc, runErr := script.Run(ctx, cfg)
 	if cfg.SaveRequests != nil {
 		err := cfg.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -206,8 +208,8 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 // scriptDryRun prints what the script would run (scenarios, thresholds,
 // the LLM clients, the outputs) and sends nothing: no pre-flight check,
 // no setup(), no iteration.
-func scriptDryRun(ctx context.Context, cfg runner.Config, c runConfig, stdout io.Writer) error {
-	plan, err := runner.Inspect(ctx, cfg)
+func scriptDryRun(ctx context.Context, cfg script.Config, c runConfig, stdout io.Writer) error {
+	plan, err := script.Inspect(ctx, cfg)
 	if err != nil {
 		return scriptResult(nil, err)
 	}
@@ -250,7 +252,7 @@ var errPreflightInterrupted = errors.New("aborted during the pre-flight check: n
 // each distinct base URL and model of the llm.Client objects the init code
 // of VU 0 made, as `llmchaos load` checks its targets: a model the server
 // does not list and refuses, a wrong path or a refused key is a
-// *loadrun.PreflightError (exit 2); a server that does not answer only
+// *load.PreflightError (exit 2); a server that does not answer only
 // warns. A client made without a model (the requests name it) is checked
 // by the load itself. getenv reads the variables the script's clients
 // read their keys from (-e first, then the environment).
@@ -260,7 +262,7 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 		if cl.Model == "" {
 			continue
 		}
-		warns, err := loadrun.Preflight(ctx, loadrun.PreflightConfig{
+		warns, err := load.Preflight(ctx, load.PreflightConfig{
 			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions",
 			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv},
 		})
@@ -277,15 +279,15 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 	return errors.Join(errs...)
 }
 
-// scriptObservers starts the live outputs a script run asks for
+// scriptObserveOptions are the live outputs a script run asks for
 // (--metrics-listen, --remote-write, --otlp-endpoint, the server monitor
-// of the clients' base URLs) on the run's clock, with the script's custom
-// metrics, and returns the hooks that feed them; nil observers when none
-// is asked for.
-func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stderr io.Writer) (*runObservers, runner.Alongside, error) {
+// of the clients' base URLs); nil when none is asked for. The script
+// pipeline starts them on the run's clock, with the script's custom
+// metrics, and feeds them.
+func scriptObserveOptions(c runConfig, clients []js.ClientInfo, stderr io.Writer) *observe.Options {
 	var targets []string
 	seen := map[string]bool{}
-	for _, cl := range a.Clients {
+	for _, cl := range clients {
 		if !seen[cl.BaseURL] {
 			seen[cl.BaseURL] = true
 			targets = append(targets, cl.BaseURL)
@@ -293,76 +295,57 @@ func scriptObservers(ctx context.Context, c runConfig, a *runner.Attached, stder
 	}
 	o := c.Observe.options(targets)
 	if o.MetricsListen == "" && o.RemoteWriteURL == "" && o.OTLPEndpoint == "" && len(o.ScrapeTargets) == 0 {
-		return nil, runner.Alongside{}, nil
+		return nil
 	}
-	clock, rec := a.Clock, a.Recorder
-	o.Metrics, o.Clock, o.RunStart = a.Metrics, clock.Now, clock.Start()
-	o.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
 	o.TraceAttributes = map[string]string{"llmchaos.script": filepath.Base(c.File)}
 	if c.Seed != nil {
 		o.TraceAttributes["llmchaos.seed"] = strconv.FormatUint(*c.Seed, 10)
 	}
 	o.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", scriptCmd, err) }
-	obs, err := observe.Start(ctx, o)
-	if err != nil {
-		return nil, runner.Alongside{}, fmt.Errorf("live outputs: %w", err)
-	}
-	ths := a.Thresholds
-	return &runObservers{Observers: obs, cmd: scriptCmd, stderr: stderr, linger: c.Observe.MetricsLinger},
-		runner.Alongside{
-			Hooks: js.Hooks{
-				Observe: func(res *recording.Result) {
-					obs.Scheduled(&res.Tags) // a script's request is due when it is sent
-					obs.Observe(res)
-				},
-				Sample: obs.AddSample,
-			},
-			LiveChecked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(ths, failed) },
-			Document:    func(doc *report.Document) { doc.Server = obs.ServerSeries(clock.Now()) },
-		}, nil
+	return &o
 }
 
 // scriptResult maps how a script run ended to the command's exit code,
-// k6's where k6 has one (exit_script.go).
+// k6's where k6 has one (exitcode.Script).
 func scriptResult(doc *report.Document, err error) error {
-	if te, ok := errors.AsType[*runner.TimeoutError](err); ok {
+	if te, ok := errors.AsType[*script.TimeoutError](err); ok {
 		if te.Teardown {
-			return withCode(ExitScriptTeardownTimeout, err)
+			return withCode(exitcode.ScriptTeardownTimeout, err)
 		}
-		return withCode(ExitScriptSetupTimeout, err)
+		return withCode(exitcode.ScriptSetupTimeout, err)
 	}
-	if _, ok := errors.AsType[*runner.OptionsError](err); ok {
-		return withCode(ExitScriptInvalidConfig, err)
+	if _, ok := errors.AsType[*script.OptionsError](err); ok {
+		return withCode(exitcode.ScriptInvalidConfig, err)
 	}
-	if _, ok := errors.AsType[*runner.ThresholdError](err); ok {
-		return withCode(ExitScriptInvalidConfig, fmt.Errorf("--%w", err))
+	if _, ok := errors.AsType[*script.ThresholdError](err); ok {
+		return withCode(exitcode.ScriptInvalidConfig, fmt.Errorf("--%w", err))
 	}
 	if _, ok := errors.AsType[*js.ScriptError](err); ok {
-		return withCode(ExitScriptException, err)
+		return withCode(exitcode.ScriptException, err)
 	}
-	if _, ok := errors.AsType[*loadrun.PreflightError](err); ok {
+	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return usageError(err)
 	}
 	if errors.Is(err, errPreflightInterrupted) {
-		return withCode(ExitScriptExternalAbort, err)
+		return withCode(exitcode.ScriptExternalAbort, err)
 	}
 	if err != nil {
-		return withCode(ExitInternal, err)
+		return withCode(exitcode.Internal, err)
 	}
 	switch {
 	case doc.Verdict == report.VerdictAborted:
 		msg := errors.New("run aborted by " + doc.Abort.String())
 		switch doc.Abort.Cause {
 		case report.AbortSignal, report.AbortInterrupted:
-			return withCode(ExitScriptExternalAbort, msg)
+			return withCode(exitcode.ScriptExternalAbort, msg)
 		case report.AbortScript:
-			return withCode(ExitScriptAborted, msg)
+			return withCode(exitcode.ScriptAborted, msg)
 		case report.AbortStopCondition: // an abortOnFail threshold: k6 exits 99
-			return withCode(ExitThresholds, msg)
+			return withCode(exitcode.Thresholds, msg)
 		}
-		return withCode(ExitAborted, msg)
+		return withCode(exitcode.Aborted, msg)
 	case doc.MarkedFailed != "":
-		return withCode(ExitScriptMarkedFailed, errors.New("test run was marked as failed: "+doc.MarkedFailed))
+		return withCode(exitcode.ScriptMarkedFailed, errors.New("test run was marked as failed: "+doc.MarkedFailed))
 	}
 	return verdictError(doc)
 }

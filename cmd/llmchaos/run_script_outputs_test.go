@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -52,7 +53,7 @@ func TestRunScriptLiveMetrics(t *testing.T) {
 	code := -1
 	go func() { code = <-s.done; s.done <- code; close(done) }()
 	mfs, duringRun := liveScrapes(t, m[1], done)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, s.err, s.out)
 	}
 	if !duringRun {
@@ -104,8 +105,8 @@ func TestRunScriptThresholdFlag(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"run", chatScript, "-e", "BASE_URL=" + url, "-e", "MODEL=" + sim.DefaultConfig().Model, "-e", "RATE=5", "-e", "DURATION=1s"}
 	code, stdout, stderr := run(t, append(args, "--threshold", "tokens_per_second: p(50)>1000000000", "--out", dir)...)
-	if code != ExitThresholds {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitThresholds, stdout, stderr)
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Thresholds, stdout, stderr)
 	}
 	doc, err := report.Read(filepath.Join(dir, "run.json"))
 	if err != nil {
@@ -130,8 +131,8 @@ func TestRunScriptThresholdFlag(t *testing.T) {
 	} {
 		srv, n := countingServer(t, http.StatusOK)
 		code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+srv, "--threshold", bad.arg)
-		if code != ExitScriptInvalidConfig || !strings.Contains(stderr, "--threshold") || !strings.Contains(stderr, bad.want) {
-			t.Errorf("--threshold %q: exit %d, stderr %q; want %d naming the flag and %q\nstdout:\n%s", bad.arg, code, stderr, ExitScriptInvalidConfig, bad.want, stdout)
+		if code != exitcode.ScriptInvalidConfig || !strings.Contains(stderr, "--threshold") || !strings.Contains(stderr, bad.want) {
+			t.Errorf("--threshold %q: exit %d, stderr %q; want %d naming the flag and %q\nstdout:\n%s", bad.arg, code, stderr, exitcode.ScriptInvalidConfig, bad.want, stdout)
 		}
 		if n.Load() != 0 {
 			t.Errorf("--threshold %q: %d requests sent, want none", bad.arg, n.Load())
@@ -146,7 +147,7 @@ func TestRunScriptDryRun(t *testing.T) {
 	url, n := countingServer(t, http.StatusOK)
 	code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+url, "-e", "MODEL=m", "-e", "RATE=7",
 		"--threshold", "ttft: p(50)<300ms", "--dry-run", "--save-requests", filepath.Join(t.TempDir(), "r.jsonl"))
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
@@ -182,8 +183,8 @@ func TestRunScriptPreflight(t *testing.T) {
 	args := []string{"run", chatScript, "-e", "BASE_URL=" + url, "-e", "MODEL=m", "-e", "RATE=5", "-e", "DURATION=1s", "--no-scrape"}
 	start := time.Now()
 	code, stdout, stderr := run(t, args...)
-	if code != ExitUsage || !strings.Contains(stderr, "pre-flight check of "+url+" failed") || !strings.Contains(stderr, "--no-preflight") {
-		t.Fatalf("exit %d, stderr %q; want %d with the pre-flight failure\nstdout:\n%s", code, stderr, ExitUsage, stdout)
+	if code != exitcode.Usage || !strings.Contains(stderr, "pre-flight check of "+url+" failed") || !strings.Contains(stderr, "--no-preflight") {
+		t.Fatalf("exit %d, stderr %q; want %d with the pre-flight failure\nstdout:\n%s", code, stderr, exitcode.Usage, stdout)
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("the refused run took %v: it should stop before the load", took)
@@ -193,8 +194,8 @@ func TestRunScriptPreflight(t *testing.T) {
 	}
 
 	n.Store(0)
-	if code, _, stderr := run(t, append(args, "--no-preflight")...); code != ExitThresholds || n.Load() != 5 {
-		t.Errorf("--no-preflight: exit %d with %d requests, want %d after the 5 of the load\nstderr:\n%s", code, n.Load(), ExitThresholds, stderr)
+	if code, _, stderr := run(t, append(args, "--no-preflight")...); code != exitcode.Thresholds || n.Load() != 5 {
+		t.Errorf("--no-preflight: exit %d with %d requests, want %d after the 5 of the load\nstderr:\n%s", code, n.Load(), exitcode.Thresholds, stderr)
 	}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -204,8 +205,8 @@ func TestRunScriptPreflight(t *testing.T) {
 	dead := "http://" + l.Addr().String() + "/v1"
 	l.Close()
 	code, _, stderr = run(t, "run", chatScript, "-e", "BASE_URL="+dead, "-e", "MODEL=m", "-e", "RATE=2", "-e", "DURATION=1s")
-	if code != ExitThresholds || !strings.Contains(stderr, "warning: pre-flight check of "+dead+" did not succeed") {
-		t.Errorf("nothing listening: exit %d, stderr %q; want %d after a warning", code, stderr, ExitThresholds)
+	if code != exitcode.Thresholds || !strings.Contains(stderr, "warning: pre-flight check of "+dead+" did not succeed") {
+		t.Errorf("nothing listening: exit %d, stderr %q; want %d after a warning", code, stderr, exitcode.Thresholds)
 	}
 }
 
@@ -220,7 +221,7 @@ func TestRunScriptSaveRequests(t *testing.T) {
 	path := filepath.Join(dir, "requests.jsonl")
 	code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+url, "-e", "MODEL="+sim.DefaultConfig().Model, "-e", "RATE=8", "-e", "DURATION=1s",
 		"--save-requests", path, "--out", dir, "-q")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	f, err := os.Open(path)
@@ -272,8 +273,8 @@ func TestRunScriptAbortOnFail(t *testing.T) {
 	}
 	start := time.Now()
 	code, stdout, stderr := run(t, "run", path)
-	if code != ExitThresholds || !strings.Contains(stderr, "aborted by") || !strings.Contains(stderr, "checks: rate>0.5") {
-		t.Errorf("exit %d, stderr %q; want %d naming the threshold\nstdout:\n%s", code, stderr, ExitThresholds, stdout)
+	if code != exitcode.Thresholds || !strings.Contains(stderr, "aborted by") || !strings.Contains(stderr, "checks: rate>0.5") {
+		t.Errorf("exit %d, stderr %q; want %d naming the threshold\nstdout:\n%s", code, stderr, exitcode.Thresholds, stdout)
 	}
 	if took := time.Since(start); took > 40*time.Second {
 		t.Errorf("took %v: the 60 s run was not stopped", took)
@@ -294,7 +295,7 @@ func TestRunScriptRemoteWriteAndSpans(t *testing.T) {
 	t.Cleanup(otlp.Close)
 	code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+url, "-e", "MODEL="+sim.DefaultConfig().Model, "-e", "RATE=10", "-e", "DURATION=1s",
 		"--remote-write", rw.URL+"/api/v1/write", "--otlp-endpoint", otlp.URL, "--no-scrape", "--seed", "5")
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	recv.mu.Lock()
@@ -331,7 +332,7 @@ func TestRunScriptRemoteWriteAndSpans(t *testing.T) {
 func TestScriptedExperimentCommands(t *testing.T) {
 	catalog := filepath.Join("..", "..", "experiments", "catalog", "script-latency.yaml")
 	code, stdout, stderr := run(t, "run", "--dry-run", catalog, "--threshold", "tokens_per_second{phase:fault}: avg>2")
-	if code != ExitOK || !strings.Contains(stdout, "tokens_per_second{phase:fault}: avg>2") || !strings.Contains(stdout, "chat: constant-arrival-rate, rate 10 per 1s") {
+	if code != exitcode.OK || !strings.Contains(stdout, "tokens_per_second{phase:fault}: avg>2") || !strings.Contains(stdout, "chat: constant-arrival-rate, rate 10 per 1s") {
 		t.Errorf("dry run: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 
@@ -346,8 +347,8 @@ func TestScriptedExperimentCommands(t *testing.T) {
 	}
 	for _, cmd := range []string{"validate", "run"} {
 		code, stdout, stderr := run(t, cmd, file)
-		if want := file + ":5:20: workload.script: " + filepath.Join(dir, "broken.js") + ":2:13: load: SyntaxError"; code != ExitUsage || !strings.Contains(stdout+stderr, want) {
-			t.Errorf("%s: exit %d, output %q; want %d with %q", cmd, code, stdout+stderr, ExitUsage, want)
+		if want := file + ":5:20: workload.script: " + filepath.Join(dir, "broken.js") + ":2:13: load: SyntaxError"; code != exitcode.Usage || !strings.Contains(stdout+stderr, want) {
+			t.Errorf("%s: exit %d, output %q; want %d with %q", cmd, code, stdout+stderr, exitcode.Usage, want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -115,8 +116,8 @@ func TestRunScriptCtrlCCutsTheStreamAndRecordsNothingAfter(t *testing.T) {
 				t.Fatalf("llmchaos run did not exit within 60 s of SIGINT:\n%s", out)
 			}
 			ee, ok := errors.AsType[*exec.ExitError](waitErr)
-			if !ok || ee.ExitCode() != ExitScriptExternalAbort {
-				t.Fatalf("exit %v, want %d (k6's external abort):\n%s", waitErr, ExitScriptExternalAbort, out)
+			if !ok || ee.ExitCode() != exitcode.ScriptExternalAbort {
+				t.Fatalf("exit %v, want %d (k6's external abort):\n%s", waitErr, exitcode.ScriptExternalAbort, out)
 			}
 			doc, err := report.Read(filepath.Join(dir, "run.json"))
 			if err != nil {

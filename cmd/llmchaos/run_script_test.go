@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -53,7 +54,7 @@ func TestRunScriptExitCodes(t *testing.T) {
 		stdout   []string
 		checkOut func(t *testing.T)
 	}{
-		{name: "pass with reports", code: ExitOK,
+		{name: "pass with reports", code: exitcode.OK,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=10", "-e", "DURATION=1s",
 				"--out", dir, "--junit", filepath.Join(dir, "junit.xml")},
 			checkOut: func(t *testing.T) {
@@ -69,26 +70,26 @@ func TestRunScriptExitCodes(t *testing.T) {
 					t.Errorf("junit.xml: %v, want XML naming the custom threshold", err)
 				}
 			}},
-		{name: "failed threshold", code: ExitThresholds,
+		{name: "failed threshold", code: exitcode.Thresholds,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "RATE=5", "--duration", "1s", "-e", "MIN_TPS=1000000000000"}},
-		{name: "vus and iterations override the scenarios", code: ExitOK,
+		{name: "vus and iterations override the scenarios", code: exitcode.OK,
 			args: []string{"run", chat, "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "--vus", "2", "--iterations", "3", "-q"}},
-		{name: "syntax error", code: ExitScriptException,
+		{name: "syntax error", code: exitcode.ScriptException,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.js")},
 			stderr: []string{"syntax-error.js:4:13", "SyntaxError"}},
-		{name: "unknown import", code: ExitScriptException,
+		{name: "unknown import", code: exitcode.ScriptException,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "unknown-import.js")},
 			stderr: []string{"unknown-import.js:3:1", `unknown module "k6/ws"`, "k6/metrics", "k6/x/llm", "k6/http", "k6/x/sse", "k6/data", "k6/execution", "k6/x/summary"}},
-		{name: "typescript", code: ExitOK,
+		{name: "typescript", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "typescript.ts"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=2"}},
-		{name: "typescript syntax error", code: ExitScriptException,
+		{name: "typescript syntax error", code: exitcode.ScriptException,
 			args:   []string{"run", filepath.Join("..", "..", "examples", "scripts", "errors", "syntax-error.ts")},
 			stderr: []string{"syntax-error.ts:8:34", "SyntaxError"}},
-		{name: "custom trend threshold holds", code: ExitOK,
+		{name: "custom trend threshold holds", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4"}},
-		{name: "custom trend threshold fails", code: ExitThresholds,
+		{name: "custom trend threshold fails", code: exitcode.Thresholds,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "custom-trend.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model, "-e", "ITERATIONS=4", "-e", "LONG_MAX_MS=1"}},
-		{name: "handleSummary replaces the summary, --junit is still written", code: ExitOK,
+		{name: "handleSummary replaces the summary, --junit is still written", code: exitcode.OK,
 			args: []string{"run", filepath.Join("..", "..", "examples", "scripts", "handle-summary.js"), "-e", "BASE_URL=" + url, "-e", "MODEL=" + model,
 				"-e", "SUMMARY_JSON=" + filepath.Join(dir, "summary.json"), "--junit", filepath.Join(dir, "hs-junit.xml")},
 			checkOut: func(t *testing.T) {
@@ -98,22 +99,22 @@ func TestRunScriptExitCodes(t *testing.T) {
 					}
 				}
 			}},
-		{name: "exec.test.abort() is an abort", code: ExitScriptAborted,
+		{name: "exec.test.abort() is an abort", code: exitcode.ScriptAborted,
 			args: []string{"run", abort}, stdout: []string{"verdict: ABORTED by the script (exec.test.abort()): no target"}},
-		{name: "exec.test.fail() fails the run at its end", code: ExitScriptMarkedFailed, args: []string{"run", failed},
+		{name: "exec.test.fail() fails the run at its end", code: exitcode.ScriptMarkedFailed, args: []string{"run", failed},
 			stderr: []string{"test marked as failed: too slow"}, stdout: []string{"verdict: FAIL (marked failed by the script: too slow; 0 of 1 threshold failed)"}},
-		{name: "exec.test.fail() wins over failed thresholds", code: ExitScriptMarkedFailed, args: []string{"run", failedAndThresholds}},
-		{name: "an exception in setup", code: ExitScriptException, args: []string{"run", setupThrows},
+		{name: "exec.test.fail() wins over failed thresholds", code: exitcode.ScriptMarkedFailed, args: []string{"run", failedAndThresholds}},
+		{name: "an exception in setup", code: exitcode.ScriptException, args: []string{"run", setupThrows},
 			stderr: []string{"setup-throws.js:2:9", "Error: no fixture"}},
-		{name: "an exception in teardown after an await", code: ExitScriptException, args: []string{"run", teardownThrows},
+		{name: "an exception in teardown after an await", code: exitcode.ScriptException, args: []string{"run", teardownThrows},
 			stderr: []string{"teardown-throws.js:4:9", "Error: cleanup broke"}},
-		{name: "an unknown executor", code: ExitScriptInvalidConfig, args: []string{"run", badExecutor},
+		{name: "an unknown executor", code: exitcode.ScriptInvalidConfig, args: []string{"run", badExecutor},
 			stderr: []string{`executor "constant-looping-vus"`}},
-		{name: "a threshold on no metric", code: ExitScriptInvalidConfig, args: []string{"run", unknownMetric},
+		{name: "a threshold on no metric", code: exitcode.ScriptInvalidConfig, args: []string{"run", unknownMetric},
 			stderr: []string{`unknown metric "not_a_metric"`}},
-		{name: "setupTimeout", code: ExitScriptSetupTimeout, args: []string{"run", setupTimeout}, stderr: []string{"setupTimeout (50ms)"}},
-		{name: "teardownTimeout", code: ExitScriptTeardownTimeout, args: []string{"run", teardownTimeout}, stderr: []string{"teardownTimeout (50ms)"}},
-		{name: "bad -e", code: ExitUsage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
+		{name: "setupTimeout", code: exitcode.ScriptSetupTimeout, args: []string{"run", setupTimeout}, stderr: []string{"setupTimeout (50ms)"}},
+		{name: "teardownTimeout", code: exitcode.ScriptTeardownTimeout, args: []string{"run", teardownTimeout}, stderr: []string{"teardownTimeout (50ms)"}},
+		{name: "bad -e", code: exitcode.Usage, args: []string{"run", chat, "-e", "NOEQUALS"}, stderr: []string{`-e "NOEQUALS": want KEY=VALUE`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -93,8 +94,8 @@ func (b *bgRun) wait(t *testing.T) int {
 // recorded it: exit 98, nothing pending, run.json aborted by the signal.
 func (b *bgRun) checkAbortedBy(t *testing.T, sig string) {
 	t.Helper()
-	if code := b.wait(t); code != ExitAborted {
-		t.Fatalf("exit %d, want %d (aborted):\n%s", code, ExitAborted, b.out)
+	if code := b.wait(t); code != exitcode.Aborted {
+		t.Fatalf("exit %d, want %d (aborted):\n%s", code, exitcode.Aborted, b.out)
 	}
 	if left, err := faults.Pending(b.runDir); err != nil || len(left) != 0 {
 		t.Errorf("journal still pending: %+v (%v):\n%s", left, err, b.out)

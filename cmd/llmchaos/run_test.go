@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
@@ -101,8 +102,8 @@ func TestRunShortQuickstartEndToEnd(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if code != ExitOK {
-		t.Fatalf("exit code %d, want %d:\n%s", code, ExitOK, out)
+	if code != exitcode.OK {
+		t.Fatalf("exit code %d, want %d:\n%s", code, exitcode.OK, out)
 	}
 	for _, want := range []string{"timeline (seconds of run clock)", "verdict: PASS", "injected slow-net", "reverted stalls"} {
 		if !bytes.Contains(out, []byte(want)) {
@@ -378,8 +379,8 @@ func TestRunInvalidFileIsUsageError(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"run", file}, &out, &errb)
-	if code != ExitUsage {
-		t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb.String())
+	if code != exitcode.Usage {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitcode.Usage, errb.String())
 	}
 	if want := file + ":7:"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), `did you mean "network.latency"`) {
 		t.Errorf("stderr = %q, want the problem at %s… with a suggestion", errb.String(), want)
@@ -391,7 +392,7 @@ func TestRunDryRunStartsNothing(t *testing.T) {
 	runDir := filepath.Join(dir, "run")
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"run", "--dry-run", "--out", runDir, filepath.Join("..", "..", "experiments", "catalog", "quickstart.yaml")}, &out, &errb)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, want 0; stderr %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "+10s  inject slow-net") || !strings.Contains(out.String(), "nothing was started") {
@@ -435,15 +436,15 @@ func TestRecoverRevertsAJournal(t *testing.T) {
 	}
 	// While the run holds its journal, recover refuses.
 	var out, errb bytes.Buffer
-	if code := execute(context.Background(), []string{"recover", "--run-dir", dir}, &out, &errb); code != ExitInternal || !strings.Contains(errb.String(), "still going") {
-		t.Errorf("recover of a live run: exit %d, stderr %q; want %d and a refusal", code, errb.String(), ExitInternal)
+	if code := execute(context.Background(), []string{"recover", "--run-dir", dir}, &out, &errb); code != exitcode.Internal || !strings.Contains(errb.String(), "still going") {
+		t.Errorf("recover of a live run: exit %d, stderr %q; want %d and a refusal", code, errb.String(), exitcode.Internal)
 	}
 	if err := j.Close(); err != nil { // the run "crashes": its lock goes
 		t.Fatal(err)
 	}
 	out.Reset()
 	errb.Reset()
-	if code := execute(context.Background(), []string{"recover", "--run-dir", dir}, &out, &errb); code != ExitOK {
+	if code := execute(context.Background(), []string{"recover", "--run-dir", dir}, &out, &errb); code != exitcode.OK {
 		t.Fatalf("recover: exit %d, stderr %s", code, errb.String())
 	}
 	select {
@@ -469,8 +470,8 @@ func TestRecoverWithoutJournalIsUsageError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(context.Background(), []string{"recover", "--run-dir", tt.dir}, &out, &errb)
-			if code != ExitUsage || !strings.Contains(errb.String(), tt.want) || strings.Contains(out.String(), "nothing to revert") {
-				t.Errorf("recover --run-dir %s: exit %d, stdout %q, stderr %q; want exit %d saying it %s", tt.dir, code, out.String(), errb.String(), ExitUsage, tt.want)
+			if code != exitcode.Usage || !strings.Contains(errb.String(), tt.want) || strings.Contains(out.String(), "nothing to revert") {
+				t.Errorf("recover --run-dir %s: exit %d, stdout %q, stderr %q; want exit %d saying it %s", tt.dir, code, out.String(), errb.String(), exitcode.Usage, tt.want)
 			}
 		})
 	}

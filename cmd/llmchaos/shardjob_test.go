@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 )
 
@@ -31,8 +32,8 @@ func TestShardJobFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := run(t, tt.args...)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d:\n%s", code, ExitUsage, errs)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d:\n%s", code, exitcode.Usage, errs)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errs, w) {
@@ -55,8 +56,8 @@ func TestShardJobReadsPodLogs(t *testing.T) {
 	code, stdout, stderr := run(t, "shard-job", "--kubeconfig", c.Kubeconfig, "-n", ns, "--image", "llmchaos:dev", "--shards", "2",
 		"--start-in", "1m", "--name", "load-test", "--",
 		"--target", "http://vllm:8000/v1", "--model", "m", "--workload", "chat", "--rate", "10", "--duration", "10s", "--seed", "3")
-	if code != ExitInternal {
-		t.Fatalf("exit %d, want %d:\nstdout:\n%s\nstderr:\n%s", code, ExitInternal, stdout, stderr)
+	if code != exitcode.Internal {
+		t.Fatalf("exit %d, want %d:\nstdout:\n%s\nstderr:\n%s", code, exitcode.Internal, stdout, stderr)
 	}
 	for _, w := range []string{"Job " + ns + "/load-test: 2 shards start at", "no shard has a report", "shard 0", "shard 1", "log of pod " + ns + "/load-test-0-"} {
 		if !strings.Contains(stderr, w) {

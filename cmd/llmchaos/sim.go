@@ -17,19 +17,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
-)
-
-// Exit codes of `llmchaos sim` and `llmchaos gpu-balloon` beyond main.go's.
-const (
-	// exitSimOOM means a replica died of (virtual) GPU out-of-memory.
-	exitSimOOM = 3
-	// exitNoGPUMemory means too little GPU memory was free to start a
-	// replica or to hold a balloon.
-	exitNoGPUMemory = 4
 )
 
 // simOptions is `llmchaos sim`'s configuration, filled from flags.
@@ -268,7 +260,7 @@ func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
 	}
 	err = server.Serve(ctx, ln, opts)
 	if _, ok := errors.AsType[*sim.OOMError](err); ok {
-		return withCode(exitSimOOM, err)
+		return withCode(exitcode.SimOOM, err)
 	}
 	if _, ok := errors.AsType[*sim.StartError](err); ok {
 		if dev, ok := opts.Memory.(*vgpu.Device); ok {
@@ -277,10 +269,10 @@ func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
 				err = fmt.Errorf("%w; vgpu %d is held by %s", err, dev.Index(), vgpu.SummarizeHolders(hs))
 			}
 		}
-		return withCode(exitNoGPUMemory, err)
+		return withCode(exitcode.NoGPUMemory, err)
 	}
 	if _, ok := errors.AsType[*vgpu.ReserveError](err); ok {
-		return withCode(exitNoGPUMemory, err)
+		return withCode(exitcode.NoGPUMemory, err)
 	}
 	return err
 }

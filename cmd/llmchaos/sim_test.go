@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
@@ -118,8 +119,8 @@ func TestSimFlagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := execute(context.Background(), append([]string{"sim"}, tt.args...), &out, &errb)
-			if code != ExitUsage {
-				t.Fatalf("exit code = %d, want %d; stderr %q", code, ExitUsage, errb.String())
+			if code != exitcode.Usage {
+				t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.Usage, errb.String())
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errb.String(), w) {
@@ -255,8 +256,8 @@ func TestSimServesUntilCancelled(t *testing.T) {
 			t.Errorf("/admin/state with token %q = %d, want %d", tc.token, resp.StatusCode, tc.want)
 		}
 	}
-	if code := s.stop(t); code != ExitOK {
-		t.Errorf("exit code after Ctrl-C = %d, want %d; stderr:\n%s", code, ExitOK, s.err)
+	if code := s.stop(t); code != exitcode.OK {
+		t.Errorf("exit code after Ctrl-C = %d, want %d; stderr:\n%s", code, exitcode.OK, s.err)
 	}
 	if strings.Contains(s.err.String(), token) {
 		t.Errorf("the admin token appears in the logs:\n%s", s.err)
@@ -275,8 +276,8 @@ func TestSimRefusesToStartWithoutMemory(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir, "--gpu-memory", "40GiB"}, &out, &errb)
-	if code != exitNoGPUMemory {
-		t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, exitNoGPUMemory, errb.String())
+	if code != exitcode.NoGPUMemory {
+		t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, exitcode.NoGPUMemory, errb.String())
 	}
 	for _, want := range []string{"cannot start", "10.00 GiB", "40.00 GiB"} {
 		if !strings.Contains(errb.String(), want) {
@@ -297,8 +298,8 @@ func TestSimCapacityMismatchIsUsageError(t *testing.T) {
 	d.Close()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir, "--gpu-memory", "80GiB"}, &out, &errb)
-	if code != ExitUsage {
-		t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, ExitUsage, errb.String())
+	if code != exitcode.Usage {
+		t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, exitcode.Usage, errb.String())
 	}
 	if !strings.Contains(errb.String(), "--gpu-memory") || !strings.Contains(errb.String(), "40.0 GiB") {
 		t.Errorf("stderr = %q, want it to name --gpu-memory and the recorded 40.0 GiB", errb.String())

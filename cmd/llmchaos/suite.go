@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/llmchaos/llmchaos/capacity"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -149,7 +150,7 @@ is invalid (nothing is run then).`,
 			}
 			err = runSuite(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err == nil && hist != nil && hist.regressed {
-				return withCode(ExitThresholds, errors.New("an experiment regressed against the history (--fail-on-regression)"))
+				return withCode(exitcode.Thresholds, errors.New("an experiment regressed against the history (--fail-on-regression)"))
 			}
 			return err
 		},
@@ -246,7 +247,7 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 		Dir: dir, Experiment: base, Out: stdout, Text: withColor(c.Summary, stdout, c.NoColor), Recorder: c.Recorder,
 	})
 	if rec == nil {
-		return withCode(ExitInternal, runErr)
+		return withCode(exitcode.Internal, runErr)
 	}
 	errs := []error{runErr}
 	errs = append(errs, suite.WriteHTMLFile(filepath.Join(dir, "index.html"), rec, dir))
@@ -274,9 +275,9 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "llmchaos suite: warning: %s\n", w)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return withCode(suite.Worst(rec.ExitCode, ExitInternal), err)
+		return withCode(exitcode.Worst(rec.ExitCode, exitcode.Internal), err)
 	}
-	if rec.ExitCode == ExitOK {
+	if rec.ExitCode == exitcode.OK {
 		return nil
 	}
 	return withCode(rec.ExitCode, fmt.Errorf("suite %s: %s", rec.Name, suiteFailure(rec)))

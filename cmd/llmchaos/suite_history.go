@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/suite"
 )
@@ -35,7 +36,7 @@ func (h *suiteHistory) RecordRun(ctx context.Context, doc *report.Document, labe
 	}
 	maps.Copy(cfg.Labels, labels)
 	result := cfg.finish(ctx, "llmchaos suite", doc, verdictResult(doc), h.text, h.out, h.errw)
-	if cfg.FailOn && exitCodeOf(result) == ExitThresholds && doc.Verdict == report.VerdictPass {
+	if cfg.FailOn && exitCodeOf(result) == exitcode.Thresholds && doc.Verdict == report.VerdictPass {
 		h.regressed = true
 		return errors.New("regressed against the history (--fail-on-regression)")
 	}
@@ -47,9 +48,9 @@ func (h *suiteHistory) RecordRun(ctx context.Context, doc *report.Document, labe
 func verdictResult(doc *report.Document) error {
 	switch doc.Verdict {
 	case report.VerdictFail:
-		return withCode(ExitThresholds, errors.New("a threshold failed"))
+		return withCode(exitcode.Thresholds, errors.New("a threshold failed"))
 	case report.VerdictAborted:
-		return withCode(ExitAborted, errors.New("aborted"))
+		return withCode(exitcode.Aborted, errors.New("aborted"))
 	}
 	return nil
 }

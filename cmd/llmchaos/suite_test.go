@@ -14,23 +14,14 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/suite"
 )
 
-// The suite package's exit codes are the CLI's.
-func TestSuiteExitCodesAreTheCLIs(t *testing.T) {
-	pairs := [][2]int{
-		{suite.ExitOK, ExitOK}, {suite.ExitInternal, ExitInternal}, {suite.ExitUsage, ExitUsage},
-		{suite.ExitRefused, ExitRefused}, {suite.ExitNotSteady, ExitNotSteady}, {suite.ExitRevertFailed, ExitRevertFailed},
-		{suite.ExitAborted, ExitAborted}, {suite.ExitThresholds, ExitThresholds},
-	}
-	for _, p := range pairs {
-		if p[0] != p[1] {
-			t.Errorf("suite exit code %d, CLI %d", p[0], p[1])
-		}
-	}
-	// The order the help and the README give is the one applied.
+// TestSuiteHelpGivesTheExitCodeOrder: suite --help and the README give
+// the order the suite applies (exitcode.Rank).
+func TestSuiteHelpGivesTheExitCodeOrder(t *testing.T) {
 	var help strings.Builder
 	root := newRootCmd(&help, &help)
 	root.SetArgs([]string{"suite", "--help"})
@@ -42,11 +33,11 @@ func TestSuiteExitCodesAreTheCLIs(t *testing.T) {
 		codes = append(codes, m[1])
 	}
 	var want []string
-	for _, c := range suite.ExitRank {
+	for _, c := range exitcode.Rank {
 		want = append(want, strconv.Itoa(c))
 	}
 	if got := strings.Join(codes[:len(want)], " > "); got != strings.Join(want, " > ") {
-		t.Errorf("suite --help gives the order %s, suite.ExitRank is %s", got, strings.Join(want, " > "))
+		t.Errorf("suite --help gives the order %s, exitcode.Rank is %s", got, strings.Join(want, " > "))
 	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -62,7 +53,7 @@ func TestSuiteExitCodesAreTheCLIs(t *testing.T) {
 func TestSuiteDryRunNightly(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never")
 	code, out, errs := run(t, "suite", "../../experiments/catalog/nightly.yaml", "--dry-run", "--time-scale", "0.25", "--skip-tags", "gpu", "--out", dir)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
 	}
 	for _, want := range []string{
@@ -112,11 +103,11 @@ experiments:
   - {path: missing.yaml}
 `)
 	code, out, _ := run(t, "validate", good, "../../experiments/catalog/nightly.yaml")
-	if code != ExitOK || !strings.Contains(out, good+": ok (suite of 1 experiment(s))") || !strings.Contains(out, "nightly.yaml: ok (suite of 8 experiment(s))") {
+	if code != exitcode.OK || !strings.Contains(out, good+": ok (suite of 1 experiment(s))") || !strings.Contains(out, "nightly.yaml: ok (suite of 8 experiment(s))") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	code, out, _ = run(t, "validate", bad)
-	if code != ExitUsage {
+	if code != exitcode.Usage {
 		t.Errorf("exit %d, want 2:\n%s", code, out)
 	}
 	for _, want := range []string{
@@ -130,22 +121,22 @@ experiments:
 	}
 	// run refuses a suite file, saying what it is.
 	code, _, errs := run(t, "run", good)
-	if code != ExitUsage || !strings.Contains(errs, "kind: this is a suite file (kind: Suite): run it with llmchaos suite") {
+	if code != exitcode.Usage || !strings.Contains(errs, "kind: this is a suite file (kind: Suite): run it with llmchaos suite") {
 		t.Errorf("run of a suite file: exit %d, stderr:\n%s", code, errs)
 	}
 }
 
 func TestSuiteUsageErrors(t *testing.T) {
 	code, _, errs := run(t, "suite", "../../experiments/catalog/nightly.yaml", "--tags", "nosuchtag", "--dry-run")
-	if code != ExitUsage || !strings.Contains(errs, "leave none of its 8 experiment(s) to run") {
+	if code != exitcode.Usage || !strings.Contains(errs, "leave none of its 8 experiment(s) to run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 	code, _, errs = run(t, "suite", "../../experiments/catalog/nightly.yaml", "--duration", "10s", "--dry-run")
-	if code != ExitUsage || !strings.Contains(errs, "--duration: ") || !strings.Contains(errs, "the suite has 8 problem(s); nothing was run") {
+	if code != exitcode.Usage || !strings.Contains(errs, "--duration: ") || !strings.Contains(errs, "the suite has 8 problem(s); nothing was run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 	code, _, errs = run(t, "suite", "no/such/dir")
-	if code != ExitUsage || !strings.Contains(errs, "no such file or directory") {
+	if code != exitcode.Usage || !strings.Contains(errs, "no such file or directory") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 }
@@ -220,7 +211,7 @@ func TestSuiteShortNightlyEndToEnd(t *testing.T) {
 	cmd := exec.Command(bin, "suite", suiteFile, "--skip-tags", "slow", "--out", out, "--junit", junit, "--html", html, "--progress", "0", "--quiet")
 	cmd.Dir = dir
 	stdout, err := cmd.CombinedOutput()
-	if code := processExit(t, err); code != ExitThresholds {
+	if code := processExit(t, err); code != exitcode.Thresholds {
 		t.Fatalf("exit %d, want 99 (network-latency's impossible threshold):\n%s", code, stdout)
 	}
 	for _, want := range []string{"suite nightly-short: 3 experiment(s)", "network-latency  FAIL", "gpu-oom          FILTERED", "resilience score: ", "verdict: FAIL (1 of 2 experiment(s) did not pass); exit code 99"} {
@@ -233,7 +224,7 @@ func TestSuiteShortNightlyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Name != "nightly-short" || rec.ExitCode != ExitThresholds || len(rec.Experiments) != 3 || rec.Score == nil {
+	if rec.Name != "nightly-short" || rec.ExitCode != exitcode.Thresholds || len(rec.Experiments) != 3 || rec.Score == nil {
 		t.Fatalf("suite.json: %+v", rec)
 	}
 	quick, lat, oom := rec.Experiments[0], rec.Experiments[1], rec.Experiments[2]
@@ -389,7 +380,7 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the suite did not exit within 60s of SIGINT:\n%s", buf)
 	}
-	if code := processExit(t, waitErr); code != ExitAborted {
+	if code := processExit(t, waitErr); code != exitcode.Aborted {
 		t.Fatalf("exit %d, want 98:\n%s", code, buf)
 	}
 	if left, err := faults.Pending(runDir); err != nil || len(left) != 0 {
@@ -406,7 +397,7 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 	if second.Status != suite.StatusNotRun || second.Reason != "the suite was interrupted by signal SIGINT" {
 		t.Errorf("second: %s %q, want not run for the signal", second.Status, second.Reason)
 	}
-	if rec.Status != report.VerdictAborted || rec.ExitCode != ExitAborted || rec.Abort == nil {
+	if rec.Status != report.VerdictAborted || rec.ExitCode != exitcode.Aborted || rec.Abort == nil {
 		t.Errorf("suite: %s exit %d abort %+v", rec.Status, rec.ExitCode, rec.Abort)
 	}
 	if _, err := os.Stat(filepath.Join(out, "02-second")); !os.IsNotExist(err) {
@@ -440,14 +431,14 @@ func TestSuiteCapacityAppliesTheKnee(t *testing.T) {
 	}
 	knee := filepath.Join("..", "..", "capacity", "testdata", "sim-knee.json") // knee 65 req/s
 	code, out, errOut := run(t, "suite", "--dry-run", "--no-history", "--capacity", knee, exp)
-	if code != ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "kill-me: workload.rate 80%") || !strings.Contains(out, "52 req/s") {
 		t.Errorf("the plan does not show 80%% of the 65 req/s knee (52 req/s):\n%s", out)
 	}
 	code, out, errOut = run(t, "suite", "--dry-run", "--no-history", exp)
-	if code != ExitUsage || !strings.Contains(out+errOut, "capacity") {
+	if code != exitcode.Usage || !strings.Contains(out+errOut, "capacity") {
 		t.Errorf("without --capacity: exit %d, want 2 naming the capacity file:\n%s\n%s", code, out, errOut)
 	}
 }

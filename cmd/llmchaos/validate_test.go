@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 )
 
 // The validate command through the real cobra root: verdicts per file,
@@ -48,18 +50,18 @@ faults:
 		wantCode int
 		wantOut  []string
 	}{
-		{"valid file", []string{good}, ExitOK, []string{good + ": ok"}},
-		{"warnings do not fail", []string{warn}, ExitOK, []string{
+		{"valid file", []string{good}, exitcode.OK, []string{good + ": ok"}},
+		{"warnings do not fail", []string{warn}, exitcode.OK, []string{
 			warn + ":7:57: warning: faults[0].duration: the fault is reverted at 55s, leaving 5s of load, less than the recovery hold (10s): its recovery cannot be seen and will report recovered: false",
 			warn + ": ok",
 		}},
-		{"every problem of a bad file", []string{good, bad}, ExitUsage, []string{
+		{"every problem of a bad file", []string{good, bad}, exitcode.Usage, []string{
 			good + ": ok",
 			bad + `:6:35: workload.duraton: unknown key "duraton"; did you mean "duration"?`,
 			bad + `:8:21: faults[0].type: unknown fault type "network.latncy"; did you mean "network.latency"?`,
 			bad + `:10:20: thresholds.ttft[0]: unknown unit "xs" (want ms, s or us) in "p(99)<500xs"`,
 		}},
-		{"unreadable file", []string{missing}, ExitUsage, []string{missing + ": experiment: open " + missing + ": no such file or directory"}},
+		{"unreadable file", []string{missing}, exitcode.Usage, []string{missing + ": experiment: open " + missing + ": no such file or directory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ faults:
 			if strings.Join(got, "\n") != strings.Join(tt.wantOut, "\n") {
 				t.Errorf("stdout:\n%s\nwant:\n%s", out.String(), strings.Join(tt.wantOut, "\n"))
 			}
-			if tt.wantCode != ExitOK && !strings.Contains(errb.String(), "invalid") {
+			if tt.wantCode != exitcode.OK && !strings.Contains(errb.String(), "invalid") {
 				t.Errorf("stderr = %q, want a summary", errb.String())
 			}
 		})
@@ -81,7 +83,7 @@ faults:
 
 func TestValidateCommandNeedsAFile(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := execute(context.Background(), []string{"validate"}, &out, &errb); code != ExitUsage {
-		t.Errorf("exit code = %d, want %d", code, ExitUsage)
+	if code := execute(context.Background(), []string{"validate"}, &out, &errb); code != exitcode.Usage {
+		t.Errorf("exit code = %d, want %d", code, exitcode.Usage)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
-	"github.com/llmchaos/llmchaos/xk6-llm/js/runner"
 )
 
 // The __ENV variables the runner gives a script workload: the
@@ -40,8 +40,8 @@ func (w Workload) ScriptPath(dir string) string {
 // ScriptOverrides are the keys that override a script's scenarios, as
 // llmchaos run's flags do: duration (--duration), concurrency (--vus),
 // requests (--iterations) and rate (a constant arrival rate).
-func (w Workload) ScriptOverrides() runner.Overrides {
-	return runner.Overrides{VUs: w.Concurrency, Duration: w.Duration.D(), Iterations: w.Requests, Rate: w.Rate.PerSecond}
+func (w Workload) ScriptOverrides() script.Overrides {
+	return script.Overrides{VUs: w.Concurrency, Duration: w.Duration.D(), Iterations: w.Requests, Rate: w.Rate.PerSecond}
 }
 
 // ScriptEnv is the script's __ENV over the process environment: env, then
@@ -97,12 +97,12 @@ func (s *Spec) scriptEndpoints() int {
 }
 
 // InspectScript resolves the spec's script workload without running it
-// (runner.Inspect), with the env its run gets and placeholders for the
+// (script.Inspect), with the env its run gets and placeholders for the
 // target's URLs; dir is the experiment file's directory. The plan's
 // clients must send to those placeholders (see CheckScriptClients).
-func (s *Spec) InspectScript(ctx context.Context, dir string) (*runner.Plan, error) {
+func (s *Spec) InspectScript(ctx context.Context, dir string) (*script.Plan, error) {
 	w := s.Workload
-	return runner.Inspect(ctx, runner.Config{
+	return script.Inspect(ctx, script.Config{
 		Script: w.ScriptPath(dir), Env: w.ScriptEnv(placeholderURLs(s.scriptEndpoints()), s.scriptModel()),
 		Overrides: w.ScriptOverrides(),
 	})
@@ -112,7 +112,7 @@ func (s *Spec) InspectScript(ctx context.Context, dir string) (*runner.Plan, err
 // code would not send to the experiment's target, whose base URLs (as the
 // load reaches them) are urls: their requests would bypass the fault
 // proxies, and the faults would not act on them.
-func CheckScriptClients(plan *runner.Plan, urls []string) error {
+func CheckScriptClients(plan *script.Plan, urls []string) error {
 	var bad []string
 	for _, c := range plan.Clients {
 		if !slices.Contains(urls, strings.TrimRight(c.BaseURL, "/")) {

@@ -12,14 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/kube"
-)
-
-// Exit codes of `llmchaos gpu-balloon` that a balloon pod's failure is
-// explained with (cmd/llmchaos's exitNoGPUMemory and exitNoGPU).
-const (
-	exitNoGPUMemory = 4
-	exitNoGPU       = 5
 )
 
 // MemoryPressure is the gpupod.memory_pressure fault.
@@ -200,9 +194,9 @@ func explain(p *corev1.Pod) string {
 			continue
 		}
 		switch t.ExitCode {
-		case exitNoGPUMemory:
+		case exitcode.NoGPUMemory:
 			parts = append(parts, "exit 4: too little GPU memory free")
-		case exitNoGPU:
+		case exitcode.NoGPU:
 			parts = append(parts, "exit 5: no GPU in the container (an image without -tags cuda, or no GPU given to it)")
 		default:
 			parts = append(parts, fmt.Sprintf("exit %d %s", t.ExitCode, t.Reason))

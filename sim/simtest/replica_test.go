@@ -12,15 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
-)
-
-// Exit codes of `llmchaos sim` (cmd/llmchaos/sim.go).
-const (
-	exitOOM         = 3
-	exitNoGPUMemory = 4
 )
 
 // A 40 GiB vGPU at the default 0.9 utilisation: a replica reserves about
@@ -31,8 +26,8 @@ func TestReplicaRefusesToStartWithTooLittleFreeMemory(t *testing.T) {
 	dir := t.TempDir()
 	b := startBalloon(t, "--vgpu-dir", dir, "--gpu-memory", gpuMemory, "--gib", "30")
 	r := llmchaos(t, "sim", "--listen", "127.0.0.1:0", "--vgpu-dir", dir, "--gpu-memory", gpuMemory)
-	if code := r.ExitCode(t, 20*time.Second); code != exitNoGPUMemory {
-		t.Fatalf("replica exit code = %d, want %d; stderr:\n%s", code, exitNoGPUMemory, r.Err)
+	if code := r.ExitCode(t, 20*time.Second); code != exitcode.NoGPUMemory {
+		t.Fatalf("replica exit code = %d, want %d; stderr:\n%s", code, exitcode.NoGPUMemory, r.Err)
 	}
 	holder := fmt.Sprintf("held by pid %d (30.0 GiB: balloon 30.0 GiB)", b.PID())
 	for _, want := range []string{"cannot start", "need 36.00 GiB", "only 10.00 GiB", "of 40.00 GiB", holder} {
@@ -91,8 +86,8 @@ func TestBalloonTakingHeadroomKillsReplicaUnderLoad(t *testing.T) {
 	results, wait := loadAndWait(t, ctx, addr, 4)
 
 	startBalloon(t, "--vgpu-dir", dir, "--leave-free-gib", "0")
-	if code := r.ExitCode(t, 20*time.Second); code != exitOOM {
-		t.Fatalf("replica exit code = %d, want %d (out of memory); stderr:\n%s", code, exitOOM, r.Err)
+	if code := r.ExitCode(t, 20*time.Second); code != exitcode.SimOOM {
+		t.Fatalf("replica exit code = %d, want %d (out of memory); stderr:\n%s", code, exitcode.SimOOM, r.Err)
 	}
 	wait()
 	if !strings.Contains(r.Err.String(), "out of memory") || !strings.Contains(r.Err.String(), "CUDA out of memory") {
@@ -127,12 +122,12 @@ func TestSupervisorRestartsFailWhileBalloonHolds(t *testing.T) {
 	// A balloon that takes the headroom, and then whatever the dead replica frees.
 	b := startBalloon(t, "--vgpu-dir", vdir, "--leave-free-gib", "0", "--grow")
 	waitState(t, state, 20*time.Second, "the replica to die of OOM", func(rs []replicastate.Replica) bool {
-		return rs[0].LastExit == fmt.Sprintf("exit status %d", exitOOM)
+		return rs[0].LastExit == fmt.Sprintf("exit status %d", exitcode.SimOOM)
 	})
 	wait()
 	failing := waitState(t, state, 30*time.Second, "restarts failing while the balloon holds", func(rs []replicastate.Replica) bool {
 		return rs[0].State == replicastate.StateRestarting && rs[0].Restarts >= 2 &&
-			rs[0].LastExit == fmt.Sprintf("exit status %d", exitNoGPUMemory)
+			rs[0].LastExit == fmt.Sprintf("exit status %d", exitcode.NoGPUMemory)
 	})
 	if failing[0].State == replicastate.StateServing || healthCode(addr) == 200 {
 		t.Fatalf("replica serving while the balloon holds: %+v", failing[0])

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmchaos/llmchaos/xk6-llm/internal/benchserver"
+	"github.com/llmchaos/llmchaos/internal/benchserver"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )

@@ -16,7 +16,8 @@
 // hands it to a Scenario (the function it calls, __ENV additions, tags)
 // and VU.Run runs one iteration, where an exception fails that iteration
 // only. Shared.Exec and Scenario hold the execution state k6/execution
-// shows.
+// shows. The executors and the run pipeline live a floor above, in
+// pipeline/script.
 //
 // Each VU has an event loop, as k6's (eventloop.go): a call (the init
 // code, setup, an iteration, teardown, handleSummary) runs its function,
@@ -28,8 +29,7 @@
 // gracefulStop or gracefulRampDown, an abort, Ctrl-C) the call is cut: the
 // runtime is interrupted before the script runs one more instruction (a
 // Go function that waited interrupts it itself, VU.stopIfCut), whatever
-// the call left is dropped, and nothing it would record afterwards is. The executors and the run pipeline live in the runner
-// sub-package.
+// the call left is dropped, and nothing it would record afterwards is.
 //
 // Timings of LLM requests are taken in Go by the load engine's client and
 // recorded into the run's recorder exactly as `llmchaos load` records

@@ -25,8 +25,8 @@ type eventLoop struct {
 	mu      sync.Mutex
 	queue   []func() error
 	spare   []func() error // the other buffer of queue, reused
-	pending int    // registered callbacks not enqueued yet
-	gen     uint64 // the call in progress; a callback of another is dropped
+	pending int            // registered callbacks not enqueued yet
+	gen     uint64         // the call in progress; a callback of another is dropped
 	wake    chan struct{}
 
 	// The VU's goroutine's alone.

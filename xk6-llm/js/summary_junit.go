@@ -1,10 +1,10 @@
 package js
 
 import (
-	"encoding/xml"
-	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/junit"
 )
 
 // JUnitSummaryOptions are jUnit's options, as the k6-summary jslib's: the
@@ -15,18 +15,18 @@ type JUnitSummaryOptions struct {
 	Classname string `json:"classname"`
 }
 
-// JUnitSummary writes d's thresholds as JUnit XML: one test case per
-// threshold, named "METRIC - EXPR", failed when it did not hold.
+// JUnitSummary writes d's thresholds as JUnit XML (internal/junit, the
+// document every JUnit file of llmchaos is): one test suite (o.Name), one
+// test case per threshold, named "METRIC - EXPR" in class o.Classname,
+// with a <failure> when it did not hold.
 func JUnitSummary(d SummaryData, o JUnitSummaryOptions) string {
-	name := cmpOr(o.Name, "k6 thresholds")
+	suite := junit.Suite{Name: cmpOr(o.Name, "k6 thresholds")}
 	class := cmpOr(o.Classname, "Unnamed folder")
 	metricNames := make([]string, 0, len(d.Metrics))
 	for n := range d.Metrics {
 		metricNames = append(metricNames, n)
 	}
 	sort.Strings(metricNames)
-	var cases strings.Builder
-	tests, failures := 0, 0
 	for _, mn := range metricNames {
 		m := d.Metrics[mn]
 		exprs := make([]string, 0, len(m.Thresholds))
@@ -35,24 +35,17 @@ func JUnitSummary(d SummaryData, o JUnitSummaryOptions) string {
 		}
 		sort.Strings(exprs)
 		for _, e := range exprs {
-			tests++
-			fmt.Fprintf(&cases, `    <testcase name="%s" classname="%s"`, xmlText(mn+" - "+e), xmlText(class))
-			if m.Thresholds[e].OK {
-				cases.WriteString(" />\n")
-				continue
+			c := junit.Case{Classname: class, Name: mn + " - " + e}
+			if !m.Thresholds[e].OK {
+				c.Failure = &junit.Problem{Message: "failed: " + mn + " " + e}
+				suite.Failures++
 			}
-			failures++
-			fmt.Fprintf(&cases, ">\n      <failure message=\"%s\" />\n    </testcase>\n", xmlText("failed: "+mn+" "+e))
+			suite.Cases = append(suite.Cases, c)
 		}
 	}
-	return fmt.Sprintf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%d\" failures=\"%d\">\n"+
-		"  <testsuite name=\"%s\" tests=\"%d\" failures=\"%d\">\n%s  </testsuite>\n</testsuites>\n",
-		tests, failures, xmlText(name), tests, failures, cases.String())
-}
-
-// xmlText escapes s for an XML attribute.
-func xmlText(s string) string {
+	suite.Tests = len(suite.Cases)
+	doc := junit.Suites{Tests: suite.Tests, Failures: suite.Failures, Suites: []junit.Suite{suite}}
 	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
+	_ = doc.Write(&b) // a strings.Builder does not fail, and the document always encodes
 	return b.String()
 }
