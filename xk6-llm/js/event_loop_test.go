@@ -224,21 +224,26 @@ func mustFunc(t *testing.T, vu *VU, src string) sobek.Callable {
 // The cut routes of a VU's call: each way an iteration can be stalled
 // when its context ends.
 func TestNothingIsRecordedAfterTheCut(t *testing.T) {
-	stalled := make(chan struct{}, 16)
-	stall := func(head string) func(c *engineConn) bool {
-		return func(c *engineConn) bool {
-			c.write(head)
-			stalled <- struct{}{}
-			c.waitClosed()
-			return false
+	// startStaller serves streams that stall after their first bytes and
+	// says so on stalled; each subtest has its own, so that a stream of
+	// the one before (http.batch's second, say) cannot cut the next.
+	startStaller := func(t *testing.T) (*rawEngine, chan struct{}) {
+		stalled := make(chan struct{}, 16)
+		stall := func(head string) func(c *engineConn) bool {
+			return func(c *engineConn) bool {
+				c.write(head)
+				stalled <- struct{}{}
+				c.waitClosed()
+				return false
+			}
 		}
+		return startRawEngine(t, map[string]func(c *engineConn) bool{
+			"/http": stall("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nhalf of it"),
+			"/sse":  stall(sseHead + "data: first\n\n"),
+			"/v1/chat/completions": stall(sseHead + chunkEvent(`{"role":"assistant","content":""}`, "") +
+				chunkEvent(`{"content":"Once"}`, "")),
+		}), stalled
 	}
-	e := startRawEngine(t, map[string]func(c *engineConn) bool{
-		"/http": stall("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nhalf of it"),
-		"/sse":  stall(sseHead + "data: first\n\n"),
-		"/v1/chat/completions": stall(sseHead + chunkEvent(`{"role":"assistant","content":""}`, "") +
-			chunkEvent(`{"content":"Once"}`, "")),
-	})
 	script := `
 import { check, sleep, group } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
@@ -275,9 +280,7 @@ export default async function () {
 `
 	for _, what := range []string{"sleep", "http", "http-batch", "sse", "llm", "llm-onToken", "timer", "group"} {
 		t.Run(what, func(t *testing.T) {
-			for len(stalled) > 0 {
-				<-stalled
-			}
+			e, stalled := startStaller(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			server := what != "sleep" && what != "timer" && what != "group"
