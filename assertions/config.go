@@ -142,6 +142,12 @@ func (c Config) Thresholds() ([]Threshold, error) { return c.ThresholdsIn(nil) }
 
 // ThresholdsIn is Thresholds with the metrics of reg (see ParseIn).
 func (c Config) ThresholdsIn(reg *metrics.Registry) ([]Threshold, error) {
+	return c.thresholdsIn(reg, false)
+}
+
+// thresholdsIn is ThresholdsIn; k6 marks a script's thresholds (see
+// ParseScript).
+func (c Config) thresholdsIn(reg *metrics.Registry, k6 bool) ([]Threshold, error) {
 	keys := make([]string, 0, len(c))
 	for k := range c {
 		keys = append(keys, k)
@@ -152,7 +158,7 @@ func (c Config) ThresholdsIn(reg *metrics.Registry) ([]Threshold, error) {
 		errs []error
 	)
 	for _, k := range keys {
-		ths, err := ParseEntriesIn(reg, k, c[k])
+		ths, err := parseEntriesIn(reg, k, c[k], k6)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -171,6 +177,18 @@ func ParseConfig(m map[string]any) ([]Threshold, error) { return ParseConfigIn(n
 
 // ParseConfigIn is ParseConfig with the metrics of reg (see ParseIn).
 func ParseConfigIn(reg *metrics.Registry, m map[string]any) ([]Threshold, error) {
+	return parseConfigIn(reg, m, false)
+}
+
+// ParseConfigScript is ParseConfigIn for a k6 script's options.thresholds
+// (see ParseScript: any tag, and k6's judgement of a selection without
+// samples).
+func ParseConfigScript(reg *metrics.Registry, m map[string]any) ([]Threshold, error) {
+	return parseConfigIn(reg, m, true)
+}
+
+// parseConfigIn is ParseConfigIn, for a script's thresholds with k6.
+func parseConfigIn(reg *metrics.Registry, m map[string]any, k6 bool) ([]Threshold, error) {
 	c := make(Config, len(m))
 	var errs []error
 	for k, v := range m {
@@ -198,7 +216,7 @@ func ParseConfigIn(reg *metrics.Registry, m map[string]any) ([]Threshold, error)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return c.ThresholdsIn(reg)
+	return c.thresholdsIn(reg, k6)
 }
 
 // ParseEntries parses the entries listed under one key. Each entry's
@@ -209,7 +227,12 @@ func ParseEntries(key string, entries []Entry) ([]Threshold, error) {
 
 // ParseEntriesIn is ParseEntries with the metrics of reg (see ParseIn).
 func ParseEntriesIn(reg *metrics.Registry, key string, entries []Entry) ([]Threshold, error) {
-	p := &parser{what: "threshold", in: key, reg: reg}
+	return parseEntriesIn(reg, key, entries, false)
+}
+
+// parseEntriesIn is ParseEntriesIn, for a script's thresholds with k6.
+func parseEntriesIn(reg *metrics.Registry, key string, entries []Entry, k6 bool) ([]Threshold, error) {
+	p := &parser{what: "threshold", in: key, reg: reg, k6: k6}
 	m, known, tags, ok := p.key()
 	if ok {
 		p.skipSpace()
@@ -223,7 +246,7 @@ func ParseEntriesIn(reg *metrics.Registry, key string, entries []Entry) ([]Thres
 	}
 	var all []Threshold
 	for _, e := range entries {
-		q := &parser{what: "threshold", in: strings.TrimSpace(key) + ": " + e.Threshold, reg: reg}
+		q := &parser{what: "threshold", in: strings.TrimSpace(key) + ": " + e.Threshold, reg: reg, k6: k6}
 		q.pos = len(q.in) - len(e.Threshold)
 		exprs := q.exprList(m, known)
 		if e.DelayAbortEval < 0 {
@@ -233,6 +256,7 @@ func ParseEntriesIn(reg *metrics.Registry, key string, entries []Entry) ([]Thres
 		for _, t := range thresholds(m, tags, exprs) {
 			t.AbortOnFail = e.AbortOnFail
 			t.DelayAbortEval = e.DelayAbortEval
+			t.k6 = k6
 			all = append(all, t)
 		}
 	}

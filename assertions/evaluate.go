@@ -139,24 +139,41 @@ func (os Outcomes) Failed() Outcomes {
 //
 // No data: a count is evaluated as 0 (so requests_lost: count==0 holds on an
 // empty selection). Every other aggregation over a selection without data
-// fails with NoData set. This differs from k6, which passes thresholds whose
-// metric has no samples: here a misspelt class or a phase that never
-// happened must not pass silently. (Live, which looks at short windows,
-// does not abort on NoData.)
+// fails with NoData set. This differs from k6: here a misspelt class or a
+// phase that never happened must not pass silently. (Live, which looks at
+// short windows, does not abort on NoData.) A script's thresholds
+// (ParseScript) are judged as k6 judges them at the end of a test: a rate
+// without samples passes, and the other aggregations of a metric without
+// samples are 0 (so avg<200 passes and count>0 fails); NoData is set.
 func Evaluate(src Source, ths []Threshold) Outcomes {
 	out := make(Outcomes, len(ths))
 	for i, t := range ths {
 		v, ok := observe(src, t)
 		o := Outcome{Threshold: t, Metric: t.Metric, Tags: t.Tags, Expr: t.Expr.String()}
-		if ok {
+		switch {
+		case ok:
 			o.Value = v
 			o.OK = t.Expr.Op.Holds(v, t.Expr.Bound())
-		} else {
+		case t.k6:
+			// k6 judges an empty selection by its empty sink: a rate has
+			// no value and passes; a trend's, a counter's and a gauge's
+			// aggregations are 0.
+			o.NoData = true
+			o.OK = kindOf(t) == KindRate || t.Expr.Op.Holds(0, t.Expr.Bound())
+		default:
 			o.NoData = true
 		}
 		out[i] = o
 	}
 	return out
+}
+
+// kindOf is the kind of t's metric (0 when unknown).
+func kindOf(t Threshold) Kind {
+	if m, ok := LookupMetric(t.Metric); ok {
+		return m.Kind
+	}
+	return t.kind
 }
 
 // observe computes t's aggregate over src; ok is false when there is no

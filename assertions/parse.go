@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Parse reads one threshold in the flag form: a key, a colon and one or
@@ -34,6 +35,7 @@ import (
 //	tag_list    ::= tag { ws "," ws tag }
 //	tag         ::= tag_key ws ":" ws tag_value
 //	tag_key     ::= "phase" | "fault" | "class" | "endpoint" | "scenario" | "name"
+//	              | name                                  (ParseScript: any tag)
 //	tag_value   ::= bare | dquoted | squoted             (+ quoting)
 //	bare        ::= bare_char { bare_char }               (trailing ws trimmed)
 //	bare_char   ::= any character but "," "{" "}" '"' "'"
@@ -86,8 +88,17 @@ func Parse(s string) ([]Threshold, error) { return ParseIn(nil, s) }
 
 // ParseIn is Parse with the metrics of reg (the built-ins and the custom
 // metrics registered in it); a nil reg knows the built-ins only.
-func ParseIn(reg *metrics.Registry, s string) ([]Threshold, error) {
-	p := &parser{what: "threshold", in: s, reg: reg}
+func ParseIn(reg *metrics.Registry, s string) ([]Threshold, error) { return parseIn(reg, s, false) }
+
+// ParseScript is ParseIn for a k6 script's thresholds: a tag selection may
+// name any tag (k6's system tags such as method, status, expected_response,
+// group or check, and the script's own), and the thresholds judge a
+// selection without samples as k6 does (see Evaluate).
+func ParseScript(reg *metrics.Registry, s string) ([]Threshold, error) { return parseIn(reg, s, true) }
+
+// parseIn is ParseIn, for a script's threshold with k6.
+func parseIn(reg *metrics.Registry, s string, k6 bool) ([]Threshold, error) {
+	p := &parser{what: "threshold", in: s, reg: reg, k6: k6}
 	m, known, tags, ok := p.key()
 	if !ok {
 		return nil, p.err()
@@ -102,7 +113,11 @@ func ParseIn(reg *metrics.Registry, s string) ([]Threshold, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	return thresholds(m, tags, exprs), nil
+	ths := thresholds(m, tags, exprs)
+	for i := range ths {
+		ths[i].k6 = k6
+	}
+	return ths, nil
 }
 
 // ParseFlags parses each of flags with Parse (one `--threshold` each) and
@@ -168,6 +183,7 @@ type parser struct {
 	pos  int
 	errs []error
 	reg  *metrics.Registry // nil: built-in metrics only
+	k6   bool              // a script's threshold: any tag key is a tag
 }
 
 func (p *parser) errorf(at int, format string, args ...any) {
@@ -249,8 +265,17 @@ func metricNames() string {
 	return strings.Join(names, ", ")
 }
 
-// tags reads `"{" [ tag { "," tag } ] "}"` starting at the brace.
+// tags reads `"{" [ tag { "," tag } ] "}"` starting at the brace; a
+// script's tags other than the fields' go to Extra.
 func (p *parser) tags() (Tags, bool) {
+	extra := map[string]string{}
+	tags, ok := p.tagList(extra)
+	tags.Extra = recording.ExtraTags(extra)
+	return tags, ok
+}
+
+// tagList is tags, with the other tags put in extra.
+func (p *parser) tagList(extra map[string]string) (Tags, bool) {
 	var (
 		tags Tags
 		seen = map[string]bool{}
@@ -270,7 +295,7 @@ func (p *parser) tags() (Tags, bool) {
 		case key == "":
 			p.errorf(p.pos, "expected a tag name (phase, fault, class, endpoint or scenario)")
 			good = false
-		case tags.field(key) == nil:
+		case tags.field(key) == nil && !p.k6:
 			p.errorf(keyAt, "unknown tag %q (want phase, fault, class, endpoint or scenario)", key)
 		case seen[key]:
 			p.errorf(keyAt, "tag %q given twice", key)
@@ -298,6 +323,8 @@ func (p *parser) tags() (Tags, bool) {
 				p.errorf(valueAt, "unknown phase %q (want baseline, fault, recovery or after)", value)
 			case tags.field(key) != nil && *tags.field(key) == "":
 				*tags.field(key) = value
+			case tags.field(key) == nil && p.k6:
+				extra[key] = value
 			}
 			p.skipSpace()
 		}

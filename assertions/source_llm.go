@@ -81,7 +81,7 @@ func NewSummarySource(sum *recording.Summary, opts ...SourceOption) *SummarySour
 
 // filter converts a selection to the recorder's tag filter (same fields).
 func filter(sel Tags) recording.TagFilter {
-	return recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario}
+	return recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario, Extra: sel.Extra}
 }
 
 // spanOf is the time sel covers; ok is false when it is not known.

@@ -1,11 +1,15 @@
 package assertions
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // Agg is a threshold's aggregation: how a metric's data under a tag
@@ -176,6 +180,60 @@ type Tags struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Scenario is the script scenario that recorded the samples.
 	Scenario string `json:"scenario,omitempty"`
+	// Extra selects by any other tag a script's samples carry (k6's
+	// method, status, group, check, a script's own), encoded by
+	// recording.ExtraTags; only a script's thresholds (ParseScript) name
+	// them. In JSON they are keys of the same object.
+	Extra string `json:"-"`
+}
+
+// MarshalJSON writes t as one object: its fields, then its extra tags.
+func (t Tags) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	add := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		kj, _ := json.Marshal(k)
+		vj, _ := json.Marshal(v)
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(vj)
+	}
+	for _, k := range TagKeys() {
+		add(k, *t.field(k))
+	}
+	for k, v := range recording.ExtraPairs(t.Extra) {
+		add(k, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a key other than the
+// fields' is an extra tag.
+func (t *Tags) UnmarshalJSON(data []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*t = Tags{}
+	extra := map[string]string{}
+	for k, v := range m {
+		if f := t.field(k); f != nil && k != "name" {
+			*f = v
+		} else {
+			extra[k] = v
+		}
+	}
+	t.Extra = recording.ExtraTags(extra)
+	return nil
 }
 
 // TagKeys lists the tag keys a threshold may use, in canonical order.
@@ -188,13 +246,15 @@ func Phases() []string { return []string{"baseline", "fault", "recovery", "after
 func (t Tags) IsZero() bool { return t == Tags{} }
 
 // Matches reports whether a result carrying the tags got is selected by t:
-// every field set in t equals the one in got. Sources use it to filter.
+// every field set in t equals the one in got, and got carries each of t's
+// extra tags. Sources use it to filter.
 func (t Tags) Matches(got Tags) bool {
 	return (t.Phase == "" || t.Phase == got.Phase) &&
 		(t.Fault == "" || t.Fault == got.Fault) &&
 		(t.Class == "" || t.Class == got.Class) &&
 		(t.Endpoint == "" || t.Endpoint == got.Endpoint) &&
-		(t.Scenario == "" || t.Scenario == got.Scenario)
+		(t.Scenario == "" || t.Scenario == got.Scenario) &&
+		recording.ExtraIncludes(got.Extra, t.Extra)
 }
 
 // field returns a pointer to the field for key, or nil for an unknown key.
@@ -224,8 +284,15 @@ func (t Tags) String() string {
 	var b strings.Builder
 	b.WriteByte('{')
 	n := 0
+	pairs := make([][2]string, 0, len(TagKeys()))
 	for _, k := range TagKeys() {
-		v := *t.field(k)
+		pairs = append(pairs, [2]string{k, *t.field(k)})
+	}
+	for k, v := range recording.ExtraPairs(t.Extra) {
+		pairs = append(pairs, [2]string{k, v})
+	}
+	for _, kv := range pairs {
+		k, v := kv[0], kv[1]
 		if v == "" {
 			continue
 		}
@@ -279,6 +346,9 @@ type Threshold struct {
 	DelayAbortEval time.Duration
 
 	kind Kind // a custom metric's kind, set by ParseIn; 0 for built-ins
+	// k6 says that a selection without samples is judged as k6 judges it
+	// (a script's thresholds, ParseScript): see Evaluate.
+	k6 bool
 }
 
 // Key returns the metric and its tag selection: "ttft{phase:fault}".

@@ -49,6 +49,10 @@ type Document struct {
 	// condition, a signal, a steady state that did not hold, an error);
 	// absent when the run was not aborted.
 	Abort *Abort `json:"abort,omitempty"`
+	// MarkedFailed is set when a k6-style script called exec.test.fail():
+	// the run went on to its end and failed (k6's exit code 110). It holds
+	// the reason the first call gave ("test marked as failed" when none).
+	MarkedFailed string `json:"marked_failed,omitempty"`
 	// Score is the run's resilience score (ComputeScore), set by the
 	// command that ran the experiment; absent for a plain load and in
 	// reports of earlier versions.
@@ -504,10 +508,13 @@ func encodeHDR(t *recording.TupleStats) (map[string]string, error) {
 	return out, nil
 }
 
-// tagMap lists the non-empty tags; the endpoint loses any password it
-// carries.
+// tagMap lists the non-empty tags, a script's extra tags among them; the
+// endpoint loses any password it carries.
 func tagMap(t recording.Tags) map[string]string {
 	m := make(map[string]string)
+	for k, v := range recording.ExtraPairs(t.Extra) {
+		m[k] = v
+	}
 	for k, v := range map[string]string{"phase": t.Phase, "fault": t.Fault, "class": t.Class, "endpoint": redactString(t.Endpoint), "scenario": t.Scenario} {
 		if v != "" {
 			m[k] = v

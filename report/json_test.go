@@ -313,9 +313,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"bad histogram", func(m map[string]any) {
 			byTags(m)[0].(map[string]any)["hdr"].(map[string]any)["ttft_us"] = "bm90IGEgaGlzdG9ncmFt"
 		}, "ttft_us"},
-		{"unknown tag key", func(m map[string]any) {
-			byTags(m)[0].(map[string]any)["tags"].(map[string]any)["colour"] = "red"
-		}, "colour"},
+		{"empty tag key", func(m map[string]any) {
+			byTags(m)[0].(map[string]any)["tags"].(map[string]any)[""] = "red"
+		}, "empty key"},
 		{"repeated tags", func(m map[string]any) {
 			bt := byTags(m)
 			m["histograms"].(map[string]any)["by_tags"] = append(bt, bt[0])

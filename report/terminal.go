@@ -317,6 +317,10 @@ func verdictLine(d *Document, failed int, color bool) string {
 	case VerdictNone:
 		return "verdict: no thresholds — no verdict\n"
 	case VerdictFail:
+		if d.MarkedFailed != "" {
+			return fmt.Sprintf("verdict: %s (marked failed by the script: %s; %d of %s failed)\n",
+				paint("FAIL", ansiRed, color), d.MarkedFailed, failed, plural(n, "threshold"))
+		}
 		return fmt.Sprintf("verdict: %s (%d of %s failed)\n", paint("FAIL", ansiRed, color), failed, plural(n, "threshold"))
 	case VerdictAborted:
 		line := "verdict: " + paint("ABORTED", ansiYellow, color) + " by " + d.Abort.String()

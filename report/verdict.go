@@ -250,6 +250,19 @@ func (d *Document) SetAbort(a *Abort) {
 	d.Verdict = VerdictAborted
 }
 
+// MarkFailed records that a script marked the run failed
+// (exec.test.fail(reason)): a run that was not aborted fails, whatever its
+// thresholds say.
+func (d *Document) MarkFailed(reason string) {
+	if reason == "" {
+		reason = "test marked as failed"
+	}
+	d.MarkedFailed = reason
+	if d.Verdict != VerdictAborted {
+		d.Verdict = VerdictFail
+	}
+}
+
 // SavedThresholds parses the thresholds recorded in d back, in order.
 func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {
 	out := make([]assertions.Threshold, 0, len(d.Thresholds))
@@ -258,7 +271,11 @@ func (d *Document) SavedThresholds() ([]assertions.Threshold, error) {
 		reg = d.run.Metrics // custom metrics of the run, if any
 	}
 	for _, t := range d.Thresholds {
-		ths, err := assertions.ParseIn(reg, t.Key()+": "+t.Expr)
+		parse := assertions.ParseIn
+		if t.Tags.Extra != "" { // only a script's thresholds select by other tags
+			parse = assertions.ParseScript
+		}
+		ths, err := parse(reg, t.Key()+": "+t.Expr)
 		if err != nil {
 			return nil, err
 		}

@@ -86,7 +86,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitcode.Thresholds && ee.code != exitcode.Aborted {
+		if ee.err != nil && ee.code != exitcode.Thresholds && ee.code != exitcode.Aborted && ee.code != exitcode.ScriptExternalAbort && ee.code != exitcode.ScriptAborted {
 			fmt.Fprintf(stderr, "llmchaos: %v\n", ee.err)
 		}
 		return ee.code

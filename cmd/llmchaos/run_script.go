@@ -28,6 +28,7 @@ import (
 // as k6's.
 type scriptFlags struct {
 	Env        []string // -e KEY=VALUE
+	Tags       []string // --tag NAME=VALUE
 	VUs        int
 	Iterations int
 }
@@ -35,6 +36,7 @@ type scriptFlags struct {
 // add registers the script flags on fs.
 func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a script (.js, .ts): set __ENV.KEY, as KEY=VALUE (repeatable)")
+	fs.StringArrayVar(&f.Tags, "tag", nil, "for a script: tag every sample NAME=VALUE, in place of options.tags, as k6's --tag (repeatable)")
 	fs.IntVar(&f.VUs, "vus", 0, "for a script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
 	fs.IntVar(&f.Iterations, "iterations", 0, "for a script: run this many iterations shared by the VUs (replaces the script's scenarios)")
 }
@@ -57,10 +59,13 @@ transpiled in-process, types are not checked, and positions point into the
 DIR writes DIR/run.json, and --junit and --html their reports. When the
 script exports handleSummary(data), what it returns (stdout, stderr or file
 paths to contents) replaces the end-of-test summary; --out, --junit and
---html are still written. A script that does not parse, imports an unknown
-module or throws in its init code or setup exits 2 before any load
-(FILE:LINE:COL and the stack on stderr); an exception in an iteration fails
-that iteration only (counted in iterations_failed). With a script,
+--html are still written. A script run exits with k6's codes: a script
+that does not parse, imports an unknown module or throws in its init code,
+setup or teardown exits 107 (FILE:LINE:COL and the stack on stderr),
+invalid options 104, setupTimeout or teardownTimeout overrun 100 or 101,
+a signal 105, exec.test.abort() 108, exec.test.fail() 110, a failed
+threshold 99; an exception in an iteration fails that iteration only
+(counted in iterations_failed). With a script,
 --threshold adds to the script's thresholds (and may name its custom
 metrics); --dry-run prints the scenarios, thresholds and LLM clients and
 sends nothing; the pre-flight check (--no-preflight skips it) checks the
@@ -70,7 +75,7 @@ served too: llmchaos_checks_total, llmchaos_<trend>, ...), --remote-write,
 --otlp-endpoint and the server monitor (of the clients' base URLs) work as
 for an experiment. An abortOnFail threshold is checked every second (LLM
 metrics over the last 10 s, the script's own metrics over the run so far)
-and stops the run, exit 98. --no-guard does not apply (a script injects no
+and stops the run, exit 99 as in k6. --no-guard does not apply (a script injects no
 fault).`
 }
 
@@ -82,9 +87,11 @@ var scriptRefused = map[string]string{
 // scriptCmd is how `llmchaos run FILE.js` names itself in messages.
 const scriptCmd = "llmchaos run"
 
-// runScript runs a k6-style script: exit 2 for a script error before any
-// load (or a pre-flight check the server refused), 99 for a failed
-// threshold, 98 when an abortOnFail threshold or a signal stopped it.
+// runScript runs a k6-style script and exits with k6's codes
+// (scriptResult): 107 for a script error, 104 for invalid options, 99 for
+// a failed threshold (an abortOnFail one included), 105 for a signal, 108
+// for exec.test.abort(), 110 for exec.test.fail(); 2 for bad flags or a
+// pre-flight check the server refused.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
 	var errs []error
@@ -101,6 +108,18 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 			continue
 		}
 		env[k] = v
+	}
+	var tags map[string]string
+	for _, kv := range f.Tags {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			errs = append(errs, fmt.Errorf("--tag %q: want NAME=VALUE", kv))
+			continue
+		}
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tags[k] = v
 	}
 	if f.VUs < 0 || f.Iterations < 0 || c.Duration < 0 {
 		errs = append(errs, errors.New("--vus, --iterations and --duration must not be negative"))
@@ -119,7 +138,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
 	}
 	cfg := script.Config{
-		Script: c.File, Env: env, Outputs: outs, Stdout: stdout, Stderr: stderr,
+		Script: c.File, Env: env, Tags: tags, Outputs: outs, Stdout: stdout, Stderr: stderr,
 		Overrides:   script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
@@ -286,22 +305,47 @@ func scriptObserveOptions(c runConfig, clients []js.ClientInfo, stderr io.Writer
 	return &o
 }
 
-// scriptResult maps how a script run ended to the command's exit code.
+// scriptResult maps how a script run ended to the command's exit code,
+// k6's where k6 has one (exitcode.Script).
 func scriptResult(doc *report.Document, err error) error {
-	if _, ok := errors.AsType[*js.ScriptError](err); ok {
-		return usageError(err)
+	if te, ok := errors.AsType[*script.TimeoutError](err); ok {
+		if te.Teardown {
+			return withCode(exitcode.ScriptTeardownTimeout, err)
+		}
+		return withCode(exitcode.ScriptSetupTimeout, err)
+	}
+	if _, ok := errors.AsType[*script.OptionsError](err); ok {
+		return withCode(exitcode.ScriptInvalidConfig, err)
 	}
 	if _, ok := errors.AsType[*script.ThresholdError](err); ok {
-		return usageError(fmt.Errorf("--%w", err))
+		return withCode(exitcode.ScriptInvalidConfig, fmt.Errorf("--%w", err))
+	}
+	if _, ok := errors.AsType[*js.ScriptError](err); ok {
+		return withCode(exitcode.ScriptException, err)
 	}
 	if _, ok := errors.AsType[*load.PreflightError](err); ok {
 		return usageError(err)
 	}
 	if errors.Is(err, errPreflightInterrupted) {
-		return withCode(exitcode.Aborted, err)
+		return withCode(exitcode.ScriptExternalAbort, err)
 	}
 	if err != nil {
 		return withCode(exitcode.Internal, err)
+	}
+	switch {
+	case doc.Verdict == report.VerdictAborted:
+		msg := errors.New("run aborted by " + doc.Abort.String())
+		switch doc.Abort.Cause {
+		case report.AbortSignal, report.AbortInterrupted:
+			return withCode(exitcode.ScriptExternalAbort, msg)
+		case report.AbortScript:
+			return withCode(exitcode.ScriptAborted, msg)
+		case report.AbortStopCondition: // an abortOnFail threshold: k6 exits 99
+			return withCode(exitcode.Thresholds, msg)
+		}
+		return withCode(exitcode.Aborted, msg)
+	case doc.MarkedFailed != "":
+		return withCode(exitcode.ScriptMarkedFailed, errors.New("test run was marked as failed: "+doc.MarkedFailed))
 	}
 	return verdictError(doc)
 }

@@ -131,8 +131,8 @@ func TestRunScriptThresholdFlag(t *testing.T) {
 	} {
 		srv, n := countingServer(t, http.StatusOK)
 		code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+srv, "--threshold", bad.arg)
-		if code != exitcode.Usage || !strings.Contains(stderr, "--threshold") || !strings.Contains(stderr, bad.want) {
-			t.Errorf("--threshold %q: exit %d, stderr %q; want %d naming the flag and %q\nstdout:\n%s", bad.arg, code, stderr, exitcode.Usage, bad.want, stdout)
+		if code != exitcode.ScriptInvalidConfig || !strings.Contains(stderr, "--threshold") || !strings.Contains(stderr, bad.want) {
+			t.Errorf("--threshold %q: exit %d, stderr %q; want %d naming the flag and %q\nstdout:\n%s", bad.arg, code, stderr, exitcode.ScriptInvalidConfig, bad.want, stdout)
 		}
 		if n.Load() != 0 {
 			t.Errorf("--threshold %q: %d requests sent, want none", bad.arg, n.Load())
@@ -262,8 +262,7 @@ export default function () { check(1, { never: () => false }); sleep(0.05); }
 `
 
 // TestRunScriptAbortOnFail: an abortOnFail threshold stops the script
-// while it runs, exit 98 (as a stop condition of llmchaos load), naming
-// the threshold.
+// while it runs, exit 99 as in k6, naming the threshold.
 func TestRunScriptAbortOnFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a load of a few seconds")
@@ -274,8 +273,8 @@ func TestRunScriptAbortOnFail(t *testing.T) {
 	}
 	start := time.Now()
 	code, stdout, stderr := run(t, "run", path)
-	if code != exitcode.Aborted || !strings.Contains(stderr, "aborted by") || !strings.Contains(stderr, "checks: rate>0.5") {
-		t.Errorf("exit %d, stderr %q; want %d naming the threshold\nstdout:\n%s", code, stderr, exitcode.Aborted, stdout)
+	if code != exitcode.Thresholds || !strings.Contains(stderr, "aborted by") || !strings.Contains(stderr, "checks: rate>0.5") {
+		t.Errorf("exit %d, stderr %q; want %d naming the threshold\nstdout:\n%s", code, stderr, exitcode.Thresholds, stdout)
 	}
 	if took := time.Since(start); took > 40*time.Second {
 		t.Errorf("took %v: the 60 s run was not stopped", took)

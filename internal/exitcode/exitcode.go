@@ -3,7 +3,7 @@
 // one of them, `llmchaos suite` ranks its experiments' with Worst, the
 // GPU balloon pod's fault (faults/gpupod) explains a balloon's exit with
 // them, and README's table lists each (a test keeps them equal). Script
-// runs use the same codes where k6 has one (99 for a failed threshold).
+// runs use k6's codes (Script), with a column of their own in the table.
 package exitcode
 
 import "slices"
@@ -49,8 +49,42 @@ const (
 	Thresholds = 99
 )
 
+// The exit codes of a k6-style script run (`llmchaos run FILE.js`): k6's
+// own (its errext/exitcodes), so that a CI gate written for `k6 run`
+// reads the same outcome. A failed threshold is Thresholds (99), an
+// abortOnFail one included, as in k6; bad flags are still Usage, and so is
+// a pre-flight check the server refused (k6 has none).
+const (
+	// ScriptSetupTimeout means setup() did not end within setupTimeout.
+	ScriptSetupTimeout = 100
+	// ScriptTeardownTimeout means teardown() did not end within
+	// teardownTimeout.
+	ScriptTeardownTimeout = 101
+	// ScriptInvalidConfig means the script's options are not valid: a
+	// scenario, a threshold (or a --threshold) that does not parse or
+	// names a metric nobody records.
+	ScriptInvalidConfig = 104
+	// ScriptExternalAbort means a signal (Ctrl-C, SIGTERM, SIGHUP,
+	// SIGQUIT) aborted the run; its report is written.
+	ScriptExternalAbort = 105
+	// ScriptException means the script threw outside an iteration (in
+	// its init code, setup() or teardown()), or does not load (a syntax
+	// error, an unknown import).
+	ScriptException = 107
+	// ScriptAborted means the script called exec.test.abort().
+	ScriptAborted = 108
+	// ScriptMarkedFailed means the script called exec.test.fail(): the
+	// run went on to its end and failed; it wins over failed thresholds,
+	// as in k6.
+	ScriptMarkedFailed = 110
+)
+
+// Script lists the script-only exit codes, in increasing order.
+var Script = []int{ScriptSetupTimeout, ScriptTeardownTimeout, ScriptInvalidConfig, ScriptExternalAbort,
+	ScriptException, ScriptAborted, ScriptMarkedFailed}
+
 // All lists every exit code, in increasing order.
-var All = []int{OK, Internal, Usage, SimOOM, NoGPUMemory, NoGPU, Refused, NotSteady, RevertFailed, Aborted, Thresholds}
+var All = append([]int{OK, Internal, Usage, SimOOM, NoGPUMemory, NoGPU, Refused, NotSteady, RevertFailed, Aborted, Thresholds}, Script...)
 
 // Rank orders the exit codes of a run from the worst: a suite exits with
 // the worst code of its experiments. A revert that failed leaves damage

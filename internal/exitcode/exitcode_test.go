@@ -74,3 +74,22 @@ func TestReadmeTableHasEveryCode(t *testing.T) {
 		t.Errorf("README's exit code table does not give the suite's order %s", o)
 	}
 }
+
+// TestReadmeTableHasTheScriptColumn: README's exit code table has a
+// column for script runs, and each script-only code's row says what it
+// means there.
+func TestReadmeTableHasTheScriptColumn(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if !strings.Contains(readme, "| code | meaning | script run (`run FILE.js`: k6's codes) |") {
+		t.Fatal("README's exit code table lacks its script-run column")
+	}
+	for _, code := range Script {
+		if row := "| " + strconv.Itoa(code) + " | — | "; !strings.Contains(readme, row) {
+			t.Errorf("README's exit code table lacks the script row of %d (%q)", code, row)
+		}
+	}
+}

@@ -152,6 +152,8 @@ func arrivalDefaults(s Scenario) Scenario {
 func validateVUPool(s Scenario) []error {
 	var errs []error
 	switch {
+	case s.unset("preAllocatedVUs", s.PreAllocatedVUs):
+		errs = append(errs, errors.New("preAllocatedVUs is required (the VUs initialized before the load)"))
 	case s.PreAllocatedVUs < 0:
 		errs = append(errs, errors.New("preAllocatedVUs must not be negative"))
 	case s.MaxVUs <= 0:

@@ -7,6 +7,7 @@ import "errors"
 // preAllocatedVUs initialized and initializes more, up to maxVUs, when an
 // iteration finds none free.
 var constantArrivalRate = executor{
+	keys:     []string{"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
 	defaults: arrivalDefaults,
 	validate: func(s Scenario) error {
 		var errs []error

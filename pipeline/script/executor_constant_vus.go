@@ -2,9 +2,16 @@ package script
 
 import "github.com/llmchaos/llmchaos/xk6-llm/js"
 
-// constantVUs is k6's constant-vus: vus VUs loop over iterations for
-// duration.
+// constantVUs is k6's constant-vus: vus VUs (1 unless given) loop over
+// iterations for duration.
 var constantVUs = executor{
+	keys: []string{"vus", "duration"},
+	defaults: func(s Scenario) Scenario {
+		if s.unset("vus", s.VUs) {
+			s.VUs = 1
+		}
+		return s
+	},
 	validate: func(s Scenario) error {
 		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"duration", int64(s.Duration)})
 	},

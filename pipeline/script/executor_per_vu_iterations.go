@@ -2,9 +2,23 @@ package script
 
 import "github.com/llmchaos/llmchaos/xk6-llm/js"
 
+// iterationDefaults are k6's defaults of the iteration executors: 1 VU and
+// 1 iteration.
+func iterationDefaults(s Scenario) Scenario {
+	if s.unset("vus", s.VUs) {
+		s.VUs = 1
+	}
+	if s.unset("iterations", s.Iterations) {
+		s.Iterations = 1
+	}
+	return s
+}
+
 // perVUIterations is k6's per-vu-iterations: each of vus VUs runs
-// iterations iterations, within maxDuration.
+// iterations iterations (1 and 1 unless given), within maxDuration.
 var perVUIterations = executor{
+	keys:     []string{"vus", "iterations", "maxDuration"},
+	defaults: iterationDefaults,
 	validate: func(s Scenario) error {
 		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
 	},

@@ -8,6 +8,7 @@ import "errors"
 // integral of that rate reaches i (arrivalConfig). VUs as
 // constant-arrival-rate's: preAllocatedVUs, grown up to maxVUs.
 var rampingArrivalRate = executor{
+	keys:     []string{"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
 	defaults: arrivalDefaults,
 	validate: func(s Scenario) error {
 		errs := validateStages(s.Stages)

@@ -15,6 +15,7 @@ import (
 // one it is running may go on for gracefulRampDown before it is
 // interrupted. Every VU the stages reach is initialized before the load.
 var rampingVUs = executor{
+	keys: []string{"startVUs", "stages", "gracefulRampDown"},
 	defaults: func(s Scenario) Scenario {
 		if s.GracefulRampDown == nil {
 			g := Duration(DefaultGracefulRampDown)

@@ -7,9 +7,11 @@ import (
 )
 
 // sharedIterations is k6's shared-iterations: vus VUs share iterations
-// iterations, each taking the next as soon as it is free, within
-// maxDuration.
+// iterations (1 and 1 unless given), each taking the next as soon as it is
+// free, within maxDuration.
 var sharedIterations = executor{
+	keys:     []string{"vus", "iterations", "maxDuration"},
+	defaults: iterationDefaults,
 	validate: func(s Scenario) error {
 		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
 	},

@@ -17,6 +17,10 @@ import (
 // its fields, the VUs it needs initialized before the load, and its
 // schedule.
 type executor struct {
+	// keys are the scenario fields the executor takes beyond every
+	// scenario's (scenarioKeys), k6's names: any other is an error, as in
+	// k6.
+	keys []string
 	// defaults fills the executor's own defaults (nil: none), before
 	// validate.
 	defaults func(s Scenario) Scenario

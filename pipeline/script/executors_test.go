@@ -302,6 +302,19 @@ export default function () {}
 			if (doc != nil) != tt.wantDoc {
 				t.Errorf("got report %v, want one: %v", doc != nil, tt.wantDoc)
 			}
+			// k6's exit codes tell them apart: 100, 101, 104.
+			te, timedOut := errors.AsType[*TimeoutError](err)
+			_, badOptions := errors.AsType[*OptionsError](err)
+			switch tt.name {
+			case "setup", "teardown":
+				if !timedOut || te.Teardown != (tt.name == "teardown") || badOptions {
+					t.Errorf("got %T %+v, want a *TimeoutError of %s", err, te, tt.name)
+				}
+			default:
+				if !badOptions || timedOut {
+					t.Errorf("got %T, want an *OptionsError", err)
+				}
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +60,35 @@ type Options struct {
 	// (default 60s each, as k6).
 	SetupTimeout    *Duration `json:"setupTimeout,omitempty"`
 	TeardownTimeout *Duration `json:"teardownTimeout,omitempty"`
+
+	keys map[string]bool // the keys the script's options gave
+}
+
+// UnmarshalJSON decodes the options and notes which keys they gave, so
+// that a default applies only to what was left out (k6's `vus: 0` is an
+// error, not 1 VU).
+func (o *Options) UnmarshalJSON(b []byte) error {
+	type plain Options
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*o = Options(p)
+	o.keys = keysOf(b)
+	return nil
+}
+
+// keysOf is the set of keys of the JSON object b (nil when b is not one).
+func keysOf(b []byte) map[string]bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	keys := make(map[string]bool, len(m))
+	for k := range m {
+		keys[k] = true
+	}
+	return keys
 }
 
 // Stage is one step of the ramping executors (and of the `stages`
@@ -90,7 +120,44 @@ type Scenario struct {
 	// Env is added to __ENV in the scenario's VUs; Tags to its samples.
 	Env  map[string]string `json:"env,omitempty"`
 	Tags map[string]string `json:"tags,omitempty"`
+
+	keys map[string]bool // the keys the script gave (nil: made by the runner)
 }
+
+// UnmarshalJSON decodes a scenario and notes which keys it gave: k6
+// refuses a key its executor does not take, and applies a default only to
+// a field left out.
+func (s *Scenario) UnmarshalJSON(b []byte) error {
+	type plain Scenario
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Scenario(p)
+	s.keys = keysOf(b)
+	return nil
+}
+
+// scenarioKeys are the keys every scenario takes, as k6's (options is the
+// browser's, which llmchaos lacks: it is accepted with a warning).
+var scenarioKeys = []string{"executor", "startTime", "gracefulStop", "exec", "env", "tags", "options"}
+
+// unknownKeys lists, sorted, the keys s gave that neither every scenario
+// nor its executor takes.
+func (s Scenario) unknownKeys(executorKeys []string) []string {
+	var bad []string
+	for k := range s.keys {
+		if !slices.Contains(scenarioKeys, k) && !slices.Contains(executorKeys, k) {
+			bad = append(bad, k)
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// unset reports whether the script left key out of s and the runner did
+// not set the field it names (v, its value, is 0): a default applies.
+func (s Scenario) unset(key string, v int) bool { return v == 0 && !s.keys[key] }
 
 // Defaults as k6's.
 const (
@@ -172,15 +239,18 @@ func parseOptions(js string, o Overrides) (Options, error) {
 // the one the vus/duration/iterations shortcut describes, with defaults.
 func (o Options) scenarios() (map[string]Scenario, error) {
 	out := map[string]Scenario{}
-	if len(o.Scenarios) > 0 {
-		if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0 {
-			return nil, errors.New("options: give either scenarios or vus/duration/iterations/stages, not both")
-		}
+	if len(o.Scenarios) > 0 && (o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0) {
+		return nil, errors.New("options: give either scenarios or duration/iterations/stages, not both")
+	}
+	if len(o.Scenarios) > 0 && o.VUs == 0 {
 		for n, s := range o.Scenarios {
 			out[n] = s
 		}
 	} else {
-		vus := max(o.VUs, 1)
+		vus := o.VUs
+		if vus == 0 && !o.keys["vus"] {
+			vus = 1 // k6's default
+		}
 		switch {
 		case len(o.Stages) > 0:
 			if o.Duration > 0 || o.Iterations > 0 {
@@ -192,8 +262,16 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 			out[DefaultScenario] = Scenario{Executor: "shared-iterations", VUs: vus, Iterations: o.Iterations, MaxDuration: o.Duration}
 		case o.Duration > 0:
 			out[DefaultScenario] = Scenario{Executor: "constant-vus", VUs: vus, Duration: o.Duration}
+		case o.VUs > 0:
+			// k6: vus alone is as many iterations shared by the VUs (and
+			// overrides any scenarios, with a warning: optionWarnings).
+			out[DefaultScenario] = Scenario{Executor: "shared-iterations", VUs: vus, Iterations: vus}
 		default:
 			out[DefaultScenario] = Scenario{Executor: "per-vu-iterations", VUs: vus, Iterations: 1}
+		}
+		if d := out[DefaultScenario]; o.keys["vus"] && slices.Contains(executors[d.Executor].keys, "vus") {
+			d.keys = map[string]bool{"vus": true} // given as 0, it stays 0: an error
+			out[DefaultScenario] = d
 		}
 	}
 	var errs []error
@@ -204,8 +282,18 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		s := out[n]
-		if _, ok := executors[s.Executor]; !ok {
+		if s.Executor == "" {
+			errs = append(errs, fmt.Errorf("scenario %s has no executor: give one of %s", n, strings.Join(executorNames(), ", ")))
+			continue
+		}
+		ex, ok := executors[s.Executor]
+		if !ok {
 			errs = append(errs, fmt.Errorf("scenario %s: executor %q: want one of %s", n, s.Executor, strings.Join(executorNames(), ", ")))
+			continue
+		}
+		if bad := s.unknownKeys(ex.keys); len(bad) > 0 {
+			errs = append(errs, fmt.Errorf("scenario %s (%s): unknown field(s) %q: %s takes %s, and every scenario %s",
+				n, s.Executor, bad, s.Executor, strings.Join(ex.keys, ", "), strings.Join(scenarioKeys, ", ")))
 			continue
 		}
 		if s.Exec == "" {
@@ -230,4 +318,105 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 		out[n] = s
 	}
 	return out, errors.Join(errs...)
+}
+
+// supportedOptions are the keys of `export const options` the runner
+// reads.
+var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
+	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout"}
+
+// k6OnlyOptions are k6's other options: llmchaos does not act on them,
+// and says so.
+var k6OnlyOptions = []string{"batch", "batchPerHost", "blacklistIPs", "blockHostnames", "cloud", "discardResponseBodies",
+	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout", "hosts", "httpDebug",
+	"insecureSkipTLSVerify", "maxRedirects", "metricSamplesBufferSize", "minIterationDuration", "noConnectionReuse",
+	"noCookiesReset", "noSetup", "noTeardown", "noVUConnectionReuse", "paused", "rps", "systemTags", "throw", "tlsAuth",
+	"tlsCipherSuites", "tlsVersion", "userAgent"}
+
+// optionWarnings are the warnings the options JSON deserves, one per key
+// that is not acted on, in key order: a k6 option llmchaos lacks, a key k6
+// does not know either (with the option it most likely meant: a
+// lower-case or misspelt key), `vus` given with scenarios (k6 runs vus
+// shared iterations instead, as here), a scenario's browser options.
+func optionWarnings(optsJSON string) []string {
+	if optsJSON == "" {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal([]byte(optsJSON), &raw) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		switch {
+		case slices.Contains(supportedOptions, k):
+		case slices.Contains(k6OnlyOptions, k):
+			out = append(out, fmt.Sprintf("options.%s is a k6 option llmchaos does not support: it is ignored", k))
+		default:
+			msg := fmt.Sprintf("options.%s is not a k6 option: it is ignored", k)
+			if s := closestOption(k); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			out = append(out, msg)
+		}
+	}
+	if _, vus := raw["vus"]; vus && len(raw["scenarios"]) > 0 && string(raw["scenarios"]) != "null" && string(raw["scenarios"]) != "{}" {
+		out = append(out, "options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs")
+	}
+	var scenarios map[string]map[string]json.RawMessage
+	if json.Unmarshal(raw["scenarios"], &scenarios) == nil {
+		names := make([]string, 0, len(scenarios))
+		for n := range scenarios {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if _, ok := scenarios[n]["options"]; ok {
+				out = append(out, fmt.Sprintf("options.scenarios.%s.options (k6's browser options) is not supported: it is ignored", n))
+			}
+		}
+	}
+	return out
+}
+
+// closestOption is the option key k most likely meant: one that differs
+// only in case, or by at most two edits; "" when none is that close.
+func closestOption(k string) string {
+	all := append(slices.Clone(supportedOptions), k6OnlyOptions...)
+	best, bestD := "", 3
+	for _, o := range all {
+		if strings.EqualFold(o, k) {
+			return o
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(o)); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

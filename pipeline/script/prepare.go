@@ -27,6 +27,20 @@ type ThresholdError struct {
 func (e *ThresholdError) Error() string { return fmt.Sprintf("threshold %q: %v", e.Text, e.Err) }
 func (e *ThresholdError) Unwrap() error { return e.Err }
 
+// OptionsError is a problem of the script's options (k6's invalid
+// configuration, exit 104): options that do not decode, a scenario or a
+// threshold that is not valid, a scenario whose exec function the script
+// does not export. It wraps the *js.ScriptError that says where.
+type OptionsError struct{ Err *js.ScriptError }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }
+
+// optionsError is an OptionsError at the script's path.
+func optionsError(path string, err error) error {
+	return &OptionsError{Err: &js.ScriptError{Pos: path, Msg: err.Error()}}
+}
+
 // newRun loads the script of cfg and makes the run's shared state and
 // context, which exec.test.abort() ends with a *js.AbortError. The caller
 // calls close.
@@ -47,6 +61,14 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	sh.Exec.SetAbort(func(reason string) { cancel(&js.AbortError{Reason: reason}) })
 	return &run{cfg: cfg, prog: prog, sh: sh, ctx: runCtx, cancel: cancel, text: cfg.Text}, nil
+}
+
+// stderr is where the run's warnings go.
+func (r *run) stderr() io.Writer {
+	if r.cfg.Stderr == nil {
+		return io.Discard
+	}
+	return r.cfg.Stderr
 }
 
 // close stops what runs with the load, ends the run's context and
@@ -86,19 +108,25 @@ func (r *run) prepare() error {
 // parse is a *ThresholdError.
 func (r *run) readOptions(optsJSON string) error {
 	prog, cfg := r.prog, r.cfg
+	for _, w := range optionWarnings(optsJSON) {
+		fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", w)
+	}
 	opts, err := parseOptions(optsJSON, cfg.Overrides)
+	if len(cfg.Tags) > 0 {
+		opts.Tags = cfg.Tags
+	}
 	if err == nil && cfg.Overrides.Rate != 0 {
 		opts, err = cfg.Overrides.withRate(opts)
 	}
 	if err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	scenarios, err := opts.scenarios()
 	if err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	var errs []error
-	ths, err := assertions.ParseConfigIn(r.sh.Metrics, opts.Thresholds)
+	ths, err := assertions.ParseConfigScript(r.sh.Metrics, opts.Thresholds)
 	if err != nil {
 		errs = append(errs, errors.New("options.thresholds: "+err.Error()))
 	}
@@ -121,10 +149,10 @@ func (r *run) readOptions(optsJSON string) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return &js.ScriptError{Pos: prog.Path, Msg: err.Error()}
+		return optionsError(prog.Path, err)
 	}
 	for _, t := range cfg.Thresholds {
-		more, err := assertions.ParseIn(r.sh.Metrics, t)
+		more, err := assertions.ParseScript(r.sh.Metrics, t)
 		if err != nil {
 			return &ThresholdError{Text: t, Err: err}
 		}

@@ -35,6 +35,9 @@ type Config struct {
 	Env map[string]string
 	// Overrides are --vus, --duration and --iterations.
 	Overrides Overrides
+	// Tags are --tag NAME=VALUE's: the tags of every sample, in place of
+	// options.tags (as k6's --tag replaces them).
+	Tags map[string]string
 	// Outputs are the reports to write (rows of report.Formats).
 	Outputs []report.Output
 	// Text is how the terminal summary is rendered.
@@ -167,6 +170,17 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	return r.finish(interrupted, teardownErr)
 }
 
+// TimeoutError is setup() or teardown() past its timeout (k6's exit codes
+// 100 and 101). It wraps the *js.ScriptError that says so.
+type TimeoutError struct {
+	// Teardown is false for setup().
+	Teardown bool
+	Err      *js.ScriptError
+}
+
+func (e *TimeoutError) Error() string { return e.Err.Error() }
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
 // errSetupTimeout and errTeardownTimeout end setup() and teardown() past
 // their timeouts.
 var (
@@ -260,8 +274,8 @@ func (r *run) setup() (string, error) {
 	defer cancel()
 	data, err := r.vu0.Setup(ctx)
 	if err != nil && r.ctx.Err() == nil && errors.Is(context.Cause(ctx), errSetupTimeout) {
-		return "", &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
-			"setup() did not end within setupTimeout (%s): raise options.setupTimeout or make setup faster", d)}
+		return "", &TimeoutError{Err: &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
+			"setup() did not end within setupTimeout (%s): raise options.setupTimeout or make setup faster", d)}}
 	}
 	return data, err
 }
@@ -284,8 +298,8 @@ func (r *run) teardown() error {
 	defer cancel()
 	err := r.vu0.Teardown(ctx, r.data)
 	if err != nil && errors.Is(context.Cause(ctx), errTeardownTimeout) {
-		return &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
-			"teardown() did not end within teardownTimeout (%s): raise options.teardownTimeout or make teardown faster", d)}
+		return &TimeoutError{Teardown: true, Err: &js.ScriptError{Pos: r.prog.Path, Msg: fmt.Sprintf(
+			"teardown() did not end within teardownTimeout (%s): raise options.teardownTimeout or make teardown faster", d)}}
 	}
 	return err
 }
@@ -314,6 +328,9 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 		r.att.document(doc)
 	}
 	doc.Evaluate(r.ths, interrupted)
+	if reason, failed := sh.Exec.MarkedFailed(); failed {
+		doc.MarkFailed(reason)
+	}
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
 	if cfg.NoSummary {
 		return doc, errors.Join(teardownErr, werr)

@@ -110,7 +110,41 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 		{"arrival-rate pools", `{"scenarios": {"a": {"executor": "constant-arrival-rate", "rate": 5, "duration": "1s", "preAllocatedVUs": 5, "maxVUs": 2},
 			"b": {"executor": "ramping-arrival-rate", "stages": [{"duration": "1s", "target": 0}]}}}`,
 			[]string{"scenario a (constant-arrival-rate): maxVUs 2 must be at least preAllocatedVUs 5",
-				"scenario b (ramping-arrival-rate): stages: startRate and every target are 0", "preAllocatedVUs must be positive"}, nil},
+				"scenario b (ramping-arrival-rate): stages: startRate and every target are 0", "preAllocatedVUs is required"}, nil},
+		{"k6's defaults: 1 VU, 1 iteration", `{"scenarios": {"s": {"executor": "shared-iterations"}, "p": {"executor": "per-vu-iterations", "vus": 3},
+			"c": {"executor": "constant-vus", "duration": "1s"}}}`, nil,
+			func(t *testing.T, s map[string]Scenario) {
+				if sh, p, c := s["s"], s["p"], s["c"]; sh.VUs != 1 || sh.Iterations != 1 || p.VUs != 3 || p.Iterations != 1 || c.VUs != 1 {
+					t.Errorf("got %+v, %+v, %+v", sh, p, c)
+				}
+			}},
+		{"vus alone is as many shared iterations", `{"vus": 4}`, nil,
+			func(t *testing.T, s map[string]Scenario) {
+				if d := s[DefaultScenario]; d.Executor != "shared-iterations" || d.VUs != 4 || d.Iterations != 4 {
+					t.Errorf("got %+v", d)
+				}
+			}},
+		{"vus overrides scenarios", `{"vus": 2, "scenarios": {"a": {"executor": "constant-vus", "duration": "1s"}}}`, nil,
+			func(t *testing.T, s map[string]Scenario) {
+				if d, ok := s[DefaultScenario]; !ok || len(s) != 1 || d.Executor != "shared-iterations" || d.VUs != 2 {
+					t.Errorf("got %+v", s)
+				}
+			}},
+		{"no options: one iteration of one VU", `{}`, nil,
+			func(t *testing.T, s map[string]Scenario) {
+				if d := s[DefaultScenario]; d.Executor != "per-vu-iterations" || d.VUs != 1 || d.Iterations != 1 {
+					t.Errorf("got %+v", d)
+				}
+			}},
+		{"vus given as 0", `{"vus": 0, "duration": "1s"}`, []string{"scenario default (constant-vus): vus must be positive"}, nil},
+		{"a shortcut with scenarios", `{"duration": "1s", "scenarios": {"z": {"executor": "shared-iterations"}}}`, []string{"not both"}, nil},
+		{"zero VUs given are refused", `{"scenarios": {"z": {"executor": "shared-iterations", "vus": 0, "iterations": 0}}}`,
+			[]string{"vus must be positive", "iterations must be positive"}, nil},
+		{"a field the executor does not take", `{"scenarios": {"a": {"executor": "constant-arrival-rate", "rate": 1, "duration": "1s", "preAllocatedVUs": 1, "vus": 5},
+			"b": {"executor": "constant-vus", "duration": "1s", "target": 3}}}`,
+			[]string{`scenario a (constant-arrival-rate): unknown field(s) ["vus"]: constant-arrival-rate takes rate, timeUnit, duration, preAllocatedVUs, maxVUs`,
+				`scenario b (constant-vus): unknown field(s) ["target"]`}, nil},
+		{"no executor", `{"scenarios": {"a": {"vus": 1}}}`, []string{"scenario a has no executor"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,5 +169,26 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
+	got := optionWarnings(`{"vus": 2, "hosts": {"a.test": "127.0.0.1"}, "discardResponseBodies": true, "VUs": 3, "Duration": "1s",
+		"tresholds": {}, "frobnicate": 1, "scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
+	want := []string{
+		"options.Duration is not a k6 option: it is ignored (did you mean duration?)",
+		"options.VUs is not a k6 option: it is ignored (did you mean vus?)",
+		"options.discardResponseBodies is a k6 option llmchaos does not support: it is ignored",
+		"options.frobnicate is not a k6 option: it is ignored",
+		"options.hosts is a k6 option llmchaos does not support: it is ignored",
+		"options.tresholds is not a k6 option: it is ignored (did you mean thresholds?)",
+		"options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs",
+		"options.scenarios.b.options (k6's browser options) is not supported: it is ignored",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if w := optionWarnings(`{"vus": 1, "duration": "1s", "thresholds": {}, "tags": {"a": "b"}}`); len(w) != 0 {
+		t.Errorf("got %q for options llmchaos reads, want none", w)
 	}
 }

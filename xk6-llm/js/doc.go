@@ -4,9 +4,9 @@
 // goroutine-safe), `export const options`, `export default function`,
 // `setup()`, `teardown(data)` and `handleSummary(data)`, and the modules of
 // the explicit table in modules.go (`k6`, `k6/data`, `k6/execution`,
-// `k6/metrics`, `k6/x/llm`, `k6/http`, `k6/x/sse` with its alias
-// `k6/experimental/sse`, and `k6/x/summary`, which the k6-summary jslib's
-// URL also names). TypeScript modules (.ts) are transpiled in-process with
+// `k6/metrics`, `k6/timers`, `k6/x/llm`, `k6/http`, `k6/x/sse` with its
+// alias `k6/experimental/sse`, and `k6/x/summary`, which the k6-summary
+// jslib's URL also names). TypeScript modules (.ts) are transpiled in-process with
 // esbuild, with a source map that keeps positions in the .ts file.
 //
 // Load parses and links a script and its relative imports, reporting a
@@ -18,6 +18,18 @@
 // only. Shared.Exec and Scenario hold the execution state k6/execution
 // shows. The executors and the run pipeline live a floor above, in
 // pipeline/script.
+//
+// Each VU has an event loop, as k6's (eventloop.go): a call (the init
+// code, setup, an iteration, teardown, handleSummary) runs its function,
+// then its timers (setTimeout, setInterval: global, and in k6/timers) and
+// the callbacks asynchronous work queues, and ends when none is left; a
+// promise the function returns is settled, so an exception after an await
+// fails the call with its message and position, as does a promise
+// rejected with no handler. When the call's context ends (the end of
+// gracefulStop or gracefulRampDown, an abort, Ctrl-C) the call is cut: the
+// runtime is interrupted before the script runs one more instruction (a
+// Go function that waited interrupts it itself, VU.stopIfCut), whatever
+// the call left is dropped, and nothing it would record afterwards is.
 //
 // Timings of LLM requests are taken in Go by the load engine's client and
 // recorded into the run's recorder exactly as `llmchaos load` records

@@ -45,6 +45,13 @@ func scriptError(what string, err error) *ScriptError {
 	if ex, ok := errors.AsType[*sobek.Exception](err); ok {
 		return exceptionError(what, ex)
 	}
+	if pr, ok := errors.AsType[*promiseRejection](err); ok {
+		se := rejection(what, pr.value)
+		if !pr.own {
+			se.Msg = what + ": Uncaught (in promise) " + strings.TrimPrefix(se.Msg, what+": ")
+		}
+		return se
+	}
 	if el, ok := errors.AsType[parser.ErrorList](err); ok && len(el) > 0 {
 		p := el[0].Position
 		return &ScriptError{Pos: fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column), Msg: what + ": SyntaxError: " + el[0].Message}

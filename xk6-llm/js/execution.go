@@ -23,9 +23,8 @@ type Scenario struct {
 	// Env is added to (and overrides) __ENV in its VUs.
 	Env map[string]string
 	// Tags are the tags of its samples: options.tags, then the scenario's
-	// tags, then `scenario: Name`. Keys the recorder keeps (see
-	// recordingTags) select samples in thresholds and reports; the others
-	// are visible in exec.vu.tags only.
+	// tags, then `scenario: Name`; each selects samples in thresholds and
+	// reports (see recordingTags).
 	Tags map[string]string
 	// Progress says how far the scenario is, from 0 to 1 (nil: 0).
 	Progress func() float64
@@ -80,6 +79,7 @@ type Execution struct {
 	mu      sync.Mutex
 	abort   func(reason string)
 	options string
+	failed  *string // exec.test.fail()'s first reason, nil before a call
 }
 
 // AddActive adds n (maybe negative) to the VUs running iterations now.
@@ -101,6 +101,27 @@ func (e *Execution) Completed() int64 { return e.completed.Load() }
 // Interrupted is the number of iterations cut short (the end of
 // gracefulStop or gracefulRampDown, an abort, Ctrl-C).
 func (e *Execution) Interrupted() int64 { return e.interrupted.Load() }
+
+// MarkedFailed reports whether the script called exec.test.fail(), and the
+// reason its first call gave: the run goes on to its end and then fails
+// (k6's exit code 110).
+func (e *Execution) MarkedFailed() (reason string, failed bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		return "", false
+	}
+	return *e.failed, true
+}
+
+// markFailed records a call of exec.test.fail(reason).
+func (e *Execution) markFailed(reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		e.failed = &reason
+	}
+}
 
 // SetAbort sets what exec.test.abort(reason) calls: the runner cancels the
 // run with an *AbortError. Until it is set, abort only stops the call.

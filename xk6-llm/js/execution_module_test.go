@@ -3,6 +3,7 @@ package js
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,51 @@ export default function () {}
 	}
 	if a == c {
 		t.Errorf("seeds 42 and 43 drew the same %s", a)
+	}
+}
+
+func TestTestFailMarksTheRunAndLetsTheIterationGoOn(t *testing.T) {
+	var console strings.Builder
+	sh, err := NewShared(SharedOptions{Console: &console})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sh.Close)
+	prog, err := Load(filepath.Join(writeScripts(t, map[string]string{"script.js": `import exec from 'k6/execution';
+import { Counter } from 'k6/metrics';
+const after = new Counter('after_fail');
+export default function () {
+  if (__ITER === 1) { exec.test.fail('too slow'); }
+  after.add(1);
+}
+`}), "script.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vu, err := NewVU(context.Background(), 1, prog, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, failed := sh.Exec.MarkedFailed(); failed {
+		t.Fatal("marked failed before any call of exec.test.fail()")
+	}
+	for range 3 {
+		if it := runDefault(context.Background(), t, vu); it.Err != nil || it.Interrupted {
+			t.Fatalf("got iteration %+v, want it to go on past exec.test.fail()", it)
+		}
+	}
+	if reason, failed := sh.Exec.MarkedFailed(); !failed || reason != "too slow" {
+		t.Errorf("got %q, %v: exec.test.fail() did not mark the run failed with its reason", reason, failed)
+	}
+	if !strings.Contains(console.String(), "error [vu 1] test marked as failed: too slow") {
+		t.Errorf("console lacks the reason:\n%s", console.String())
+	}
+	if got := sh.Recorder.Finish(sh.Clock.Now()).Custom("after_fail", recording.TagFilter{}).Sum; got != 3 {
+		t.Errorf("after_fail: got %v, want 3", got)
+	}
+
+	_, _, err = loadVU(t, writeScripts(t, map[string]string{"script.js": "import exec from 'k6/execution';\nexec.test.fail();\nexport default function () {}\n"}))
+	if err == nil || !strings.Contains(err.Error(), "script.js:2:") || !strings.Contains(err.Error(), "outside of VU context") {
+		t.Errorf("got %v, want exec.test.fail() in the init code refused at script.js:2", err)
 	}
 }

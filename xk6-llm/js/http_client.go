@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -422,7 +423,7 @@ func cmpErr(a, b error) error {
 // when the request has a response callback, http_req_failed (a transport
 // error, or a status the callback does not expect).
 func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm httpTimings) {
-	tags := spec.tags
+	tags := httpSampleTags(spec, status)
 	for _, s := range []struct {
 		name string
 		v    float64
@@ -441,6 +442,22 @@ func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm h
 	if spec.expected != nil {
 		_ = sh.AddSample(MetricHTTPReqFailed, tags, boolFloat(transportErr || !spec.expected.has(status)))
 	}
+}
+
+// httpSampleTags are the tags of a request's samples: the request's (its
+// name, the URL unless params.tags named it, as the class; the VU's) and
+// k6's system tags method, status (0 without an answer) and, when the
+// request has a response callback, expected_response.
+func httpSampleTags(spec *httpSpec, status int) recording.Tags {
+	m := recording.ExtraMap(spec.tags.Extra)
+	m["method"] = spec.method
+	m["status"] = strconv.Itoa(status)
+	if spec.expected != nil {
+		m["expected_response"] = strconv.FormatBool(spec.expected.has(status))
+	}
+	t := spec.tags
+	t.Extra = recording.ExtraTags(m)
+	return t
 }
 
 // expectedStatuses is what http.expectedStatuses(...) returns: the
@@ -472,6 +489,14 @@ func (spec *httpSpec) checkURL() {
 		spec.badURL = fmt.Errorf("invalid URL %q: want an http:// or https:// URL", spec.url)
 	case spec.tags.Endpoint == "":
 		spec.tags.Endpoint = endpointOf(u)
+	}
+}
+
+// defaultName gives the request k6's name tag, the URL, unless the
+// request's or the VU's tags name it (as name or class).
+func (spec *httpSpec) defaultName() {
+	if spec.tags.Class == "" {
+		spec.tags.Class = spec.url
 	}
 }
 

@@ -153,8 +153,9 @@ type scriptRun struct {
 }
 
 // runIteration loads src as script.js, makes VU 1 with env and runs its
-// default function once under ctx.
-func runIteration(ctx context.Context, t *testing.T, src string, env map[string]string) scriptRun {
+// default function once under ctx; with, when given, sets up the run's
+// shared state first (its hooks, say).
+func runIteration(ctx context.Context, t *testing.T, src string, env map[string]string, with ...func(*Shared)) scriptRun {
 	t.Helper()
 	dir := writeScripts(t, map[string]string{"script.js": src})
 	var console strings.Builder
@@ -164,6 +165,9 @@ func runIteration(ctx context.Context, t *testing.T, src string, env map[string]
 		t.Fatal(err)
 	}
 	t.Cleanup(sh.Close)
+	for _, f := range with {
+		f(sh)
+	}
 	prog, err := Load(filepath.Join(dir, "script.js"))
 	if err != nil {
 		t.Fatal(err)

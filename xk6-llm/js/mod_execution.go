@@ -66,6 +66,24 @@ func newExecutionModule(vu *VU) *sobek.Object {
 		vu.rt.Interrupt(&AbortError{Reason: reason})
 		return sobek.Undefined()
 	})
+	// fail marks the run as failed and lets it go on, as k6's: the
+	// iteration is not interrupted, and the run ends failed (exit 110).
+	set(testObj, "fail", func(call sobek.FunctionCall) sobek.Value {
+		if vu.inInit {
+			panic(rt.NewTypeError("exec.test.fail() called outside of VU context (in the init code): call it in default(), setup() or teardown()"))
+		}
+		reason := ""
+		if a := call.Argument(0); present(a) {
+			reason = a.String()
+		}
+		msg := "test marked as failed"
+		if reason != "" {
+			msg += ": " + reason
+		}
+		vu.shared.logf("error [vu %d] %s", vu.ID, msg)
+		ex.markFailed(reason)
+		return sobek.Undefined()
+	})
 	if err := testObj.DefineAccessorProperty("options", rt.ToValue(func() sobek.Value {
 		if options != nil {
 			return options

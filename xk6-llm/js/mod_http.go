@@ -78,7 +78,11 @@ func (m *httpModule) request(method string, urlV, body, params sobek.Value) sobe
 	if err != nil {
 		panic(m.vu.rt.NewTypeError("http.request: %v", err))
 	}
-	return m.response(spec, m.vu.shared.doHTTP(m.vu.context(), spec))
+	res := m.vu.shared.doHTTP(m.vu.context(), spec)
+	if m.vu.stopIfCut() {
+		return sobek.Undefined()
+	}
+	return m.response(spec, res)
 }
 
 // mustNotInit throws in the init context, where k6 sends no request.
@@ -122,6 +126,9 @@ func (m *httpModule) batch(reqs sobek.Value) sobek.Value {
 		})
 	}
 	wg.Wait()
+	if m.vu.stopIfCut() {
+		return sobek.Undefined()
+	}
 	var out *sobek.Object
 	if isArray {
 		out = rt.NewArray()
@@ -176,6 +183,7 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 	}
 	spec.checkURL()
 	spec.tags = m.vu.withTags(spec.tags) // the VU's (scenario) tags under the request's
+	spec.defaultName()
 	return spec, nil
 }
 

@@ -16,6 +16,9 @@ func newK6Module(vu *VU) *sobek.Object {
 	rt := vu.rt
 	o := rt.NewObject()
 	set(o, "check", func(call sobek.FunctionCall) sobek.Value {
+		if vu.stopIfCut() {
+			return sobek.Undefined()
+		}
 		val := call.Argument(0)
 		tags := vu.withTags(tagsArg(call.Argument(2)))
 		all := true
@@ -30,7 +33,10 @@ func newK6Module(vu *VU) *sobek.Object {
 					}
 					pass = r.ToBoolean()
 				}
-				if err := vu.shared.AddSample(MetricChecks, tags, boolFloat(pass)); err != nil {
+				if vu.stopIfCut() {
+					return sobek.Undefined()
+				}
+				if err := vu.shared.AddSample(MetricChecks, withTag(tags, "check", name), boolFloat(pass)); err != nil {
 					panic(rt.NewGoError(err))
 				}
 				vu.shared.checks.add(vu.group, name, pass)
@@ -45,7 +51,11 @@ func newK6Module(vu *VU) *sobek.Object {
 		}
 		outer := vu.group
 		vu.group = outer + groupSeparator + name
-		defer func() { vu.group = outer }()
+		vu.retag()
+		defer func() {
+			vu.group = outer
+			vu.retag()
+		}()
 		vu.shared.checks.group(vu.group)
 		v, err := fn(sobek.Undefined())
 		if err != nil {
@@ -62,6 +72,7 @@ func newK6Module(vu *VU) *sobek.Object {
 		select {
 		case <-t.C:
 		case <-vu.context().Done():
+			vu.stopIfCut()
 		}
 	})
 	set(o, "fail", func(msg string) {

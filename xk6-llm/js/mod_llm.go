@@ -144,6 +144,12 @@ func (vu *VU) llmCall(key clientKey, opts llmClientOptions, chat bool, arg sobek
 	if cbErr != nil {
 		panic(cbErr) // onToken threw (or the iteration was interrupted): the request was cancelled and recorded
 	}
+	if vu.stopIfCut() {
+		// The request was cut with its iteration: it is recorded as it
+		// ended (cancelled, or a timeout at the end of gracefulStop), and
+		// the script sees nothing of it.
+		return sobek.Undefined()
+	}
 	return rt.ToValue(resultObject(res, out))
 }
 
@@ -228,6 +234,9 @@ func (vu *VU) llmDo(cl *client.Client, baseURL string, req *workload.Request, re
 		batch []string
 	)
 	deliver := func() {
+		if vu.stopIfCut() {
+			return // the iteration was cut: its callbacks see nothing more
+		}
 		batch = q.take(batch[:0])
 		for _, s := range batch {
 			if cbErr != nil {

@@ -46,7 +46,7 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 			if _, ok := v.Export().(bool); ok {
 				f = boolFloat(v.ToBoolean())
 			}
-			if err := vu.shared.AddSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
+			if err := vu.addSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
 				panic(rt.NewGoError(err))
 			}
 			return sobek.Undefined()
@@ -55,10 +55,8 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 	}
 }
 
-// tagsArg reads a tags object. The recorder keeps the tags thresholds and
-// reports select on: class (also as "name"), phase, fault, endpoint and
-// scenario; other keys are accepted and not kept (see recordingTags:
-// class wins over name).
+// tagsArg reads a tags object as the recorder keeps it (see
+// recordingTags: class wins over name, other keys are extra tags).
 func tagsArg(v sobek.Value) recording.Tags {
 	o, ok := v.(*sobek.Object)
 	if !ok || v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {

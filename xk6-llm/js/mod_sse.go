@@ -131,6 +131,7 @@ func (vu *VU) sseOpen(call sobek.FunctionCall) sobek.Value {
 	finished = true
 	msg, _ := x.failure(streamErr)
 	if x.interrupted() {
+		vu.stopIfCut()
 		return resp
 	}
 	vu.shared.recordHTTP(spec, status, msg != "", x.trace.timings(end))
@@ -168,6 +169,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 	}
 	spec.checkURL()
 	spec.tags = vu.withTags(spec.tags) // the VU's (scenario) tags under the stream's
+	spec.defaultName()
 	return spec, nil
 }
 
@@ -197,7 +199,7 @@ func (vu *VU) sseRead(st *sseStream, x *exchange) error {
 			if it.err != nil {
 				return it.err
 			}
-			_ = vu.shared.AddSample(MetricSSEEvent, x.spec.tags, 1)
+			_ = vu.addSample(MetricSSEEvent, x.spec.tags, 1)
 			ev := rt.NewObject()
 			set(ev, "id", it.id)
 			set(ev, "name", it.name)
@@ -205,6 +207,7 @@ func (vu *VU) sseRead(st *sseStream, x *exchange) error {
 			set(ev, "comment", it.comment)
 			vu.sseDispatch(st, "event", ev)
 		case <-ctx.Done():
+			vu.stopIfCut()
 			return nil
 		}
 	}

@@ -30,6 +30,7 @@ func moduleTable() map[string]module {
 			"expectedStatuses", "setResponseCallback"}, new: newHTTPModule},
 		{name: "k6/x/sse", exports: []string{"open"}, new: newSSEModule},
 		{name: "k6/experimental/sse", exports: []string{"open"}, new: newSSEModule},
+		{name: "k6/timers", exports: timerNames, new: newTimersModule},
 		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))

@@ -222,7 +222,11 @@ func (s *Shared) logf(format string, args ...any) {
 // Hooks.Sample.
 func (s *Shared) AddSample(name string, tags recording.Tags, v float64) error {
 	if s.hooks.Tag != nil {
-		s.hooks.Tag(s.Clock.Now(), &tags)
+		// A copy whose address escapes only on this path: a run without
+		// a Tag hook records a sample without allocating.
+		t := tags
+		s.hooks.Tag(s.Clock.Now(), &t)
+		tags = t
 	}
 	if err := s.Recorder.AddSample(name, tags, v); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"sync"
@@ -28,6 +29,7 @@ type VU struct {
 	ID int
 
 	rt      *sobek.Runtime
+	loop    *eventLoop
 	prog    *Program
 	shared  *Shared
 	exports *sobek.Object
@@ -54,6 +56,11 @@ type VU struct {
 	// iteration, teardown): Go functions called from JavaScript (sleep,
 	// requests) have no other way to reach it. Set and cleared by invoke.
 	ctx context.Context
+	// asyncCancel ends the context of the asynchronous work the call in
+	// progress started (asyncWork), made on first use; the call's end
+	// calls it.
+	asyncCtx    context.Context
+	asyncCancel context.CancelFunc
 
 	// The watch that interrupts a call when its context ends: one
 	// context.AfterFunc per context (keyed by its Done channel), not per
@@ -76,21 +83,36 @@ type VU struct {
 func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	vu := &VU{ID: id, rt: rt, prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
+	vu := &VU{ID: id, rt: rt, loop: newEventLoop(rt), prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
 	if err := vu.globals(); err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { rt.Interrupt(context.Cause(ctx)) })
 	defer stop()
+	// The module is evaluated on the event loop, so that a top-level
+	// await (and the timers the init code sets) settle before the VU is
+	// used, as in k6.
 	var promise *sobek.Promise
-	if err := catch(func() { promise = prog.main.Evaluate(rt) }); err != nil {
+	err := vu.loop.run(ctx, func() error {
+		return catch(func() { promise = prog.main.Evaluate(rt) })
+	})
+	vu.loop.end()
+	vu.endAsync()
+	rt.ClearInterrupt()
+	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promise {
+		err = nil // the module's evaluation failed: its promise says how
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, &ScriptError{Pos: prog.Path, Msg: "init: interrupted: " + context.Cause(ctx).Error()}
+	case err != nil:
 		return nil, scriptError("init", err)
 	}
 	switch promise.State() {
 	case sobek.PromiseStateRejected:
 		return nil, rejection("init", promise.Result())
 	case sobek.PromiseStatePending:
-		return nil, &ScriptError{Pos: prog.Path, Msg: "init: top-level await is not supported"}
+		return nil, &ScriptError{Pos: prog.Path, Msg: "init: a top-level await never settled (nothing the init code started is left to settle it)"}
 	}
 	vu.exports = rt.NamespaceObjectFor(prog.main)
 	vu.inInit = false
@@ -154,6 +176,9 @@ func (vu *VU) globals() error {
 		}
 	}
 	vu.env = env
+	if err := vu.timerGlobals(); err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
 	for name, v := range map[string]any{
 		"__ENV": env, "__VU": vu.ID, "console": console,
 		"open": vu.open, requireGlobal: vu.builtin,
@@ -197,7 +222,16 @@ func (vu *VU) SetTags(tags map[string]string) {
 	for k, v := range tags {
 		vu.tags[k] = v
 	}
+	vu.retag()
+}
+
+// retag recomputes the tags the VU's samples carry: its tags, and the
+// group in progress as k6's group tag.
+func (vu *VU) retag() {
 	vu.recTags = recordingTags(vu.tags)
+	if vu.group != "" {
+		vu.recTags = withTag(vu.recTags, "group", vu.group)
+	}
 }
 
 // setTag sets (or with del deletes) one of the VU's tags.
@@ -207,13 +241,20 @@ func (vu *VU) setTag(k, v string, del bool) {
 	} else {
 		vu.tags[k] = v
 	}
-	vu.recTags = recordingTags(vu.tags)
+	vu.retag()
 }
 
-// withTags is the VU's tags with the non-empty fields of t on top: the
-// tags of a sample the script records with tags t.
+// withTags is the VU's tags with the non-empty fields of t on top, and
+// t's extra tags over the VU's: the tags of a sample the script records
+// with tags t.
 func (vu *VU) withTags(t recording.Tags) recording.Tags {
-	out := vu.recTags
+	return mergeTags(vu.recTags, t)
+}
+
+// mergeTags is base with the non-empty fields of t on top, and t's extra
+// tags over base's.
+func mergeTags(base, t recording.Tags) recording.Tags {
+	out := base
 	if t.Phase != "" {
 		out.Phase = t.Phase
 	}
@@ -229,16 +270,47 @@ func (vu *VU) withTags(t recording.Tags) recording.Tags {
 	if t.Scenario != "" {
 		out.Scenario = t.Scenario
 	}
+	switch {
+	case t.Extra == "":
+	case out.Extra == "":
+		out.Extra = t.Extra
+	default:
+		m := recording.ExtraMap(out.Extra)
+		for k, v := range recording.ExtraPairs(t.Extra) {
+			m[k] = v
+		}
+		out.Extra = recording.ExtraTags(m)
+	}
 	return out
 }
 
-// recordingTags is the part of a tag map the recorder keeps: class (also
-// given as name), phase, fault, endpoint and scenario.
+// withTag is t with the extra tag key set to value.
+func withTag(t recording.Tags, key, value string) recording.Tags {
+	t.Extra = recording.ExtraWith(t.Extra, key, value)
+	return t
+}
+
+// recordingTags is a tag map as the recorder keeps it: class (also given
+// as k6's name), phase, fault, endpoint and scenario in their fields, any
+// other tag (k6's method, status, group, check, a script's own) in Extra.
 func recordingTags(m map[string]string) recording.Tags {
-	return recording.Tags{
+	t := recording.Tags{
 		Phase: m["phase"], Fault: m["fault"], Class: cmpOr(m["class"], m["name"]),
 		Endpoint: m["endpoint"], Scenario: m["scenario"],
 	}
+	var extra map[string]string
+	for k, v := range m {
+		switch k {
+		case "phase", "fault", "class", "name", "endpoint", "scenario":
+			continue
+		}
+		if extra == nil {
+			extra = make(map[string]string, len(m))
+		}
+		extra[k] = v
+	}
+	t.Extra = recording.ExtraTags(extra)
+	return t
 }
 
 // builtin returns the VU's object of the built-in module name, made once.
@@ -438,9 +510,14 @@ func (vu *VU) export(name string) (sobek.Callable, error) {
 	return fn, nil
 }
 
-// invoke calls fn with args, interrupting the runtime when ctx ends. A
-// call whose ctx ended before or while it ran returns an error (the
-// runtime's interruption, or errIterationInterrupted).
+// invoke calls fn with args on the VU's event loop and waits for what
+// the call started (timers, asynchronous work) as k6 does; a promise fn
+// returns is settled: its value is the call's, its rejection the call's
+// error (a *promiseRejection), as is a rejection no handler caught. The
+// runtime is interrupted when ctx ends. A call whose ctx ended before or
+// while it ran returns an error (the runtime's interruption, or
+// errIterationInterrupted). Whatever the call left (timers, callbacks)
+// is dropped when it returns.
 func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value) (sobek.Value, error) {
 	vu.watch(ctx)
 	vu.intMu.Lock()
@@ -452,6 +529,8 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 	vu.intMu.Unlock()
 	vu.ctx = ctx
 	defer func() {
+		vu.loop.end()
+		vu.endAsync()
 		vu.ctx = nil
 		vu.intMu.Lock()
 		vu.inCall = false
@@ -461,6 +540,15 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 		vu.intMu.Unlock()
 	}()
 	v, err := fn(sobek.Undefined(), args...)
+	if err == nil {
+		err = vu.loop.drain(ctx)
+	}
+	if pr, ok := errors.AsType[*promiseRejection](err); ok && pr.promise == promiseOf(v) {
+		err = nil // the call's own promise: settled says how it ended
+	}
+	if err == nil {
+		v, err = settled(v)
+	}
 	if err == nil && ctx.Err() != nil {
 		// ctx ended while the call ran (a sleep cut short, say) and the
 		// call returned before its interruption took effect: it did not
@@ -468,6 +556,37 @@ func (vu *VU) invoke(ctx context.Context, fn sobek.Callable, args ...sobek.Value
 		err = errIterationInterrupted
 	}
 	return v, err
+}
+
+// promiseType is the type a promise exports as.
+var promiseType = reflect.TypeFor[*sobek.Promise]()
+
+// promiseOf is the promise v is, nil when it is none. It tells by the
+// export type, which converts nothing (an object's Export would copy it).
+func promiseOf(v sobek.Value) *sobek.Promise {
+	o, ok := v.(*sobek.Object)
+	if !ok || o.ExportType() != promiseType {
+		return nil
+	}
+	p, _ := o.Export().(*sobek.Promise)
+	return p
+}
+
+// settled is v, or the value of the promise v once its call's loop ran
+// out: a rejected promise is an error, a pending one (that nothing is left
+// to settle) is undefined.
+func settled(v sobek.Value) (sobek.Value, error) {
+	p := promiseOf(v)
+	if p == nil {
+		return v, nil
+	}
+	switch p.State() {
+	case sobek.PromiseStateFulfilled:
+		return p.Result(), nil
+	case sobek.PromiseStateRejected:
+		return nil, &promiseRejection{promise: p, value: p.Result(), own: true}
+	}
+	return sobek.Undefined(), nil
 }
 
 // watch makes ctx's end interrupt the calls made under it, keeping the
@@ -496,6 +615,53 @@ func (vu *VU) watch(ctx context.Context) {
 			vu.rt.Interrupt(errIterationInterrupted)
 		}
 	})
+}
+
+// stopIfCut reports whether the call in progress was cut (its context
+// ended: the end of gracefulStop or gracefulRampDown, an abort, Ctrl-C)
+// and, when it was, interrupts the runtime at once. A Go function that
+// waited (a sleep, a request, a stream) calls it before it returns, so
+// that not one more instruction of the script runs after the cut: the
+// watch of the context interrupts the runtime from another goroutine, and
+// would be late. Call it on the VU's goroutine.
+func (vu *VU) stopIfCut() bool {
+	ctx := vu.ctx
+	if ctx == nil || ctx.Err() == nil {
+		return false
+	}
+	vu.rt.Interrupt(errIterationInterrupted)
+	return true
+}
+
+// addSample records a sample the script made (a check, a custom metric,
+// an SSE event) under the VU's call, unless the call was cut: nothing an
+// iteration does after its cut is recorded.
+func (vu *VU) addSample(name string, tags recording.Tags, v float64) error {
+	if vu.stopIfCut() {
+		return nil
+	}
+	return vu.shared.AddSample(name, tags, v)
+}
+
+// asyncWork is how a module starts asynchronous work in the call in
+// progress (a promise it settles later, as k6's RegisterCallback): ctx is
+// the work's context, which ends when the call does (so a request it makes
+// is cut with the iteration, and not recorded), and enqueue hands the loop
+// the callback that settles it, exactly once, from any goroutine. The call
+// waits for that callback.
+func (vu *VU) asyncWork() (ctx context.Context, enqueue func(func() error)) {
+	if vu.asyncCtx == nil {
+		vu.asyncCtx, vu.asyncCancel = context.WithCancel(vu.context())
+	}
+	return vu.asyncCtx, vu.loop.register()
+}
+
+// endAsync ends the context of the call's asynchronous work, if any.
+func (vu *VU) endAsync() {
+	if vu.asyncCancel != nil {
+		vu.asyncCancel()
+		vu.asyncCtx, vu.asyncCancel = nil, nil
+	}
 }
 
 // context is the context of the call in progress.
@@ -534,15 +700,6 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 	v, err := vu.call(ctx, "handleSummary", arg)
 	if err != nil {
 		return nil, true, scriptError("handleSummary", err)
-	}
-	if p, isPromise := v.Export().(*sobek.Promise); isPromise { // an async handleSummary
-		switch p.State() {
-		case sobek.PromiseStateRejected:
-			return nil, true, rejection("handleSummary", p.Result())
-		case sobek.PromiseStatePending:
-			return nil, true, &ScriptError{Pos: vu.prog.Path, Msg: "handleSummary: its promise did not settle (nothing runs after the test to settle it)"}
-		}
-		v = p.Result()
 	}
 	o, isObj := v.(*sobek.Object)
 	if !isObj {

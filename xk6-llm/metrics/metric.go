@@ -163,23 +163,24 @@ func (m Metric) IsTime() bool { return m.Kind == Trend && m.Unit == UnitMillis }
 // Aggregations returns the aggregations a threshold on m may use.
 func (m Metric) Aggregations() []string { return m.Kind.Aggregations() }
 
-// ValidName reports whether name may name a metric: a lower-case ASCII
-// letter, then lower-case letters, digits and underscores, at most 128
-// bytes (valid in thresholds, JSON and, with a prefix, Prometheus).
+// ValidName reports whether name may name a metric, by k6's rule: an
+// ASCII letter or an underscore, then 1 to 128 ASCII letters, digits and
+// underscores (valid in thresholds, JSON and, with a prefix, Prometheus).
 func ValidName(name string) error {
 	if name == "" {
 		return errors.New("empty metric name")
 	}
-	if len(name) > 128 {
-		return fmt.Errorf("metric name %q is longer than 128 bytes", name)
-	}
+	bad := len(name) < 2 || len(name) > 129
 	for i, r := range name {
 		switch {
-		case r >= 'a' && r <= 'z':
-		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case i > 0 && r >= '0' && r <= '9':
 		default:
-			return fmt.Errorf("metric name %q: want a lower-case letter, then lower-case letters, digits and underscores", name)
+			bad = true
 		}
+	}
+	if bad {
+		return fmt.Errorf("metric name %q: metric names must only include up to 128 ASCII letters, numbers, or underscores and start with a letter or an underscore (k6's rule), and have at least 2 characters", name)
 	}
 	return nil
 }

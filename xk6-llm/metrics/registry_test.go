@@ -18,10 +18,13 @@ func TestRegister(t *testing.T) {
 		unit, want   string
 	}{
 		{"built-in name", "ttft", metrics.Trend, "ms", "a built-in trend has that name"},
-		{"upper case", "Tool", metrics.Trend, "", "want a lower-case letter"},
+		{"starts with a digit", "9lives", metrics.Trend, "", "start with a letter or an underscore"},
+		{"a dash", "tool-latency", metrics.Trend, "", "ASCII letters, numbers, or underscores"},
+		{"one character", "x", metrics.Trend, "", "at least 2 characters"},
+		{"129 characters", strings.Repeat("a", 130), metrics.Trend, "", "up to 128"},
 		{"empty", "", metrics.Counter, "", "empty metric name"},
 		{"other kind", "tool_latency", metrics.Rate, "", "already registered as a trend"},
-		{"bad kind", "x", 0, "", "unknown kind"},
+		{"bad kind", "xy", 0, "", "unknown kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := reg.Register(tc.metric, tc.kind, tc.unit)
@@ -33,8 +36,14 @@ func TestRegister(t *testing.T) {
 	if _, err := reg.Register("tool_latency", metrics.Trend, "ms"); err != nil {
 		t.Errorf("registering the same metric again: %v", err)
 	}
-	if got := len(reg.Custom()); got != 1 {
-		t.Errorf("custom metrics: got %d, want 1", got)
+	// k6's rule: capitals and a leading underscore are fine.
+	for _, name := range []string{"Tool", "_private", "HTTP_Waiting2", strings.Repeat("a", 129)} {
+		if _, err := reg.Register(name, metrics.Counter, ""); err != nil {
+			t.Errorf("register %q: %v", name, err)
+		}
+	}
+	if got := len(reg.Custom()); got != 5 {
+		t.Errorf("custom metrics: got %d, want 5", got)
 	}
 	if m, _ := reg.Lookup("tool_latency"); m.PromName != "llmchaos_tool_latency_seconds" {
 		t.Errorf("PromName: got %q", m.PromName)

@@ -3,6 +3,7 @@ package recording
 import (
 	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -498,7 +499,50 @@ func TestParseTagFilter(t *testing.T) {
 	if want := (TagFilter{Phase: "fault", Class: "chat"}); f != want {
 		t.Errorf("got %+v, want %+v", f, want)
 	}
-	if _, err := ParseTagFilter(map[string]string{"phase": "x", "color": "red", "zone": "a"}); err == nil {
-		t.Error("unknown keys: want an error")
+	f, err = ParseTagFilter(map[string]string{"phase": "x", "color": "red", "zone": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (TagFilter{Phase: "x", Extra: ExtraTags(map[string]string{"zone": "a", "color": "red"})}); f != want {
+		t.Errorf("got %+v, want the other keys as extra tags %+v", f, want)
+	}
+	for _, c := range []struct {
+		tags Tags
+		want bool
+	}{
+		{Tags{Phase: "x", Extra: ExtraTags(map[string]string{"color": "red", "zone": "a", "size": "l"})}, true},
+		{Tags{Phase: "x", Extra: ExtraTags(map[string]string{"color": "red"})}, false},
+		{Tags{Phase: "x", Extra: ExtraTags(map[string]string{"color": "blue", "zone": "a"})}, false},
+		{Tags{Phase: "y", Extra: ExtraTags(map[string]string{"color": "red", "zone": "a"})}, false},
+	} {
+		if got := f.Match(c.tags); got != c.want {
+			t.Errorf("%+v matches %+v: got %v, want %v", f, c.tags, got, c.want)
+		}
+	}
+	if _, err := ParseTagFilter(map[string]string{"": "x"}); err == nil {
+		t.Error("an empty key: want an error")
+	}
+}
+
+func TestExtraTagsEncoding(t *testing.T) {
+	a := ExtraTags(map[string]string{"b": "2", "a": "1", "bad\x1fkey": "x"})
+	if b := ExtraTags(map[string]string{"a": "1", "b": "2"}); a != b {
+		t.Errorf("the same tags encode differently: %q and %q", a, b)
+	}
+	var got []string
+	for k, v := range ExtraPairs(a) {
+		got = append(got, k+"="+v)
+	}
+	if strings.Join(got, ",") != "a=1,b=2" {
+		t.Errorf("got pairs %q, want a=1,b=2 in key order (the key with a separator left out)", got)
+	}
+	if v, ok := ExtraGet(a, "b"); !ok || v != "2" {
+		t.Errorf("get b: got %q, %v", v, ok)
+	}
+	if w := ExtraWith(a, "a", ""); w != ExtraTags(map[string]string{"b": "2"}) {
+		t.Errorf("without a: got %q", w)
+	}
+	if ExtraTags(nil) != "" || len(ExtraMap("")) != 0 {
+		t.Error("no tags must encode as \"\" and back")
 	}
 }

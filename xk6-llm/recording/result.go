@@ -62,12 +62,16 @@ var ErrorClasses = []ErrorClass{ClassConnect, ClassReset, ClassTimeout, ClassHTT
 // The runner fills Phase and Fault from its timeline; Class is the workload's
 // request class (a preset or a user label); Endpoint is the base URL used;
 // Scenario is the script scenario that recorded it (k6's `scenario` tag).
+// Extra holds any other tag a script's sample carries (k6's system tags
+// such as method, status, group or check, and the script's own), encoded
+// by ExtraTags so that Tags stays comparable; "" when none.
 type Tags struct {
 	Phase    string // baseline, fault, recovery, after ("" outside experiments)
 	Fault    string // name of the active fault, if any
 	Class    string // request class, e.g. "chat"
 	Endpoint string // base URL the request went to
 	Scenario string // script scenario ("" outside scripts)
+	Extra    string // other tags, as ExtraTags encodes them
 }
 
 // Result is the record of one scheduled request. Times are offsets on the

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -313,19 +314,23 @@ func (c *Counts) RateParts(name string) (hits, total int64, err error) {
 // TagFilter selects tag tuples; an empty field matches any value, so the
 // zero TagFilter selects the whole run and TagFilter{Phase: "fault"} merges
 // every tuple of the fault phase.
+// Extra selects by other tags (encoded by ExtraTags): a tuple must carry
+// each of its pairs.
 type TagFilter struct {
 	Phase    string
 	Fault    string
 	Class    string
 	Endpoint string
 	Scenario string
+	Extra    string
 }
 
-// ParseTagFilter builds a filter from threshold tags (phase, fault, class,
-// endpoint, scenario), reporting every unknown key at once.
+// ParseTagFilter builds a filter from tags: phase, fault, class (also
+// given as k6's name, recorded as the class), endpoint and scenario select
+// their fields, any other key the extra tags a script's samples carry.
 func ParseTagFilter(tags map[string]string) (TagFilter, error) {
 	var f TagFilter
-	var bad []string
+	extra := map[string]string{}
 	for k, v := range tags {
 		switch k {
 		case "phase":
@@ -338,14 +343,13 @@ func ParseTagFilter(tags map[string]string) (TagFilter, error) {
 			f.Endpoint = v
 		case "scenario":
 			f.Scenario = v
+		case "":
+			return TagFilter{}, errors.New("a tag with an empty key")
 		default:
-			bad = append(bad, k)
+			extra[k] = v
 		}
 	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return TagFilter{}, fmt.Errorf("unknown tag key(s) %q: want phase, fault, class, endpoint or scenario", bad)
-	}
+	f.Extra = ExtraTags(extra)
 	return f, nil
 }
 
@@ -355,7 +359,8 @@ func (f TagFilter) Match(t Tags) bool {
 		(f.Fault == "" || f.Fault == t.Fault) &&
 		(f.Class == "" || f.Class == t.Class) &&
 		(f.Endpoint == "" || f.Endpoint == t.Endpoint) &&
-		(f.Scenario == "" || f.Scenario == t.Scenario)
+		(f.Scenario == "" || f.Scenario == t.Scenario) &&
+		ExtraIncludes(t.Extra, f.Extra)
 }
 
 // TupleStats holds everything recorded for one tag tuple: the counters and
@@ -386,7 +391,8 @@ func (t *TupleStats) clone() *TupleStats {
 
 func compareTags(a, b Tags) int {
 	return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(a.Fault, b.Fault),
-		cmp.Compare(a.Class, b.Class), cmp.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Scenario, b.Scenario))
+		cmp.Compare(a.Class, b.Class), cmp.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Scenario, b.Scenario),
+		cmp.Compare(a.Extra, b.Extra))
 }
 
 // countsOf sums the counters of the tuples f selects.
