@@ -256,6 +256,13 @@ type faultRecovery struct {
 	// insufficient says that recovery could not be judged for lack of
 	// traffic (then recovered is false).
 	insufficient bool
+	// cutBy names the fault that ended the search before recovery was
+	// found: one still injected when this one was reverted, or the next
+	// one injected after its revert.
+	cutBy string
+	// at is the moment of recovery on the run clock; meaningful when
+	// recovered.
+	at time.Duration
 	// oom is the time from a replica's out-of-memory exit to its serving
 	// again, during or after this fault; ok false when none was seen.
 	oom   time.Duration
@@ -357,6 +364,41 @@ func recoverySearchFrom(rec report.FaultRecord) (time.Duration, bool) {
 		return 0, false
 	}
 	return durationOf(*rec.RevertedAtS), true
+}
+
+// recoverySearchEnd bounds the search for the recovery of fault i of recs,
+// which starts at from, to what the live detector sees of it: its own
+// recovery phase. The search ends at the first injection of another fault
+// after from (or at runEnd); and there is none (end 0) when another fault
+// is still in force once fault i is reverted, since the phase after its
+// revert is then that fault's. Faults of the timeline planned for the same
+// moment and span as fault i act with it and bound nothing. cutBy names the
+// fault that bounds the search ("" for the run's end).
+func recoverySearchEnd(recs []report.FaultRecord, i int, from, runEnd time.Duration) (end time.Duration, cutBy string) {
+	rec := recs[i]
+	revert := runEnd
+	if rec.RevertedAtS != nil {
+		revert = durationOf(*rec.RevertedAtS)
+	}
+	together := func(o report.FaultRecord) bool {
+		return o.By == "" && rec.By == "" && o.PlannedAtS == rec.PlannedAtS && o.PlannedDurationS == rec.PlannedDurationS
+	}
+	end = runEnd
+	for j, o := range recs {
+		if j == i || o.InjectedAtS == nil || together(o) {
+			continue
+		}
+		if inj := durationOf(*o.InjectedAtS); inj > from {
+			if inj < end {
+				end, cutBy = inj, o.Name
+			}
+			continue
+		}
+		if o.RevertedAtS == nil || durationOf(*o.RevertedAtS) > revert {
+			return 0, o.Name
+		}
+	}
+	return end, cutBy
 }
 
 // baselineWindow is the aggregate of the load before the first fault's

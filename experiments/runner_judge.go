@@ -44,6 +44,15 @@ type judge struct {
 	after       []report.ProbeRecord
 	abortRecord *report.Abort // why the run was stopped early (nil: it was not)
 	failure     []error       // panics and internal errors of the run's goroutines
+	// seen are the recoveries the live check announced: fault → the
+	// moment of recovery it found and its event's index.
+	seen map[string]liveRecovery
+}
+
+// liveRecovery is a recovery the live check announced.
+type liveRecovery struct {
+	at    time.Duration // the moment of recovery
+	event int           // the index of its `recovered` event
 }
 
 // newJudge returns the judge of plan p, nothing judged yet.
@@ -212,8 +221,13 @@ func (j *judge) liveLoop(done <-chan struct{}, live *assertions.Live, rec *recor
 				judge, scan = j.liveRecoveryScan(rec, cur.fault, cur.at)
 			}
 			if t, ok := judge.advance(rec.Window, &scan, now); ok && j.tl.recovered(now, cur.fault) {
-				j.obs.event(report.EventSourceRunner, "recovered", cur.fault,
-					fmt.Sprintf("healthy from %s: every %v window held for %v%s", fmtClock(t), judge.window, judge.hold, heldLastNote(scan.heldLast())))
+				idx := j.obs.eventIndexed(report.EventSourceRunner, "recovered", cur.fault, recoveredDetail(t, judge, scan.heldLast()))
+				j.mu.Lock()
+				if j.seen == nil {
+					j.seen = map[string]liveRecovery{}
+				}
+				j.seen[cur.fault] = liveRecovery{at: t, event: idx}
+				j.mu.Unlock()
 			}
 		}
 		progress(now)
@@ -265,11 +279,17 @@ func (j *judge) recoveries(sum *recording.Summary) []faultRecovery {
 		if ok {
 			inj := durationOf(*rec.InjectedAtS)
 			// The last, partial second of the run counts as a window end:
-			// what it holds is all the run has.
+			// what it holds is all the run has. The search never runs past
+			// the next fault (see recoverySearchEnd).
+			end, cutBy := recoverySearchEnd(recs, i, from, ceilSecond(sum.Duration))
 			sc := newRecoveryScan(from)
-			if t, ok := judge.advance(sum.Window, &sc, ceilSecond(sum.Duration)); ok {
-				fr.recovered, fr.time, fr.heldLast = true, max(t-inj, 0), sc.heldLast()
+			if end <= from {
+				fr.cutBy = cutBy // another fault held the service when this one ended
+			} else if t, ok := judge.advance(sum.Window, &sc, end); ok {
+				fr.recovered, fr.time, fr.heldLast, fr.at = true, max(t-inj, 0), sc.heldLast(), t
 				fr.sinceRevert = max(t-from, 0)
+			} else if cutBy != "" {
+				fr.cutBy = cutBy // the next fault came first, whatever the traffic until then
 			} else {
 				fr.insufficient = judge.insufficient(&sc)
 			}
@@ -344,6 +364,46 @@ func (j *judge) promQLStop(ctx context.Context, i int, c spec.StopCondition, pr 
 		case !res.OK:
 			j.stopFor(&report.Abort{Cause: AbortStopCondition, Name: fmt.Sprintf("stop_conditions[%d]", i), Detail: fmt.Sprintf("stop_conditions[%d]: %s", i, res)})
 			return
+		}
+	}
+}
+
+// recoveredDetail is the detail of a `recovered` event: from when the
+// service was healthy, and by which criteria.
+func recoveredDetail(t time.Duration, judge recoveryJudge, heldLast string) string {
+	return fmt.Sprintf("healthy from %s: every %v window held for %v%s", fmtClock(t), judge.window, judge.hold, heldLastNote(heldLast))
+}
+
+// settleRecoveries makes the run's `recovered` events say what its
+// recovery table says, the judgement of the whole record being the source
+// of both: the live check announces a recovery as soon as it sees one,
+// with the windows it had then; the record, complete at the run's end,
+// decides. A recovery the live check did not see (it was found in the
+// run's last second, or in windows complete only later) gets its event
+// now, at the moment the hold was complete, and a line; one the live check
+// announced that the record does not bear out has its event turned into
+// `recovery_withdrawn`, saying why, and a line.
+func (j *judge) settleRecoveries(recs []faultRecovery, runEnd time.Duration) {
+	judge := j.p.judge
+	j.mu.Lock()
+	seen := j.seen
+	j.mu.Unlock()
+	for _, fr := range recs {
+		live, announced := seen[fr.fault]
+		switch {
+		case fr.recovered && !announced:
+			at := min(fr.at+judge.hold.Truncate(time.Second), runEnd)
+			j.obs.eventAt(at, report.EventSourceRunner, "recovered", fr.fault,
+				recoveredDetail(fr.at, judge, fr.heldLast)+" (judged once the run's record was complete)", "")
+		case fr.recovered && live.at != fr.at:
+			j.obs.amendEvent(live.event, "recovered", recoveredDetail(fr.at, judge, fr.heldLast)+
+				fmt.Sprintf(" (the live check saw it from %s; the complete record says %s)", fmtClock(live.at), fmtClock(fr.at)))
+		case !fr.recovered && announced:
+			why := "the complete record does not hold for the hold time"
+			if fr.cutBy != "" {
+				why = "the next fault, " + fr.cutBy + ", came first"
+			}
+			j.obs.amendEvent(live.event, "recovery_withdrawn", fmt.Sprintf("the live check saw it healthy from %s; %s", fmtClock(live.at), why))
 		}
 	}
 }

@@ -68,6 +68,11 @@ type observers struct {
 	// nvml samples real GPUs for runs against real servers (nil: none).
 	nvml *nvmlSampler
 
+	// dedup passes once what several watchers of one replica report: the
+	// faults of a run may name one process, container or pod in several
+	// ways, and each has its watcher.
+	dedup replica.Deduper
+
 	mu         sync.Mutex
 	events     []report.EventRecord
 	replicaEvs []replica.Event
@@ -88,7 +93,12 @@ func (o *observers) event(source, kind, target, detail string) {
 // the run itself) at the current run-clock time, prints it and returns
 // it.
 func (o *observers) eventBy(source, kind, target, detail, by string) report.EventRecord {
-	at := o.clock.now()
+	return o.eventAt(o.clock.now(), source, kind, target, detail, by)
+}
+
+// eventAt records one event that happened at at on the run clock (by: a
+// person in a game day; "" for the run itself), prints it and returns it.
+func (o *observers) eventAt(at time.Duration, source, kind, target, detail, by string) report.EventRecord {
 	e := report.EventRecord{AtS: at.Seconds(), Source: source, Kind: kind, Target: target, Detail: detail, By: by}
 	o.mu.Lock()
 	o.events = append(o.events, e)
@@ -105,6 +115,34 @@ func (o *observers) eventBy(source, kind, target, detail, by string) report.Even
 	}
 	o.out.println(line)
 	return e
+}
+
+// eventIndexed is event, returning the index of the event recorded.
+func (o *observers) eventIndexed(source, kind, target, detail string) int {
+	e := o.eventBy(source, kind, target, detail, "")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.events) - 1; i >= 0; i-- {
+		if o.events[i] == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// amendEvent changes the kind and detail of the i-th event recorded, and
+// prints what it says now, at its time.
+func (o *observers) amendEvent(i int, kind, detail string) {
+	o.mu.Lock()
+	if i < 0 || i >= len(o.events) {
+		o.mu.Unlock()
+		return
+	}
+	e := &o.events[i]
+	e.Kind, e.Detail = kind, detail
+	line := fmt.Sprintf("%9s  %s %s: %s", fmtClock(durationOf(e.AtS)), kind, e.Target, detail)
+	o.mu.Unlock()
+	o.out.println(line)
 }
 
 // eventsFrom returns a copy of the events recorded from the i-th on, and
@@ -356,17 +394,23 @@ func (o *observers) replicaEvent(e replica.Event) {
 	o.recordReplicaEvent(e, report.EventSourceReplica)
 }
 
-// recordReplicaEvent records e in the run's events under source and prints it.
+// recordReplicaEvent records e in the run's events under source and prints
+// it, unless another watcher reported the same happening already.
 func (o *observers) recordReplicaEvent(e replica.Event, source string) {
+	if !o.dedup.First(e) {
+		return
+	}
 	at := time.Duration(0)
 	if c := o.clock.Load(); c != nil {
 		at = max(e.At.Sub(c.Start()), 0)
 	}
+	rec := report.EventRecord{AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail}
+	if !e.SourceTime.IsZero() {
+		rec.SourceTime = e.SourceTime.UTC().Format(time.RFC3339Nano)
+	}
 	o.mu.Lock()
 	o.replicaEvs = append(o.replicaEvs, e)
-	o.events = append(o.events, report.EventRecord{
-		AtS: at.Seconds(), Source: source, Kind: string(e.Kind), Target: e.Replica, Detail: e.Detail,
-	})
+	o.events = append(o.events, rec)
 	// A simulator replica's OOM shows as its exit status: say it.
 	oom := e.Kind != replica.EventOOM && oomExit(e)
 	if oom {

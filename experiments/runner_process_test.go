@@ -4,6 +4,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"os"
@@ -121,5 +122,54 @@ func TestDryRunListsReplicaTargets(t *testing.T) {
 	}
 	if strings.Contains(got, "map[") {
 		t.Errorf("dry run writes Go maps:\n%s", got)
+	}
+}
+
+// A replica.restart of a process that nothing starts again: the restart is
+// injected (its process stopped), its revert fails naming it, so the run
+// ends with a *RevertError (exit 97) and the fault's phase lasts to the
+// run's end, as a kill's would; it is not "not injected".
+func TestRunRestartWithoutSupervisor(t *testing.T) {
+	skipShort(t)
+	srv := newSSEServer(t)
+	dir := t.TempDir()
+	bin := testutil.RenamedCopy(t, "sleep", dir, fmt.Sprintf("lone-%d", os.Getpid()))
+	proc := exec.Command(bin, "600")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { _ = proc.Wait(); close(waited) }() // reap it once stopped; nothing starts it again
+	t.Cleanup(func() {
+		_ = proc.Process.Kill()
+		<-waited
+	})
+	pidFile := filepath.Join(dir, "lone.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(proc.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := testSpec(srv.URL, 2500*time.Millisecond, spec.Fault{
+		Name: "bounce", Type: "replica.restart", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(500 * time.Millisecond),
+		Params: map[string]any{"target": map[string]any{"pid_file": pidFile}, "grace": "1s", "timeout": "1s"},
+	})
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), RevertTimeout: 3 * time.Second})
+	if _, ok := errors.AsType[*RevertError](err); !ok {
+		t.Fatalf("Run = %v, want a *RevertError (exit 97)", err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process was not stopped")
+	}
+	f := o.Doc.Faults[0]
+	if f.InjectedAtS == nil || f.RevertedAtS != nil || f.RevertOK || !strings.Contains(f.Error, "is not up again") {
+		t.Errorf("fault record %+v, want injected, its revert failed saying the process is not up again", f)
+	}
+	if strings.Contains(f.Error, "not injected") {
+		t.Errorf("fault record says %q", f.Error)
+	}
+	last := o.Doc.Phases[len(o.Doc.Phases)-1]
+	if last.Name != PhaseFault || last.Fault != "bounce" {
+		t.Errorf("last phase %+v, want bounce's fault phase to the run's end", last)
 	}
 }

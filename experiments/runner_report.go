@@ -65,6 +65,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 		doc.Phases = r.tl.records(end)
 	}
 	recs := r.judge.recoveries(sum)
+	r.judge.settleRecoveries(recs, end)
 
 	doc.Faults = r.faults.records()
 	doc.SteadyState = r.judge.steadyState()
@@ -77,7 +78,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 
 	for _, fr := range recs {
 		rr := report.RecoveryRecord{Fault: fr.fault, Recovered: fr.recovered, Instantaneous: fr.instantaneous,
-			HeldLast: fr.heldLast, InsufficientTraffic: fr.insufficient}
+			HeldLast: fr.heldLast, InsufficientTraffic: fr.insufficient, CutBy: fr.cutBy}
 		if fr.recovered {
 			rr.RecoveryTimeS = report.Seconds(fr.time)
 			if !fr.instantaneous {

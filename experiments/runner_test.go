@@ -49,9 +49,12 @@ func TestRunNormalEnd(t *testing.T) {
 	srv := newSSEServer(t)
 	errs := newFakeFault(t, "errors", srv.failing.Store)
 	idle := newFakeFault(t, "idle", nil)
-	exp := testSpec(srv.URL, 4*time.Second,
+	// idle comes once errors' recovery (1 s windows held 1 s from the
+	// second after its revert) can be over: a recovery is never searched
+	// across the next fault.
+	exp := testSpec(srv.URL, 5*time.Second,
 		httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond),
-		httpErrorFault("idle", 2*time.Second, 300*time.Millisecond))
+		httpErrorFault("idle", 4*time.Second, 300*time.Millisecond))
 	exp.Thresholds = spec.Thresholds{
 		"error_rate{phase:fault,fault:errors}": {{Threshold: "rate>0.9"}},
 		"error_rate{phase:baseline}":           {{Threshold: "rate<0.05"}}, // one request in flight at the injection may fail
@@ -361,6 +364,13 @@ func TestRunRealProxyFault(t *testing.T) {
 	}
 	if got := d.Requests.ErrorsByClass["http_5xx"]; got == 0 {
 		t.Errorf("errors by class %v, want http_5xx from the proxy", d.Requests.ErrorsByClass)
+	}
+	// Every one of them was made by the proxy on purpose, and the fault's
+	// record says how many.
+	if n := d.Faults[0].RequestsActedOn; n == nil {
+		t.Error("fault record has no requests_acted_on")
+	} else if *n != d.Requests.ErrorsByClass["http_5xx"] {
+		t.Errorf("fault record's requests_acted_on %d, want the %d http_5xx errors it made (requests %+v)", *n, d.Requests.ErrorsByClass["http_5xx"], d.Requests)
 	}
 	if f := d.Faults[0]; !strings.Contains(f.Target, "proxy endpoint-0") || !f.RevertOK {
 		t.Errorf("fault record %+v, want it to name the proxy and be reverted", f)

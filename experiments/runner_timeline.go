@@ -105,11 +105,13 @@ func (t *faultTimeline) injectedAt(i int, at time.Duration) {
 	t.recs[i].InjectedAtS = report.Seconds(at)
 }
 
-// reverted records how the revert of inj at run-clock time at went.
-func (t *faultTimeline) reverted(inj *injection, at time.Duration, err error) {
+// reverted records how the revert of inj at run-clock time at went, and
+// who asked for it (a person in a game day; "" for the run).
+func (t *faultTimeline) reverted(inj *injection, at time.Duration, err error, by string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec := &t.recs[inj.index]
+	rec.RevertedBy = by
 	if err == nil {
 		rec.RevertedAtS = report.Seconds(at)
 		return
@@ -264,7 +266,8 @@ func (r *run) injectFault(ctx context.Context, i int, name, typ, target string, 
 		r.judge.fail(fmt.Errorf("fault %q not injected: %w", name, err))
 		return err
 	}
-	prev := r.tl.injecting(clock.Now(), name)
+	began := clock.Now()
+	prev := r.tl.injecting(began, name)
 	undo, err := f.Inject(ctx, entry)
 	now := clock.Now()
 	if err != nil {
@@ -293,12 +296,21 @@ func (r *run) injectFault(ctx context.Context, i int, name, typ, target string, 
 		r.judge.fail(jerr)
 	}
 	r.obs.faultActive(name, typ, true)
-	r.faults.injectedAt(i, now)
+	// An instantaneous fault acts as its Inject begins (a kill's or a
+	// restart's signal goes out then), whatever Inject waits for after
+	// (the process to exit, after a grace): its recovery counts from there,
+	// the outage included. A sustained fault is in force once Inject
+	// returns.
+	at := now
+	if InstantaneousFault(typ) {
+		at = began
+	}
+	r.faults.injectedAt(i, at)
 	how := fmt.Sprintf("%s %s (planned %s)", typ, target, fmtClock(planned))
 	if by != "" {
 		how = fmt.Sprintf("%s %s", typ, target)
 	}
-	r.obs.eventBy(report.EventSourceFault, "injected", name, how, by)
+	r.obs.eventAt(at, report.EventSourceFault, "injected", name, how, by)
 	return nil
 }
 
@@ -329,7 +341,8 @@ func (r *run) revertFault(ctx context.Context, i int, by string) bool {
 	if jerr := inj.entry.Reverted(err); jerr != nil {
 		r.judge.addFailure(jerr)
 	}
-	r.faults.reverted(inj, at, err)
+	r.faults.reverted(inj, at, err, by)
+	r.recordActed(inj.index)
 	if err != nil {
 		r.obs.eventBy(report.EventSourceFault, "revert_failed", inj.name, err.Error(), by)
 		return false
@@ -340,6 +353,39 @@ func (r *run) revertFault(ctx context.Context, i int, by string) bool {
 	r.obs.faultActive(inj.name, inj.typ, false)
 	r.obs.eventBy(report.EventSourceFault, "reverted", inj.name, "", by)
 	return true
+}
+
+// actedTimeout bounds the question to a proxy of what a fault's toxic did.
+const actedTimeout = 5 * time.Second
+
+// recordActed records, for a fault that a proxy decides per request, how
+// many requests it acted on (see report.FaultRecord.RequestsActedOn).
+func (r *run) recordActed(i int) {
+	if i >= len(r.faults.built) {
+		return
+	}
+	r.faults.mu.Lock()
+	typ := r.faults.recs[i].Type
+	r.faults.mu.Unlock()
+	if ft, ok := spec.FaultTypes()[typ]; !ok || !ft.L7 {
+		return
+	}
+	a, ok := r.faults.built[i].(interface {
+		Acted(context.Context) (int64, error)
+	})
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), actedTimeout)
+	defer cancel()
+	n, err := a.Acted(ctx)
+	if err != nil {
+		r.out.printf("warning: %v: what it acted on is not known", err)
+		return
+	}
+	r.faults.mu.Lock()
+	r.faults.recs[i].RequestsActedOn = &n
+	r.faults.mu.Unlock()
 }
 
 // revertWaitMargin is what the revert of a fault that waits for its
@@ -460,6 +506,26 @@ func netnsOf(params any) string {
 // multiFault injects several faults as one: all of them or none. Its
 // Undo reverts them in reverse order and joins their errors.
 type multiFault []faults.Fault
+
+// Acted sums what its parts acted on (see recordActed); it fails when a
+// part that can say does not.
+func (m multiFault) Acted(ctx context.Context) (int64, error) {
+	var n int64
+	for _, f := range m {
+		a, ok := f.(interface {
+			Acted(context.Context) (int64, error)
+		})
+		if !ok {
+			continue
+		}
+		k, err := a.Acted(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
 
 var _ faults.Fault = multiFault(nil)
 

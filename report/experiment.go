@@ -85,6 +85,17 @@ type FaultRecord struct {
 	// By names who injected it by hand in a game day (an access token's
 	// holder); empty for a fault of the experiment's own timeline.
 	By string `json:"by,omitempty"`
+	// RevertedBy names who reverted it by hand in a game day, whenever
+	// that was; empty when the run reverted it itself (at its planned end,
+	// or at the run's end).
+	RevertedBy string `json:"reverted_by,omitempty"`
+	// RequestsActedOn is, for a fault a proxy decides per request
+	// (http.*, stream.*), how many requests it acted on: the answers an
+	// http.error made itself and the streams a stream.cut cut, which tell
+	// the errors made on purpose from the upstream's; those it held,
+	// stalled or slowed. Nil for other faults, or when the proxy could not
+	// say.
+	RequestsActedOn *int64 `json:"requests_acted_on,omitempty"`
 }
 
 // RecoveryRecord is recovery_time{fault:NAME} (DESIGN §3) for one fault.
@@ -116,6 +127,11 @@ type RecoveryRecord struct {
 	// out-of-memory error, the time from the crash until the replica
 	// served again; nil when not measured.
 	OOMRecoveryTimeS *float64 `json:"oom_recovery_time_s,omitempty"`
+	// CutBy names the fault whose injection ended the search for this
+	// one's recovery before it was found: recovery is never measured
+	// across the next fault. Empty when the search ran to the run's end
+	// or found the recovery.
+	CutBy string `json:"cut_by,omitempty"`
 }
 
 // EventRecord is one thing that happened during a run, on the run clock: a
@@ -136,6 +152,11 @@ type EventRecord struct {
 	// By names who did it, for what people do in a game day (an access
 	// token's holder); empty for what the run did by itself.
 	By string `json:"by,omitempty"`
+	// SourceTime is the source's own time of an event placed on the run
+	// clock when it was seen instead (a Kubernetes Event's, which has
+	// one-second resolution and would otherwise precede its cause), RFC
+	// 3339; empty when AtS is the source's time.
+	SourceTime string `json:"source_time,omitempty"`
 }
 
 // ProbeRecord is the outcome of one steady-state probe.

@@ -219,15 +219,26 @@ func writeFaults(b *strings.Builder, d *Document) {
 }
 
 // faultTimes writes when a fault was injected and reverted, each with its
-// offset from the plan: "15.012s (+12ms)"; "-" for what did not happen.
+// offset from the plan: "15.012s (+12ms)", or who did it by hand in a game
+// day: "15.012s (by bob)"; "-" for what did not happen.
 func faultTimes(f FaultRecord) (injected, reverted string) {
 	injected, reverted = "-", "-"
 	if f.InjectedAtS != nil {
-		injected = fmtAt(*f.InjectedAtS) + " (" + fmtOffset(*f.InjectedAtS-f.PlannedAtS) + ")"
+		injected = fmtAt(*f.InjectedAtS)
+		if f.By != "" {
+			// Injected by hand (a game day): no plan to be late or early for.
+			injected += " (by " + f.By + ")"
+		} else {
+			injected += " (" + fmtOffset(*f.InjectedAtS-f.PlannedAtS) + ")"
+		}
 	}
 	if f.RevertedAtS != nil {
 		reverted = fmtAt(*f.RevertedAtS)
-		if f.PlannedDurationS > 0 {
+		switch {
+		case f.RevertedBy != "":
+			// A revert by hand has no plan to be late or early for.
+			reverted += " (by " + f.RevertedBy + ")"
+		case f.PlannedDurationS > 0:
 			reverted += " (" + fmtOffset(*f.RevertedAtS-f.PlannedAtS-f.PlannedDurationS) + ")"
 		}
 	}
@@ -311,8 +322,11 @@ func writeRecovery(b *strings.Builder, d *Document) {
 	t.row(head...)
 	for _, r := range d.Recovery {
 		recovered := yesNo(r.Recovered)
-		if r.InsufficientTraffic {
+		switch {
+		case r.InsufficientTraffic:
 			recovered = "insufficient traffic"
+		case r.CutBy != "":
+			recovered = "no (" + r.CutBy + " came first)"
 		}
 		fromRevert := optSeconds(r.TimeToRecoverS)
 		if r.Instantaneous {

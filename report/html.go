@@ -94,8 +94,8 @@ type thresholdRow struct {
 // recovery table shows: Time from the injection, FromRevert
 // (time_to_recover, "instant" for an instantaneous fault), HeldLast.
 type recoveryRow struct {
-	Fault, Time, FromRevert, HeldLast, OOM string
-	Recovered, Instant, Insufficient       bool
+	Fault, Time, FromRevert, HeldLast, OOM, CutBy string
+	Recovered, Instant, Insufficient              bool
 }
 
 type faultRow struct {
@@ -164,7 +164,7 @@ func newHTMLView(d *Document) (*htmlView, error) {
 	}
 	for _, r := range d.Recovery {
 		row := recoveryRow{Fault: r.Fault, Recovered: r.Recovered, Insufficient: r.InsufficientTraffic, Instant: r.Instantaneous,
-			Time: optSeconds(r.RecoveryTimeS), FromRevert: optSeconds(r.TimeToRecoverS), HeldLast: orDash(r.HeldLast), OOM: optSeconds(r.OOMRecoveryTimeS)}
+			Time: optSeconds(r.RecoveryTimeS), FromRevert: optSeconds(r.TimeToRecoverS), HeldLast: orDash(r.HeldLast), OOM: optSeconds(r.OOMRecoveryTimeS), CutBy: r.CutBy}
 		if r.Instantaneous {
 			row.FromRevert = "instant"
 		}
@@ -187,7 +187,11 @@ func newHTMLView(d *Document) (*htmlView, error) {
 			notes++
 			kind = "note N" + strconv.Itoa(notes)
 		}
-		v.Events = append(v.Events, eventRow{At: strconv.FormatFloat(e.AtS, 'f', 3, 64) + "s", Source: e.Source, Kind: kind, Target: e.Target, Detail: e.Detail, By: e.By})
+		detail := e.Detail
+		if e.SourceTime != "" {
+			detail += " (its source's time: " + e.SourceTime + ")"
+		}
+		v.Events = append(v.Events, eventRow{At: strconv.FormatFloat(e.AtS, 'f', 3, 64) + "s", Source: e.Source, Kind: kind, Target: e.Target, Detail: detail, By: e.By})
 	}
 	v.details(d)
 	if len(d.Config) > 0 {

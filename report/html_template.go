@@ -193,7 +193,7 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
     <tbody>
     {{- $oom := .RecoveryOOM}}
     {{- range .Recovery}}
-      <tr{{if not (or .Recovered .Insufficient)}} class="failed"{{end}}><td>{{.Fault}}</td><td>{{if .Insufficient}}<span class="unjudged">insufficient traffic</span>{{else if .Recovered}}<span class="ok">yes</span>{{else}}<span class="bad">no</span>{{end}}</td><td class="num">{{.Time}}</td><td class="num{{if .Instant}} muted{{end}}">{{.FromRevert}}</td><td class="mono">{{.HeldLast}}</td>{{if $oom}}<td class="num">{{.OOM}}</td>{{end}}</tr>
+      <tr{{if not (or .Recovered .Insufficient)}} class="failed"{{end}}><td>{{.Fault}}</td><td>{{if .Insufficient}}<span class="unjudged">insufficient traffic</span>{{else if .Recovered}}<span class="ok">yes</span>{{else}}<span class="bad">no</span>{{if .CutBy}} ({{.CutBy}} came first){{end}}{{end}}</td><td class="num">{{.Time}}</td><td class="num{{if .Instant}} muted{{end}}">{{.FromRevert}}</td><td class="mono">{{.HeldLast}}</td>{{if $oom}}<td class="num">{{.OOM}}</td>{{end}}</tr>
     {{- end}}
     </tbody>
   </table></div>

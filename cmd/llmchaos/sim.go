@@ -40,6 +40,7 @@ type simOptions struct {
 	AdminTokenFile string
 	ReplicaIndex   int // set by the supervisor for its children; -1 otherwise
 	ListenFD       int // set by the supervisor for its children: serve on this inherited socket; 0 otherwise
+	EarlyRoleChunk bool
 }
 
 // defaultSimOptions returns the flag defaults.
@@ -105,6 +106,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.DurationVar(&o.StartupTime, "startup-time", o.StartupTime, "model load time: /health answers 503 this long after start")
 	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "with --replicas: time a replica has to exit after SIGTERM before SIGKILL")
 	fs.StringVar(&o.StateFile, "state-file", o.StateFile, "with --replicas: JSON file of replica states, rewritten on every change")
+	fs.BoolVar(&o.EarlyRoleChunk, "early-role-chunk", o.EarlyRoleChunk, "send a chat stream's role-only first chunk before prefill, as the simulator once did (default: with the first token, as vLLM and llama.cpp send it)")
 	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
 	fs.IntVar(&o.ReplicaIndex, "replica-index", o.ReplicaIndex, "set by the supervisor: index of this replica, for logs")
 	_ = fs.MarkHidden("replica-index")
@@ -235,7 +237,7 @@ func runSim(ctx context.Context, o simOptions, stderr io.Writer) error {
 
 // runReplica serves one replica in this process until ctx ends.
 func runReplica(ctx context.Context, o simOptions, log *slog.Logger) error {
-	opts := server.Options{Config: o.Engine, StartupTime: o.StartupTime, Logger: log}
+	opts := server.Options{Config: o.Engine, StartupTime: o.StartupTime, Logger: log, EarlyRoleChunk: o.EarlyRoleChunk}
 	if o.VGPUDir != "" {
 		dev, err := vgpu.Open(o.VGPUDir, o.GPU, o.Engine.GPUMemory)
 		if err != nil {
@@ -374,6 +376,9 @@ func childArgs(o simOptions, s supervisor.Slot) []string {
 	}
 	if s.ListenFD != 0 {
 		args = append(args, "--listen-fd", strconv.Itoa(s.ListenFD))
+	}
+	if o.EarlyRoleChunk {
+		args = append(args, "--early-role-chunk")
 	}
 	if o.AdminTokenFile != "" {
 		args = append(args, "--admin-token-file", o.AdminTokenFile) // the path, never the token: argv is public

@@ -171,6 +171,7 @@ func TestChildArgsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.Replicas = 4
+	parent.EarlyRoleChunk = true
 	slot := supervisor.Slot{Index: 2, Addr: "127.0.0.1:9002", Port: 9002, GPU: 5}
 
 	args := childArgs(parent, slot)
@@ -192,7 +193,7 @@ func TestChildArgsRoundTrip(t *testing.T) {
 	want := simOptions{
 		Engine: parent.Engine, Listen: slot.Addr, VGPUDir: parent.VGPUDir, GPU: slot.GPU,
 		StartupTime: parent.StartupTime, AdminTokenFile: parent.AdminTokenFile, ReplicaIndex: slot.Index,
-		RestartDelay: child.RestartDelay, StopGrace: child.StopGrace,
+		RestartDelay: child.RestartDelay, StopGrace: child.StopGrace, EarlyRoleChunk: true,
 	}
 	if child != want {
 		t.Errorf("child options = %+v, want %+v", child, want)

@@ -17,14 +17,25 @@
 // seeded jitter), network.throttle (bytes per second), network.slow_close,
 // network.reset_peer, network.blackhole and network.limit_data.
 //
-// In ModeHTTP the proxy also speaks HTTP/1.1 (it is a reverse proxy behind
-// its L4 layer, and streams every response through chunk by chunk, flushing
-// each write) and decides L7 toxics PER REQUEST with a seeded *rand.Rand, so
-// the requests of one keep-alive connection get independent fates (Toxiproxy
-// decides per connection): http.error answers 429/500/503 with an OpenAI
-// error body, http.ttfb delays the request, stream.stall pauses an SSE
-// stream after N tokens, stream.cut closes it mid-body after N tokens, and
-// stream.chunk_delay adds a delay before every chunk. Whether a toxic acts
+// While no L4 toxic covers a direction, its bytes are written on by the
+// goroutine that read them (a read and a write per chunk, nothing copied);
+// otherwise they are stamped and queued for the toxics.
+//
+// In ModeHTTP the proxy also follows HTTP/1.1 (httpConn): each client
+// connection gets its own upstream connection, and the bytes pass through as
+// they came, read only far enough to know where each request and response
+// begins and ends. A close, a reset or a refusal of the upstream reaches the
+// client as one (a refusal makes the proxy refuse connections until the
+// upstream listens again), and a request that a reused upstream connection
+// lost before any byte of its response is sent once more on a fresh one, as
+// the load client does. L7 toxics are decided PER REQUEST with a seeded
+// *rand.Rand, so the requests of one keep-alive connection get independent
+// fates (Toxiproxy decides per connection): http.error answers 429/500/503
+// with an OpenAI error body and the header X-Llmchaos-Fault naming the
+// toxic, http.ttfb delays the request, stream.stall pauses an SSE stream
+// after N tokens, stream.cut closes it mid-body after N tokens, and
+// stream.chunk_delay adds a delay before every chunk (a body a stream toxic
+// acts on is decoded and coded again). Whether a toxic acts
 // on a request is drawn once, when the request arrives; removing the toxic
 // still ends its waits (a held first byte, a stall, chunk delays) and
 // cancels its cut in requests already under way. A token is an SSE

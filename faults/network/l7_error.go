@@ -43,9 +43,9 @@ func (p *HTTPErrorParams) Validate() error {
 
 func (p *HTTPErrorParams) build(seed uint64) runtimeToxic {
 	status, msg := p.Status, p.Message
-	return newL7Toxic(p.RequestMatch, seed, func(f *fate, _ *l7Toxic) {
+	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) {
 		if f.errStatus == 0 {
-			f.errStatus, f.errMessage = status, msg
+			f.errStatus, f.errMessage, f.errBy = status, msg, self
 		}
 	})
 }

@@ -1,173 +1,704 @@
 package network
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"mime"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
-// l7IdleConns bounds the idle keep-alive connections kept to the upstream.
-const l7IdleConns = 1024
+// keepLimit bounds the bytes of one request the HTTP layer keeps so that it
+// can send the request again on a fresh upstream connection; a longer
+// request is not sent again.
+const keepLimit = 1 << 20
 
-// l7Server is a proxy's HTTP layer in ModeHTTP: an http.Server fed with one
-// end of a socket pair per client connection (the L4 link holds the other
-// end) and a reverse proxy to the upstream that flushes every write.
-type l7Server struct {
-	p   *Proxy
-	ln  *pairListener
-	srv *http.Server
-	rp  *httputil.ReverseProxy
-	tr  *http.Transport
+// FaultHeader names, in an answer the proxy makes itself (http.error), the
+// toxic that made it, so that an error made on purpose can be told from one
+// of the upstream.
+const FaultHeader = "X-Llmchaos-Fault"
 
-	handlers handlerTracker
+// errCut ends a link whose stream a stream.cut toxic cut: the client's
+// connection closes in the middle of the body.
+var errCut = errors.New("stream cut")
+
+// httpConn is the HTTP layer of one client connection in ModeHTTP, the far
+// end of its link. It pairs the client's connection with one upstream
+// connection, as the client would hold it directly, and passes every byte
+// through as it came (a request's Host names the upstream, as a client of
+// its own would send it), measuring heads and bodies to know where each
+// request and response begins and ends:
+//
+//   - a request a toxic answers (http.error) never goes upstream; its
+//     answer goes to the client in its turn, after the responses before it;
+//   - a request a toxic holds (http.ttfb) waits before it goes upstream;
+//   - the response body of a request a stream toxic acts on is decoded,
+//     passed through the toxic and coded again (chunked stays chunked);
+//   - when the upstream closes or resets the connection, the client's is
+//     closed or reset the same way, so the client sees what it would see
+//     without the proxy, except when the upstream closed a connection it
+//     had already answered on (a reused one) before any byte of the next
+//     response: then the requests waiting on it are sent once more on a
+//     fresh connection, as the load client itself does.
+//
+// The request side runs on the link's upstream direction and the response
+// side (produce) on its own goroutine; mu guards what they share.
+type httpConn struct {
+	p    *Proxy
+	down *emitter // the link's downstream direction, for answers the proxy makes
+
+	wMu sync.Mutex // serialises writes to up, and its replacement
+
+	mu       sync.Mutex
+	up       net.Conn
+	upBroken bool        // a write to up failed: skip further writes; the reader sees why
+	reused   bool        // a response ended on up
+	q        []*exchange // requests whose responses are not all passed on, in order
+	downDone bool        // the response side ended: nothing more goes to the client
+
+	emitMu sync.Mutex // serialises the writes to the client
+
+	req reqSide // the request side's state (one goroutine at a time)
 }
 
-func newL7Server(p *Proxy) *l7Server {
-	s := &l7Server{p: p, ln: newPairListener()}
-	upstream := p.cfg.Upstream
-	dialer := &net.Dialer{Timeout: p.cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	s.tr = &http.Transport{
-		Proxy: nil, // never the environment's proxy: the upstream is local
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "tcp", upstream)
-		},
-		MaxIdleConns:        l7IdleConns,
-		MaxIdleConnsPerHost: l7IdleConns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true, // pass bodies through as the upstream sent them
-	}
-	errLog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
-	s.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = upstream
-			// Rewrite drops these; a fault proxy passes them on as sent.
-			for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-				if v, ok := pr.In.Header[h]; ok {
-					pr.Out.Header[h] = v
+var _ farEnd = (*httpConn)(nil)
+
+func newHTTPConn(p *Proxy, up net.Conn) *httpConn {
+	return &httpConn{p: p, up: up}
+}
+
+func (h *httpConn) setDown(e *emitter) { h.down = e }
+
+// exchange is one request of a client connection and its response.
+type exchange struct {
+	method string
+	fate   *fate
+	// injected: a toxic answers it; it never goes upstream.
+	injected bool
+	// answerClose: the proxy's answer ends the connection (the request
+	// asked for that, or its body may not follow).
+	answerClose bool
+	// tunnel marks the point from which the connection is a plain tunnel.
+	tunnel bool
+
+	// guarded by httpConn.mu:
+	kept    []byte // the request's bytes sent so far, while keep
+	keep    bool   // kept holds all of them
+	gotByte bool   // a byte of the response arrived: it is never sent again
+	retried bool
+}
+
+// ---- request side ----
+
+// request side states
+const (
+	rqHead = iota
+	rqBody
+	rqTunnel
+)
+
+type reqSide struct {
+	state   int
+	hs      headScan
+	body    bodyScan
+	cur     *exchange
+	discard bool // the body of an answered request: not passed on
+}
+
+// write takes the client's bytes (the link's upstream direction).
+func (h *httpConn) write(ctx context.Context, data []byte) error {
+	r := &h.req
+	for len(data) > 0 {
+		switch r.state {
+		case rqTunnel:
+			h.forward(data, nil)
+			return nil
+		case rqHead:
+			n, done := r.hs.feed(data)
+			data = data[n:]
+			if !done {
+				if len(r.hs.buf) > maxHead {
+					h.startTunnel(r.hs.buf)
+					r.hs.reset()
 				}
+				continue
 			}
-		},
-		Transport:      s.tr,
-		FlushInterval:  -1, // flush after every write: no buffering of streams
-		ErrorLog:       errLog,
-		ErrorHandler:   s.upstreamError,
-		ModifyResponse: s.modifyResponse,
-	}
-	s.srv = &http.Server{
-		Handler:  s,
-		ErrorLog: errLog,
-	}
-	return s
-}
-
-// serve runs the HTTP layer until ctx ends, then closes it and waits for
-// the handlers in flight.
-func (s *l7Server) serve(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		s.srv.Close()
-		s.ln.Close()
-	})
-	defer stop()
-	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.p.log.Warn("http layer stopped", "err", err)
-	}
-	s.handlers.closeAndWait()
-	s.tr.CloseIdleConnections()
-}
-
-// connect returns a new connection to the HTTP layer.
-func (s *l7Server) connect(ctx context.Context) (net.Conn, error) {
-	return s.ln.connect(ctx)
-}
-
-// fateKey carries a request's *fate in its context.
-type fateKey struct{}
-
-// ServeHTTP decides the request's fate from the toxics in force now, then
-// answers an injected error or relays the request.
-func (s *l7Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.handlers.enter() {
-		http.Error(w, "proxy shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	defer s.handlers.leave()
-	f := decide(s.p, r)
-	if f != nil {
-		if f.errStatus != 0 {
-			writeOpenAIError(w, f.errStatus, f.errMessage)
-			return
+			if err := h.beginRequest(ctx); err != nil {
+				return err
+			}
+		case rqBody:
+			n, done, err := r.body.feed(data)
+			if err != nil {
+				// A body the proxy cannot follow: pass everything on raw
+				// and let the upstream judge it.
+				if !r.discard {
+					h.forward(data, r.cur)
+				}
+				h.startTunnel(nil)
+				return nil
+			}
+			if !r.discard {
+				h.forward(data[:n], r.cur)
+			}
+			data = data[n:]
+			if done {
+				r.state = rqHead
+			}
 		}
-		if f.ttfb > 0 && !f.wait(r.Context(), f.ttfb, f.ttfbBy) {
-			return // the client left while the request was held
-		}
-		if f.streaming() {
-			r = r.WithContext(context.WithValue(r.Context(), fateKey{}, f))
-		}
-	}
-	// Full duplex: otherwise net/http, when the response header is
-	// written, drains and closes a request body the upstream transport may
-	// still be reading (its end-of-body check), and the transport then
-	// tears the upstream connection down mid-response: a 200 cut short
-	// ("unexpected EOF") for about 1 in 200 streams.
-	_ = http.NewResponseController(w).EnableFullDuplex()
-	s.rp.ServeHTTP(w, r)
-}
-
-// modifyResponse wraps the body of a response whose request drew a stream
-// toxic. Responses without one are passed through untouched.
-func (s *l7Server) modifyResponse(resp *http.Response) error {
-	f, _ := resp.Request.Context().Value(fateKey{}).(*fate)
-	if f == nil {
-		return nil
-	}
-	ctx := resp.Request.Context()
-	switch {
-	case isEventStream(resp.Header):
-		resp.Body = newSSEBody(ctx, resp.Body, f)
-	case f.chunkDelay > 0:
-		resp.Body = &delayBody{ctx: ctx, src: resp.Body, f: f}
 	}
 	return nil
 }
 
-// upstreamError answers 502 in OpenAI's error shape when the upstream
-// cannot be reached or fails before its response starts.
-func (s *l7Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	s.p.log.Debug("upstream request failed", "path", r.URL.Path, "err", err)
-	if r.Context().Err() != nil {
-		return // the client is gone; nobody reads an answer
+// beginRequest handles a complete request head: it decides the request's
+// fate and answers, holds or forwards it.
+func (h *httpConn) beginRequest(ctx context.Context) error {
+	r := &h.req
+	defer r.hs.reset()
+	hd, err := parseHead(r.hs.buf, true)
+	kind, length := bodyNone, int64(0)
+	if err == nil {
+		kind, length, err = requestBody(hd)
 	}
-	writeOpenAIError(w, http.StatusBadGateway, "llmchaos proxy: upstream: "+err.Error())
+	if err != nil || hd.method == "CONNECT" {
+		h.startTunnel(r.hs.buf)
+		return nil
+	}
+	x := &exchange{method: hd.method, keep: true, fate: decide(h.p, requestPath(hd.target))}
+	r.cur, r.body, r.discard = x, newBodyScan(kind, length), false
+	r.state = rqBody
+	if kind == bodyNone {
+		r.state = rqHead
+	}
+	if x.fate != nil && x.fate.errStatus != 0 {
+		x.injected = true
+		x.answerClose = hd.connClose || (hd.expectContinue && kind != bodyNone)
+		r.discard = true
+		h.push(x)
+		return h.answerInjected(ctx)
+	}
+	h.push(x)
+	if x.fate != nil && x.fate.ttfb > 0 {
+		x.fate.ttfbBy.count()
+		if !x.fate.wait(ctx, x.fate.ttfb, x.fate.ttfbBy) {
+			return ctx.Err()
+		}
+	}
+	h.forward(withHost(r.hs.buf, h.p.cfg.Upstream), x)
+	if hd.upgrade {
+		// What follows the request (its body included) is the upgraded
+		// protocol, or more requests if the upstream declined: either way
+		// it is no longer parsed.
+		r.state = rqTunnel
+		h.push(&exchange{tunnel: true})
+	}
+	return nil
 }
 
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+// withHost returns the request head b with its Host header naming host,
+// the upstream, as a client that connected to it directly would have sent
+// it (the client named the proxy); b itself when it has no Host header
+// (HTTP/1.0) or names host already.
+func withHost(b []byte, host string) []byte {
+	lineStart := bytes.IndexByte(b, '\n') + 1 // after the request line
+	for lineStart > 0 && lineStart < len(b) {
+		end := bytes.IndexByte(b[lineStart:], '\n')
+		if end < 0 {
+			return b
+		}
+		line := b[lineStart : lineStart+end]
+		if colon := bytes.IndexByte(line, ':'); colon > 0 && asciiEqualFold(line[:colon], "host") {
+			value := bytes.TrimSpace(line[colon+1:])
+			if string(value) == host {
+				return b
+			}
+			out := make([]byte, 0, len(b)+len(host))
+			out = append(out, b[:lineStart]...)
+			out = append(out, "Host: "...)
+			out = append(out, host...)
+			out = append(out, "\r\n"...)
+			return append(out, b[lineStart+end+1:]...)
+		}
+		lineStart += end + 1
+	}
+	return b
 }
 
-// openAIError is OpenAI's error body: {"error":{"message","type","param","code"}}.
-type openAIError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    string  `json:"code"`
+// requestPath returns the path of a request target (origin or absolute form).
+func requestPath(target string) string {
+	if i := strings.Index(target, "://"); i >= 0 {
+		rest := target[i+3:]
+		j := strings.IndexByte(rest, '/')
+		if j < 0 {
+			return "/"
+		}
+		target = rest[j:]
+	}
+	if i := strings.IndexAny(target, "?#"); i >= 0 {
+		target = target[:i]
+	}
+	return target
 }
 
-// writeOpenAIError answers status with an OpenAI error body. 429 reads as a
-// rate limit, 5xx as a server error, other 4xx as an invalid request.
-func writeOpenAIError(w http.ResponseWriter, status int, msg string) {
+// startTunnel turns the rest of the connection into a plain tunnel, after
+// passing pending on raw.
+func (h *httpConn) startTunnel(pending []byte) {
+	h.req.state = rqTunnel
+	h.push(&exchange{tunnel: true})
+	if len(pending) > 0 {
+		h.forward(pending, nil)
+	}
+}
+
+func (h *httpConn) push(x *exchange) {
+	h.mu.Lock()
+	h.q = append(h.q, x)
+	h.mu.Unlock()
+}
+
+// forward sends b, bytes of request x (nil: of no request), upstream,
+// keeping them in x while x may need them again. A failed write is not an
+// error of the request side: the response side sees the connection end and
+// decides.
+func (h *httpConn) forward(b []byte, x *exchange) {
+	h.wMu.Lock()
+	defer h.wMu.Unlock()
+	h.mu.Lock()
+	if x != nil && x.keep && !x.gotByte {
+		if len(x.kept)+len(b) <= keepLimit {
+			x.kept = append(x.kept, b...)
+		} else {
+			x.keep, x.kept = false, nil
+		}
+	}
+	up, broken := h.up, h.upBroken
+	h.mu.Unlock()
+	if broken {
+		return
+	}
+	if _, err := up.Write(b); err != nil {
+		h.mu.Lock()
+		if h.up == up {
+			h.upBroken = true
+		}
+		h.mu.Unlock()
+	}
+}
+
+// closeWrite passes the client's half-close on to the upstream.
+func (h *httpConn) closeWrite() error {
+	h.wMu.Lock()
+	defer h.wMu.Unlock()
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	return connSink{up}.closeWrite()
+}
+
+// close closes the upstream connection.
+func (h *httpConn) close(reset bool) {
+	h.mu.Lock()
+	up := h.up
+	h.downDone = true
+	h.mu.Unlock()
+	closeConn(up, reset)
+}
+
+// answerInjected writes the answers of the injected requests at the head
+// of the queue, in order.
+func (h *httpConn) answerInjected(ctx context.Context) error {
+	h.emitMu.Lock()
+	defer h.emitMu.Unlock()
+	for {
+		h.mu.Lock()
+		if h.downDone {
+			h.mu.Unlock()
+			return net.ErrClosed
+		}
+		if len(h.q) == 0 || !h.q[0].injected {
+			h.mu.Unlock()
+			return nil
+		}
+		x := h.q[0]
+		h.q = h.q[1:]
+		h.mu.Unlock()
+		f := x.fate
+		f.errBy.count()
+		if err := h.down.emit(ctx, errorResponse(f.errStatus, f.errMessage, f.errBy.name, x.method == "HEAD", x.answerClose)); err != nil {
+			return err
+		}
+	}
+}
+
+// emitDown writes b to the client.
+func (h *httpConn) emitDown(ctx context.Context, b []byte) error {
+	h.emitMu.Lock()
+	defer h.emitMu.Unlock()
+	return h.down.emit(ctx, b)
+}
+
+// ---- response side ----
+
+// response side states
+const (
+	rsHead = iota
+	rsBody
+	rsTunnel
+)
+
+type respSide struct {
+	state int
+	hs    headScan
+	hd    head
+	body  bodyScan
+	x     *exchange // the request whose response is being read; nil between responses
+}
+
+// produce passes the upstream's responses to the client until the
+// upstream connection ends (see httpConn).
+func (h *httpConn) produce(ctx context.Context, _ *emitter) error {
+	err := h.relay(ctx)
+	h.mu.Lock()
+	h.downDone = true
+	h.mu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func (h *httpConn) relay(ctx context.Context) error {
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	br := bufio.NewReaderSize(up, linkReadSize)
+	var rs respSide
+	for {
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				next, err := h.upstreamEnded(ctx, &rs, err)
+				if next == nil {
+					return err
+				}
+				br.Reset(next)
+				continue
+			}
+		}
+		buf, _ := br.Peek(br.Buffered())
+		n, step := h.scan(ctx, &rs, buf)
+		if n > 0 {
+			if err := h.emitDown(ctx, buf[:n]); err != nil {
+				return err
+			}
+			_, _ = br.Discard(n)
+		}
+		switch step {
+		case stepEnded:
+			h.endResponse(&rs)
+			if err := h.answerInjected(ctx); err != nil {
+				return err
+			}
+		case stepSlow:
+			if err := h.slowBody(ctx, br, &rs); err != nil {
+				return err
+			}
+			h.endResponse(&rs)
+			if err := h.answerInjected(ctx); err != nil {
+				return err
+			}
+		case stepAnswer:
+			if err := h.answerInjected(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// what scan asks its caller to do after passing on the bytes it took
+const (
+	stepMore   = iota // read more
+	stepEnded         // a response ended with them
+	stepSlow          // the body that follows goes through a stream toxic
+	stepAnswer        // answer the injected requests at the head of the queue first
+)
+
+// scan follows the responses in buf and returns how many bytes belong to
+// what it followed, to be passed on as they are, and what comes next.
+func (h *httpConn) scan(_ context.Context, rs *respSide, buf []byte) (int, int) {
+	n := 0
+	for n < len(buf) {
+		switch rs.state {
+		case rsTunnel:
+			return len(buf), stepMore
+		case rsHead:
+			if rs.x == nil {
+				x, answer := h.nextExchange()
+				switch {
+				case answer:
+					return n, stepAnswer
+				case x == nil || x.tunnel:
+					// Bytes no request asked for, or a tunnel: pass
+					// everything on from here.
+					rs.state = rsTunnel
+					continue
+				}
+				rs.x = x
+			}
+			k, done := rs.hs.feed(buf[n:])
+			n += k
+			if !done {
+				if len(rs.hs.buf) > maxHead {
+					rs.state = rsTunnel
+				}
+				continue
+			}
+			hd, err := parseHead(rs.hs.buf, false)
+			rs.hs.reset()
+			if err != nil || hd.status == http.StatusSwitchingProtocols {
+				rs.state = rsTunnel
+				continue
+			}
+			if hd.status < 200 {
+				continue // an interim response; the final one follows
+			}
+			kind, length := responseBody(hd, rs.x.method)
+			rs.hd, rs.body = hd, newBodyScan(kind, length)
+			if kind == bodyNone {
+				return n, stepEnded
+			}
+			if f := rs.x.fate; f != nil && (f.stall || f.cut || f.chunkDelay > 0) && (hd.eventStream || f.chunkDelay > 0) {
+				return n, stepSlow
+			}
+			rs.state = rsBody
+		case rsBody:
+			k, done, err := rs.body.feed(buf[n:])
+			n += k
+			if err != nil {
+				rs.state = rsTunnel
+				continue
+			}
+			if done {
+				return n, stepEnded
+			}
+		}
+	}
+	return n, stepMore
+}
+
+// nextExchange returns the request the next response answers; answer is
+// true when an injected request comes first and must be answered.
+func (h *httpConn) nextExchange() (x *exchange, answer bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.q) == 0 {
+		return nil, false
+	}
+	x = h.q[0]
+	if x.injected {
+		return nil, true
+	}
+	x.gotByte, x.kept = true, nil
+	return x, false
+}
+
+// endResponse records that the response of rs.x ended.
+func (h *httpConn) endResponse(rs *respSide) {
+	h.mu.Lock()
+	if len(h.q) > 0 && h.q[0] == rs.x {
+		h.q = h.q[1:]
+	}
+	h.reused = true
+	h.mu.Unlock()
+	rs.state, rs.x = rsHead, nil
+}
+
+// slowBody passes the body of rs.x's response through its stream toxic:
+// decoded, acted on between events, and coded again as it came (chunked
+// stays chunked, other bodies keep their length).
+func (h *httpConn) slowBody(ctx context.Context, br *bufio.Reader, rs *respSide) error {
+	f := rs.x.fate
+	var body io.Reader = br
+	var limited *io.LimitedReader
+	switch rs.body.kind {
+	case bodyChunked:
+		body = httputil.NewChunkedReader(br)
+	case bodyLength:
+		limited = &io.LimitedReader{R: br, N: rs.body.remain}
+		body = limited
+	}
+	var rd io.Reader
+	if rs.hd.eventStream {
+		rd = newSSEBody(ctx, io.NopCloser(body), f)
+	} else {
+		rd = &delayBody{ctx: ctx, src: io.NopCloser(body), f: f}
+	}
+	if f.delayBy != nil {
+		f.delayBy.count()
+	}
+	chunked := rs.body.kind == bodyChunked
+	buf := make([]byte, sseReadSize)
+	var out []byte
+	for {
+		n, err := rd.Read(buf)
+		if n > 0 {
+			out = buf[:n]
+			if chunked {
+				out = strconv.AppendInt(out[:0:0], int64(n), 16)
+				out = append(append(append(out, "\r\n"...), buf[:n]...), "\r\n"...)
+			}
+			if werr := h.emitDown(ctx, out); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF) && rs.body.kind == bodyEOF:
+			return io.EOF // the upstream closed: the end of the body, and of the connection
+		case errors.Is(err, io.EOF) && limited != nil && limited.N > 0:
+			h.probeAfterFailure(ctx)
+			return io.EOF // the upstream closed in the middle of the body
+		case errors.Is(err, io.EOF):
+			if !chunked {
+				return nil
+			}
+			trailer, terr := readTrailer(br)
+			if terr != nil {
+				return upstreamEndErr(terr)
+			}
+			return h.emitDown(ctx, append([]byte("0\r\n"), trailer...))
+		case errors.Is(err, ErrStreamCut):
+			f.cutBy.count()
+			return errCut
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		h.probeAfterFailure(ctx)
+		return upstreamEndErr(err)
+	}
+}
+
+// readTrailer reads the trailer section after a chunked body's last chunk,
+// up to and including its empty line.
+func readTrailer(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		out = append(out, line...)
+		if err != nil {
+			return out, err
+		}
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
+			return out, nil
+		}
+		if len(out) > maxHead {
+			return out, errFraming
+		}
+	}
+}
+
+// upstreamEndErr maps how the upstream connection ended to how the
+// client's ends: a reset as a reset, anything else as a close.
+func upstreamEndErr(err error) error {
+	if errors.Is(err, syscall.ECONNRESET) {
+		return err
+	}
+	return io.EOF
+}
+
+// upstreamEnded handles the end of the upstream connection between
+// responses or before one began. It returns the connection to go on
+// reading from when the requests waiting were sent again on a fresh one,
+// else nil and how the client's connection is to end.
+func (h *httpConn) upstreamEnded(ctx context.Context, rs *respSide, err error) (net.Conn, error) {
+	h.mu.Lock()
+	var waiting []*exchange
+	retry := rs.x == nil && rs.state == rsHead && h.reused &&
+		(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
+	for _, x := range h.q {
+		if x.tunnel {
+			retry = false
+			break
+		}
+		if x.injected {
+			continue
+		}
+		waiting = append(waiting, x)
+		retry = retry && x.keep && !x.retried && !x.gotByte
+	}
+	h.mu.Unlock()
+	if len(waiting) == 0 && rs.x == nil {
+		return nil, upstreamEndErr(err) // the upstream closed between requests: so does the proxy
+	}
+	if retry {
+		if next := h.sendAgain(ctx); next != nil {
+			return next, nil
+		}
+		return nil, upstreamEndErr(err)
+	}
+	h.probeAfterFailure(ctx)
+	return nil, upstreamEndErr(err)
+}
+
+// sendAgain dials a fresh upstream connection and sends the waiting
+// requests on it again; nil when the dial failed.
+func (h *httpConn) sendAgain(ctx context.Context) net.Conn {
+	next, err := h.p.dialUpstream(ctx)
+	if err != nil {
+		h.p.log.Debug("upstream closed a reused connection before answering; a fresh one failed", "err", err)
+		return nil
+	}
+	h.wMu.Lock()
+	defer h.wMu.Unlock()
+	h.mu.Lock()
+	old := h.up
+	h.up, h.upBroken, h.reused = next, false, false
+	var resend [][]byte
+	for _, x := range h.q {
+		if !x.injected && !x.tunnel {
+			x.retried = true
+			resend = append(resend, x.kept)
+		}
+	}
+	h.mu.Unlock()
+	old.Close()
+	h.p.retried.Add(1)
+	for _, b := range resend {
+		if _, err := next.Write(b); err != nil {
+			h.mu.Lock()
+			h.upBroken = true
+			h.mu.Unlock()
+			break
+		}
+	}
+	return next
+}
+
+// probeAfterFailure checks, after the upstream failed a request, whether
+// it still takes connections; if it refuses them, the proxy refuses them
+// too (see Proxy.refuse) before the client hears of the failure.
+func (h *httpConn) probeAfterFailure(ctx context.Context) {
+	c, err := h.p.dialUpstream(ctx)
+	if err == nil {
+		c.Close()
+	}
+}
+
+// errorResponse is the proxy's own answer: status with an OpenAI error body
+// ({"error":{"message","type","param","code"}}); 429 reads as a rate
+// limit, 5xx as a server error, other 4xx as an invalid request. It names
+// the toxic in FaultHeader.
+func errorResponse(status int, msg, toxic string, headOnly, closeConn bool) []byte {
 	e := openAIError{Message: msg, Type: "server_error", Code: snakeStatus(status)}
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -182,10 +713,31 @@ func writeOpenAIError(w http.ResponseWriter, status int, msg string) {
 		Error openAIError `json:"error"`
 	}{e})
 	body = append(body, '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	b := make([]byte, 0, 256+len(body))
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(status)...)
+	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n"+FaultHeader+": "...)
+	b = append(b, toxic...)
+	if closeConn {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	if !headOnly {
+		b = append(b, body...)
+	}
+	return b
+}
+
+// openAIError is OpenAI's error body: {"error":{"message","type","param","code"}}.
+type openAIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
 }
 
 // snakeStatus turns a status text into an error code ("service_unavailable").
@@ -195,142 +747,4 @@ func snakeStatus(status int) string {
 		return "http_" + strconv.Itoa(status)
 	}
 	return strings.ReplaceAll(strings.ToLower(strings.ReplaceAll(t, "-", " ")), " ", "_")
-}
-
-// sleepCtx waits d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// handlerTracker counts handlers in flight so that shutdown can wait for
-// them; once closed it admits no new ones.
-type handlerTracker struct {
-	mu     sync.Mutex
-	n      int
-	closed bool
-	idle   chan struct{} // closed when n drops to 0 after close
-}
-
-func (h *handlerTracker) enter() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.n++
-	return true
-}
-
-func (h *handlerTracker) leave() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.n--
-	if h.closed && h.n == 0 && h.idle != nil {
-		close(h.idle)
-		h.idle = nil
-	}
-}
-
-func (h *handlerTracker) closeAndWait() {
-	h.mu.Lock()
-	h.closed = true
-	if h.n == 0 {
-		h.mu.Unlock()
-		return
-	}
-	idle := make(chan struct{})
-	h.idle = idle
-	h.mu.Unlock()
-	<-idle
-}
-
-// pairListener hands the HTTP server the server ends of socket pairs.
-type pairListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPairListener() *pairListener {
-	return &pairListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept implements net.Listener.
-func (l *pairListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close implements net.Listener.
-func (l *pairListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr implements net.Listener.
-func (l *pairListener) Addr() net.Addr { return pairAddr{} }
-
-// connect makes a socket pair, hands one end to Accept and returns the other.
-func (l *pairListener) connect(ctx context.Context) (net.Conn, error) {
-	a, b, err := socketPair()
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case l.conns <- b:
-		return a, nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-l.done:
-		err = net.ErrClosed
-	}
-	a.Close()
-	b.Close()
-	return nil, err
-}
-
-type pairAddr struct{}
-
-func (pairAddr) Network() string { return "unix" }
-func (pairAddr) String() string  { return "llmchaos-proxy-http" }
-
-// socketPair returns both ends of a connected unix stream socket pair.
-func socketPair() (net.Conn, net.Conn, error) {
-	syscall.ForkLock.RLock()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err == nil {
-		syscall.CloseOnExec(fds[0])
-		syscall.CloseOnExec(fds[1])
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return nil, nil, os.NewSyscallError("socketpair", err)
-	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			if i == 1 {
-				conns[0].Close()
-			} else {
-				syscall.Close(fds[1])
-			}
-			return nil, nil, err
-		}
-		conns[i] = c
-	}
-	return conns[0], conns[1], nil
 }

@@ -77,6 +77,7 @@ func (b *sseBody) Read(p []byte) (int, error) {
 			b.after = afterNothing // the toxic was removed before its cut
 		case afterStall:
 			b.after = afterNothing
+			b.f.stallBy.count()
 			if !b.f.wait(b.ctx, b.f.stallFor, b.f.stallBy) {
 				return 0, b.ctx.Err()
 			}

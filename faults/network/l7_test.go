@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -491,26 +490,6 @@ func readUntilBlankLine(br *bufio.Reader) ([]byte, error) {
 			return out, nil
 		}
 	}
-}
-
-func TestHTTPUpstreamDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p := startProxy(t, addr, ModeHTTP)
-	resp, err := httpClient(t).Get("http://" + p.Addr() + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadGateway {
-		t.Errorf("status: got %d, want 502", resp.StatusCode)
-	}
-	checkOpenAIError(t, body, "server_error", "bad_gateway")
 }
 
 func TestHTTPModeL4Toxic(t *testing.T) {

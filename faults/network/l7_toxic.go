@@ -3,8 +3,8 @@ package network
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,9 +44,19 @@ type l7Toxic struct {
 	match RequestMatch
 	rng   *lockedRand
 	apply func(f *fate, self *l7Toxic)
+	// acted counts the requests the toxic acted on: answered (http.error),
+	// held (http.ttfb), stalled, cut, or slowed.
+	acted atomic.Int64
 }
 
 func (t *l7Toxic) toxicName() string { return t.name }
+
+// count records that t acted on a request; t may be nil.
+func (t *l7Toxic) count() {
+	if t != nil {
+		t.acted.Add(1)
+	}
+}
 
 func newL7Toxic(m RequestMatch, seed uint64, apply func(*fate, *l7Toxic)) *l7Toxic {
 	return &l7Toxic{match: m, rng: newLockedRand(seed), apply: apply}
@@ -60,6 +70,7 @@ type fate struct {
 
 	errStatus  int // answer this instead of relaying; 0: relay
 	errMessage string
+	errBy      *l7Toxic
 	ttfb       time.Duration // hold the request this long first
 	ttfbBy     *l7Toxic
 	stall      bool
@@ -101,17 +112,18 @@ func (f *fate) wait(ctx context.Context, d time.Duration, t *l7Toxic) bool {
 	}
 }
 
-// streaming reports whether the response body needs wrapping.
-func (f *fate) streaming() bool { return f.stall || f.cut || f.chunkDelay > 0 }
-
 // decide draws, for each L7 toxic of p's current set in order, whether it
-// acts on r, and returns the combined fate (nil: none acts). Where two
+// acts on a request for path, and returns the combined fate (nil: none acts). Where two
 // toxics set the same thing, the first one added wins.
-func decide(p *Proxy, r *http.Request) *fate {
+func decide(p *Proxy, path string) *fate {
+	set := p.set.Load()
+	if !set.l7 {
+		return nil
+	}
 	var f *fate
-	for _, e := range p.set.Load().entries {
+	for _, e := range set.entries {
 		t := e.l7
-		if t == nil || (t.match.Path != "" && !strings.HasPrefix(r.URL.Path, t.match.Path)) {
+		if t == nil || (t.match.Path != "" && !strings.HasPrefix(path, t.match.Path)) {
 			continue
 		}
 		if t.rng.float64() >= t.match.Probability {
@@ -123,4 +135,16 @@ func decide(p *Proxy, r *http.Request) *fate {
 		t.apply(f, t)
 	}
 	return f
+}
+
+// sleepCtx waits d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

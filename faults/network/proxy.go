@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -93,12 +94,19 @@ type Proxy struct {
 	cfg Config
 	ln  net.Listener
 	log *slog.Logger
-	l7  *l7Server // nil in ModeTCP
 
 	mu  sync.Mutex // serialises changes of set
 	set atomic.Pointer[toxicSet]
 
-	serving atomic.Bool
+	serving  atomic.Bool
+	gate     *refuseGate
+	pausable bool // the listener can stop listening and keep its port
+	// retried counts the requests the HTTP layer sent again on a fresh
+	// upstream connection after a reused one closed under them.
+	retried atomic.Int64
+	// removed keeps, under mu, the L7 toxics removed, by name: requests
+	// whose fate they drew before their removal may still count.
+	removed map[string][]*l7Toxic
 }
 
 var _ Toxics = (*Proxy)(nil)
@@ -108,6 +116,29 @@ var _ Toxics = (*Proxy)(nil)
 type toxicSet struct {
 	entries []toxicEntry
 	changed chan struct{}
+	// up and down say whether an L4 toxic covers the upstream or the
+	// downstream bytes; l7 whether there is an L7 toxic.
+	up, down, l7 bool
+}
+
+func newToxicSet(entries []toxicEntry) *toxicSet {
+	s := &toxicSet{entries: entries, changed: make(chan struct{})}
+	for _, e := range entries {
+		if e.l4 != nil {
+			s.up = s.up || e.l4.stream.covers(Upstream)
+			s.down = s.down || e.l4.stream.covers(Downstream)
+		}
+		s.l7 = s.l7 || e.l7 != nil
+	}
+	return s
+}
+
+// covers reports whether an L4 toxic of the set acts on direction d.
+func (s *toxicSet) covers(d Stream) bool {
+	if d == Upstream {
+		return s.up
+	}
+	return s.down
 }
 
 // has reports whether the L7 toxic t is in the set.
@@ -133,16 +164,13 @@ func Listen(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	ln, pausable, err := listenKeepingPort(ctx, cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	p := &Proxy{cfg: cfg, ln: ln, log: cfg.Logger.With("proxy", ln.Addr().String(), "upstream", cfg.Upstream)}
-	p.set.Store(&toxicSet{changed: make(chan struct{})})
-	if cfg.Mode == ModeHTTP {
-		p.l7 = newL7Server(p)
-	}
+	p := &Proxy{cfg: cfg, ln: ln, pausable: pausable, log: cfg.Logger.With("proxy", ln.Addr().String(), "upstream", cfg.Upstream)}
+	p.set.Store(newToxicSet(nil))
+	p.gate = newRefuseGate(p)
 	return p, nil
 }
 
@@ -170,9 +198,7 @@ func (p *Proxy) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { p.ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
-	if p.l7 != nil {
-		wg.Go(func() { p.l7.serve(ctx) })
-	}
+	wg.Go(func() { p.gate.run(ctx) })
 	err := p.acceptLoop(ctx, &wg)
 	cancel()
 	wg.Wait()
@@ -186,6 +212,9 @@ func (p *Proxy) acceptLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if p.gate.waitOpen(ctx) {
+				continue // it refused while the upstream did; it listens again
 			}
 			if errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("proxy %s: listener closed", p.Addr())
@@ -207,26 +236,40 @@ func (p *Proxy) acceptLoop(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 }
 
-// handle relays one client connection until it ends.
+// handle relays one client connection until it ends. The upstream is
+// dialled at once, as the client would have dialled it: a refusal resets
+// the client's connection (the nearest an accepted connection gets to a
+// refusal) and makes the proxy refuse the next ones itself while the
+// upstream refuses (see refuseGate).
 func (p *Proxy) handle(ctx context.Context, client net.Conn) {
-	up, err := p.dial(ctx)
+	up, err := p.dialUpstream(ctx)
 	if err != nil {
 		p.log.Debug("dial upstream failed; closing the client", "client", client.RemoteAddr().String(), "err", err)
-		client.Close()
+		closeConn(client, errors.Is(err, syscall.ECONNREFUSED))
 		return
 	}
-	newLink(p, client, up).run(ctx)
+	var far farEnd = tcpEnd{connSink{up}}
+	if p.cfg.Mode == ModeHTTP {
+		far = newHTTPConn(p, up)
+	}
+	newLink(p, client, far).run(ctx)
 }
 
-// dial connects to the upstream: the target in ModeTCP, the proxy's own
-// HTTP layer in ModeHTTP.
-func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
-	if p.l7 != nil {
-		return p.l7.connect(ctx)
-	}
+// dialUpstream connects to the upstream. A refusal closes the proxy's own
+// door until the upstream listens again.
+func (p *Proxy) dialUpstream(ctx context.Context) (net.Conn, error) {
 	d := net.Dialer{Timeout: p.cfg.DialTimeout}
-	return d.DialContext(ctx, "tcp", p.cfg.Upstream)
+	c, err := d.DialContext(ctx, "tcp", p.cfg.Upstream)
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		p.gate.refuse()
+	}
+	return c, err
 }
+
+// Retried returns how many requests the HTTP layer sent again on a fresh
+// upstream connection because the upstream closed a reused one under them
+// before answering.
+func (p *Proxy) Retried() int64 { return p.retried.Load() }
 
 // AddToxic implements Toxics: it validates spec and adds its toxic. L7
 // toxics need ModeHTTP. ctx is not used: adding never blocks.
@@ -267,9 +310,31 @@ func (p *Proxy) RemoveToxic(_ context.Context, name string) error {
 	if i < 0 {
 		return nil
 	}
+	if t := old.entries[i].l7; t != nil {
+		if p.removed == nil {
+			p.removed = map[string][]*l7Toxic{}
+		}
+		p.removed[name] = append(p.removed[name], t)
+	}
 	p.replaceLocked(old, slices.Delete(slices.Clone(old.entries), i, i+1))
 	p.log.Debug("toxic removed", "toxic", name)
 	return nil
+}
+
+// Acted implements Toxics. ctx is not used: it never blocks.
+func (p *Proxy) Acted(_ context.Context, name string) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, t := range p.removed[name] {
+		n += t.acted.Load()
+	}
+	for _, e := range p.set.Load().entries {
+		if e.spec.Name == name && e.l7 != nil {
+			n += e.l7.acted.Load()
+		}
+	}
+	return n, nil
 }
 
 // Toxics returns the toxics in the order they act.
@@ -284,6 +349,6 @@ func (p *Proxy) Toxics() []ToxicSpec {
 
 // replaceLocked publishes a new set and wakes everyone waiting on the old one.
 func (p *Proxy) replaceLocked(old *toxicSet, entries []toxicEntry) {
-	p.set.Store(&toxicSet{entries: entries, changed: make(chan struct{})})
+	p.set.Store(newToxicSet(entries))
 	close(old.changed)
 }

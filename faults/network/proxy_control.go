@@ -21,6 +21,7 @@ import (
 //	GET    /toxics         → [ToxicSpec, ...]
 //	POST   /toxics         ← ToxicSpec → 201; 400 invalid; 409 name in use
 //	DELETE /toxics/{name}  → 204 (also when there is no such toxic)
+//	GET    /toxics/{name}/acted → {"acted": N}: requests an L7 toxic acted on, before and after its removal
 //
 // Errors are {"error": "..."}.
 
@@ -62,6 +63,14 @@ func controlHandler(p *Proxy) http.Handler {
 		}
 		writeJSON(w, http.StatusCreated, spec)
 	})
+	mux.HandleFunc("GET /toxics/{name}/acted", func(w http.ResponseWriter, r *http.Request) {
+		n, err := p.Acted(r.Context(), r.PathValue("name"))
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, controlError{Error: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, actedAnswer{Acted: n})
+	})
 	mux.HandleFunc("DELETE /toxics/{name}", func(w http.ResponseWriter, r *http.Request) {
 		if err := p.RemoveToxic(r.Context(), r.PathValue("name")); err != nil {
 			writeJSON(w, http.StatusInternalServerError, controlError{Error: err.Error()})
@@ -74,6 +83,11 @@ func controlHandler(p *Proxy) http.Handler {
 
 type controlError struct {
 	Error string `json:"error"`
+}
+
+// actedAnswer is the answer of GET /toxics/{name}/acted.
+type actedAnswer struct {
+	Acted int64 `json:"acted"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -159,6 +173,12 @@ func (c *controlClient) list(ctx context.Context) ([]ToxicSpec, error) {
 	var out []ToxicSpec
 	err := c.do(ctx, http.MethodGet, "/toxics", nil, &out, http.StatusOK)
 	return out, err
+}
+
+func (c *controlClient) acted(ctx context.Context, name string) (int64, error) {
+	var out actedAnswer
+	err := c.do(ctx, http.MethodGet, "/toxics/"+url.PathEscape(name)+"/acted", nil, &out, http.StatusOK)
+	return out.Acted, err
 }
 
 func (c *controlClient) info(ctx context.Context) (controlInfo, error) {

@@ -407,20 +407,6 @@ func TestNoToxicBytesIdentical(t *testing.T) {
 	}
 }
 
-func TestProxyUpstreamDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nobody listens there now
-	p := startProxy(t, addr, ModeTCP)
-	c := dial(t, p.Addr())
-	if n, err := c.Read(make([]byte, 1)); err == nil {
-		t.Errorf("read: got %d bytes, want the connection closed", n)
-	}
-}
-
 func TestL7ToxicNeedsHTTPMode(t *testing.T) {
 	srv := startTCPServer(t, echo)
 	p := startProxy(t, srv.addr(), ModeTCP)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -18,19 +19,72 @@ const (
 	linkQueue    = 64
 )
 
-// link relays one client connection: per direction a reader goroutine
-// stamps chunks as they arrive, and a pump goroutine passes them on through
-// the toxics of that direction.
+// sink is where one direction's bytes go: the client's connection, the
+// upstream's, or the proxy's HTTP layer.
+type sink interface {
+	// write passes p on; it must not keep p.
+	write(ctx context.Context, p []byte) error
+	// closeWrite passes on a clean end of the bytes (a TCP half-close).
+	closeWrite() error
+}
+
+// farEnd is the side of a link opposite the client: the upstream's
+// connection (ModeTCP) or the proxy's HTTP layer in front of it (ModeHTTP).
+type farEnd interface {
+	sink // the client's bytes go here
+	// produce passes the far end's bytes to down until they end and
+	// returns why: io.EOF for a clean end (passed on as a half-close),
+	// ECONNRESET for a reset (passed on as one), another error to close.
+	produce(ctx context.Context, down *emitter) error
+	// close closes the far end, with a TCP reset when reset is true.
+	close(reset bool)
+}
+
+// connSink is a net.Conn as a sink.
+type connSink struct{ c net.Conn }
+
+func (s connSink) write(_ context.Context, p []byte) error {
+	_, err := s.c.Write(p)
+	return err
+}
+
+func (s connSink) closeWrite() error {
+	if cw, ok := s.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("no half-close")
+}
+
+// tcpEnd is the upstream's connection as a link's far end (ModeTCP).
+type tcpEnd struct{ connSink }
+
+func (t tcpEnd) produce(ctx context.Context, down *emitter) error { return readLoop(ctx, t.c, down) }
+
+func (t tcpEnd) close(reset bool) { closeConn(t.c, reset) }
+
+// closeConn closes c, with a TCP reset (SO_LINGER 0) when reset is true.
+func closeConn(c net.Conn, reset bool) {
+	if tc, ok := c.(*net.TCPConn); ok && reset {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// link relays one client connection: per direction a producer (a reader of
+// a connection, or the HTTP layer) hands its bytes to an emitter, which
+// writes them on at once while no toxic covers the direction, and otherwise
+// queues them, stamped, for a pump goroutine that passes them on through
+// the toxics.
 type link struct {
-	p        *Proxy
-	client   net.Conn
-	upstream net.Conn
+	p      *Proxy
+	client net.Conn
+	far    farEnd
 
 	closeOnce sync.Once
 }
 
-func newLink(p *Proxy, client, upstream net.Conn) *link {
-	return &link{p: p, client: client, upstream: upstream}
+func newLink(p *Proxy, client net.Conn, far farEnd) *link {
+	return &link{p: p, client: client, far: far}
 }
 
 // pumpEnd says how a pump ended.
@@ -43,25 +97,40 @@ const (
 	endCancel                // the proxy or the link is shutting down
 )
 
+// downSetter is a far end that writes to the client on its own (the HTTP
+// layer answering a request itself), through the downstream emitter.
+type downSetter interface{ setDown(*emitter) }
+
 // run relays until both directions end, one fails, a toxic ends the
 // connection or ctx ends; it returns after every goroutine is done.
 func (l *link) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var readers, pumps sync.WaitGroup
+	var producers, pumps sync.WaitGroup
 	dirs := []struct {
-		stream   Stream
-		src, dst net.Conn
+		stream  Stream
+		produce func(context.Context, *emitter) error
+		dst     sink
 	}{
-		{Upstream, l.client, l.upstream},
-		{Downstream, l.upstream, l.client},
+		{Upstream, func(ctx context.Context, e *emitter) error { return readLoop(ctx, l.client, e) }, l.far},
+		{Downstream, l.far.produce, connSink{l.client}},
 	}
-	for _, d := range dirs {
-		in := make(chan chunk, linkQueue)
-		var readErr error
-		readers.Go(func() { readChunks(ctx, d.src, in, &readErr) })
+	ems := make([]*emitter, len(dirs))
+	for i, d := range dirs {
+		ems[i] = &emitter{p: l.p, stream: d.stream, dst: d.dst, in: make(chan chunk, linkQueue)}
+	}
+	if ds, ok := l.far.(downSetter); ok {
+		ds.setDown(ems[1])
+	}
+	for i, d := range dirs {
+		e := ems[i]
+		var endErr error
+		producers.Go(func() {
+			defer close(e.in) // after endErr is set: the pump reads it once in is closed
+			endErr = d.produce(ctx, e)
+		})
 		pumps.Go(func() {
-			pm := &pump{p: l.p, stream: d.stream, in: in, readErr: &readErr, dst: d.dst}
+			pm := &pump{p: l.p, stream: d.stream, em: e, readErr: &endErr, dst: d.dst}
 			switch pm.run(ctx) {
 			case endClose:
 				l.shutdown(false)
@@ -79,50 +148,75 @@ func (l *link) run(ctx context.Context) {
 	stop()
 	l.shutdown(false)
 	cancel()
-	readers.Wait()
+	producers.Wait()
 }
 
-// shutdown closes both connections once; reset makes the close a TCP reset.
+// shutdown closes both sides once; reset makes the close a TCP reset.
 func (l *link) shutdown(reset bool) {
 	l.closeOnce.Do(func() {
-		if reset {
-			for _, c := range []net.Conn{l.client, l.upstream} {
-				if tc, ok := c.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-			}
-		}
-		l.client.Close()
-		l.upstream.Close()
+		closeConn(l.client, reset)
+		l.far.close(reset)
 	})
 }
 
-// readChunks reads src into out until src ends, then stores the read error
-// (io.EOF for a clean end) in *errp and closes out, in that order, so the
-// pump may read *errp once it sees out closed.
-func readChunks(ctx context.Context, src net.Conn, out chan<- chunk, errp *error) {
-	var err error
-	defer func() {
-		*errp = err
-		close(out)
-	}()
+// emitter takes one direction's bytes from its producer (one goroutine at a
+// time). While no L4 toxic covers the direction and no chunk waits for the
+// pump, it writes them to the sink itself: no copy, no hand-over, so a
+// proxy without toxics costs a read and a write per chunk. Otherwise it
+// queues a stamped copy for the pump, which passes queued chunks on in
+// order through the toxics; the queue drains before direct writes resume.
+type emitter struct {
+	p      *Proxy
+	stream Stream
+	dst    sink
+	in     chan chunk
+	// pending counts the chunks queued and not yet passed on by the pump.
+	pending atomic.Int64
+	seq     uint64
+}
+
+// dstError is a failed write of an emitter's direct path: the direction ends
+// and the connection closes, as when the pump's write fails.
+type dstError struct{ err error }
+
+func (e *dstError) Error() string { return "write: " + e.err.Error() }
+func (e *dstError) Unwrap() error { return e.err }
+
+// emit passes data on (see emitter); the caller may reuse data once it
+// returns. An error ends the direction: a failed direct write (*dstError)
+// or ctx's end.
+func (e *emitter) emit(ctx context.Context, data []byte) error {
+	if e.pending.Load() == 0 && !e.p.set.Load().covers(e.stream) {
+		if err := e.dst.write(ctx, data); err != nil {
+			return &dstError{err}
+		}
+		return nil
+	}
+	c := chunk{data: append([]byte(nil), data...), at: time.Now(), seq: e.seq}
+	e.seq++
+	e.pending.Add(1)
+	select {
+	case e.in <- c:
+		return nil
+	case <-ctx.Done():
+		e.pending.Add(-1)
+		return ctx.Err()
+	}
+}
+
+// readLoop reads src and emits what it reads until src ends or an emit
+// fails, and returns why (io.EOF for a clean end).
+func readLoop(ctx context.Context, src net.Conn, e *emitter) error {
 	buf := make([]byte, linkReadSize)
-	var seq uint64
 	for {
-		var n int
-		n, err = src.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
-			c := chunk{data: append([]byte(nil), buf[:n]...), at: time.Now(), seq: seq}
-			seq++
-			select {
-			case out <- c:
-			case <-ctx.Done():
-				err = ctx.Err()
-				return
+			if eerr := e.emit(ctx, buf[:n]); eerr != nil {
+				return eerr
 			}
 		}
 		if err != nil {
-			return
+			return err
 		}
 	}
 }
@@ -133,9 +227,9 @@ func readChunks(ctx context.Context, src net.Conn, out chan<- chunk, errp *error
 type pump struct {
 	p       *Proxy
 	stream  Stream
-	in      <-chan chunk
-	readErr *error // valid once in is closed
-	dst     net.Conn
+	em      *emitter
+	readErr *error // valid once em.in is closed
+	dst     sink
 
 	set    *toxicSet
 	toxics []linkToxic
@@ -256,7 +350,7 @@ func endOf(a action) pumpEnd {
 func (pm *pump) run(ctx context.Context) pumpEnd {
 	pm.refresh()
 	for {
-		ev, c, ok, act := pm.wait(ctx, pm.in, time.Time{}, false)
+		ev, c, ok, act := pm.wait(ctx, pm.em.in, time.Time{}, false)
 		switch ev {
 		case evCancel:
 			return endCancel
@@ -272,7 +366,9 @@ func (pm *pump) run(ctx context.Context) pumpEnd {
 			// when both are ready: take the current toxics first, so a
 			// toxic added before this chunk arrived always applies to it.
 			pm.refresh()
-			if end, done := pm.deliver(ctx, c); done {
+			end, done := pm.deliver(ctx, c)
+			pm.em.pending.Add(-1)
+			if done {
 				return end
 			}
 		}
@@ -304,7 +400,11 @@ func (pm *pump) deliver(ctx context.Context, c chunk) (end pumpEnd, done bool) {
 			case evTime, evChunk:
 			}
 		}
-		n, err := pm.dst.Write(data[:pl.n])
+		n := pl.n
+		err := pm.dst.write(ctx, data[:n])
+		if err != nil {
+			n = 0
+		}
 		now := time.Now()
 		for _, t := range pm.toxics {
 			t.commit(n, now)
@@ -347,9 +447,12 @@ func (pm *pump) finish(ctx context.Context) pumpEnd {
 		}
 	}
 	err := *pm.readErr
+	var de *dstError
 	switch {
+	case errors.As(err, &de):
+		return endClose
 	case errors.Is(err, io.EOF):
-		if cw, ok := pm.dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		if pm.dst.closeWrite() == nil {
 			return endEOF
 		}
 		return endClose

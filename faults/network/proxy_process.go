@@ -356,6 +356,12 @@ func (pp *ProxyProcess) RemoveToxic(ctx context.Context, name string) error {
 	return nil
 }
 
+// Acted implements Toxics through the control socket. A child that is
+// gone cannot say: that is an error.
+func (pp *ProxyProcess) Acted(ctx context.Context, name string) (int64, error) {
+	return pp.client.acted(ctx, name)
+}
+
 // Toxics lists the child's toxics in the order they act.
 func (pp *ProxyProcess) Toxics(ctx context.Context) ([]ToxicSpec, error) {
 	return pp.client.list(ctx)

@@ -56,6 +56,12 @@ func TestProxyHelperProcess(t *testing.T) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case upstreamRoleBench:
+		if err := benchUpstreamServe(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench upstream:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "parent":
 		if err := parentRun(); err != nil {
 			fmt.Fprintln(os.Stderr, "parent:", err)

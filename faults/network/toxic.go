@@ -113,6 +113,10 @@ type Toxics interface {
 	// remove toxics after a crash, or "" when the proxy lives in this
 	// process and dies with it.
 	ControlPath() string
+	// Acted returns how many requests the L7 toxic called name acted on
+	// (answered with its error, held, stalled, cut, slowed), before and
+	// after its removal; 0 for an L4 toxic or a name never added.
+	Acted(ctx context.Context, name string) (int64, error)
 }
 
 // ToxicSpec is a toxic as it travels to a proxy: its params are the JSON of
@@ -209,6 +213,17 @@ func (f *ToxicFault) Inject(ctx context.Context, log faults.RevertLog) (faults.U
 		}
 		return nil
 	}, nil
+}
+
+// Acted returns how many requests the fault's toxic acted on: for
+// http.error the answers it made, for stream.cut the streams it cut, so
+// that a run can tell the errors it made on purpose from the upstream's.
+func (f *ToxicFault) Acted(ctx context.Context) (int64, error) {
+	n, err := f.target.Acted(ctx, f.spec.Name)
+	if err != nil {
+		return 0, fmt.Errorf("fault %q: %w", f.spec.Name, err)
+	}
+	return n, nil
 }
 
 // toxicRevert is the data of a KindProxyToxic spec.

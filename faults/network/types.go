@@ -101,6 +101,9 @@ func (noProxy) RemoveToxic(context.Context, string) error { return nil }
 // ControlPath implements Toxics.
 func (noProxy) ControlPath() string { return "" }
 
+// Acted implements Toxics.
+func (noProxy) Acted(context.Context, string) (int64, error) { return 0, nil }
+
 // Namespace returns the network namespace the fault acts in, so a runner
 // can check that it exists before the run (promoted to every kernel-level
 // fault's params).

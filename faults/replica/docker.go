@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -253,8 +254,14 @@ func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Ac
 			return nil, fmt.Errorf("docker stop: %w", err)
 		}
 	case a.Kind == ActionRestart:
-		if _, err := cli.ContainerRestart(ctx, t.Container, client.ContainerRestartOptions{Timeout: &secs}); err != nil {
-			return nil, fmt.Errorf("docker restart: %w", err)
+		// docker restart, in its two steps: once the stop is done the fault
+		// is in place; a start that fails leaves it for the revert, which
+		// starts the container or fails loudly, as after a stop.
+		if _, err := cli.ContainerStop(ctx, t.Container, client.ContainerStopOptions{Timeout: &secs}); err != nil {
+			return nil, fmt.Errorf("docker restart: stop: %w", err)
+		}
+		if _, err := cli.ContainerStart(ctx, t.Container, client.ContainerStartOptions{}); err != nil && ctx.Err() == nil {
+			return undo, nil // ensureRunning tries again and says why it cannot
 		}
 	}
 	return undo, nil
@@ -454,7 +461,8 @@ func dockerEvent(m events.Message) (Event, bool) {
 		at = time.Unix(0, m.TimeNano)
 	}
 	attrs := m.Actor.Attributes
-	e := Event{At: at, Replica: attrs["name"], Detail: "id " + shortID(m.Actor.ID)}
+	e := Event{At: at, Replica: attrs["name"], Detail: "id " + shortID(m.Actor.ID),
+		Object: "container " + m.Actor.ID, Occurrence: string(m.Action) + "@" + strconv.FormatInt(at.UnixNano(), 10)}
 	if e.Replica == "" {
 		e.Replica = shortID(m.Actor.ID)
 	}

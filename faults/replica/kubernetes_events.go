@@ -139,7 +139,7 @@ func (w *podWatch) podHandler() cache.ResourceEventHandler {
 			if o := metav1.GetControllerOf(p); o != nil {
 				detail = "by " + o.Kind + " " + o.Name
 			}
-			w.send(p.Name, EventCreated, detail)
+			w.send(p, EventCreated, detail, "")
 			w.changed(p, podState{restarts: map[string]int32{}, crashloop: map[string]bool{}})
 		},
 		UpdateFunc: func(_, obj any) {
@@ -163,7 +163,7 @@ func (w *podWatch) podHandler() cache.ResourceEventHandler {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			delete(w.pods, p.Name)
-			w.send(p.Name, EventDeleted, "uid "+string(p.UID))
+			w.send(p, EventDeleted, "uid "+string(p.UID), "")
 		},
 	}
 }
@@ -181,18 +181,18 @@ func (w *podWatch) changed(p *corev1.Pod, before podState) {
 	now := stateOf(p)
 	w.pods[p.Name] = now
 	if now.node != "" && before.node == "" {
-		w.send(p.Name, EventScheduled, "node "+now.node)
+		w.send(p, EventScheduled, "node "+now.node, "")
 	}
 	if now.phase != before.phase {
 		switch now.phase {
 		case corev1.PodRunning:
-			w.send(p.Name, EventStart, fmt.Sprintf("Running on %s, ip %s", p.Spec.NodeName, p.Status.PodIP))
+			w.send(p, EventStart, fmt.Sprintf("Running on %s, ip %s", p.Spec.NodeName, p.Status.PodIP), "")
 		case corev1.PodFailed, corev1.PodSucceeded:
 			detail := string(now.phase)
 			if p.Status.Reason != "" {
 				detail += ": " + p.Status.Reason
 			}
-			w.send(p.Name, EventExit, detail)
+			w.send(p, EventExit, detail, "")
 		}
 	}
 	for _, c := range p.Status.ContainerStatuses {
@@ -206,34 +206,37 @@ func (w *podWatch) changed(p *corev1.Pod, before podState) {
 				}
 				oom = t.Reason == "OOMKilled"
 			}
-			w.send(p.Name, EventRestart, detail)
+			n := fmt.Sprintf("%s #%d", c.Name, c.RestartCount)
+			w.send(p, EventRestart, detail, n)
 			if oom {
-				w.send(p.Name, EventOOM, "container "+c.Name+" OOMKilled")
+				w.send(p, EventOOM, "container "+c.Name+" OOMKilled", n)
 			}
 		} else if t := c.State.Terminated; t != nil && t.Reason == "OOMKilled" && before.phase == corev1.PodRunning && now.phase != corev1.PodRunning {
-			w.send(p.Name, EventOOM, "container "+c.Name+" OOMKilled")
+			w.send(p, EventOOM, "container "+c.Name+" OOMKilled", "")
 		}
 		if now.crashloop[c.Name] && !before.crashloop[c.Name] {
-			w.send(p.Name, EventCrashLoop, "container "+c.Name+": "+c.State.Waiting.Message)
+			w.send(p, EventCrashLoop, "container "+c.Name+": "+c.State.Waiting.Message, "")
 		}
 	}
 	switch {
 	case now.ready && !before.ready:
-		w.send(p.Name, EventHealthy, "Ready")
+		w.send(p, EventHealthy, "Ready", "")
 	case !now.ready && before.ready && !now.deleting:
-		w.send(p.Name, EventUnhealthy, "not Ready")
+		w.send(p, EventUnhealthy, "not Ready", "")
 	}
 	if now.deleting && !before.deleting {
 		detail := "deletion requested"
 		if g := p.DeletionGracePeriodSeconds; g != nil {
 			detail += fmt.Sprintf(", grace %ds", *g)
 		}
-		w.send(p.Name, EventTerminating, detail)
+		w.send(p, EventTerminating, detail, "")
 	}
 }
 
-func (w *podWatch) send(pod string, kind EventKind, detail string) {
-	w.emit(Event{At: time.Now(), Replica: pod, Kind: kind, Detail: detail})
+// send reports kind of pod p, at the moment the watch sees it; occurrence
+// names it exactly when the pod's status does (a container's restart count).
+func (w *podWatch) send(p *corev1.Pod, kind EventKind, detail, occurrence string) {
+	w.emit(Event{At: time.Now(), Replica: p.Name, Kind: kind, Detail: detail, Object: "pod " + string(p.UID), Occurrence: occurrence})
 }
 
 func (w *podWatch) eventHandler() cache.ResourceEventHandler {
@@ -255,7 +258,12 @@ func (w *podWatch) eventHandler() cache.ResourceEventHandler {
 		if ev.Type == corev1.EventTypeWarning {
 			detail = "Warning " + detail
 		}
-		w.emit(Event{At: eventTime(ev), Replica: ev.InvolvedObject.Name, Kind: EventKind(ev.Reason), Detail: detail})
+		// The API's times have one-second resolution (an Event of 12:00:00.9
+		// reads 12:00:00): placed there it could precede its cause on the
+		// run's clock. It is placed when the watch saw it, its own time kept.
+		o := ev.InvolvedObject
+		w.emit(Event{At: time.Now(), SourceTime: eventTime(ev), Replica: o.Name, Kind: EventKind(ev.Reason), Detail: detail,
+			Object: strings.ToLower(o.Kind) + " " + string(o.UID), Occurrence: "event " + string(ev.UID) + fmt.Sprintf(" #%d", n)})
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {

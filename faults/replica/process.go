@@ -293,7 +293,7 @@ func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a A
 	if _, err := journal(log, KindAwaitBack, spec, spec.Action, t.ID); err != nil {
 		return nil, err
 	}
-	undo := func(ctx context.Context) error { return d.waitBack(ctx, spec, false) }
+	undo := func(ctx context.Context) error { return d.waitBack(ctx, spec) }
 	switch a.Kind {
 	case ActionKill:
 		if err := p.signal(sig); err != nil {
@@ -312,10 +312,10 @@ func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a A
 			return nil, err
 		}
 	case ActionRestart:
+		// The restart happened once the process is stopped; its being
+		// started again is the revert's to see, as after a kill: one that
+		// never comes back is a failed revert, not a fault never injected.
 		if err := p.stopGracefully(ctx, a.Grace); err != nil {
-			return nil, err
-		}
-		if err := d.waitBack(ctx, spec, true); err != nil {
 			return nil, err
 		}
 	}
@@ -323,11 +323,10 @@ func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a A
 }
 
 // backIn reports whether the replica s names is back among ts: up again
-// (the process acted on, still up after a non-fatal signal, or a new one),
-// or, with fresh, started again (a new live process, serving or not). A new
-// process is the same replica index in a state file; for a pid file or a
-// command line, a process that was not live when the action was taken.
-func backIn(s AwaitSpec, ts []Target, fresh bool) bool {
+// (the process acted on, still up after a non-fatal signal, or a new one).
+// A new process is the same replica index in a state file; for a pid file
+// or a command line, a process that was not live when the action was taken.
+func backIn(s AwaitSpec, ts []Target) bool {
 	old := ProcRef{PID: s.PID, StartTime: s.StartTime}
 	for _, t := range ts {
 		ref := ProcRef{PID: t.PID, StartTime: t.StartTime}
@@ -337,14 +336,14 @@ func backIn(s AwaitSpec, ts []Target, fresh bool) bool {
 		case s.Index >= 0 && t.Index != s.Index:
 			continue // another replica of the supervisor
 		case ref == old:
-			if !fresh && t.Up {
+			if t.Up {
 				return true
 			}
 			continue
 		case s.Index < 0 && slices.Contains(s.Others, ref):
 			continue // another replica, up all along
 		}
-		if fresh || t.Up {
+		if t.Up {
 			return true
 		}
 	}
@@ -354,7 +353,7 @@ func backIn(s AwaitSpec, ts []Target, fresh bool) bool {
 // waitBack waits, up to s.Timeout, until backIn holds for the driver's
 // targets; the error says what was seen last and that the supervisor did
 // not bring the replica back.
-func (d *Process) waitBack(ctx context.Context, s AwaitSpec, fresh bool) error {
+func (d *Process) waitBack(ctx context.Context, s AwaitSpec) error {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultBackTimeout
@@ -363,20 +362,16 @@ func (d *Process) waitBack(ctx context.Context, s AwaitSpec, fresh bool) error {
 	defer cancel()
 	tick := time.NewTicker(restartPoll)
 	defer tick.Stop()
-	want := "up"
-	if fresh {
-		want = "started"
-	}
 	for {
 		ts, err := d.Targets(ctx)
-		if err == nil && backIn(s, ts, fresh) {
+		if err == nil && backIn(s, ts) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s (pid %d, %s) was %s and is not %s again within %v: llmchaos cannot start a process it did not start, "+
+			return fmt.Errorf("%s (pid %d, %s) was %s and is not up again within %v: llmchaos cannot start a process it did not start, "+
 				"and whatever supervises it (the simulator's supervisor, systemd, a restart loop) did not bring it back; start it by hand "+
-				"(last look: %s): %w", s.Target, s.PID, s.Source, actionPast(s.Action), want, timeout, describeOrErr(ts, err), context.Cause(ctx))
+				"(last look: %s): %w", s.Target, s.PID, s.Source, actionPast(s.Action), timeout, describeOrErr(ts, err), context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
@@ -401,7 +396,7 @@ func revertAwaitBack(ctx context.Context, data json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%s spec: %w", KindAwaitBack, err)
 	}
-	return d.waitBack(ctx, s, false)
+	return d.waitBack(ctx, s)
 }
 
 func describeOrErr(ts []Target, err error) string {
@@ -505,6 +500,21 @@ func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)
 	if err != nil {
 		return fmt.Errorf("watch replicas: %w", err)
 	}
+	// starts remembers each replica process's start time while it lives,
+	// so that its exit names it as the process watchers do.
+	starts := map[int]uint64{}
+	note := func(rs []replicastate.Replica) {
+		for _, r := range rs {
+			if r.PID <= 0 {
+				continue
+			}
+			if info, ok, err := readProc(r.PID); err == nil && ok && info.alive() {
+				starts[r.PID] = info.start
+			}
+		}
+	}
+	startOf := func(pid int) uint64 { return starts[pid] }
+	note(prev)
 	if ready != nil {
 		ready()
 	}
@@ -520,9 +530,15 @@ func (d *Process) watchState(ctx context.Context, ready func(), emit func(Event)
 		if err != nil {
 			continue // the file is replaced atomically; a failed read is transient
 		}
-		for _, e := range stateEvents(prev, cur, time.Now()) {
+		note(cur)
+		for _, e := range stateEvents(prev, cur, time.Now(), startOf) {
 			emit(e)
 		}
 		prev = cur
+		for pid := range starts {
+			if !slices.ContainsFunc(cur, func(r replicastate.Replica) bool { return r.PID == pid }) {
+				delete(starts, pid) // exited and reported: forget it
+			}
+		}
 	}
 }

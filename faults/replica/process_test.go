@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -281,22 +282,53 @@ func TestProcessRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	i := hit.Index
+	// Inject returns once the replica's process has exited (its
+	// supervisor may not have said so in the state file yet).
+	if st := procState(t, before[i].PID); st != 0 && st != 'Z' {
+		t.Errorf("replica %d's process %d when restart returned: state %c, want it exited", i, before[i].PID, st)
+	}
+	// Undo returns once the supervisor has it serving again.
+	if err := undo(context.Background()); err != nil {
+		t.Fatalf("restart's Undo = %v, want nil (the supervisor starts it again)", err)
+	}
 	now, err := replicastate.Read(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := hit.Index
-	if now[i].PID == before[i].PID || now[i].PID == 0 || now[i].Restarts != 1 {
-		t.Errorf("replica %d when restart returned = %+v, want a new pid and restarts 1", i, now[i])
+	if now[i].PID == before[i].PID || now[i].PID == 0 || now[i].Restarts != 1 || now[i].State != replicastate.StateServing {
+		t.Errorf("replica %d after the restart's Undo = %+v, want a new pid serving, restarts 1", i, now[i])
 	}
 	if now[i].LastExit != "exit status 0" {
 		t.Errorf("replica %d last exit = %q, want a clean exit after SIGTERM", i, now[i].LastExit)
 	}
-	waitState(t, state, 20*time.Second, "the restarted replica serving", func(rs []replicastate.Replica) bool {
-		return rs[i].State == replicastate.StateServing
-	})
-	if err := undo(context.Background()); err != nil {
-		t.Errorf("restart's Undo = %v, want nil (the replica serves)", err)
+}
+
+// TestProcessRestartWithoutSupervisor: a replica.restart of a process that
+// nothing starts again is injected (the process is stopped) and its revert
+// fails, naming the replica and what it waited for, as a kill's does: the
+// run then exits 97 with the fault's phase kept, not "not injected".
+func TestProcessRestartWithoutSupervisor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("signals real processes; skipped under -short")
+	}
+	c := sleeper(t, "exec sleep 60")
+	pidFile := writePIDFile(t, c.PID())
+	r, err := NewRestart("bounce", RestartParams{Params: Params{Target: TargetParams{PIDFile: pidFile}}, Grace: 2 * time.Second, Timeout: time.Second},
+		testRand(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo, err := r.Inject(context.Background(), faults.NopLog{})
+	if err != nil {
+		t.Fatalf("Inject = %v, want nil: the restart's stop happened", err)
+	}
+	if ws := c.Wait(t, 5*time.Second).Sys().(syscall.WaitStatus); ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		t.Errorf("process ended with %v, want a graceful exit after SIGTERM", ws)
+	}
+	err = undo(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "is not up again within 1s") || !strings.Contains(err.Error(), "restarted") {
+		t.Errorf("Undo = %v, want a failure saying the restarted process is not up again", err)
 	}
 }
 

@@ -87,7 +87,7 @@ func (tr *procTracker) update(cur []procSeen, at time.Time) []Event {
 			continue
 		}
 		if _, ok := now[ref{s.pid, s.start}]; !ok {
-			evs = append(evs, Event{At: at, Replica: s.id, Kind: EventExit, Detail: "pid " + strconv.Itoa(s.pid)})
+			evs = append(evs, Event{At: at, Replica: s.id, Kind: EventExit, Detail: "pid " + strconv.Itoa(s.pid), Object: processObject(s.pid, s.start)})
 			tr.vacancy++
 			s.last = s.pid
 			s.pid, s.start, s.stopped, s.awaitHealthy, s.vacated = 0, 0, false, false, tr.vacancy
@@ -113,7 +113,7 @@ func (tr *procTracker) update(cur []procSeen, at time.Time) []Event {
 				tr.slots = append(tr.slots, s)
 			}
 			s.pid, s.start, s.ppid, s.stopped, s.vacated = p.PID, p.Start, p.PPID, false, 0
-			evs = append(evs, Event{At: at, Replica: s.id, Kind: EventStart, Detail: detail})
+			evs = append(evs, Event{At: at, Replica: s.id, Kind: EventStart, Detail: detail, Object: processObject(p.PID, p.Start)})
 		}
 		if len(p.Ports) > 0 {
 			s.ports = p.Ports
@@ -124,7 +124,7 @@ func (tr *procTracker) update(cur []procSeen, at time.Time) []Event {
 			if p.Stopped {
 				kind = EventPause
 			}
-			pauses = append(pauses, Event{At: at, Replica: s.id, Kind: kind, Detail: "pid " + strconv.Itoa(p.PID)})
+			pauses = append(pauses, Event{At: at, Replica: s.id, Kind: kind, Detail: "pid " + strconv.Itoa(p.PID), Object: processObject(p.PID, p.Start)})
 		}
 	}
 	return append(evs, pauses...)
@@ -170,7 +170,7 @@ func (tr *procTracker) healthy(id string, pid int, start uint64, port int, at ti
 		if s.id == id && s.pid == pid && s.start == start && s.awaitHealthy {
 			s.awaitHealthy = false
 			return Event{At: at, Replica: id, Kind: EventHealthy,
-				Detail: fmt.Sprintf("pid %d answers on port %d", pid, port)}, true
+				Detail: fmt.Sprintf("pid %d answers on port %d", pid, port), Object: processObject(pid, start)}, true
 		}
 	}
 	return Event{}, false

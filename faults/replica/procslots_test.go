@@ -2,6 +2,7 @@ package replica
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -118,6 +119,7 @@ func TestProcTrackerReplacements(t *testing.T) {
 			for _, l := range tt.looks {
 				got = append(got, tr.update(l, at)...)
 			}
+			checkObjects(t, got)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("events =\n%v\nwant\n%v", got, tt.want)
 			}
@@ -143,7 +145,7 @@ func TestProcTrackerHealthy(t *testing.T) {
 	}
 	tr.update([]procSeen{{PID: 105, Start: 9, PPID: 10, Ports: []int{8001}}}, at)
 	e, ok := tr.healthy("pid-101", 105, 9, 8001, at)
-	want := Event{At: at, Replica: "pid-101", Kind: EventHealthy, Detail: "pid 105 answers on port 8001"}
+	want := Event{At: at, Replica: "pid-101", Kind: EventHealthy, Detail: "pid 105 answers on port 8001", Object: "pid 105 started 9"}
 	if !ok || e != want {
 		t.Errorf("healthy = %v, %v; want %v", e, ok, want)
 	}
@@ -152,5 +154,20 @@ func TestProcTrackerHealthy(t *testing.T) {
 	}
 	if got := tr.probes(); len(got) != 0 {
 		t.Errorf("probes once healthy = %v, want none", got)
+	}
+}
+
+// checkObjects checks that each event's Object names the process its
+// Detail names, with a start time, and clears it for comparisons of the
+// rest.
+func checkObjects(t *testing.T, evs []Event) {
+	t.Helper()
+	for i, e := range evs {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(e.Detail, "pid "), ",")
+		pid, _, _ = strings.Cut(pid, " ")
+		if !strings.HasPrefix(e.Object, "pid "+pid+" started ") {
+			t.Errorf("event %v: object %q, want the process of its detail with its start time", e, e.Object)
+		}
+		evs[i].Object = ""
 	}
 }

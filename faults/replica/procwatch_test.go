@@ -96,6 +96,7 @@ func TestWatchProcessRestartLoop(t *testing.T) {
 		{Replica: id, Kind: EventStart, Detail: fmt.Sprintf("pid %d, replaces pid %d", now, old)},
 		{Replica: id, Kind: EventHealthy, Detail: fmt.Sprintf("pid %d answers on port %d", now, port)},
 	}
+	checkObjects(t, got)
 	for i := range got {
 		got[i].At = time.Time{}
 	}

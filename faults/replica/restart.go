@@ -16,26 +16,28 @@ const DefaultRestartTimeout = 60 * time.Second
 
 // RestartParams configure replica.restart: stop the picked replicas
 // gracefully (SIGTERM, grace, SIGKILL) and have them started again. A
-// container is restarted by the engine (docker restart); a pod by a rollout
-// restart of its Deployment, StatefulSet or DaemonSet (every pod of it is
-// replaced, as its update strategy says; Undo waits for the rollout to
-// complete, up to the timeout); a process is
-// started again by its supervisor, so the process driver needs a source
-// that shows the new process: state_file (the same replica index with a new
-// pid) or pid_file (a new live pid in the file). Inject returns once every
-// replica is started again (not yet serving: the run's events say when it
-// serves); with a pid_file of several replicas, a pid that was live before
-// (another replica) is never taken for the new one. Undo waits for it to
-// be up (serving).
+// container is stopped by the engine (the image's stop signal, grace,
+// SIGKILL) and started again by llmchaos at once, as docker restart does; a
+// pod by a rollout restart of its Deployment, StatefulSet or DaemonSet
+// (every pod of it is replaced, as its update strategy says; Undo waits for
+// the rollout to complete, up to the timeout); a process is started again
+// by its supervisor, so the process driver needs a source that shows the
+// new process: state_file (the same replica index with a new pid) or
+// pid_file (a new live pid in the file). Inject returns once every replica
+// has stopped; Undo waits, up to the timeout, until each is started again
+// and up (serving), and fails when one is not: a restart that never comes
+// back is a failed revert, as a kill whose replica nobody restarts. With a
+// pid_file of several replicas, a pid that was live before (another
+// replica) is never taken for the new one.
 //
 //	params: {target: {state_file: state.json}, select: {mode: all}, grace: 5s}
 type RestartParams struct {
 	Params `json:",inline" yaml:",inline"`
 	// Grace is how long a replica has to exit after SIGTERM (default 10s).
 	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty" doc:"time to exit after SIGTERM before SIGKILL" default:"10s"`
-	// Timeout bounds the wait for a process to be started again (default
-	// 60s; process driver).
-	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"wait for a process to be started again (process driver), for the rollout to complete (kubernetes driver)" default:"60s"`
+	// Timeout bounds the revert's wait for the replicas to be up again
+	// (default 60s).
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" doc:"how long the revert waits for the replicas to be started again and up (a container running, a process serving; for pods, the rollout to complete)" default:"60s"`
 }
 
 // WithDefaults returns p with its defaults filled in.
@@ -89,8 +91,9 @@ func (r *Restart) Target() string { return r.f.target() }
 // RevertWait is how long its Undo may wait for the replicas to be back.
 func (r *Restart) RevertWait() time.Duration { return r.f.act.Timeout }
 
-// Inject restarts the picked replicas and returns once each is started
-// again. Its Undo returns once each is up.
+// Inject stops the picked replicas gracefully and returns once each has
+// stopped. Its Undo returns once each is started again and up, and fails
+// when one is not within the timeout.
 func (r *Restart) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
 	return r.f.inject(ctx, log)
 }

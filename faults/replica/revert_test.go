@@ -156,10 +156,10 @@ func replicaName() string {
 	return fmt.Sprintf("llmc-%d-%d", os.Getpid()%100000, time.Now().UnixNano()%100000)
 }
 
-// With two replicas in one pid file, restarting one returns once that one
-// runs again (a new pid in the file), not as soon as it sees the other
-// replica's live pid; kill's Undo and its journaled reverter wait the same
-// way.
+// With two replicas in one pid file, the Undo of restarting one returns
+// once that one runs again (a new pid in the file), not as soon as it sees
+// the other replica's live pid; kill's Undo and its journaled reverter
+// wait the same way.
 func TestProcessRestartMultiPIDFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs restart loops of real processes; skipped under -short")
@@ -179,22 +179,22 @@ func TestProcessRestartMultiPIDFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := undo(context.Background()); err != nil {
+			t.Fatalf("restart's Undo = %v, want nil (it runs)", err)
+		}
 		now := readPIDs(pidFile)
 		other := before[0]
 		if other == hit.PID {
 			other = before[1]
 		}
 		if slices.Contains(now, hit.PID) || !slices.Contains(now, other) || len(now) != 2 {
-			t.Errorf("pid file when restart returned = %v (before %v, restarted %d): want the other replica's pid %d and a new one",
+			t.Errorf("pid file when the restart's Undo returned = %v (before %v, restarted %d): want the other replica's pid %d and a new one",
 				now, before, hit.PID, other)
 		}
 		for _, pid := range now {
 			if st := procState(t, pid); st == 0 || st == 'Z' {
-				t.Errorf("pid %d of the file is not running when restart returned", pid)
+				t.Errorf("pid %d of the file is not running when the restart's Undo returned", pid)
 			}
-		}
-		if err := undo(context.Background()); err != nil {
-			t.Errorf("restart's Undo = %v, want nil (it runs)", err)
 		}
 	})
 

@@ -22,7 +22,9 @@
 // # Streams
 //
 // A stream is `data: {json}\n\n` events: for chat a first chunk with the
-// role and empty content, then one chunk per token (object
+// role and empty content, sent with the first token as vLLM and llama.cpp
+// send it (Options.EarlyRoleChunk sends it before prefill, as the simulator
+// once did), then one chunk per token (object
 // chat.completion.chunk with delta.content, or text_completion with text),
 // finish_reason null until the last content chunk ("length" or "stop"), a
 // usage chunk with empty choices when stream_options.include_usage is true,

@@ -69,8 +69,9 @@ const (
 	rawClient               // the client went away or a write failed: cut and cancel
 )
 
-// newRawStream prepares st's stream on conn: the response head and, for
-// chat, the role chunk are built into out, to be written by serve.
+// newRawStream prepares st's stream on conn: the response head is built
+// into out, to be written by serve, and for chat the role chunk into the
+// payload, which goes out with the first token (at once with EarlyRoleChunk).
 func newRawStream(srv *server, conn net.Conn, keepAlive bool, st *sim.Stream, p *parsed, id string, w *watcher, tm streamTimer) *rawStream {
 	rs := &rawStream{srv: srv, conn: conn, rc: rawConnOf(conn), st: st, p: p, w: w, tm: tm,
 		c:       newChunker(p.chat, id, time.Now().Unix(), srv.cfg.Model),
@@ -101,6 +102,7 @@ func (rs *rawStream) build(n int, fin sim.Finish) {
 		return
 	}
 	before := len(rs.out)
+	held := rs.written == 0 && fin == sim.FinishNone && !rs.srv.earlyRole // the role chunk waits for a token
 	for ; rs.written < n; rs.written++ {
 		finish := ""
 		if fin != sim.FinishNone && rs.written == n-1 {
@@ -114,7 +116,7 @@ func (rs *rawStream) build(n int, fin sim.Finish) {
 		}
 		rs.payload = append(rs.payload, doneEvent...)
 	}
-	if len(rs.payload) > 0 {
+	if len(rs.payload) > 0 && (!held || rs.written > 0) {
 		rs.out = strconv.AppendInt(rs.out, int64(len(rs.payload)), 16)
 		rs.out = append(rs.out, "\r\n"...)
 		rs.out = append(rs.out, rs.payload...)

@@ -42,6 +42,13 @@ type Options struct {
 	// concurrent use and return quickly. Tests and benchmarks use it to
 	// compare a client's readings with the server's; nil records nothing.
 	StreamTiming func(*StreamTiming)
+
+	// EarlyRoleChunk sends a chat stream's role-only first chunk as soon
+	// as the response starts, before prefill, as the simulator did before
+	// it matched vLLM and llama.cpp; by default the role chunk goes out
+	// with the first token, as they send it, so a script that times the
+	// first SSE event (llama.cpp's bench) reads the time to first token.
+	EarlyRoleChunk bool
 }
 
 // server is one replica's HTTP side.
@@ -57,6 +64,8 @@ type server struct {
 	ln      *recycler
 	streams streams
 	timing  func(*StreamTiming) // Options.StreamTiming
+
+	earlyRole bool // Options.EarlyRoleChunk
 
 	rawWrites rawWrites // tests: who wrote raw streams
 
@@ -109,6 +118,8 @@ func newServer(opts Options) (*server, error) {
 		reg:     reg,
 		faults:  newFaults(opts.Config.Seed),
 		timing:  opts.StreamTiming,
+
+		earlyRole: opts.EarlyRoleChunk,
 
 		headerTimeout: readHeaderTimeout,
 	}
@@ -322,9 +333,10 @@ func (s *server) cancel(st *sim.Stream) {
 	}
 }
 
-// stream answers with SSE: a role-only first chunk (chat), one event per
-// token with the finish reason on the last, the usage event when asked for,
-// then [DONE]. Each publish of the engine is one write (one token at a time
+// stream answers with SSE: the response head at once, then (chat) a
+// role-only chunk together with the first token (before it, with
+// EarlyRoleChunk), one event per token with the finish reason on the last,
+// the usage event when asked for, then [DONE]. Each publish of the engine is one write (one token at a time
 // unless the client is behind). A death of the engine cuts the connection.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, st *sim.Stream, p *parsed, id string, tm streamTimer) {
 	conn, buffered, err := hijack(w, r)
@@ -394,6 +406,9 @@ func (s *server) streamBuffered(w http.ResponseWriter, r *http.Request, st *sim.
 	if p.chat {
 		buf = c.appendRole(buf)
 	}
+	if flusher != nil && !s.earlyRole {
+		flusher.Flush() // the head now; the role chunk waits for the first token
+	}
 	ctx := r.Context()
 	stop := context.AfterFunc(ctx, st.Wake) // one channel to wait on, not a select
 	defer stop()
@@ -416,7 +431,7 @@ func (s *server) streamBuffered(w http.ResponseWriter, r *http.Request, st *sim.
 			}
 			buf = append(buf, doneEvent...)
 		}
-		if len(buf) > 0 {
+		if len(buf) > 0 && (written > 0 || fin != sim.FinishNone || s.earlyRole) {
 			tm.write(written)
 			if _, err := w.Write(buf); err != nil {
 				s.cancel(st)
