@@ -97,8 +97,15 @@ func paint(s, c string, on bool) string {
 	return c + s + ansiReset
 }
 
+// writeHeader writes the summary's first line, named after the command
+// whose run it is: "llmchaos run" for an experiment or a script,
+// "llmchaos load" for a plain load.
 func writeHeader(b *strings.Builder, d *Document) {
-	b.WriteString("llmchaos run")
+	cmd := "llmchaos load"
+	if _, script := d.Config["script"]; script || d.Experiment != nil {
+		cmd = "llmchaos run"
+	}
+	b.WriteString(cmd)
 	if d.Name != "" {
 		b.WriteString(" " + strconv.Quote(d.Name))
 	}

@@ -209,19 +209,23 @@ func TestSuiteShortNightlyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	night := func(n int) (out, junit, html string, stdout []byte) {
+	// Night 1 is quiet; night 2 prints everything (-v), which must fit in
+	// maxWidth columns.
+	night := func(n int, output string) (out, junit, html string, stdout []byte) {
 		out = filepath.Join(dir, fmt.Sprintf("night%d", n), "suite")
 		junit, html = filepath.Join(dir, fmt.Sprintf("night%d", n), "junit.xml"), filepath.Join(dir, fmt.Sprintf("night%d", n), "pages", "index.html")
-		cmd := exec.Command(bin, "suite", suiteFile, "--skip-tags", "slow", "--out", out, "--junit", junit, "--html", html, "--progress", "0", "--quiet")
+		cmd := exec.Command(bin, "suite", suiteFile, "--skip-tags", "slow", "--out", out, "--junit", junit, "--html", html, "--progress", "5s", output)
 		cmd.Dir = dir
 		stdout, err := cmd.CombinedOutput()
 		if code := processExit(t, err); code != exitcode.Thresholds {
 			t.Fatalf("night %d: exit %d, want 99 (network-latency's impossible threshold):\n%s", n, code, stdout)
 		}
+		checkWidth(t, fmt.Sprintf("suite %s", output), string(stdout))
+		checkUnits(t, fmt.Sprintf("suite %s", output), string(stdout))
 		return out, junit, html, stdout
 	}
-	out, junit, html, stdout := night(1)
-	_, junit2, _, _ := night(2)
+	out, junit, html, stdout := night(1, "--quiet")
+	_, junit2, _, _ := night(2, "-v")
 	names := func(path string) []string {
 		var ns []string
 		for _, s := range readJUnit(t, path).Suites {
