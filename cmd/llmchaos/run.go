@@ -78,8 +78,8 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run an experiment, or a k6-style script (FILE.js or FILE.ts): load, faults on a timeline, steady state, thresholds, verdict",
-		Long: `run executes an experiment file (see llmchaos validate and the README's
-"Experiments" section): it starts the built-in simulator for target.sim, puts
+		Long: `run executes an experiment file (see llmchaos validate and docs/experiments.md,
+the "Experiments" page): it starts the built-in simulator for target.sim, puts
 fault proxies in front of the endpoints when proxy faults need them, checks
 the steady state, drives the load, injects and reverts each fault on the run
 clock, aborts on a failing stop condition, checks the steady state again,

@@ -20,7 +20,7 @@ import (
 	"github.com/llmchaos/llmchaos/suite"
 )
 
-// TestSuiteHelpGivesTheExitCodeOrder: suite --help and the README give
+// TestSuiteHelpGivesTheExitCodeOrder: suite --help and docs/exit-codes.md give
 // the order the suite applies (exitcode.Rank).
 func TestSuiteHelpGivesTheExitCodeOrder(t *testing.T) {
 	var help strings.Builder
@@ -40,12 +40,12 @@ func TestSuiteHelpGivesTheExitCodeOrder(t *testing.T) {
 	if got := strings.Join(codes[:len(want)], " > "); got != strings.Join(want, " > ") {
 		t.Errorf("suite --help gives the order %s, exitcode.Rank is %s", got, strings.Join(want, " > "))
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/exit-codes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if order := strings.Join(want, " > "); !strings.Contains(string(readme), order) {
-		t.Errorf("README does not give the suite's exit code order %s", order)
+		t.Errorf("docs/exit-codes.md does not give the suite's exit code order %s", order)
 	}
 }
 
