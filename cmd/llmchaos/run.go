@@ -272,8 +272,10 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	_, revertFailed := errors.AsType[*experiments.RevertError](runErr)
 	doc.Score = report.ComputeScore(doc, revertFailed)
 	// Whatever the run's exit, it is recorded; only --fail-on-regression
-	// may turn a pass into 99 (a history failure is a warning).
-	defer func() { result = c.History.finish(ctx, "llmchaos run", doc, result, c.Summary, stdout, stderr) }()
+	// may turn a pass into a failure, 99, which every report then shows (a
+	// history failure is a warning).
+	hc := c.History.check(ctx, "llmchaos run", doc, c.Summary, stdout, stderr)
+	defer func() { result = hc.record(result) }()
 	var errs []error
 	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {

@@ -148,11 +148,7 @@ is invalid (nothing is run then).`,
 				hist = &suiteHistory{cfg: hc, text: c.Summary, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr()}
 				c.Recorder = hist
 			}
-			err = runSuite(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err == nil && hist != nil && hist.regressed {
-				return withCode(exitcode.Thresholds, errors.New("an experiment regressed against the history (--fail-on-regression)"))
-			}
-			return err
+			return runSuite(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
