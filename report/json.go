@@ -615,3 +615,33 @@ func Saturation(r Requests, lag Stats) string {
 	}
 	return ""
 }
+
+// CheckPath makes the directory of the report file path and checks that
+// a report can be written there (WriteFileWith writes a temporary file
+// beside it and renames it), so that a run finds out before its load,
+// not after it, that its report cannot be written. A path that is a
+// directory is an error. "" and Stdout need nothing.
+func CheckPath(path string) error {
+	if path == "" || path == Stdout {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give a file name", path)
+	}
+	return CheckDir(filepath.Dir(path))
+}
+
+// CheckDir makes dir (and its parents) and checks that files can be
+// created in it.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".report-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}

@@ -39,7 +39,12 @@ func main() {
 	// report, reverts its faults and exits exitcode.Aborted; a terminal closed
 	// under it (SIGHUP) or Ctrl-\ (SIGQUIT) loses nothing either.
 	ctx, stop := notifySignals(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if isK6Name(os.Args[0]) {
+		code = executeK6(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	} else {
+		code = execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
@@ -78,7 +83,11 @@ func notifySignals(parent context.Context, sigs ...os.Signal) (ctx context.Conte
 
 // execute runs the CLI with args and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	return executeRoot(ctx, newRootCmd(stdout, stderr), args, stderr)
+}
+
+// executeRoot runs root with args and maps its error to the exit code.
+func executeRoot(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

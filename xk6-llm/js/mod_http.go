@@ -78,7 +78,7 @@ func (m *httpModule) request(method string, urlV, body, params sobek.Value) sobe
 	if err != nil {
 		panic(m.vu.rt.NewTypeError("http.request: %v", err))
 	}
-	res := m.vu.shared.doHTTP(m.vu.context(), spec)
+	res := m.vu.shared.doHTTP(m.vu.context(), m.vu.httpClient(), spec)
 	if m.vu.stopIfCut() {
 		return sobek.Undefined()
 	}
@@ -122,7 +122,7 @@ func (m *httpModule) batch(reqs sobek.Value) sobek.Value {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = m.vu.shared.doHTTP(ctx, spec)
+			results[i] = m.vu.shared.doHTTP(ctx, m.vu.httpClient(), spec)
 		})
 	}
 	wg.Wait()
