@@ -43,6 +43,7 @@ type scriptFlags struct {
 	IncludeSystemEnv    bool
 	ConsoleOutput       string
 	HTTPDebug           string
+	ModuleDir           string
 }
 
 // add registers the script flags on fs: k6's flags of `k6 run`, with its
@@ -63,6 +64,7 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
 	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
 	fs.Lookup("http-debug").NoOptDefVal = "headers"
+	fs.StringVar(&f.ModuleDir, "module-dir", "", "for a script: read remote imports (https://jslib.k6.io/...) from this directory, offline: https://HOST/PATH is DIR/HOST/PATH (default $"+js.EnvModuleDir+")")
 }
 
 // isScript says whether run's FILE is a k6-style script (.js, .mjs, .ts;
@@ -193,7 +195,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		Overrides:     script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations, Stages: stages},
 		SummaryExport: f.SummaryExport, SummaryMode: mode, NoThresholds: f.NoThresholds,
 		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
-		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv,
+		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir,
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),

@@ -45,7 +45,7 @@ func optionsError(path string, err error) error {
 // context, which exec.test.abort() ends with a *js.AbortError. The caller
 // calls close.
 func newRun(ctx context.Context, cfg Config) (*run, error) {
-	prog, err := js.Load(cfg.Script)
+	prog, err := js.LoadWith(cfg.Script, js.LoadOptions{ModuleDir: cfg.ModuleDir})
 	if err != nil {
 		return nil, err
 	}

@@ -117,6 +117,9 @@ type Config struct {
 	// js.SharedOptions).
 	NoConnectionReuse, NoVUConnectionReuse bool
 	HTTPDebug                              string
+	// ModuleDir is where remote imports (https://jslib.k6.io/...) are
+	// read from, offline (js.LoadOptions; "": $LLMCHAOS_MODULE_DIR).
+	ModuleDir string
 	// NoSystemEnv leaves the process environment out of __ENV (k6's
 	// --include-system-env-vars=false): only Env is there.
 	NoSystemEnv bool

@@ -60,6 +60,9 @@ func newHTTPModule(vu *VU) *sobek.Object {
 		return m.request(strings.ToUpper(call.Argument(0).String()), call.Argument(1), call.Argument(2), call.Argument(3))
 	})
 	set(o, "batch", m.batch)
+	set(o, "asyncRequest", func(call sobek.FunctionCall) sobek.Value {
+		return m.asyncRequest(strings.ToUpper(call.Argument(0).String()), call.Argument(1), call.Argument(2), call.Argument(3))
+	})
 	set(o, "expectedStatuses", m.expectedStatuses)
 	set(o, "setResponseCallback", func(v sobek.Value) {
 		cb, err := m.responseCallback(v)
@@ -83,6 +86,32 @@ func (m *httpModule) request(method string, urlV, body, params sobek.Value) sobe
 		return sobek.Undefined()
 	}
 	return m.response(spec, res)
+}
+
+// asyncRequest sends one request without blocking the VU's JavaScript and
+// returns a promise of its response (k6's http.asyncRequest): the
+// iteration waits for it, and its end (a cut) ends the request
+// unrecorded, as a blocking request's.
+func (m *httpModule) asyncRequest(method string, urlV, body, params sobek.Value) sobek.Value {
+	m.mustNotInit()
+	rt := m.vu.rt
+	spec, err := m.spec(method, urlV, body, params)
+	if err != nil {
+		panic(rt.NewTypeError("http.asyncRequest: %v", err))
+	}
+	promise, resolve, _ := rt.NewPromise()
+	ctx, enqueue := m.vu.asyncWork()
+	hc := m.vu.httpClient()
+	go func() {
+		res := m.vu.shared.doHTTP(ctx, hc, spec)
+		enqueue(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return resolve(m.response(spec, res))
+		})
+	}()
+	return rt.ToValue(promise)
 }
 
 // mustNotInit throws in the init context, where k6 sends no request.
