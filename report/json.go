@@ -53,6 +53,10 @@ type Document struct {
 	// the run went on to its end and failed (k6's exit code 110). It holds
 	// the reason the first call gave ("test marked as failed" when none).
 	MarkedFailed string `json:"marked_failed,omitempty"`
+	// Checks are a k6-style script's check() results by name, in the
+	// order they first ran, each with its group's path ("" for the root,
+	// "::outer::inner" inside groups); absent for a run without checks.
+	Checks []Check `json:"checks,omitempty"`
 	// Regressions are the figures that regressed against the run history
 	// when the run was checked with --fail-on-regression: each fails the
 	// run (MarkRegressed). Absent when there was none, or no such check.

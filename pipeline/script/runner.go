@@ -380,6 +380,7 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 	if reason, failed := sh.Exec.MarkedFailed(); failed {
 		doc.MarkFailed(reason)
 	}
+	doc.Checks = reportChecks(sh.Checks(), nil)
 	if cfg.Judged != nil {
 		cfg.Judged(doc)
 	}
@@ -411,6 +412,18 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 		werr = errors.Join(werr, report.WriteTextWith(cfg.Stdout, doc, r.text))
 	}
 	return doc, errors.Join(teardownErr, werr)
+}
+
+// reportChecks lists the checks of g and of its groups, depth first, as
+// the report keeps them.
+func reportChecks(g js.SummaryGroup, out []report.Check) []report.Check {
+	for _, c := range g.Checks {
+		out = append(out, report.Check{Group: g.Path, Name: c.Name, Passes: c.Passes, Fails: c.Fails})
+	}
+	for _, sub := range g.Groups {
+		out = reportChecks(sub, out)
+	}
+	return out
 }
 
 // summaryOptions are the summary options of the script's options: its
