@@ -222,6 +222,9 @@ type Quality struct {
 	RepetitionRate    float64  `json:"repetition_rate"`
 	EmptyOutputRate   float64  `json:"empty_output_rate"`
 	UsageMismatchRate float64  `json:"usage_mismatch_rate"`
+	// IntegrityErrorRate is requests failed with an integrity_* class /
+	// finished (corrupted streams).
+	IntegrityErrorRate float64  `json:"integrity_error_rate"`
 	GoodputPerS       *float64 `json:"goodput_per_s,omitempty"`
 }
 
