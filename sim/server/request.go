@@ -1,11 +1,11 @@
 package server
 
 import (
-	"hash/fnv"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 
