@@ -95,7 +95,7 @@ type LocalShards struct {
 	outs    []*shardjob.LineLog
 	errs    []bytes.Buffer
 	waits   []error
-	ended   []chan struct{}  // closed once shard i's process has ended
+	ended   []chan struct{} // closed once shard i's process has ended
 	entries []*faults.Entry // shard i's journal entry (nil without a journal)
 }
 
