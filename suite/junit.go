@@ -105,6 +105,8 @@ func experimentSuite(r *Record, e ExperimentRecord) junit.Suite {
 		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "skipped: " + e.Reason}})
 	case StatusNotRun:
 		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "not run: " + e.Reason}})
+	case StatusRunning:
+		add(junit.Case{Name: "experiment runs", Error: &junit.Problem{Message: "incomplete: the suite ended before this experiment's end was recorded", Type: "incomplete"}})
 	case StatusError:
 		add(junit.Case{Name: "experiment runs", Time: seconds(e.DurationS),
 			Error: &junit.Problem{Message: firstLine(e.Reason), Type: "error", Text: e.Reason + "\n"}})

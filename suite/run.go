@@ -108,9 +108,14 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Record, error) {
 			r.rec.Experiments[i].Status, r.rec.Experiments[i].Reason = StatusFiltered, it.Filtered
 		}
 	}
-	err := r.run(ctx)
+	// suite.json says running from the start until the end is written.
+	err := r.save()
+	if err == nil {
+		err = r.run(ctx)
+	}
 	r.rec.DurationS = time.Since(r.rec.StartedAt).Seconds()
 	r.rec.summarise()
+	r.done = true
 	return r.rec, errors.Join(err, r.save())
 }
 
@@ -122,6 +127,9 @@ type suiteRun struct {
 	// ran is set once an experiment ran, for the settle and health wait
 	// before the next.
 	ran bool
+	// done is set once the suite's end is recorded: until then, save
+	// writes a running record.
+	done bool
 }
 
 // run runs the experiments in order.
@@ -164,6 +172,10 @@ func (r *suiteRun) run(ctx context.Context) error {
 				}
 				continue
 			}
+		}
+		e.Status = StatusRunning
+		if err := r.save(); err != nil {
+			return err
 		}
 		r.runOne(ctx, i, e)
 		r.ran = true
@@ -396,6 +408,9 @@ func (r *suiteRun) save() error {
 	rec := *r.rec
 	rec.DurationS = time.Since(rec.StartedAt).Seconds()
 	rec.summarise()
+	if !r.done {
+		rec.Status = RecordRunning
+	}
 	err := report.WriteFileWith(filepath.Join(r.opts.Dir, RecordFile), func(w io.Writer) error { return WriteJSON(w, &rec) })
 	if err != nil {
 		return fmt.Errorf("suite record: %w", err)
