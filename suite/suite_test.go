@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -480,8 +481,12 @@ func TestRunRegressionFailsTheExperiment(t *testing.T) {
 	if r.ExitCode != exitcode.Thresholds {
 		t.Errorf("suite exit %d, want 99", r.ExitCode)
 	}
-	doc, err := report.Read(filepath.Join(dir, e1.Report))
+	b0, err := os.ReadFile(filepath.Join(dir, e1.Report))
 	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document // the fake run's document: no schema version to check
+	if err := json.Unmarshal(b0, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Verdict != report.VerdictFail || len(doc.Regressions) != 1 {
