@@ -58,7 +58,7 @@ func TestSuiteDryRunNightly(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
 	}
 	for _, want := range []string{
-		"suite nightly: 8 experiment(s), 6 selected",
+		"suite nightly: 9 experiment(s), 7 selected",
 		"run   1. quickstart (../../experiments/catalog/quickstart.yaml) tags [network, sim, smoke, stream]",
 		"overrides: time_scale 0.25",
 		"skip  7. gpu-memory-pressure",
