@@ -8,6 +8,7 @@ const (
 	UnitRatio    = "ratio"    // shares from 0 to 1
 	UnitRequests = "requests" // request counts
 	UnitPerS     = "1/s"      // per-second figures
+	UnitBytes    = "B"        // byte counts (k6's data_sent, data_received)
 )
 
 // Builtin returns the table of built-in metrics, in documentation order
