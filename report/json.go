@@ -223,14 +223,17 @@ type Throughput struct {
 
 // Quality holds the quality rates (shares in 0 … 1) and goodput.
 type Quality struct {
-	ErrorRate         float64  `json:"error_rate"`
-	TruncationRate    float64  `json:"truncation_rate"`
-	RejectionRate     float64  `json:"rejection_rate"`
-	ThrottleRate      float64  `json:"throttle_rate"`
-	RepetitionRate    float64  `json:"repetition_rate"`
-	EmptyOutputRate   float64  `json:"empty_output_rate"`
-	UsageMismatchRate float64  `json:"usage_mismatch_rate"`
-	GoodputPerS       *float64 `json:"goodput_per_s,omitempty"`
+	ErrorRate         float64 `json:"error_rate"`
+	TruncationRate    float64 `json:"truncation_rate"`
+	RejectionRate     float64 `json:"rejection_rate"`
+	ThrottleRate      float64 `json:"throttle_rate"`
+	RepetitionRate    float64 `json:"repetition_rate"`
+	EmptyOutputRate   float64 `json:"empty_output_rate"`
+	UsageMismatchRate float64 `json:"usage_mismatch_rate"`
+	// IntegrityErrorRate is requests failed with an integrity_* class /
+	// finished (corrupted streams).
+	IntegrityErrorRate float64  `json:"integrity_error_rate"`
+	GoodputPerS        *float64 `json:"goodput_per_s,omitempty"`
 }
 
 // Concurrency is in-flight requests: maximum and time-weighted mean.

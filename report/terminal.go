@@ -209,6 +209,11 @@ func writeRequests(b *strings.Builder, d *Document) {
 		if e, ok := r.TopErrors[string(cl)]; ok {
 			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
 		}
+		if r.ErrorsByClass[string(cl)] != 0 {
+			if sus := recording.IntegritySuspect(cl); sus != "" {
+				fmt.Fprintf(b, "  %s: suspect %s\n", cl, sus)
+			}
+		}
 	}
 }
 
