@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
@@ -389,9 +390,6 @@ func checkHostPort(s string, listen bool) error {
 	return nil
 }
 
-// flagRE finds the flag names llm's messages use (--max-in-flight).
-var flagRE = regexp.MustCompile(`--([a-z][a-z-]*)`)
-
 func (v *validator) workload() {
 	w := v.s.Workload
 	if reflect.ValueOf(w).IsZero() {
@@ -457,18 +455,8 @@ func (v *validator) workload() {
 		// workload is checked with a stand-in.
 		w.Rate = PerSecondRate(1)
 	}
-	wc, ac, _ := w.Configs()
-	var errs []error
-	// With an unknown preset, the problems would be those of the workload
-	// without it: only that one is reported.
-	if _, err := workload.LookupPreset(w.Preset); w.Preset == "" || err == nil {
-		if err := wc.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-		if err := ac.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	res, ps := w.resolve()
+	wc, ac := res.Workload, res.Arrival
 	set := setKeys(w)
 	aliases := w.keyAliases()
 	for _, alias := range slices.Sorted(maps.Keys(aliases)) {
@@ -478,7 +466,8 @@ func (v *validator) workload() {
 	}
 	// written is the key as the file writes it: the alias when only that
 	// is set.
-	written := func(key string) string {
+	written := func(f field.Path) string {
+		key := string(f)
 		for alias, k := range aliases {
 			if k == key && !set[key] && set[alias] {
 				return alias
@@ -486,22 +475,21 @@ func (v *validator) workload() {
 		}
 		return key
 	}
-	for _, err := range errs {
-		for _, m := range problemMessages(err) {
-			path := "workload"
-			for _, f := range flagRE.FindAllStringSubmatch(m, -1) {
-				key := written(strings.ReplaceAll(f[1], "-", "_"))
-				if set[key] {
-					path = "workload." + key
-					break
-				}
-			}
-			m = flagRE.ReplaceAllStringFunc(m, func(f string) string { return written(strings.ReplaceAll(f[2:], "-", "_")) })
-			if w.Preset != "" && path == "workload" {
-				m += fmt.Sprintf(" (with preset %s)", w.Preset)
-			}
-			v.iss.add(path, "%s", m)
+	if slices.ContainsFunc(ps, func(p field.Problem) bool { return p.Path == workload.FieldPreset }) {
+		// An unknown preset, reported above with a suggestion: the
+		// problems of the workload without it would mislead.
+		ps = nil
+	}
+	for _, p := range ps {
+		path := "workload"
+		if k := written(p.Path); p.Path != "" && set[k] {
+			path = "workload." + k
 		}
+		m := p.Message(written)
+		if w.Preset != "" && path == "workload" {
+			m += fmt.Sprintf(" (with preset %s)", w.Preset)
+		}
+		v.iss.add(path, "%s", m)
 	}
 	v.class = wc.Name
 	v.loadEnd = ac.Duration

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // schedule builds cfg (with defaults) and returns every arrival time.
@@ -305,24 +307,24 @@ func TestArrivalConfigValidate(t *testing.T) {
 		{"trace", ArrivalConfig{TraceFile: "x.jsonl"}, nil},
 		{"stages", ArrivalConfig{Stages: []Stage{{time.Second, 1}}}, nil},
 		{"nothing", ArrivalConfig{Duration: time.Second}, []string{"no load shape"}},
-		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"--rate and --concurrency conflict"}},
-		{"no end", ArrivalConfig{Rate: 5}, []string{"no end: set --duration or --requests"}},
-		{"inf needs requests", ArrivalConfig{Rate: math.Inf(1), Duration: time.Second}, []string{"--rate inf"}},
-		{"burstiness on poisson", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 3}, []string{"--burstiness 3 applies to --arrival gamma only"}},
-		{"gamma needs burstiness > 0", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalGamma, Burstiness: -1}, []string{"--burstiness -1 must be"}},
-		{"unknown arrival", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: "weibull", Burstiness: 1}, []string{`--arrival "weibull"`}},
-		{"ramp needs duration", ArrivalConfig{Ramp: Ramp{1, 5}, Requests: 10}, []string{"--ramp 1:5 needs --duration"}},
+		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"rate and concurrency conflict"}},
+		{"no end", ArrivalConfig{Rate: 5}, []string{"no end: set duration or requests"}},
+		{"inf needs requests", ArrivalConfig{Rate: math.Inf(1), Duration: time.Second}, []string{"rate inf"}},
+		{"burstiness on poisson", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 3}, []string{"burstiness 3 applies to arrival gamma only"}},
+		{"gamma needs burstiness > 0", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalGamma, Burstiness: -1}, []string{"burstiness -1 must be"}},
+		{"unknown arrival", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: "weibull", Burstiness: 1}, []string{`arrival "weibull"`}},
+		{"ramp needs duration", ArrivalConfig{Ramp: Ramp{1, 5}, Requests: 10}, []string{"ramp 1:5 needs duration"}},
 		{"zero stages", ArrivalConfig{Stages: []Stage{{time.Second, 0}}}, []string{"every target is 0"}},
-		{"think time open loop", ArrivalConfig{Rate: 1, Duration: time.Second, ThinkTime: FixedDuration(time.Second)}, []string{"--think-time applies to --concurrency"}},
-		{"max in flight closed", ArrivalConfig{Concurrency: 4, Duration: time.Second, MaxInFlight: 3}, []string{"--max-in-flight caps open-loop load"}},
-		{"bad saturation", ArrivalConfig{Rate: 1, Duration: time.Second, OnSaturation: "queue"}, []string{`--on-saturation "queue"`}},
-		{"arrival with trace", ArrivalConfig{TraceFile: "t", Arrival: ArrivalGamma}, []string{"--arrival applies to --rate, --ramp and --stages only"}},
-		{"start rate without stages", ArrivalConfig{Rate: 1, Duration: time.Second, StartRate: 3}, []string{"--start-rate applies to --stages only"}},
+		{"think time open loop", ArrivalConfig{Rate: 1, Duration: time.Second, ThinkTime: FixedDuration(time.Second)}, []string{"think_time applies to concurrency"}},
+		{"max in flight closed", ArrivalConfig{Concurrency: 4, Duration: time.Second, MaxInFlight: 3}, []string{"max_in_flight caps open-loop load"}},
+		{"bad saturation", ArrivalConfig{Rate: 1, Duration: time.Second, OnSaturation: "queue"}, []string{`on_saturation "queue"`}},
+		{"arrival with trace", ArrivalConfig{TraceFile: "t", Arrival: ArrivalGamma}, []string{"arrival applies to rate, ramp and stages only"}},
+		{"start rate without stages", ArrivalConfig{Rate: 1, Duration: time.Second, StartRate: 3}, []string{"start_rate applies to stages only"}},
 		{
 			// Every problem at once.
 			name: "several problems",
 			cfg:  ArrivalConfig{Rate: -1, Requests: -2, MaxInFlight: -1, Arrival: "x", Burstiness: 1},
-			want: []string{"--rate -1 must be > 0", "--requests -2", "--max-in-flight -1", `--arrival "x"`},
+			want: []string{"rate -1 must be > 0", "requests -2", "max_in_flight -1", `arrival "x"`},
 		},
 	}
 	for _, tt := range tests {
@@ -350,7 +352,7 @@ func TestArrivalConfigValidateFillsNothing(t *testing.T) {
 	cfg := ArrivalConfig{Rate: 5, Duration: time.Second}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "defaults not applied") {
-		t.Errorf("Validate() without defaults = %v, want the empty --arrival reported", err)
+		t.Errorf("Validate() without defaults = %v, want the empty arrival reported", err)
 	}
 	if cfg.Arrival != "" || cfg.OnSaturation != "" {
 		t.Errorf("Validate changed the config: %+v", cfg)
@@ -480,4 +482,22 @@ func FuzzParseStages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every problem of an arrival config is keyed by the field it is about,
+// and mentions fields as paths, for each front end to name (a flag, a
+// YAML key).
+func TestArrivalProblemsKeyedByField(t *testing.T) {
+	t.Parallel()
+	ps := ArrivalConfig{Rate: -1, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 1, OnSaturation: SaturationWait, MaxInFlight: -2}.Problems()
+	paths := map[field.Path]string{}
+	for _, p := range ps {
+		paths[p.Path] = p.Message(func(f field.Path) string { return "<" + string(f) + ">" })
+	}
+	if m := paths[FieldRate]; m != "<rate> -1 must be > 0" {
+		t.Errorf("rate: %q (all: %v)", m, ps)
+	}
+	if m := paths[FieldMaxInFlight]; m != "<max_in_flight> -2 must be ≥ 0" {
+		t.Errorf("max_in_flight: %q (all: %v)", m, ps)
+	}
 }

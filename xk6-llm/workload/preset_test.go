@@ -28,7 +28,7 @@ func TestPresetsValidate(t *testing.T) {
 			}
 			arr := p.Arrival.Overlay(ArrivalConfig{Duration: 30 * time.Second}).WithDefaults()
 			if err := arr.Validate(); err != nil {
-				t.Errorf("arrival with --duration 30s: %v", err)
+				t.Errorf("arrival with duration 30s: %v", err)
 			}
 			if arr.OpenLoop() {
 				if _, err := NewArrivals(arr, testRand(1)); err != nil {

@@ -91,8 +91,8 @@ func TestShardCheckSplit(t *testing.T) {
 	}{
 		{"open loop", ArrivalConfig{Rate: 10, Requests: 2, MaxInFlight: 8}, nil},
 		{"closed loop", ArrivalConfig{Concurrency: 4, Requests: 4}, nil},
-		{"too few users and requests", ArrivalConfig{Concurrency: 3, Requests: 2}, []string{"--concurrency 3 is split over 4 shards", "--requests 2 of a closed loop"}},
-		{"in-flight cap", ArrivalConfig{Rate: 10, Duration: time.Second, MaxInFlight: 3}, []string{"--max-in-flight 3 is split over 4 shards"}},
+		{"too few users and requests", ArrivalConfig{Concurrency: 3, Requests: 2}, []string{"concurrency 3 is split over 4 shards", "requests 2 of a closed loop"}},
+		{"in-flight cap", ArrivalConfig{Rate: 10, Duration: time.Second, MaxInFlight: 3}, []string{"max_in_flight 3 is split over 4 shards"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -225,7 +225,7 @@ func TestWorkloadDataset(t *testing.T) {
 		}
 	}
 
-	// Output lengths: the dataset's, replaced by --output-tokens, replaced
+	// Output lengths: the dataset's, replaced by output_tokens, replaced
 	// for the first turn by a trace's.
 	w = newTestWorkload(t, Config{Dataset: datasetPath("messages.jsonl")})
 	lengths := map[string][]int{}
@@ -328,21 +328,21 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"synthetic", Config{InputTokens: FixedDist(5)}, nil},
 		{"dataset", Config{Dataset: "d.jsonl", DatasetFormat: DatasetJSONL}, nil},
-		{"no input", Config{}, []string{"--input-tokens is required without --dataset"}},
-		{"input and dataset", Config{InputTokens: FixedDist(5), Dataset: "d"}, []string{"--input-tokens and --dataset are both set"}},
-		{"bad api", Config{InputTokens: FixedDist(5), API: "embeddings"}, []string{`--api "embeddings"`}},
-		{"bad dist", Config{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"--input-tokens uniform:9:3", "below low"}},
-		{"ignore eos unbounded", Config{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"--ignore-eos needs --output-tokens"}},
-		{"prefix half", Config{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"--prefix-count and --prefix-tokens go together"}},
-		{"prefix share", Config{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"--prefix-share 1.5"}},
-		{"think without turns", Config{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"--session-think-time needs --turns"}},
-		{"turns with dataset", Config{Dataset: "d", Turns: FixedDist(3)}, []string{"--turns applies to synthetic sessions"}},
-		{"cancel share without plan", Config{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"--cancel-share needs"}},
-		{"format without dataset", Config{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"--dataset-format given without --dataset"}},
+		{"no input", Config{}, []string{"input_tokens is required without dataset"}},
+		{"input and dataset", Config{InputTokens: FixedDist(5), Dataset: "d"}, []string{"input_tokens and dataset are both set"}},
+		{"bad api", Config{InputTokens: FixedDist(5), API: "embeddings"}, []string{`api "embeddings"`}},
+		{"bad dist", Config{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"input_tokens uniform:9:3", "below low"}},
+		{"ignore eos unbounded", Config{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"ignore_eos needs output_tokens"}},
+		{"prefix half", Config{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"prefix_count and prefix_tokens go together"}},
+		{"prefix share", Config{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"prefix_share 1.5"}},
+		{"think without turns", Config{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"session_think_time needs turns"}},
+		{"turns with dataset", Config{Dataset: "d", Turns: FixedDist(3)}, []string{"turns applies to synthetic sessions"}},
+		{"cancel share without plan", Config{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"cancel_share needs"}},
+		{"format without dataset", Config{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"dataset_format given without dataset"}},
 		{
 			name: "every problem at once",
 			cfg:  Config{API: "x", MinTokens: -1, CancelShare: 2, PrefixTokens: 4},
-			want: []string{`--api "x"`, "--input-tokens is required", "--min-tokens -1", "--cancel-share 2", "--prefix-count and --prefix-tokens go together"},
+			want: []string{`api "x"`, "input_tokens is required", "min_tokens -1", "cancel_share 2", "prefix_count and prefix_tokens go together"},
 		},
 	}
 	for _, tt := range tests {
