@@ -64,7 +64,12 @@ func (s *Spec) ValidateFile(file string) Problems {
 
 // validator holds what the checks learn about the spec as they go.
 type validator struct {
-	s      *Spec
+	s *Spec
+	// resolved is the workload as resolved by the check (preset,
+	// defaults), and params each fault's params as decoded (no target
+	// env filled in), for Resolve to keep.
+	resolved workload.Resolved
+	params   map[int]any
 	iss    issues
 	dec    *decoder
 	types  map[string]FaultType
@@ -99,6 +104,12 @@ type validator struct {
 // the spec was decoded from (nil when it was built in code), dir the
 // directory its relative paths are resolved from.
 func (s *Spec) check(zeros map[string]bool, dir string) issues {
+	return s.checker(zeros, dir).iss
+}
+
+// checker runs every check of s and returns the validator, with what it
+// resolved on the way.
+func (s *Spec) checker(zeros map[string]bool, dir string) *validator {
 	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}, zeros: zeros, lookupEnv: os.LookupEnv, dir: dir}
 	v.dec = newDecoder(&v.iss)
 	v.header()
@@ -115,7 +126,7 @@ func (s *Spec) check(zeros map[string]bool, dir string) issues {
 	v.schedule()
 	v.blastRadius()
 	v.explicitZeros()
-	return v.iss
+	return v
 }
 
 // MaxRate is the highest request rate, in requests per second, an
@@ -456,6 +467,7 @@ func (v *validator) workload() {
 		w.Rate = PerSecondRate(1)
 	}
 	res, ps := w.resolve()
+	v.resolved = res
 	wc, ac := res.Workload, res.Arrival
 	set := setKeys(w)
 	aliases := w.keyAliases()
@@ -638,7 +650,7 @@ func (v *validator) fault(i int, f Fault) {
 			v.kubernetesProxyFault(p, f)
 		}
 		v.faultTarget(p, f, ft)
-		v.faultParams(p, f, ft)
+		v.faultParams(i, p, f, ft)
 	}
 }
 
@@ -706,13 +718,19 @@ func (v *validator) faultTarget(p string, f Fault, ft FaultType) {
 
 // faultParams decodes a fault's params strictly into its type's params
 // and checks them.
-func (v *validator) faultParams(p string, f Fault, ft FaultType) {
+func (v *validator) faultParams(i int, p string, f Fault, ft FaultType) {
 	p += ".params"
 	params := ft.NewParams()
+	countDecode()
 	v.dec.decode(p, valueNode(f.Params), reflect.ValueOf(params).Elem())
 	if v.dec.broken[p] {
 		return
 	}
+	if v.params == nil {
+		v.params = map[int]any{}
+	}
+	v.params[i] = params
+	params = copyParams(params) // what the target fills in is checked on a copy
 	if ft.FromSim != nil && v.s.Target.Sim != nil {
 		ft.FromSim(params, placeholderSimEnv())
 	}

@@ -140,6 +140,22 @@ type ArrivalConfig struct {
 	// 0: no cap); OnSaturation says what an arrival does at the cap.
 	MaxInFlight  int
 	OnSaturation Saturation
+
+	// checked is set on the copy Checked returns: the config was
+	// validated as it is, so the engine and NewArrivals do not validate
+	// it again. WithDefaults and Overlay return it unset.
+	checked bool
+}
+
+// Checked validates cfg once (Problems) and returns it marked as
+// checked, which the engine and NewArrivals take without validating it
+// again, and the problems found (then the returned config is not marked).
+// Change a checked config's fields and it must be checked again.
+func (c ArrivalConfig) Checked() (ArrivalConfig, field.Problems) {
+	c.checked = false
+	ps := c.Problems()
+	c.checked = len(ps) == 0
+	return c, ps
 }
 
 // Mode returns the load mode cfg sets, or "" when none is set. When several
@@ -202,6 +218,7 @@ func (m LoadMode) Field() field.Path {
 // Arrival poisson and Burstiness 1 for the rate modes (rate, ramp, stages),
 // OnSaturation wait. Fields already set are kept.
 func (c ArrivalConfig) WithDefaults() ArrivalConfig {
+	c.checked = false
 	switch c.Mode() {
 	case ModeRate, ModeRamp, ModeStages:
 		if c.Arrival == "" {
@@ -223,6 +240,7 @@ func (c ArrivalConfig) WithDefaults() ArrivalConfig {
 // are cleared first so that the two shapes never mix; when u's mode is trace
 // or closed loop, c's arrival kind and burstiness go too.
 func (c ArrivalConfig) Overlay(u ArrivalConfig) ArrivalConfig {
+	c.checked = false
 	if m := u.Mode(); m != "" {
 		c.Rate, c.Ramp, c.Stages, c.StartRate, c.TraceFile = 0, Ramp{}, nil, 0, ""
 		c.Concurrency, c.ThinkTime = 0, DurationDist{}
@@ -276,9 +294,14 @@ func (c ArrivalConfig) Overlay(u ArrivalConfig) ArrivalConfig {
 }
 
 // Validate reports every problem with cfg at once (a field.Problems),
-// each keyed by its field (FieldRate, ...). It fills no defaults: call
-// WithDefaults first.
-func (c ArrivalConfig) Validate() error { return c.Problems().Err() }
+// each keyed by its field (FieldRate, ...); a config Checked returned is
+// not validated again. It fills no defaults: call WithDefaults first.
+func (c ArrivalConfig) Validate() error {
+	if c.checked {
+		return nil
+	}
+	return c.Problems().Err()
+}
 
 // Problems returns every problem with cfg, keyed by field.
 func (c ArrivalConfig) Problems() field.Problems {

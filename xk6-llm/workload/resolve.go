@@ -24,7 +24,8 @@ type Given struct {
 }
 
 // Resolved is a workload resolved and checked: the preset's configs
-// with the settings given on top and the defaults filled in.
+// with the settings given on top and the defaults filled in; the arrival
+// config, when valid, is marked Checked.
 type Resolved struct {
 	Workload Config
 	Arrival  ArrivalConfig
@@ -64,6 +65,8 @@ func Resolve(r Given) (Resolved, field.Problems) {
 	}
 	out := Resolved{Workload: wc.WithDefaults(), Arrival: ac.Overlay(r.Arrival).WithDefaults()}
 	ps = append(ps, out.Workload.Problems()...)
-	ps = append(ps, out.Arrival.Problems()...)
+	ac, aps := out.Arrival.Checked()
+	out.Arrival = ac
+	ps = append(ps, aps...)
 	return out, ps
 }
