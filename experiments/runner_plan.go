@@ -150,7 +150,7 @@ func planOf(x *spec.Experiment, seed *uint64) (*plan, error) {
 		recoveryThs, _ = assertions.Parse(DefaultRecoveryThreshold)
 	}
 	p.judge = recoveryJudge{
-		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand,
+		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand, minRequests: s.Recovery.MinRequests,
 		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
 	}
 	seeds := rand.New(rand.NewPCG(p.seed, 0x6661756c7473))
