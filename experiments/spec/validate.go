@@ -70,10 +70,10 @@ type validator struct {
 	// env filled in), for Resolve to keep.
 	resolved workload.Resolved
 	params   map[int]any
-	iss    issues
-	dec    *decoder
-	types  map[string]FaultType
-	faults map[string]int // fault name → index
+	iss      issues
+	dec      *decoder
+	types    map[string]FaultType
+	faults   map[string]int // fault name → index
 	// loadEnd is when the load ends, 0 when it is not a set time.
 	loadEnd time.Duration
 	// class is the request class of the workload's results, "" if unknown.
