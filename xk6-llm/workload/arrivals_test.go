@@ -40,6 +40,7 @@ func schedule(t *testing.T, cfg ArrivalConfig, seed uint64) []time.Duration {
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 func TestConstantArrivalTimes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  ArrivalConfig
@@ -134,6 +135,7 @@ func absDur(d time.Duration) time.Duration {
 }
 
 func TestStagesIntegrals(t *testing.T) {
+	t.Parallel()
 	// 0→10 over 10s (Λ = 50), hold 10 for 10s (100), 10→0 over 10s (50):
 	// each stage holds exactly its integral of constant arrivals, and the
 	// stage boundaries fall on arrivals 50 and 150.
@@ -173,6 +175,7 @@ func TestStagesIntegrals(t *testing.T) {
 }
 
 func TestGammaInterArrivalCV(t *testing.T) {
+	t.Parallel()
 	// vLLM semantics: at rate R, inter-arrival times are Gamma(B, 1/(R·B)):
 	// mean 1/R, CV 1/√B. With 200,000 intervals the CV estimate's relative
 	// standard error is √((κ−1)/4n) with kurtosis κ = 3 + 6/B, i.e. 0.57% at
@@ -199,6 +202,7 @@ func TestGammaInterArrivalCV(t *testing.T) {
 }
 
 func TestPoissonRealisedRate(t *testing.T) {
+	t.Parallel()
 	// The check, pure (no real time): Poisson at 50 req/s for 30 s.
 	// One such schedule's count is Poisson(1500), sd 38.7 (2.6%), so the
 	// fixed seed's run is checked against ±3% and the mean over 100 seeds
@@ -228,6 +232,7 @@ func TestPoissonRealisedRate(t *testing.T) {
 }
 
 func TestArrivalsDeterministic(t *testing.T) {
+	t.Parallel()
 	cfgs := map[string]ArrivalConfig{
 		"poisson": {Rate: 200, Requests: 2000},
 		"gamma":   {Rate: 200, Arrival: ArrivalGamma, Burstiness: 0.3, Requests: 2000},
@@ -257,6 +262,7 @@ func TestArrivalsDeterministic(t *testing.T) {
 }
 
 func TestArrivalsNoDrift(t *testing.T) {
+	t.Parallel()
 	// The k-th constant arrival is exactly k/R, rounded to the nanosecond,
 	// after a million arrivals as after one: times are computed from k, not
 	// accumulated. R = 7 does not divide a second, so any accumulation of
@@ -297,6 +303,7 @@ func TestArrivalsNoDrift(t *testing.T) {
 }
 
 func TestArrivalConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  ArrivalConfig
@@ -349,6 +356,7 @@ func TestArrivalConfigValidate(t *testing.T) {
 }
 
 func TestArrivalConfigValidateFillsNothing(t *testing.T) {
+	t.Parallel()
 	cfg := ArrivalConfig{Rate: 5, Duration: time.Second}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "defaults not applied") {
@@ -364,6 +372,7 @@ func TestArrivalConfigValidateFillsNothing(t *testing.T) {
 }
 
 func TestArrivalConfigOverlay(t *testing.T) {
+	t.Parallel()
 	closed := ArrivalConfig{Concurrency: 64}
 	chat := ArrivalConfig{Rate: 10, Arrival: ArrivalPoisson, Burstiness: 1}
 	tests := []struct {
@@ -396,6 +405,7 @@ func TestArrivalConfigOverlay(t *testing.T) {
 }
 
 func TestParseStages(t *testing.T) {
+	t.Parallel()
 	got, err := ParseStages("30s:10, 1m:50,30s:0,0s:2.5")
 	if err != nil {
 		t.Fatal(err)
@@ -436,6 +446,7 @@ func TestParseStages(t *testing.T) {
 }
 
 func TestParseRamp(t *testing.T) {
+	t.Parallel()
 	if got, err := ParseRamp("10:50"); err != nil || got != (Ramp{10, 50}) {
 		t.Errorf("ParseRamp(10:50) = %v, %v", got, err)
 	}
@@ -453,6 +464,7 @@ func TestParseRamp(t *testing.T) {
 }
 
 func TestNewArrivalsRejectsClosedLoop(t *testing.T) {
+	t.Parallel()
 	_, err := NewArrivals(ArrivalConfig{Concurrency: 2, Duration: time.Second}, testRand(1))
 	if err == nil || !strings.Contains(err.Error(), "closed loop") {
 		t.Errorf("NewArrivals(closed loop) = %v, want an error", err)

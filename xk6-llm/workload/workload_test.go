@@ -19,6 +19,7 @@ func newTestWorkload(t *testing.T, c Config) Workload {
 }
 
 func TestWorkloadSynthetic(t *testing.T) {
+	t.Parallel()
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
 			w := newTestWorkload(t, Config{Name: "x", API: api, InputTokens: FixedDist(100), OutputTokens: UniformDist(10, 20)})
@@ -57,6 +58,7 @@ func TestWorkloadSynthetic(t *testing.T) {
 }
 
 func TestWorkloadPrefixes(t *testing.T) {
+	t.Parallel()
 	// 20,000 sessions with share 0.3: the realised share's sd is 0.0032, so
 	// ±0.015 is over 4.5σ.
 	for _, api := range []APIKind{APIChat, APICompletions} {
@@ -109,6 +111,7 @@ func estimateRequest(r *Request) int {
 }
 
 func TestWorkloadSessionsGrow(t *testing.T) {
+	t.Parallel()
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
 			w := newTestWorkload(t, Config{
@@ -149,6 +152,7 @@ func TestWorkloadSessionsGrow(t *testing.T) {
 }
 
 func TestWorkloadCancellation(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{
 		InputTokens: FixedDist(10), OutputTokens: FixedDist(50),
 		CancelShare: 0.25, CancelAfterTokens: UniformDist(1, 5), CancelAfter: FixedDuration(300 * time.Millisecond),
@@ -176,6 +180,7 @@ func TestWorkloadCancellation(t *testing.T) {
 }
 
 func TestWorkloadTraceLengths(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		cfg  Config
@@ -197,6 +202,7 @@ func TestWorkloadTraceLengths(t *testing.T) {
 }
 
 func TestWorkloadDataset(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Dataset: datasetPath("prompts.jsonl")}
 	w := newTestWorkload(t, cfg)
 	rng := testRand(6)
@@ -260,6 +266,7 @@ func TestWorkloadDataset(t *testing.T) {
 }
 
 func TestWorkloadDeterministic(t *testing.T) {
+	t.Parallel()
 	cfg := Config{InputTokens: LognormalDist(200, 0.5), OutputTokens: NormalDist(50, 10), Turns: UniformDist(1, 4),
 		ThinkTime: FixedDuration(time.Second), PrefixCount: 2, PrefixTokens: 30, PrefixShare: 0.5, CancelShare: 0.2, CancelAfterTokens: FixedDist(3)}
 	draw := func(buildSeed, rngSeed uint64) []*Session {
@@ -284,6 +291,7 @@ func TestWorkloadDeterministic(t *testing.T) {
 }
 
 func TestWorkloadConcurrentNext(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{Dataset: datasetPath("prompts.jsonl"), OutputTokens: FixedDist(5)})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -309,6 +317,7 @@ func TestWorkloadConcurrentNext(t *testing.T) {
 }
 
 func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{InputTokens: FixedDist(5), OutputTokens: FixedDist(20), MinTokens: 50, IgnoreEOS: true})
 	tu := w.Next(testRand(1), Arrival{}).Turns[0]
 	if tu.MinTokens != 20 || !tu.IgnoreEOS {
@@ -321,6 +330,7 @@ func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -374,6 +384,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigOverlay(t *testing.T) {
+	t.Parallel()
 	preset, err := LookupPreset("batch")
 	if err != nil {
 		t.Fatal(err)
