@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -40,7 +39,7 @@ func absPath(p string) string {
 // LoadWith does what Load does, with o applied to the file before it is
 // validated.
 func LoadWith(path string, o LoadOptions) (*Spec, Problems, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
 	}
@@ -56,7 +55,7 @@ func LoadWith(path string, o LoadOptions) (*Spec, Problems, error) {
 // share, every check run once, each with its file:line:col. The problems
 // returned are warnings; an error is a Problems.
 func LoadExperiment(path string, o LoadOptions) (*Experiment, Problems, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
 	}

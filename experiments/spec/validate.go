@@ -225,6 +225,11 @@ func (v *validator) simTarget(t SimTarget) {
 	// problem here (they would only repeat it); the keys above are not
 	// theirs, so that their problems and the engine's show at once.
 	n := len(v.iss)
+	switch t.Divergence {
+	case simconfig.DivergenceOff, simconfig.DivergencePreempt, simconfig.DivergenceBatch:
+	default:
+		v.iss.add(p+".divergence", "%q: want %s or %s (or leave it out: never)", t.Divergence, simconfig.DivergencePreempt, simconfig.DivergenceBatch)
+	}
 	switch t.Latency {
 	case "", simconfig.LatencyProfile, simconfig.LatencyConstant:
 	default:
@@ -440,9 +445,16 @@ func (v *validator) workload() {
 	for i, st := range w.Stages {
 		rates = append(rates, rateAt{index("workload.stages", i) + ".target", st.Target})
 	}
+	// tooHigh are the workload keys with a rate above MaxRate, reported
+	// here at the value (stages[1].target); the workload's own problems of
+	// those keys would only repeat it.
+	tooHigh := map[string]bool{}
 	for _, r := range rates {
 		if !(r.r <= MaxRate) { // NaN too
 			v.iss.add(r.path, "%v requests per second is more than one client can send: want at most %v (spread a larger load over several llmchaos processes)", r.r, float64(MaxRate))
+			key, _, _ := strings.Cut(strings.TrimPrefix(r.path, "workload."), ".")
+			key, _, _ = strings.Cut(key, "[")
+			tooHigh["workload."+key] = true
 		}
 	}
 	for i, st := range w.Stages {
@@ -496,6 +508,9 @@ func (v *validator) workload() {
 		path := "workload"
 		if k := written(p.Path); p.Path != "" && set[k] {
 			path = "workload." + k
+		}
+		if tooHigh[path] {
+			continue
 		}
 		m := p.Message(written)
 		if w.Preset != "" && path == "workload" {

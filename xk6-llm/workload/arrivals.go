@@ -293,6 +293,21 @@ func (c ArrivalConfig) Overlay(u ArrivalConfig) ArrivalConfig {
 	return c
 }
 
+// Bounds of one process's load, checked by Validate: past them a run
+// would exhaust this machine's memory (a goroutine, a connection and
+// buffers per request in flight) long before it measured the server.
+const (
+	// MaxRate is the highest request rate, in requests per second.
+	MaxRate = 1e6
+	// MaxConcurrency is the most users of a closed loop, and the highest
+	// --max-in-flight of an open one.
+	MaxConcurrency = 100_000
+	// DefaultMaxInFlight caps an open loop's requests in flight when
+	// --max-in-flight is not given: arrivals past it wait (their send lag
+	// shows it) instead of growing memory without bound.
+	DefaultMaxInFlight = 20_000
+)
+
 // Validate reports every problem with cfg at once (a field.Problems),
 // each keyed by its field (FieldRate, ...); a config Checked returned is
 // not validated again. It fills no defaults: call WithDefaults first.
@@ -332,6 +347,9 @@ func (c ArrivalConfig) Problems() field.Problems {
 	if c.Rate < 0 || math.IsNaN(c.Rate) {
 		bad(FieldRate, "%s %v must be > 0", FieldRate, c.Rate)
 	}
+	if finiteNum(c.Rate) && c.Rate > MaxRate {
+		bad(FieldRate, "%s %v: at most %v requests per second from one process (spread more over several: --shard)", FieldRate, c.Rate, float64(MaxRate))
+	}
 	if math.IsInf(c.Rate, 1) && c.Requests <= 0 {
 		bad(FieldRate, "%s inf sends every request at once: it needs %s", FieldRate, FieldRequests)
 	}
@@ -363,6 +381,9 @@ func (c ArrivalConfig) Problems() field.Problems {
 		if c.Ramp.From < 0 || c.Ramp.To < 0 || !finiteNum(c.Ramp.From) || !finiteNum(c.Ramp.To) {
 			bad(FieldRamp, "%s %s: rates must be finite and ≥ 0", FieldRamp, c.Ramp)
 		}
+		if c.Ramp.From > MaxRate || c.Ramp.To > MaxRate {
+			bad(FieldRamp, "%s %s: at most %v requests per second", FieldRamp, c.Ramp, float64(MaxRate))
+		}
 		if c.Duration <= 0 {
 			bad(FieldRamp, "%s %s needs %s: the ramp spans the whole run", FieldRamp, c.Ramp, FieldDuration)
 		}
@@ -376,6 +397,9 @@ func (c ArrivalConfig) Problems() field.Problems {
 			}
 			if st.Target < 0 || !finiteNum(st.Target) {
 				bad(FieldStages, "%s: stage %d target %v must be finite and ≥ 0", FieldStages, i+1, st.Target)
+			}
+			if st.Target > MaxRate {
+				bad(FieldStages, "%s: stage %d target %v: at most %v requests per second", FieldStages, i+1, st.Target, float64(MaxRate))
 			}
 			total += st.Duration
 			anyRate = anyRate || st.Target > 0
@@ -407,6 +431,9 @@ func (c ArrivalConfig) Problems() field.Problems {
 	if c.Concurrency < 0 {
 		bad(FieldConcurrency, "%s %d must be > 0", FieldConcurrency, c.Concurrency)
 	}
+	if c.Concurrency > MaxConcurrency {
+		bad(FieldConcurrency, "%s %d: at most %d users in one process (spread more over several: --shard)", FieldConcurrency, c.Concurrency, MaxConcurrency)
+	}
 	if err := c.ThinkTime.Validate(); err != nil {
 		bad(FieldThinkTime, "%s: %w", FieldThinkTime, err)
 	}
@@ -415,6 +442,9 @@ func (c ArrivalConfig) Problems() field.Problems {
 	}
 	if c.MaxInFlight < 0 {
 		bad(FieldMaxInFlight, "%s %d must be ≥ 0", FieldMaxInFlight, c.MaxInFlight)
+	}
+	if c.MaxInFlight > MaxConcurrency {
+		bad(FieldMaxInFlight, "%s %d: at most %d requests in flight in one process (spread more over several: --shard)", FieldMaxInFlight, c.MaxInFlight, MaxConcurrency)
 	}
 	if mode == ModeClosed {
 		if c.MaxInFlight != 0 {
