@@ -104,7 +104,7 @@ experiments:
   - {path: missing.yaml}
 `)
 	code, out, _ := run(t, "validate", good, "../../experiments/catalog/nightly.yaml")
-	if code != exitcode.OK || !strings.Contains(out, good+": ok (suite of 1 experiment(s))") || !strings.Contains(out, "nightly.yaml: ok (suite of 8 experiment(s))") {
+	if code != exitcode.OK || !strings.Contains(out, good+": ok (suite of 1 experiment(s))") || !strings.Contains(out, "nightly.yaml: ok (suite of 9 experiment(s))") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	code, out, _ = run(t, "validate", bad)
