@@ -283,4 +283,3 @@ func Decode(b []byte) (*Result, error) {
 	}
 	return &r, nil
 }
-
