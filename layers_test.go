@@ -25,6 +25,9 @@ var layers = []struct {
 	// Neutral helpers, and what the simulator shares with the chaos side;
 	// the JUnit document, which the script runtime writes too.
 	{"internal/junit", nil},
+	// Field paths and the problems keyed by them, which every front end
+	// names its own way.
+	{"internal/field", nil},
 	{"internal", nil},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
@@ -33,24 +36,24 @@ var layers = []struct {
 	// The load engine library, the product's extension point: nothing
 	// above it (the JUnit document of a script's jUnit() summary lies
 	// below).
-	{"xk6-llm", []string{"internal/junit"}},
-	{"assertions", []string{"xk6-llm"}},
-	{"report", []string{"assertions", "xk6-llm", "internal/junit"}},
-	{"telemetry", []string{"report", "assertions", "xk6-llm"}},
+	{"xk6-llm", []string{"internal/junit", "internal/field"}},
+	{"assertions", []string{"xk6-llm", "internal/field"}},
+	{"report", []string{"assertions", "xk6-llm", "internal/junit", "internal/field"}},
+	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field"}},
 	{"faults", []string{"simcontract", "internal"}},
 	// The run pipelines (load, script), above what they combine and below
 	// everything that calls them.
-	{"pipeline", []string{"telemetry", "report", "assertions", "xk6-llm"}},
+	{"pipeline", []string{"telemetry", "report", "assertions", "xk6-llm", "internal/field"}},
 	{"experiments/shardjob", []string{"faults", "report", "internal"}},
-	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract"}},
-	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal"}},
-	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm"}},
-	{"history", []string{"report", "assertions", "xk6-llm"}},
-	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal"}},
-	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm"}},
+	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal/field"}},
+	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal", "internal/field"}},
+	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm", "internal/field"}},
+	{"history", []string{"report", "assertions", "xk6-llm", "internal/field"}},
+	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal", "internal/field"}},
+	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm", "internal/field"}},
 	{"deploy", nil},
 	// The binary: flags, and a call into a package.
-	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal"}},
+	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal", "internal/field"}},
 }
 
 // unitOf is the floor unit of a module-relative path: the longest unit of

@@ -98,7 +98,12 @@ func ParseScript(reg *metrics.Registry, s string) ([]Threshold, error) { return 
 
 // parseIn is ParseIn, for a script's threshold with k6.
 func parseIn(reg *metrics.Registry, s string, k6 bool) ([]Threshold, error) {
-	p := &parser{what: "threshold", in: s, reg: reg, k6: k6}
+	return parseAs("threshold", reg, s, k6)
+}
+
+// parseAs is parseIn with the thresholds named what in messages.
+func parseAs(what string, reg *metrics.Registry, s string, k6 bool) ([]Threshold, error) {
+	p := &parser{what: what, in: s, reg: reg, k6: k6}
 	m, known, tags, ok := p.key()
 	if !ok {
 		return nil, p.err()
@@ -122,13 +127,17 @@ func parseIn(reg *metrics.Registry, s string, k6 bool) ([]Threshold, error) {
 
 // ParseFlags parses each of flags with Parse (one `--threshold` each) and
 // returns all thresholds in order, or every problem in every flag, joined.
-func ParseFlags(flags []string) ([]Threshold, error) {
+func ParseFlags(flags []string) ([]Threshold, error) { return ParseFlagsAs("threshold", flags) }
+
+// ParseFlagsAs is ParseFlags for a flag whose thresholds its messages
+// call what (llmchaos capacity's --slo).
+func ParseFlagsAs(what string, flags []string) ([]Threshold, error) {
 	var (
 		all  []Threshold
 		errs []error
 	)
 	for _, f := range flags {
-		ths, err := Parse(f)
+		ths, err := parseAs(what, nil, f, false)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -41,35 +41,14 @@ func (a Applied) String() string {
 // limit, or no load failed) or that another workload measured is applied
 // with a warning.
 func Apply(s *spec.Spec, path string) (a Applied, ok bool, err error) {
-	w := &s.Workload
-	if !w.Rate.IsShare() {
+	if !s.Workload.Rate.IsShare() {
 		return Applied{}, false, nil
 	}
-	r, err := ReadFile(path)
+	sa, err := spec.ApplyCapacity(s, path)
+	a = Applied{File: sa.File, Knee: sa.Knee, Status: Status(sa.Status), Share: sa.Share, Rate: sa.Rate, Warnings: sa.Warnings}
 	if err != nil {
-		return Applied{}, false, fmt.Errorf("workload.rate %s: %w", w.Rate, err)
+		return a, false, err
 	}
-	a = Applied{File: path, Knee: r.Knee.Load, Status: r.Status, Share: w.Rate.Share}
-	switch {
-	case r.Mode != ModeRate:
-		return a, false, fmt.Errorf("workload.rate %s: %s measured the knee in %s mode (%s); a rate needs a capacity measured in rate mode: llmchaos capacity --mode rate",
-			w.Rate, path, r.Mode, FormatLoad(r.Knee.Load)+" "+r.Unit)
-	case r.Knee.Load <= 0:
-		return a, false, fmt.Errorf("workload.rate %s: %s has no knee (%w; status %s): %s", w.Rate, path, errNoKnee, r.Status, r.Summary)
-	}
-	switch r.Status {
-	case StatusClientLimited:
-		a.Warnings = append(a.Warnings, fmt.Sprintf("the knee in %s is a lower bound: the client, not the server, limited that search", path))
-	case StatusAboveMax:
-		a.Warnings = append(a.Warnings, fmt.Sprintf("the knee in %s is a lower bound: every load that search tried held the SLO", path))
-	case StatusInterrupted, StatusStepLimit:
-		a.Warnings = append(a.Warnings, fmt.Sprintf("the search in %s did not finish (%s): its knee is what it measured so far", path, r.Status))
-	}
-	if p := w.Preset; p != "" && r.Workload.Preset != p {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%s was measured with workload %q, this experiment sends %q: its capacity may differ", path, r.workloadName(), p))
-	}
-	a.Rate = w.Rate.Share * r.Knee.Load
-	w.Rate.PerSecond = a.Rate
 	return a, true, nil
 }
 

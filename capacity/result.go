@@ -3,7 +3,6 @@ package capacity
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -284,6 +283,3 @@ func Decode(b []byte) (*Result, error) {
 	}
 	return &r, nil
 }
-
-// errNoKnee is Apply's error for a capacity file without a knee.
-var errNoKnee = errors.New("no load held every SLO")

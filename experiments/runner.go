@@ -228,12 +228,31 @@ func (e *PanicError) Error() string {
 // the run could not be set up, a revert failed, or the runner panicked.
 func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
 	if exp == nil {
+		if opts.Live != nil {
+			opts.Live.finish()
+		}
 		return nil, errNoSpec
 	}
+	x, err := spec.Resolve(exp, opts.File)
+	if err != nil {
+		if opts.Live != nil {
+			opts.Live.finish()
+		}
+		return nil, err
+	}
+	return RunExperiment(ctx, x, opts)
+}
+
+// RunExperiment is Run of the resolved experiment x (spec.Resolve), which
+// every verb that runs an experiment resolves once and passes on.
+func RunExperiment(ctx context.Context, x *spec.Experiment, opts Options) (*Outcome, error) {
 	if opts.Live != nil {
 		defer opts.Live.finish()
 	}
-	p, err := newPlan(exp, opts.File, opts.Seed)
+	if x == nil {
+		return nil, errNoSpec
+	}
+	p, err := planOf(x, opts.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
@@ -342,7 +341,7 @@ func (r *run) watchedTargets() []replica.TargetParams {
 		out = append(out, t)
 	}
 	for _, pf := range r.p.faults {
-		params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, r.p.spec.EnvOf(nil))
+		params, err := pf.params(r.p.spec.EnvOf(nil))
 		if err != nil {
 			continue // build reports it when the fault is due
 		}

@@ -64,21 +64,43 @@ type plannedFault struct {
 	// seed is the fault's own seed: its random draws (jitter, per-request
 	// choices, which replicas) do not depend on other faults.
 	seed uint64
+	// resolved is the timeline's fault as resolved, its params decoded
+	// once (nil for a fault injected by hand, decoded when injected).
+	resolved *spec.ResolvedFault
 }
 
-// newPlan validates exp and resolves it. seed, when not nil, replaces the
-// experiment's.
+// params returns the fault's params with what env gives filled in: the
+// resolved fault's, decoded once, or for a fault injected by hand its
+// params decoded now.
+func (pf *plannedFault) params(env spec.TargetEnv) (any, error) {
+	if pf.resolved != nil {
+		return pf.resolved.Params(env), nil
+	}
+	return spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, env)
+}
+
+// newPlan resolves exp (spec.Resolve) and plans it. seed, when not nil,
+// replaces the experiment's.
 func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
-	if err := exp.ValidateFile(file).Err(); err != nil {
+	x, err := spec.Resolve(exp, file)
+	if err != nil {
 		return nil, err
 	}
-	p := &plan{spec: exp.WithDefaults(), file: file}
+	return planOf(x, seed)
+}
+
+// planOf plans the resolved experiment x. seed, when not nil, replaces
+// the experiment's.
+func planOf(x *spec.Experiment, seed *uint64) (*plan, error) {
+	file := x.File
+	p := &plan{spec: x.Spec, file: file}
 	if seed != nil {
 		p.spec.Seed = seed
 	}
 	p.seed = *p.spec.Seed
 	s := &p.spec
 	var err error
+	p.wc, p.ac = x.Workload, x.Arrival
 	base := "."
 	if file != "" {
 		base = filepath.Dir(file)
@@ -89,8 +111,6 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 			return nil, err
 		}
 		reg = p.script.inspected.Metrics
-	} else if p.wc, p.ac, err = s.Workload.Configs(); err != nil {
-		return nil, err
 	}
 	if p.wc.Dataset != "" && !filepath.IsAbs(p.wc.Dataset) {
 		p.wc.Dataset = filepath.Join(base, p.wc.Dataset)
@@ -133,14 +153,11 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand, minRequests: s.Recovery.MinRequests,
 		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
 	}
-	types := spec.FaultTypes()
 	seeds := rand.New(rand.NewPCG(p.seed, 0x6661756c7473))
-	for i, f := range s.Faults {
-		ft := types[f.Type]
-		pf := &plannedFault{index: i, spec: f, ft: ft, seed: seeds.Uint64()}
-		if _, err := spec.DecodeParamsIn(i, f, ft, p.spec.EnvOf(nil)); err != nil {
-			return nil, err
-		}
+	for i := range x.Faults {
+		rf := &x.Faults[i]
+		f, ft := rf.Fault, rf.Type
+		pf := &plannedFault{index: i, spec: f, ft: ft, seed: seeds.Uint64(), resolved: rf}
 		if ft.Target == spec.TargetProxy {
 			if f.Target == nil || f.Target.Proxy == "" {
 				p.autoProxies = true
@@ -161,7 +178,7 @@ const netnsRunDir = "/var/run/netns"
 func (p *plan) preflight() error {
 	var errs []error
 	for _, pf := range p.faults {
-		params, err := spec.DecodeParams(pf.index, pf.spec, pf.ft, nil)
+		params, err := pf.params(spec.TargetEnv{})
 		if err != nil {
 			return err
 		}
@@ -292,7 +309,16 @@ func (p *plan) endpointCount() int {
 // thresholds. It starts nothing and changes nothing (no run directory
 // either). file is the experiment file's path, for relative paths.
 func DryRun(w io.Writer, exp *spec.Spec, opts Options) error {
-	p, err := newPlan(exp, opts.File, opts.Seed)
+	x, err := spec.Resolve(exp, opts.File)
+	if err != nil {
+		return err
+	}
+	return DryRunExperiment(w, x, opts)
+}
+
+// DryRunExperiment is DryRun of the resolved experiment x.
+func DryRunExperiment(w io.Writer, x *spec.Experiment, opts Options) error {
+	p, err := planOf(x, opts.Seed)
 	if err != nil {
 		return err
 	}
@@ -494,7 +520,7 @@ func (pf *plannedFault) replicaParams(env spec.TargetEnv) interface {
 	Targets() *replica.TargetParams
 	Selection() faults.Selection
 } {
-	params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, env)
+	params, err := pf.params(env)
 	if err != nil {
 		return nil
 	}

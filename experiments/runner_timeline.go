@@ -431,7 +431,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 		f, err := h.build(pf)
 		return f, target, err
 	}
-	params, err := spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, r.p.spec.EnvOf(simEnv))
+	params, err := pf.params(r.p.spec.EnvOf(simEnv))
 	if err != nil {
 		return nil, "", err
 	}

@@ -82,6 +82,24 @@ type Result struct {
 	Files   []string
 }
 
+// Load resolves the game day's experiment (spec.Experiment) as llmchaos
+// run does: its file (or cfg.Spec, or DefaultExperiment) checked once, a
+// rate given as a share of a measured capacity set from its capacity file,
+// its faults' params decoded. The problems returned are warnings.
+func Load(cfg Config) (*spec.Experiment, spec.Problems, error) {
+	switch {
+	case cfg.Spec != nil:
+		x, err := spec.Resolve(cfg.Spec, cfg.File)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x, x.Warnings, nil
+	case cfg.File == "":
+		return spec.ParseExperiment("(built-in game day)", DefaultExperiment, spec.LoadOptions{})
+	}
+	return spec.LoadExperiment(cfg.File, spec.LoadOptions{})
+}
+
 // Run runs a game day: it starts the console, then the experiment as a
 // live run (target, proxies, load, guard, as `llmchaos run` does), and
 // serves the console until the game day is ended from it (or ctx ends: a
@@ -95,26 +113,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	exp := cfg.Spec
-	if exp == nil {
-		var warns spec.Problems
-		var err error
-		if cfg.File == "" {
-			exp, warns, err = spec.Parse("(built-in game day)", DefaultExperiment)
-		} else {
-			exp, warns, err = spec.Load(cfg.File)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range warns {
-			fmt.Fprintln(out, w.Error())
-		}
-	}
-	if err := exp.ValidateFile(cfg.File).Err(); err != nil {
+	x, warns, err := Load(cfg)
+	if err != nil {
 		return nil, err
 	}
-	full := exp.WithDefaults()
+	for _, w := range warns {
+		fmt.Fprintln(out, w.Error())
+	}
+	full := x.Spec
 	listen := cfg.Listen
 	if listen == "" {
 		listen = DefaultListen
@@ -174,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Ready(base, tokens)
 	}
 
-	o, runErr := experiments.Run(runCtx, exp, experiments.Options{
+	o, runErr := experiments.RunExperiment(runCtx, x, experiments.Options{
 		RunDir: dir, File: cfg.File, Seed: cfg.Seed, Helper: cfg.Helper, Out: out, ToolVersion: cfg.ToolVersion,
 		NoGuard: cfg.NoGuard, NoPreflight: cfg.NoPreflight, Observe: cfg.Observe, RevertTimeout: cfg.RevertTimeout, Live: live,
 	})

@@ -402,31 +402,32 @@ func (e *Exporter) AddSample(name string, tags recording.Tags, v float64) error 
 func (e *Exporter) Observe(res *recording.Result) {
 	ts := e.series(&res.Tags)
 	e.countRequest(ts, res)
-	sent := res.Outcome != recording.OutcomeDropped && res.Sent > 0
-	if sent {
-		ts.sendLag.Observe(max(res.SendLag(), 0).Seconds())
+	// Which value of res feeds each trend, and of which results, is
+	// recording's definition (Metric.Sample), as the recorder's.
+	if v, ok := recording.MetricSendLag.Sample(res); ok {
+		ts.sendLag.Observe(seconds(max(v, 0)))
 	}
 	if !res.LiveEvents {
-		if d, ok := res.TTFT(); ok && sent {
-			ts.ttft.Observe(d.Seconds())
+		if v, ok := recording.MetricTTFT.Sample(res); ok {
+			ts.ttft.Observe(seconds(v))
 		}
 		for _, g := range res.ITLMicros {
 			ts.itl.Observe(float64(g) / 1e6)
 		}
 	}
-	if res.Outcome != recording.OutcomeOK {
-		return
+	if v, ok := recording.MetricE2E.Sample(res); ok {
+		ts.e2e.Observe(seconds(v))
 	}
-	if d, ok := res.E2E(); ok {
-		ts.e2e.Observe(d.Seconds())
+	if v, ok := recording.MetricTPOT.Sample(res); ok {
+		ts.tpot.Observe(seconds(v))
 	}
-	if d, ok := res.TPOT(); ok {
-		ts.tpot.Observe(d.Seconds())
-	}
-	if n := res.OutputTokenCount(); n > 0 {
-		ts.outputTokens.Add(float64(n))
+	if v, ok := recording.MetricOutputTokens.Sample(res); ok && v > 0 {
+		ts.outputTokens.Add(float64(v))
 	}
 }
+
+// seconds is a sample in microseconds (Metric.Sample) in seconds.
+func seconds(micros int64) float64 { return float64(micros) / 1e6 }
 
 // ObserveEvents records a running request's first token (ttft) and
 // chunk gaps (itl) as they arrive (see recording.StreamEvents), so that a

@@ -167,11 +167,10 @@ func (cf *capacityFlags) config(fs *pflag.FlagSet, lf *loadFlags) (capacity.Conf
 	if len(cf.SLOs) == 0 {
 		bad("--slo is required: the knee is the most load at which every SLO holds, e.g. --slo 'ttft: p(99)<500ms' --slo 'error_rate: rate<0.01'")
 	}
-	lf.Verdict.Thresholds = cf.SLOs
+	lf.Verdict.What, lf.Verdict.Thresholds = "--slo", cf.SLOs
 	lc, err := lf.config(fs)
 	if err != nil {
-		// load's words for what this command calls --slo.
-		errs = append(errs, errors.New(strings.ReplaceAll(err.Error(), "threshold \"", "--slo \"")))
+		errs = append(errs, err)
 	}
 	if mode == capacity.ModeConcurrency && lf.MaxInFlight != 0 {
 		bad("--max-in-flight applies to --mode rate (an open loop) only")

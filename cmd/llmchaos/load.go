@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
@@ -171,6 +172,9 @@ type loadConfig struct {
 	Goodput string
 	// History records the run into the history with --history.
 	History historyConfig
+	// FieldName names a field of the workload by its flag, for problems
+	// found once the load is built (a dataset's).
+	FieldName field.Namer
 }
 
 // addLoadFlags binds the load command's flags to f.
@@ -238,11 +242,31 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	f.Verdict.add(fs)
 	f.Observe.add(fs)
 	f.History.add(fs, false)
-}
 
-// renamedFlags maps the flag names the workload's own validation uses to
-// this command's.
-var renamedFlags = strings.NewReplacer("--cancel-share", "--cancel-rate")
+	// Each flag of the workload says the field it sets, so that the
+	// workload's problems, keyed by field, name the flag (fieldFlags).
+	for _, ff := range []struct {
+		flag  string
+		f     field.Path
+		alias bool
+	}{
+		{flag: "rate", f: workload.FieldRate}, {flag: "arrival", f: workload.FieldArrival}, {flag: "burstiness", f: workload.FieldBurstiness},
+		{flag: "ramp", f: workload.FieldRamp}, {flag: "stages", f: workload.FieldStages}, {flag: "start-rate", f: workload.FieldStartRate},
+		{flag: "trace", f: workload.FieldTrace}, {flag: "concurrency", f: workload.FieldConcurrency}, {flag: "think-time", f: workload.FieldThinkTime},
+		{flag: "max-in-flight", f: workload.FieldMaxInFlight}, {flag: "on-saturation", f: workload.FieldOnSaturation},
+		{flag: "duration", f: workload.FieldDuration}, {flag: "requests", f: workload.FieldRequests},
+		{flag: "workload", f: workload.FieldPreset}, {flag: "api", f: workload.FieldAPI}, {flag: "class", f: workload.FieldClass},
+		{flag: "input-tokens", f: workload.FieldInputTokens}, {flag: "prompt-tokens", f: workload.FieldInputTokens, alias: true},
+		{flag: "output-tokens", f: workload.FieldOutputTokens}, {flag: "max-tokens", f: workload.FieldOutputTokens, alias: true},
+		{flag: "min-tokens", f: workload.FieldMinTokens}, {flag: "ignore-eos", f: workload.FieldIgnoreEOS},
+		{flag: "dataset", f: workload.FieldDataset}, {flag: "dataset-format", f: workload.FieldDatasetFormat},
+		{flag: "prefix-count", f: workload.FieldPrefixCount}, {flag: "prefix-tokens", f: workload.FieldPrefixTokens}, {flag: "prefix-share", f: workload.FieldPrefixShare},
+		{flag: "turns", f: workload.FieldTurns}, {flag: "session-think-time", f: workload.FieldSessionThinkTime},
+		{flag: "cancel-rate", f: workload.FieldCancelShare}, {flag: "cancel-after-tokens", f: workload.FieldCancelAfterTokens}, {flag: "cancel-after", f: workload.FieldCancelAfter},
+	} {
+		setsField(fs, ff.flag, ff.f, ff.alias)
+	}
+}
 
 // config checks the flags and combines them with the preset and the
 // defaults. Every problem is reported at once; each names its flag.
@@ -416,26 +440,32 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		}
 	}
 
-	arrival, wl := user, uw
-	if f.Preset != "" {
-		p, err := workload.LookupPreset(f.Preset)
-		if err != nil {
-			bad("--workload: %w", err)
-		} else {
-			arrival, wl = p.Arrival.Overlay(user), p.Workload.Overlay(uw)
-			if f.cancelRateSet && f.CancelRate == 0 {
-				wl.CancelShare, wl.CancelAfter, wl.CancelAfterTokens = 0, workload.DurationDist{}, workload.Dist{}
+	res, ps := workload.Resolve(workload.Given{Preset: f.Preset, Workload: uw, Arrival: user, NoCancel: f.cancelRateSet && f.CancelRate == 0})
+	c.Arrival, c.Workload = res.Arrival, res.Workload
+	name := fieldFlags(fs)
+	c.FieldName = name
+	nothingGiven := f.Preset == "" && prompt == "" && f.Dataset == "" && !workloadFlagErr
+	for _, p := range ps {
+		if p.Missing && p.Path == workload.FieldInputTokens {
+			switch {
+			case nothingGiven:
+				bad("no workload: choose --workload chat|batch|completion|agent, or give --input-tokens or --dataset")
+				continue
+			case prompt != "" || workloadFlagErr:
+				// The prompt length was given and did not parse: that
+				// is reported already.
+				continue
 			}
 		}
+		errs = append(errs, errors.New(p.Message(name)))
 	}
-	c.Arrival, c.Workload = arrival.WithDefaults(), wl.WithDefaults()
-	if err := c.Arrival.Validate(); err != nil {
-		errs = append(errs, err)
-	} else if err := c.Shard.CheckSplit(c.Arrival); err != nil {
-		bad("--shard %s: %w", c.Shard, err)
-	}
-	if err := c.Workload.Validate(); err != nil {
-		errs = append(errs, workloadErrors(err, f.Preset == "" && prompt == "" && f.Dataset == "" && !workloadFlagErr, prompt != "" || workloadFlagErr, promptFlag)...)
+	if len(ps) == 0 {
+		if err := c.Shard.CheckSplit(c.Arrival); err != nil {
+			sp, _ := field.Of(err)
+			for _, p := range sp {
+				bad("--shard %s: %s", c.Shard, p.Message(name))
+			}
+		}
 	}
 	if f.RampUp < 0 {
 		bad("--ramp-up %v must not be negative", f.RampUp)
@@ -546,32 +576,49 @@ func (c loadConfig) toStdout() bool {
 	return countStdout(c.Outputs) > 0 || c.SaveRequests == report.Stdout
 }
 
-// workloadErrors turns the workload's validation errors into the
-// command's: flag names as this command spells them, and a missing prompt
-// length, when nothing at all says what to send, as the choice to make
-// (and not at all when --input-tokens was given but did not parse: that
-// error is reported already). promptFlag is the name the prompt length was
-// given by (--input-tokens or --prompt-tokens).
-func workloadErrors(err error, nothingGiven, promptGiven bool, promptFlag string) []error {
-	list := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
+// fieldAnnotation is the pflag annotation by which a flag says the field
+// of the workload it sets.
+const fieldAnnotation = "llmchaos/field"
+
+// setsField records that flag sets field f; alias marks another name of
+// a flag that sets it too (--prompt-tokens of --input-tokens).
+func setsField(fs *pflag.FlagSet, flag string, f field.Path, alias bool) {
+	v := []string{string(f)}
+	if alias {
+		v = append(v, "alias")
 	}
-	var out []error
-	for _, e := range list {
-		msg := e.Error()
-		if strings.Contains(msg, "--input-tokens is required") {
-			switch {
-			case nothingGiven:
-				out = append(out, errors.New("no workload: choose --workload chat|batch|completion|agent, or give --input-tokens or --dataset"))
-				continue
-			case promptGiven:
-				continue
+	if err := fs.SetAnnotation(flag, fieldAnnotation, v); err != nil {
+		panic(err) // a flag of the table above is not defined
+	}
+}
+
+// fieldFlags names a field by the flag that sets it (--rate): the flag
+// given when several set it (--prompt-tokens for input_tokens), else the
+// one that is not an alias.
+func fieldFlags(fs *pflag.FlagSet) field.Namer {
+	return func(p field.Path) string {
+		var main string
+		given := ""
+		fs.VisitAll(func(fl *pflag.Flag) {
+			v := fl.Annotations[fieldAnnotation]
+			if len(v) == 0 || v[0] != string(p) {
+				return
 			}
+			if fl.Changed && given == "" {
+				given = "--" + fl.Name
+			}
+			if len(v) == 1 {
+				main = "--" + fl.Name
+			}
+		})
+		switch {
+		case given != "":
+			return given
+		case main != "":
+			return main
 		}
-		out = append(out, errors.New(strings.ReplaceAll(renamedFlags.Replace(msg), "--input-tokens", promptFlag)))
+		return string(p)
 	}
-	return out
 }
 
 // parseSharedPrefixes reads N:L[:SHARE].

@@ -17,6 +17,7 @@ import (
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
@@ -173,7 +174,12 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	if se, ok := errors.AsType[*load.StageError](runErr); ok {
 		switch se.Stage {
 		case load.StageWorkload:
-			return usageError(errors.New(renamedFlags.Replace(se.Err.Error())))
+			ps, rest := field.Of(se.Err)
+			errs := make([]error, 0, len(ps)+len(rest))
+			for _, p := range ps {
+				errs = append(errs, errors.New(p.Message(cfg.FieldName)))
+			}
+			return usageError(errors.Join(append(errs, rest...)...))
 		case load.StageClient:
 			return usageError(fmt.Errorf("--header: %w", se.Err))
 		case load.StageEngine:

@@ -42,6 +42,10 @@ func parseThresholds(flags []string) ([]assertions.Threshold, error) {
 // load` (and later `run`) bind them with add, check them with parse before
 // the run starts, and hand the outcome to endRun when it ends.
 type verdictFlags struct {
+	// What names the thresholds in messages: "threshold" for
+	// --threshold, unless the command gives them by another flag
+	// (capacity's --slo).
+	What       string
 	Thresholds []string
 	Goodput    string
 	JUnit      string
@@ -59,7 +63,11 @@ func (v *verdictFlags) add(fs *pflag.FlagSet) {
 // every problem is a usage error. A goodput threshold needs --goodput.
 func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 	var errs []error
-	ths, err := assertions.ParseFlags(v.Thresholds)
+	what := v.What
+	if what == "" {
+		what = "threshold"
+	}
+	ths, err := assertions.ParseFlagsAs(what, v.Thresholds)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -71,7 +79,7 @@ func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 	}
 	for _, th := range ths {
 		if th.Metric == "goodput" && v.Goodput == "" {
-			errs = append(errs, fmt.Errorf("threshold %q: goodput needs its SLOs: add --goodput, e.g. --goodput ttft:500ms,tpot:50ms", th.String()))
+			errs = append(errs, fmt.Errorf("%s %q: goodput needs its SLOs: add --goodput, e.g. --goodput ttft:500ms,tpot:50ms", what, th.String()))
 			break
 		}
 	}

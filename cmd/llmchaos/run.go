@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
-	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -215,26 +214,38 @@ itself failed.
 	return cmd
 }
 
+// ownExecutable finds the llmchaos executable that runs a run's helpers
+// (proxies, the guard). A test that calls runExperiment in its own
+// process points it at a built llmchaos.
+var ownExecutable = os.Executable
+
 // runExperiment loads, runs and reports one experiment, and maps how it
 // ended to the command's exit code; a run that produced a report is then
 // recorded into the history (see historyConfig.finish).
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (result error) {
-	exp, warns, err := spec.LoadWith(c.File, spec.LoadOptions{Capacity: c.Capacity})
+	// One resolution (spec.LoadExperiment): the file checked once, its
+	// capacity applied, its faults' params decoded once; the command
+	// line's overrides, when given, resolve it again.
+	x, warns, err := spec.LoadExperiment(c.File, spec.LoadOptions{Capacity: c.Capacity})
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
 	}
-	if err := c.overrideRate(exp); err != nil {
-		return usageError(err)
+	if c.Duration != 0 || len(c.Thresholds) > 0 || c.Rate != "" {
+		exp := x.Spec
+		if err := c.overrideRate(&exp); err != nil {
+			return usageError(err)
+		}
+		if err := c.overrides(&exp, warns, stderr); err != nil {
+			return usageError(err)
+		}
+		if x, err = spec.Resolve(&exp, c.File); err != nil {
+			return usageError(err)
+		}
 	}
-	if err := c.applyCapacity(exp, stdout, stderr); err != nil {
-		return usageError(err)
-	}
-	if err := c.overrides(exp, warns, stderr); err != nil {
-		return usageError(err)
-	}
+	c.reportCapacity(x, stdout, stderr)
 	progress := c.Progress
 	if progress == 0 {
 		progress = -1
@@ -250,13 +261,13 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 			Warn: func(err error) { fmt.Fprintf(stderr, "llmchaos run: warning: %v\n", err) },
 		}}
 	if c.DryRun {
-		err := experiments.DryRun(stdout, exp, opts)
+		err := experiments.DryRunExperiment(stdout, x, opts)
 		if _, refused := errors.AsType[*experiments.DryRunRefusedError](err); refused {
 			return withCode(exitcode.Refused, err)
 		}
 		return err
 	}
-	if opts.Helper, err = os.Executable(); err != nil {
+	if opts.Helper, err = ownExecutable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}
 	var saveFile *os.File
@@ -267,7 +278,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 		defer saveFile.Close()
 		opts.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
-	out, runErr := experiments.Run(ctx, exp, opts)
+	out, runErr := experiments.RunExperiment(ctx, x, opts)
 	if opts.SaveRequests != nil {
 		err := opts.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
@@ -446,24 +457,22 @@ func (c runConfig) overrideRate(exp *spec.Spec) error {
 	return nil
 }
 
-// applyCapacity sets a workload rate given as a share of a measured
-// capacity (rate: 80%) from its capacity file (--capacity, else
-// workload.capacity) and says what it set; a rate per second is left as
-// it is (with a warning when --capacity was given for it).
-func (c runConfig) applyCapacity(exp *spec.Spec, stdout, stderr io.Writer) error {
-	if !exp.Workload.Rate.IsShare() {
+// reportCapacity says what the capacity file set a workload rate given
+// as a share of a measured capacity (rate: 80%) to, with its warnings; a
+// --capacity given for a rate per second is not used, which it warns
+// about.
+func (c runConfig) reportCapacity(x *spec.Experiment, stdout, stderr io.Writer) {
+	a := x.Capacity
+	if a == nil {
 		if c.Capacity != "" {
-			what := "is " + exp.Workload.Rate.String() + " requests per second"
-			if exp.Workload.Rate == (spec.Rate{}) {
+			r := x.Spec.Workload.Rate
+			what := "is " + r.String() + " requests per second"
+			if r == (spec.Rate{}) {
 				what = "is not set"
 			}
 			fmt.Fprintf(stderr, "llmchaos run: warning: --capacity: workload.rate %s, not a share of a capacity (rate: 80%%): %s is not used\n", what, c.Capacity)
 		}
-		return nil
-	}
-	a, _, err := capacity.ApplyOwn(exp, c.File)
-	if err != nil {
-		return err
+		return
 	}
 	for _, w := range a.Warnings {
 		fmt.Fprintf(stderr, "llmchaos run: warning: %s\n", w)
@@ -471,7 +480,6 @@ func (c runConfig) applyCapacity(exp *spec.Spec, stdout, stderr io.Writer) error
 	if !c.Summary.Quiet {
 		fmt.Fprintf(stdout, "llmchaos run: workload.rate %s\n", a)
 	}
-	return nil
 }
 
 // flagOverrideErrors words the *spec.OverrideErrors joined in err as the

@@ -30,7 +30,7 @@ func Load(path string) (*Spec, Problems, error) {
 // Parse does what Load does with a file's contents; name is the file name
 // used in problems.
 func Parse(name string, data []byte) (*Spec, Problems, error) {
-	spec, ps := parse(name, data, LoadOptions{})
+	spec, ps, _ := parse(name, data, LoadOptions{})
 	if err := ps.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -38,23 +38,42 @@ func Parse(name string, data []byte) (*Spec, Problems, error) {
 }
 
 // parse decodes and validates data and returns the spec (partly filled
-// when there are errors) and every problem, in file order.
-func parse(name string, data []byte, o LoadOptions) (*Spec, Problems) {
+// when there are errors) and every problem, in file order, and the
+// resolved experiment when there is no error.
+func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experiment) {
 	doc, ps := readDocument(name, data, docExperiment)
 	if doc == nil {
-		return nil, ps
+		return nil, ps, nil
 	}
 	if k := doc.root.keyed("kind"); k != nil && k.kind == kString && k.text == KindSuite {
 		// Not an experiment with a wrong kind: every key would be wrong.
 		return nil, Problems{doc.locate(issue{path: "kind", offset: -1,
-			msg: "this is a suite file (kind: Suite): run it with llmchaos suite; llmchaos validate checks it and its experiments"})}
+			msg: "this is a suite file (kind: Suite): run it with llmchaos suite; llmchaos validate checks it and its experiments"})}, nil
 	}
 	spec := &Spec{}
+	var (
+		v       *validator
+		applied *CapacityApplied
+	)
 	iss := doc.decode(spec, func(dec *decoder) issues {
 		o.apply(spec)
-		return spec.check(dec.zeros, baseDir(name))
+		var capIss issues
+		if o.ApplyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
+			a, err := ApplyCapacity(spec, spec.Workload.CapacityPath(baseDir(name)))
+			if err != nil {
+				capIss.add("workload.capacity", "%s", err)
+			} else {
+				applied = &a
+			}
+		}
+		v = spec.checker(dec.zeros, baseDir(name))
+		return append(capIss, v.iss...)
 	})
-	return spec, doc.problems(iss)
+	ps = doc.problems(iss)
+	if ps.Err() != nil || v == nil {
+		return spec, ps, nil
+	}
+	return spec, ps, experimentOf(spec, name, v, applied, ps.Warnings())
 }
 
 // docKind says, for the messages of readDocument, what a file holds.

@@ -24,11 +24,11 @@ type decoder struct {
 	// that is 0: the spec's types cannot tell it from a key left out, and
 	// the validator must not let a default replace it silently.
 	zeros  map[string]bool
-	fields map[reflect.Type][]field
+	fields map[reflect.Type][]keyField
 }
 
 func newDecoder(iss *issues) *decoder {
-	return &decoder{iss: iss, broken: map[string]bool{}, unknown: map[string]bool{}, zeros: map[string]bool{}, fields: map[reflect.Type][]field{}}
+	return &decoder{iss: iss, broken: map[string]bool{}, unknown: map[string]bool{}, zeros: map[string]bool{}, fields: map[reflect.Type][]keyField{}}
 }
 
 // stringForm is implemented by types that are written as a plain string
@@ -251,7 +251,7 @@ func textExample(t reflect.Type) string {
 // field is one key of a struct type: its name, the index path to the Go
 // field (through inlined structs) and whether it was written with
 // omitempty (optional) in its tag.
-type field struct {
+type keyField struct {
 	name  string
 	index []int
 }
@@ -260,7 +260,7 @@ type field struct {
 // the yaml tag names a key, else the json tag, else the lower-cased field
 // name; an anonymous struct field without a name, or with ",inline", is
 // inlined.
-func (d *decoder) fieldsOf(t reflect.Type) []field {
+func (d *decoder) fieldsOf(t reflect.Type) []keyField {
 	if fs, ok := d.fields[t]; ok {
 		return fs
 	}
@@ -269,8 +269,8 @@ func (d *decoder) fieldsOf(t reflect.Type) []field {
 	return fs
 }
 
-func structFields(t reflect.Type, prefix []int) []field {
-	var out []field
+func structFields(t reflect.Type, prefix []int) []keyField {
+	var out []keyField
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		name, inline, skip := fieldTag(sf)
@@ -291,7 +291,7 @@ func structFields(t reflect.Type, prefix []int) []field {
 		if !sf.IsExported() {
 			continue
 		}
-		out = append(out, field{name: name, index: idx})
+		out = append(out, keyField{name: name, index: idx})
 	}
 	return out
 }
@@ -330,7 +330,7 @@ func (d *decoder) structure(path string, n *node, v reflect.Value) {
 	}
 	fs := d.fieldsOf(t)
 	for _, e := range n.keys {
-		i := slices.IndexFunc(fs, func(f field) bool { return f.name == e.key })
+		i := slices.IndexFunc(fs, func(f keyField) bool { return f.name == e.key })
 		p := child(path, e.key)
 		if i < 0 {
 			d.broken[p] = true
@@ -352,7 +352,7 @@ func (d *decoder) structure(path string, n *node, v reflect.Value) {
 	}
 }
 
-func fieldNames(fs []field) []string {
+func fieldNames(fs []keyField) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.name
@@ -363,7 +363,7 @@ func fieldNames(fs []field) []string {
 // unknownKey says that key is not a key of struct type t, with the nearest
 // known key when one is near, a hint when the type has one, or the list of
 // known keys.
-func unknownKey(key string, t reflect.Type, fs []field) string {
+func unknownKey(key string, t reflect.Type, fs []keyField) string {
 	names := fieldNames(fs)
 	if h, ok := reflect.Zero(t).Interface().(keyHinter); ok {
 		if hint, ok := h.keyHints()[key]; ok {

@@ -139,8 +139,8 @@ func TestWorkloadConfigs(t *testing.T) {
 				return wc.Name == "custom" && ac.Mode() == workload.ModeClosed && ac.ThinkTime.A == time.Second
 			}, ""},
 		{"stages and ramp", Workload{Preset: "chat", Stages: []Stage{{Duration: Duration(time.Second), Target: 3}}, Ramp: &Ramp{From: 1, To: 2}, Duration: Duration(time.Minute)},
-			nil, "--ramp and --stages conflict: each sets a load shape; choose one"},
-		{"unknown preset", Workload{Preset: "nope", Rate: PerSecondRate(1), Duration: Duration(time.Second)}, nil, `workload preset "nope": unknown`},
+			nil, "workload.ramp and workload.stages conflict: each sets a load shape; choose one"},
+		{"unknown preset", Workload{Preset: "nope", Rate: PerSecondRate(1), Duration: Duration(time.Second)}, nil, `workload.preset "nope": unknown`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
@@ -147,40 +147,27 @@ type Stage struct {
 	Target   float64  `yaml:"target" json:"target" doc:"Rate reached at the end of the stage, in requests per second."`
 }
 
-// Configs resolves the workload: the preset's configs (if any) with the
-// keys set here on top, then llm's defaults. It returns every problem of the
-// result, joined, naming the flags involved (--max-in-flight for the key
-// max_in_flight); the configs are returned even then.
+// Configs resolves the workload (workload.Resolve): the preset's configs
+// (if any) with the keys set here on top, then llm's defaults. It returns
+// every problem of the result, each keyed by its field under workload
+// (a field.Problems); the configs are returned even then.
 func (w Workload) Configs() (workload.Config, workload.ArrivalConfig, error) {
-	var (
-		wc   workload.Config
-		ac   workload.ArrivalConfig
-		errs []error
-	)
-	if w.Preset != "" {
-		p, err := workload.LookupPreset(w.Preset)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			wc, ac = p.Workload, p.Arrival
-		}
-	}
+	r, ps := w.resolve()
+	var errs []error
 	if w.Rate.Unresolved() {
 		errs = append(errs, errUnresolvedRate(w.Rate))
 	}
+	if len(ps) > 0 {
+		errs = append(errs, ps.Under("workload"))
+	}
+	return r.Workload, r.Arrival, errors.Join(errs...)
+}
+
+// resolve resolves the workload through workload.Resolve, the resolver
+// llmchaos load's flags take too.
+func (w Workload) resolve() (workload.Resolved, field.Problems) {
 	uw, ua := w.user()
-	wc = wc.Overlay(uw).WithDefaults()
-	ac = ac.Overlay(ua).WithDefaults()
-	if err := wc.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := ac.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return wc, ac, fmt.Errorf("workload: %w", err)
-	}
-	return wc, ac, nil
+	return workload.Resolve(workload.Given{Preset: w.Preset, Workload: uw, Arrival: ua})
 }
 
 // user returns the keys set here as llm configs, without preset or

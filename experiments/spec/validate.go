@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
@@ -63,11 +64,16 @@ func (s *Spec) ValidateFile(file string) Problems {
 
 // validator holds what the checks learn about the spec as they go.
 type validator struct {
-	s      *Spec
-	iss    issues
-	dec    *decoder
-	types  map[string]FaultType
-	faults map[string]int // fault name → index
+	s *Spec
+	// resolved is the workload as resolved by the check (preset,
+	// defaults), and params each fault's params as decoded (no target
+	// env filled in), for Resolve to keep.
+	resolved workload.Resolved
+	params   map[int]any
+	iss      issues
+	dec      *decoder
+	types    map[string]FaultType
+	faults   map[string]int // fault name → index
 	// loadEnd is when the load ends, 0 when it is not a set time.
 	loadEnd time.Duration
 	// class is the request class of the workload's results, "" if unknown.
@@ -98,6 +104,12 @@ type validator struct {
 // the spec was decoded from (nil when it was built in code), dir the
 // directory its relative paths are resolved from.
 func (s *Spec) check(zeros map[string]bool, dir string) issues {
+	return s.checker(zeros, dir).iss
+}
+
+// checker runs every check of s and returns the validator, with what it
+// resolved on the way.
+func (s *Spec) checker(zeros map[string]bool, dir string) *validator {
 	v := &validator{s: s, types: FaultTypes(), faults: map[string]int{}, proxies: map[string]Proxy{}, zeros: zeros, lookupEnv: os.LookupEnv, dir: dir}
 	v.dec = newDecoder(&v.iss)
 	v.header()
@@ -114,7 +126,7 @@ func (s *Spec) check(zeros map[string]bool, dir string) issues {
 	v.schedule()
 	v.blastRadius()
 	v.explicitZeros()
-	return v.iss
+	return v
 }
 
 // MaxRate is the highest request rate, in requests per second, an
@@ -394,9 +406,6 @@ func checkHostPort(s string, listen bool) error {
 	return nil
 }
 
-// flagRE finds the flag names llm's messages use (--max-in-flight).
-var flagRE = regexp.MustCompile(`--([a-z][a-z-]*)`)
-
 func (v *validator) workload() {
 	w := v.s.Workload
 	if reflect.ValueOf(w).IsZero() {
@@ -436,9 +445,16 @@ func (v *validator) workload() {
 	for i, st := range w.Stages {
 		rates = append(rates, rateAt{index("workload.stages", i) + ".target", st.Target})
 	}
+	// tooHigh are the workload keys with a rate above MaxRate, reported
+	// here at the value (stages[1].target); the workload's own problems of
+	// those keys would only repeat it.
+	tooHigh := map[string]bool{}
 	for _, r := range rates {
 		if !(r.r <= MaxRate) { // NaN too
 			v.iss.add(r.path, "%v requests per second is more than one client can send: want at most %v (spread a larger load over several llmchaos processes)", r.r, float64(MaxRate))
+			key, _, _ := strings.Cut(strings.TrimPrefix(r.path, "workload."), ".")
+			key, _, _ = strings.Cut(key, "[")
+			tooHigh["workload."+key] = true
 		}
 	}
 	for i, st := range w.Stages {
@@ -462,18 +478,9 @@ func (v *validator) workload() {
 		// workload is checked with a stand-in.
 		w.Rate = PerSecondRate(1)
 	}
-	wc, ac, _ := w.Configs()
-	var errs []error
-	// With an unknown preset, the problems would be those of the workload
-	// without it: only that one is reported.
-	if _, err := workload.LookupPreset(w.Preset); w.Preset == "" || err == nil {
-		if err := wc.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-		if err := ac.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	res, ps := w.resolve()
+	v.resolved = res
+	wc, ac := res.Workload, res.Arrival
 	set := setKeys(w)
 	aliases := w.keyAliases()
 	for _, alias := range slices.Sorted(maps.Keys(aliases)) {
@@ -483,7 +490,8 @@ func (v *validator) workload() {
 	}
 	// written is the key as the file writes it: the alias when only that
 	// is set.
-	written := func(key string) string {
+	written := func(f field.Path) string {
+		key := string(f)
 		for alias, k := range aliases {
 			if k == key && !set[key] && set[alias] {
 				return alias
@@ -491,22 +499,24 @@ func (v *validator) workload() {
 		}
 		return key
 	}
-	for _, err := range errs {
-		for _, m := range problemMessages(err) {
-			path := "workload"
-			for _, f := range flagRE.FindAllStringSubmatch(m, -1) {
-				key := written(strings.ReplaceAll(f[1], "-", "_"))
-				if set[key] {
-					path = "workload." + key
-					break
-				}
-			}
-			m = flagRE.ReplaceAllStringFunc(m, func(f string) string { return written(strings.ReplaceAll(f[2:], "-", "_")) })
-			if w.Preset != "" && path == "workload" {
-				m += fmt.Sprintf(" (with preset %s)", w.Preset)
-			}
-			v.iss.add(path, "%s", m)
+	if slices.ContainsFunc(ps, func(p field.Problem) bool { return p.Path == workload.FieldPreset }) {
+		// An unknown preset, reported above with a suggestion: the
+		// problems of the workload without it would mislead.
+		ps = nil
+	}
+	for _, p := range ps {
+		path := "workload"
+		if k := written(p.Path); p.Path != "" && set[k] {
+			path = "workload." + k
 		}
+		if tooHigh[path] {
+			continue
+		}
+		m := p.Message(written)
+		if w.Preset != "" && path == "workload" {
+			m += fmt.Sprintf(" (with preset %s)", w.Preset)
+		}
+		v.iss.add(path, "%s", m)
 	}
 	v.class = wc.Name
 	v.loadEnd = ac.Duration
@@ -655,7 +665,7 @@ func (v *validator) fault(i int, f Fault) {
 			v.kubernetesProxyFault(p, f)
 		}
 		v.faultTarget(p, f, ft)
-		v.faultParams(p, f, ft)
+		v.faultParams(i, p, f, ft)
 	}
 }
 
@@ -723,13 +733,19 @@ func (v *validator) faultTarget(p string, f Fault, ft FaultType) {
 
 // faultParams decodes a fault's params strictly into its type's params
 // and checks them.
-func (v *validator) faultParams(p string, f Fault, ft FaultType) {
+func (v *validator) faultParams(i int, p string, f Fault, ft FaultType) {
 	p += ".params"
 	params := ft.NewParams()
+	countDecode()
 	v.dec.decode(p, valueNode(f.Params), reflect.ValueOf(params).Elem())
 	if v.dec.broken[p] {
 		return
 	}
+	if v.params == nil {
+		v.params = map[int]any{}
+	}
+	v.params[i] = params
+	params = copyParams(params) // what the target fills in is checked on a copy
 	if ft.FromSim != nil && v.s.Target.Sim != nil {
 		ft.FromSim(params, placeholderSimEnv())
 	}

@@ -154,6 +154,7 @@ func (s *Spec) EnvOf(sim *SimEnv) TargetEnv {
 func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 	var iss issues
 	params := ft.NewParams()
+	countDecode()
 	dec := newDecoder(&iss)
 	dec.decode(index("faults", i)+".params", valueNode(f.Params), reflect.ValueOf(params).Elem())
 	if len(iss) > 0 {

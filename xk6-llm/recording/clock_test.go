@@ -6,6 +6,7 @@ import (
 )
 
 func TestRunClock(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := NewRunClockAt(start)
 	a := c.Now()

@@ -27,6 +27,7 @@ func streamedPerSecond(s *Series) []int64 {
 }
 
 func TestSeriesPlacesChunksOfALongStreamInTheirSeconds(t *testing.T) {
+	t.Parallel()
 	// A 30 s stream: first token at 0.5 s, then a chunk every 100 ms up to
 	// 30.4 s, recorded when it ends (no live events): every second it
 	// spans gets its chunks, the ttft its first second, e2e the last.
@@ -73,6 +74,7 @@ func TestSeriesPlacesChunksOfALongStreamInTheirSeconds(t *testing.T) {
 }
 
 func TestStreamEventsAreSeenLiveAndNotCountedTwice(t *testing.T) {
+	t.Parallel()
 	tags := Tags{Class: "chat"}
 	res := longStream(1, 500*time.Millisecond, 100*time.Millisecond, 30)
 	res.Tags = tags
@@ -139,6 +141,7 @@ func TestStreamEventsAreSeenLiveAndNotCountedTwice(t *testing.T) {
 }
 
 func TestStreamedTokensOfAFailedStreamCount(t *testing.T) {
+	t.Parallel()
 	// A stream cut after 20 chunks: its tokens streamed (they count by
 	// event time), though output_tokens counts ok requests only.
 	r := NewRecorder(Options{})

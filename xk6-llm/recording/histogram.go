@@ -111,6 +111,57 @@ func clampRecord(h *hdrhistogram.Histogram, v, limit int64) {
 // histograms.
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
+// Sample returns the value of res that feeds trend m, in the metric's
+// unit (µs for latencies, tokens for token counts), and whether res has
+// one. It is the one definition of which Result value feeds each trend and
+// of which results: the recorder's histograms and the Prometheus
+// exporter (telemetry) both read it, so a new trend is a row of the metric
+// table, a Metric constant and a case here. itl, several values per result
+// (Result.ITLMicros), has no single sample (ok false).
+func (m Metric) Sample(res *Result) (int64, bool) {
+	sent := res.Outcome != OutcomeDropped && res.Sent > 0
+	ok := res.Outcome == OutcomeOK
+	switch m {
+	case MetricTTFT:
+		if d, got := res.TTFT(); got && sent {
+			return micros(d), true
+		}
+	case MetricSendLag:
+		if sent {
+			return micros(res.SendLag()), true
+		}
+	case MetricClientQueue:
+		if sent {
+			return micros(res.ClientQueue()), true
+		}
+	case MetricConnect:
+		if sent && res.Connect > 0 {
+			return micros(res.Connect), true
+		}
+	case MetricE2E:
+		if d, got := res.E2E(); got && ok {
+			return micros(d), true
+		}
+	case MetricTPOT:
+		if d, got := res.TPOT(); got && ok {
+			return micros(d), true
+		}
+	case MetricInputTokens:
+		if ok {
+			return int64(inputTokenCount(res)), true
+		}
+	case MetricOutputTokens:
+		if ok {
+			return int64(res.OutputTokenCount()), true
+		}
+	}
+	return 0, false
+}
+
+// sampled are the trends with one Sample per result, in the order the
+// recorder records them.
+var sampled = [...]Metric{MetricSendLag, MetricClientQueue, MetricConnect, MetricTTFT, MetricE2E, MetricTPOT, MetricInputTokens, MetricOutputTokens}
+
 // Distribution summarises one histogram in the metric's unit (µs for
 // latencies, tokens for token counts). Quantiles follow HDR's rules: the
 // nearest rank, reported as the highest value equivalent to the bucket it

@@ -7,6 +7,7 @@ import (
 )
 
 func TestMetricNames(t *testing.T) {
+	t.Parallel()
 	want := []string{"ttft", "itl", "tpot", "e2e", "send_lag", "client_queue", "connect", "input_tokens", "output_tokens"}
 	if int(NumMetrics) != len(want) {
 		t.Fatalf("NumMetrics = %d, want %d", NumMetrics, len(want))
@@ -30,6 +31,7 @@ func TestMetricNames(t *testing.T) {
 }
 
 func TestHistogramGeometry(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		m        Metric
 		v        int64
@@ -64,6 +66,7 @@ func TestHistogramGeometry(t *testing.T) {
 }
 
 func TestMetricAgreesWithTable(t *testing.T) {
+	t.Parallel()
 	for m := range NumMetrics {
 		row, ok := metrics.NewRegistry().Lookup(m.String())
 		if !ok || row.IsTime() != m.IsLatency() {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestLiveRequestRate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		live Live
@@ -38,6 +39,7 @@ func TestLiveRequestRate(t *testing.T) {
 // current second so far and the 9 before it once the run is longer, the
 // whole run before.
 func TestRecorderSnapshotRecentWindow(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(Options{})
 	// One ok request every 5 s, ending at 1.05 s, 6.05 s, 11.05 s, 16.05 s.
 	for _, sent := range []time.Duration{time.Second, 6 * time.Second, 11 * time.Second, 16 * time.Second} {

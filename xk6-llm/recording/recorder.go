@@ -214,16 +214,18 @@ func (r *Recorder) Record(res *Result) {
 	sh := r.series.beginHists(sec)
 	defer r.series.endHists(sec, sh)
 
-	sent := res.Outcome != OutcomeDropped && res.Sent > 0
-	if sent {
-		t.record(MetricSendLag, micros(res.SendLag()))
-		t.record(MetricClientQueue, micros(res.ClientQueue()))
-		if res.Connect > 0 {
-			t.record(MetricConnect, micros(res.Connect))
+	for _, m := range sampled {
+		v, ok := m.Sample(res)
+		if !ok {
+			continue
 		}
-	}
-	if d, ok := res.TTFT(); ok && sent {
-		t.record(MetricTTFT, micros(d))
+		t.record(m, v)
+		switch m {
+		case MetricE2E:
+			sh[1][logBucket(v)]++
+		case MetricTPOT:
+			sh[3][logBucket(v)]++
+		}
 	}
 	if len(res.ITLMicros) > 0 {
 		h := t.Hists[MetricITL]
@@ -235,21 +237,6 @@ func (r *Recorder) Record(res *Result) {
 			_ = h.RecordValue(min(int64(g), LatencyMaxMicros)) // in range after min
 		}
 	}
-	if res.Outcome != OutcomeOK {
-		return
-	}
-	if d, ok := res.E2E(); ok {
-		v := micros(d)
-		t.record(MetricE2E, v)
-		sh[1][logBucket(v)]++
-	}
-	if d, ok := res.TPOT(); ok {
-		v := micros(d)
-		t.record(MetricTPOT, v)
-		sh[3][logBucket(v)]++
-	}
-	t.record(MetricInputTokens, int64(inputTokenCount(res)))
-	t.record(MetricOutputTokens, int64(res.OutputTokenCount()))
 }
 
 // advanceClock integrates the in-flight gauge up to at. Hooks from several

@@ -12,6 +12,7 @@ import (
 // back field for field (times to the microsecond), skipping other lines
 // when lenient and naming them otherwise.
 func TestReadRequestsRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := []*Result{
 		{Seq: 3, RequestID: "r-3", Session: 7, Turn: 1, Tags: Tags{Phase: "fault", Fault: "kill", Class: "chat", Endpoint: "http://a/v1", Scenario: "s"},
 			Scheduled: 10 * time.Millisecond, Dequeued: 11 * time.Millisecond, Sent: 12 * time.Millisecond, FirstToken: 40 * time.Millisecond, End: 90 * time.Millisecond,

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSeriesAttributesToEndSecond(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(Options{})
 	// Sent in second 0, ends in second 2.
 	r.Record(recRes(Tags{}, 900*time.Millisecond, 1000, 1_200_000, 3))
@@ -41,6 +42,7 @@ func TestSeriesAttributesToEndSecond(t *testing.T) {
 }
 
 func TestSeriesWindowPercentiles(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(Options{})
 	// Second s holds three requests with ttft 10+5s, 11+5s, 12+5s µs.
 	for s := range 10 {
@@ -115,6 +117,7 @@ func TestSeriesWindowPercentiles(t *testing.T) {
 }
 
 func TestSeriesLateResultForSealedSecond(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(Options{})
 	r.Record(recRes(Tags{}, 100*time.Millisecond, 20, 200_000, 3))
 	// Time moves on: second 0 is sealed.
@@ -135,6 +138,7 @@ func TestSeriesLateResultForSealedSecond(t *testing.T) {
 }
 
 func TestSeriesWindowEmptyAndBounds(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(Options{})
 	r.Record(recRes(Tags{}, time.Second, 20, 1000, 3))
 	sum := r.Finish(3 * time.Second)
@@ -161,6 +165,7 @@ func TestSeriesWindowEmptyAndBounds(t *testing.T) {
 }
 
 func TestNewSeriesRejectsBadRows(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		rows []SecondStats
@@ -189,6 +194,7 @@ func TestNewSeriesRejectsBadRows(t *testing.T) {
 }
 
 func TestEncodeSecondRoundTrip(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	var d secondHists
 	for range 5000 {
@@ -239,6 +245,7 @@ func FuzzWalkSecond(f *testing.F) {
 }
 
 func TestLogHistogramPercentiles(t *testing.T) {
+	t.Parallel()
 	var h LogHistogram
 	for _, v := range []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10} {
 		h.Record(v)
@@ -269,6 +276,7 @@ func TestLogHistogramPercentiles(t *testing.T) {
 }
 
 func TestLogHistogramRelativeError(t *testing.T) {
+	t.Parallel()
 	// Every value reads back within 1/64 of itself, from 1 µs to an hour.
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 100_000 {

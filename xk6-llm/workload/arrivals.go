@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Arrival is one scheduled request of an open-loop schedule.
@@ -138,6 +140,22 @@ type ArrivalConfig struct {
 	// 0: no cap); OnSaturation says what an arrival does at the cap.
 	MaxInFlight  int
 	OnSaturation Saturation
+
+	// checked is set on the copy Checked returns: the config was
+	// validated as it is, so the engine and NewArrivals do not validate
+	// it again. WithDefaults and Overlay return it unset.
+	checked bool
+}
+
+// Checked validates cfg once (Problems) and returns it marked as
+// checked, which the engine and NewArrivals take without validating it
+// again, and the problems found (then the returned config is not marked).
+// Change a checked config's fields and it must be checked again.
+func (c ArrivalConfig) Checked() (ArrivalConfig, field.Problems) {
+	c.checked = false
+	ps := c.Problems()
+	c.checked = len(ps) == 0
+	return c, ps
 }
 
 // Mode returns the load mode cfg sets, or "" when none is set. When several
@@ -178,27 +196,29 @@ func (c ArrivalConfig) OpenLoop() bool {
 	return m != "" && m != ModeClosed
 }
 
-// flag returns the flag that selects m.
-func (m LoadMode) flag() string {
+// Field returns the field that selects m (rate, ramp, stages, trace,
+// concurrency).
+func (m LoadMode) Field() field.Path {
 	switch m {
 	case ModeRate:
-		return "--rate"
+		return FieldRate
 	case ModeRamp:
-		return "--ramp"
+		return FieldRamp
 	case ModeStages:
-		return "--stages"
+		return FieldStages
 	case ModeTrace:
-		return "--trace"
+		return FieldTrace
 	case ModeClosed:
-		return "--concurrency"
+		return FieldConcurrency
 	}
-	return string(m)
+	return field.Path(m)
 }
 
 // WithDefaults returns cfg with the documented defaults filled in:
 // Arrival poisson and Burstiness 1 for the rate modes (rate, ramp, stages),
 // OnSaturation wait. Fields already set are kept.
 func (c ArrivalConfig) WithDefaults() ArrivalConfig {
+	c.checked = false
 	switch c.Mode() {
 	case ModeRate, ModeRamp, ModeStages:
 		if c.Arrival == "" {
@@ -220,6 +240,7 @@ func (c ArrivalConfig) WithDefaults() ArrivalConfig {
 // are cleared first so that the two shapes never mix; when u's mode is trace
 // or closed loop, c's arrival kind and burstiness go too.
 func (c ArrivalConfig) Overlay(u ArrivalConfig) ArrivalConfig {
+	c.checked = false
 	if m := u.Mode(); m != "" {
 		c.Rate, c.Ramp, c.Stages, c.StartRate, c.TraceFile = 0, Ramp{}, nil, 0, ""
 		c.Concurrency, c.ThinkTime = 0, DurationDist{}
@@ -287,70 +308,84 @@ const (
 	DefaultMaxInFlight = 20_000
 )
 
-// Validate reports every problem with cfg at once (joined), naming the
-// flags involved. It fills no defaults: call WithDefaults first.
+// Validate reports every problem with cfg at once (a field.Problems),
+// each keyed by its field (FieldRate, ...); a config Checked returned is
+// not validated again. It fills no defaults: call WithDefaults first.
 func (c ArrivalConfig) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.checked {
+		return nil
+	}
+	return c.Problems().Err()
+}
+
+// Problems returns every problem with cfg, keyed by field.
+func (c ArrivalConfig) Problems() field.Problems {
+	if h := validateArrivalHook; h != nil {
+		h()
+	}
+	var ps field.Problems
+	bad := ps.Add
 
 	ms := c.modes()
 	switch len(ms) {
 	case 0:
-		bad("no load shape: set one of --rate, --ramp, --stages, --trace or --concurrency")
+		ps = append(ps, field.Problem{Format: "no load shape: set one of %s, %s, %s, %s or %s",
+			Args: []any{FieldRate, FieldRamp, FieldStages, FieldTrace, FieldConcurrency}, Missing: true})
 	case 1:
 	default:
-		names := make([]string, len(ms))
+		args := make([]any, len(ms))
+		verbs := make([]string, len(ms))
 		for i, m := range ms {
-			names[i] = m.flag()
+			args[i], verbs[i] = m.Field(), "%s"
 		}
-		last := len(names) - 1
-		bad("%s and %s conflict: each sets a load shape; choose one", strings.Join(names[:last], ", "), names[last])
+		last := len(verbs) - 1
+		bad(ms[0].Field(), strings.Join(verbs[:last], ", ")+" and %s conflict: each sets a load shape; choose one", args...)
 	}
 	mode := c.Mode()
 	rateMode := mode == ModeRate || mode == ModeRamp || mode == ModeStages
 
 	if c.Rate < 0 || math.IsNaN(c.Rate) {
-		bad("--rate %v must be > 0", c.Rate)
+		bad(FieldRate, "%s %v must be > 0", FieldRate, c.Rate)
 	}
 	if finiteNum(c.Rate) && c.Rate > MaxRate {
-		bad("--rate %v: at most %v requests per second from one process (spread more over several: --shard)", c.Rate, float64(MaxRate))
+		bad(FieldRate, "%s %v: at most %v requests per second from one process (spread more over several: --shard)", FieldRate, c.Rate, float64(MaxRate))
 	}
 	if math.IsInf(c.Rate, 1) && c.Requests <= 0 {
-		bad("--rate inf sends every request at once: it needs --requests")
+		bad(FieldRate, "%s inf sends every request at once: it needs %s", FieldRate, FieldRequests)
 	}
 	if rateMode {
 		switch c.Arrival {
 		case ArrivalConstant, ArrivalPoisson:
 			if c.Burstiness != 1 {
-				bad("--burstiness %v applies to --arrival gamma only (%s has burstiness 1)", c.Burstiness, c.Arrival)
+				bad(FieldBurstiness, "%s %v applies to %s gamma only (%s has burstiness 1)", FieldBurstiness, c.Burstiness, FieldArrival, c.Arrival)
 			}
 		case ArrivalGamma:
 			if !(c.Burstiness > 0) || math.IsInf(c.Burstiness, 0) {
-				bad("--burstiness %v must be a finite number > 0", c.Burstiness)
+				bad(FieldBurstiness, "%s %v must be a finite number > 0", FieldBurstiness, c.Burstiness)
 			}
 		case "":
-			bad("--arrival is empty (defaults not applied): want constant, poisson or gamma")
+			bad(FieldArrival, "%s is empty (defaults not applied): want constant, poisson or gamma", FieldArrival)
 		default:
-			bad("--arrival %q: want constant, poisson or gamma", c.Arrival)
+			bad(FieldArrival, "%s %q: want constant, poisson or gamma", FieldArrival, c.Arrival)
 		}
 	} else {
 		if c.Arrival != "" {
-			bad("--arrival applies to --rate, --ramp and --stages only")
+			bad(FieldArrival, "%s applies to %s, %s and %s only", FieldArrival, FieldRate, FieldRamp, FieldStages)
 		}
 		if c.Burstiness != 0 {
-			bad("--burstiness applies to --arrival gamma only")
+			bad(FieldBurstiness, "%s applies to %s gamma only", FieldBurstiness, FieldArrival)
 		}
 	}
 
 	if !c.Ramp.IsZero() {
 		if c.Ramp.From < 0 || c.Ramp.To < 0 || !finiteNum(c.Ramp.From) || !finiteNum(c.Ramp.To) {
-			bad("--ramp %s: rates must be finite and ≥ 0", c.Ramp)
+			bad(FieldRamp, "%s %s: rates must be finite and ≥ 0", FieldRamp, c.Ramp)
 		}
 		if c.Ramp.From > MaxRate || c.Ramp.To > MaxRate {
-			bad("--ramp %s: at most %v requests per second", c.Ramp, float64(MaxRate))
+			bad(FieldRamp, "%s %s: at most %v requests per second", FieldRamp, c.Ramp, float64(MaxRate))
 		}
 		if c.Duration <= 0 {
-			bad("--ramp %s needs --duration: the ramp spans the whole run", c.Ramp)
+			bad(FieldRamp, "%s %s needs %s: the ramp spans the whole run", FieldRamp, c.Ramp, FieldDuration)
 		}
 	}
 	if len(c.Stages) > 0 {
@@ -358,76 +393,76 @@ func (c ArrivalConfig) Validate() error {
 		anyRate := c.StartRate > 0
 		for i, st := range c.Stages {
 			if st.Duration < 0 {
-				bad("--stages: stage %d duration %v must be ≥ 0", i+1, st.Duration)
+				bad(FieldStages, "%s: stage %d duration %v must be ≥ 0", FieldStages, i+1, st.Duration)
 			}
 			if st.Target < 0 || !finiteNum(st.Target) {
-				bad("--stages: stage %d target %v must be finite and ≥ 0", i+1, st.Target)
+				bad(FieldStages, "%s: stage %d target %v must be finite and ≥ 0", FieldStages, i+1, st.Target)
 			}
 			if st.Target > MaxRate {
-				bad("--stages: stage %d target %v: at most %v requests per second", i+1, st.Target, float64(MaxRate))
+				bad(FieldStages, "%s: stage %d target %v: at most %v requests per second", FieldStages, i+1, st.Target, float64(MaxRate))
 			}
 			total += st.Duration
 			anyRate = anyRate || st.Target > 0
 		}
 		if total <= 0 {
-			bad("--stages: total duration is 0")
+			bad(FieldStages, "%s: total duration is 0", FieldStages)
 		}
 		if !anyRate {
-			bad("--stages: every target is 0, so nothing would be sent")
+			bad(FieldStages, "%s: every target is 0, so nothing would be sent", FieldStages)
 		}
 	}
 	if c.StartRate < 0 || !finiteNum(c.StartRate) {
-		bad("--start-rate %v must be finite and ≥ 0", c.StartRate)
+		bad(FieldStartRate, "%s %v must be finite and ≥ 0", FieldStartRate, c.StartRate)
 	}
 	if c.StartRate != 0 && len(c.Stages) == 0 {
-		bad("--start-rate applies to --stages only")
+		bad(FieldStartRate, "%s applies to %s only", FieldStartRate, FieldStages)
 	}
 
 	if c.Duration < 0 {
-		bad("--duration %v must be ≥ 0", c.Duration)
+		bad(FieldDuration, "%s %v must be ≥ 0", FieldDuration, c.Duration)
 	}
 	if c.Requests < 0 {
-		bad("--requests %d must be ≥ 0", c.Requests)
+		bad(FieldRequests, "%s %d must be ≥ 0", FieldRequests, c.Requests)
 	}
 	if (mode == ModeRate || mode == ModeClosed) && c.Duration <= 0 && c.Requests <= 0 {
-		bad("the run has no end: set --duration or --requests")
+		ps = append(ps, field.Problem{Format: "the run has no end: set %s or %s", Args: []any{FieldDuration, FieldRequests}, Missing: true})
 	}
 
 	if c.Concurrency < 0 {
-		bad("--concurrency %d must be > 0", c.Concurrency)
+		bad(FieldConcurrency, "%s %d must be > 0", FieldConcurrency, c.Concurrency)
 	}
 	if c.Concurrency > MaxConcurrency {
-		bad("--concurrency %d: at most %d users in one process (spread more over several: --shard)", c.Concurrency, MaxConcurrency)
+		bad(FieldConcurrency, "%s %d: at most %d users in one process (spread more over several: --shard)", FieldConcurrency, c.Concurrency, MaxConcurrency)
 	}
 	if err := c.ThinkTime.Validate(); err != nil {
-		bad("--think-time: %w", err)
+		bad(FieldThinkTime, "%s: %w", FieldThinkTime, err)
 	}
 	if !c.ThinkTime.IsZero() && mode != ModeClosed {
-		bad("--think-time applies to --concurrency (closed loop); open-loop sessions take their think time from the workload")
+		bad(FieldThinkTime, "%s applies to %s (closed loop); open-loop sessions take their think time from the workload", FieldThinkTime, FieldConcurrency)
 	}
 	if c.MaxInFlight < 0 {
-		bad("--max-in-flight %d must be ≥ 0", c.MaxInFlight)
+		bad(FieldMaxInFlight, "%s %d must be ≥ 0", FieldMaxInFlight, c.MaxInFlight)
 	}
 	if c.MaxInFlight > MaxConcurrency {
-		bad("--max-in-flight %d: at most %d requests in flight in one process (spread more over several: --shard)", c.MaxInFlight, MaxConcurrency)
+		bad(FieldMaxInFlight, "%s %d: at most %d requests in flight in one process (spread more over several: --shard)", FieldMaxInFlight, c.MaxInFlight, MaxConcurrency)
 	}
 	if mode == ModeClosed {
 		if c.MaxInFlight != 0 {
-			bad("--max-in-flight caps open-loop load; a closed loop is capped by --concurrency")
+			bad(FieldMaxInFlight, "%s caps open-loop load; a closed loop is capped by %s", FieldMaxInFlight, FieldConcurrency)
 		}
 		if c.OnSaturation != "" {
-			bad("--on-saturation applies to open-loop load only")
+			bad(FieldOnSaturation, "%s applies to open-loop load only", FieldOnSaturation)
 		}
 	} else if mode != "" {
 		switch c.OnSaturation {
 		case SaturationWait, SaturationDrop:
 		case "":
-			bad("--on-saturation is empty (defaults not applied): want wait or drop")
+			bad(FieldOnSaturation, "%s is empty (defaults not applied): want wait or drop", FieldOnSaturation)
 		default:
-			bad("--on-saturation %q: want wait or drop", c.OnSaturation)
+			bad(FieldOnSaturation, "%s %q: want wait or drop", FieldOnSaturation, c.OnSaturation)
 		}
 	}
-	return errors.Join(errs...)
+	return ps
 }
 
 func finiteNum(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -444,7 +479,7 @@ func NewArrivals(cfg ArrivalConfig, rng *rand.Rand) (Arrivals, error) {
 	}
 	switch cfg.Mode() {
 	case ModeClosed:
-		return nil, errors.New("arrivals: --concurrency is a closed loop, run by the engine; it has no arrival schedule")
+		return nil, errors.New("arrivals: concurrency is a closed loop, run by the engine; it has no arrival schedule")
 	case ModeTrace:
 		tr, err := LoadTrace(cfg.TraceFile)
 		if err != nil {

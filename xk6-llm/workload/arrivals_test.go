@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // schedule builds cfg (with defaults) and returns every arrival time.
@@ -38,6 +40,7 @@ func schedule(t *testing.T, cfg ArrivalConfig, seed uint64) []time.Duration {
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 func TestConstantArrivalTimes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  ArrivalConfig
@@ -132,6 +135,7 @@ func absDur(d time.Duration) time.Duration {
 }
 
 func TestStagesIntegrals(t *testing.T) {
+	t.Parallel()
 	// 0→10 over 10s (Λ = 50), hold 10 for 10s (100), 10→0 over 10s (50):
 	// each stage holds exactly its integral of constant arrivals, and the
 	// stage boundaries fall on arrivals 50 and 150.
@@ -171,6 +175,7 @@ func TestStagesIntegrals(t *testing.T) {
 }
 
 func TestGammaInterArrivalCV(t *testing.T) {
+	t.Parallel()
 	// vLLM semantics: at rate R, inter-arrival times are Gamma(B, 1/(R·B)):
 	// mean 1/R, CV 1/√B. With 200,000 intervals the CV estimate's relative
 	// standard error is √((κ−1)/4n) with kurtosis κ = 3 + 6/B, i.e. 0.57% at
@@ -197,6 +202,7 @@ func TestGammaInterArrivalCV(t *testing.T) {
 }
 
 func TestPoissonRealisedRate(t *testing.T) {
+	t.Parallel()
 	// The issue's check, pure (no real time): Poisson at 50 req/s for 30 s.
 	// One such schedule's count is Poisson(1500), sd 38.7 (2.6%), so the
 	// fixed seed's run is checked against ±3% and the mean over 100 seeds
@@ -226,6 +232,7 @@ func TestPoissonRealisedRate(t *testing.T) {
 }
 
 func TestArrivalsDeterministic(t *testing.T) {
+	t.Parallel()
 	cfgs := map[string]ArrivalConfig{
 		"poisson": {Rate: 200, Requests: 2000},
 		"gamma":   {Rate: 200, Arrival: ArrivalGamma, Burstiness: 0.3, Requests: 2000},
@@ -255,6 +262,7 @@ func TestArrivalsDeterministic(t *testing.T) {
 }
 
 func TestArrivalsNoDrift(t *testing.T) {
+	t.Parallel()
 	// The k-th constant arrival is exactly k/R, rounded to the nanosecond,
 	// after a million arrivals as after one: times are computed from k, not
 	// accumulated. R = 7 does not divide a second, so any accumulation of
@@ -295,6 +303,7 @@ func TestArrivalsNoDrift(t *testing.T) {
 }
 
 func TestArrivalConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  ArrivalConfig
@@ -305,24 +314,24 @@ func TestArrivalConfigValidate(t *testing.T) {
 		{"trace", ArrivalConfig{TraceFile: "x.jsonl"}, nil},
 		{"stages", ArrivalConfig{Stages: []Stage{{time.Second, 1}}}, nil},
 		{"nothing", ArrivalConfig{Duration: time.Second}, []string{"no load shape"}},
-		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"--rate and --concurrency conflict"}},
-		{"no end", ArrivalConfig{Rate: 5}, []string{"no end: set --duration or --requests"}},
-		{"inf needs requests", ArrivalConfig{Rate: math.Inf(1), Duration: time.Second}, []string{"--rate inf"}},
-		{"burstiness on poisson", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 3}, []string{"--burstiness 3 applies to --arrival gamma only"}},
-		{"gamma needs burstiness > 0", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalGamma, Burstiness: -1}, []string{"--burstiness -1 must be"}},
-		{"unknown arrival", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: "weibull", Burstiness: 1}, []string{`--arrival "weibull"`}},
-		{"ramp needs duration", ArrivalConfig{Ramp: Ramp{1, 5}, Requests: 10}, []string{"--ramp 1:5 needs --duration"}},
+		{"two shapes", ArrivalConfig{Rate: 5, Concurrency: 2, Duration: time.Second}, []string{"rate and concurrency conflict"}},
+		{"no end", ArrivalConfig{Rate: 5}, []string{"no end: set duration or requests"}},
+		{"inf needs requests", ArrivalConfig{Rate: math.Inf(1), Duration: time.Second}, []string{"rate inf"}},
+		{"burstiness on poisson", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 3}, []string{"burstiness 3 applies to arrival gamma only"}},
+		{"gamma needs burstiness > 0", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: ArrivalGamma, Burstiness: -1}, []string{"burstiness -1 must be"}},
+		{"unknown arrival", ArrivalConfig{Rate: 5, Duration: time.Second, Arrival: "weibull", Burstiness: 1}, []string{`arrival "weibull"`}},
+		{"ramp needs duration", ArrivalConfig{Ramp: Ramp{1, 5}, Requests: 10}, []string{"ramp 1:5 needs duration"}},
 		{"zero stages", ArrivalConfig{Stages: []Stage{{time.Second, 0}}}, []string{"every target is 0"}},
-		{"think time open loop", ArrivalConfig{Rate: 1, Duration: time.Second, ThinkTime: FixedDuration(time.Second)}, []string{"--think-time applies to --concurrency"}},
-		{"max in flight closed", ArrivalConfig{Concurrency: 4, Duration: time.Second, MaxInFlight: 3}, []string{"--max-in-flight caps open-loop load"}},
-		{"bad saturation", ArrivalConfig{Rate: 1, Duration: time.Second, OnSaturation: "queue"}, []string{`--on-saturation "queue"`}},
-		{"arrival with trace", ArrivalConfig{TraceFile: "t", Arrival: ArrivalGamma}, []string{"--arrival applies to --rate, --ramp and --stages only"}},
-		{"start rate without stages", ArrivalConfig{Rate: 1, Duration: time.Second, StartRate: 3}, []string{"--start-rate applies to --stages only"}},
+		{"think time open loop", ArrivalConfig{Rate: 1, Duration: time.Second, ThinkTime: FixedDuration(time.Second)}, []string{"think_time applies to concurrency"}},
+		{"max in flight closed", ArrivalConfig{Concurrency: 4, Duration: time.Second, MaxInFlight: 3}, []string{"max_in_flight caps open-loop load"}},
+		{"bad saturation", ArrivalConfig{Rate: 1, Duration: time.Second, OnSaturation: "queue"}, []string{`on_saturation "queue"`}},
+		{"arrival with trace", ArrivalConfig{TraceFile: "t", Arrival: ArrivalGamma}, []string{"arrival applies to rate, ramp and stages only"}},
+		{"start rate without stages", ArrivalConfig{Rate: 1, Duration: time.Second, StartRate: 3}, []string{"start_rate applies to stages only"}},
 		{
 			// Every problem at once.
 			name: "several problems",
 			cfg:  ArrivalConfig{Rate: -1, Requests: -2, MaxInFlight: -1, Arrival: "x", Burstiness: 1},
-			want: []string{"--rate -1 must be > 0", "--requests -2", "--max-in-flight -1", `--arrival "x"`},
+			want: []string{"rate -1 must be > 0", "requests -2", "max_in_flight -1", `arrival "x"`},
 		},
 	}
 	for _, tt := range tests {
@@ -347,10 +356,11 @@ func TestArrivalConfigValidate(t *testing.T) {
 }
 
 func TestArrivalConfigValidateFillsNothing(t *testing.T) {
+	t.Parallel()
 	cfg := ArrivalConfig{Rate: 5, Duration: time.Second}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "defaults not applied") {
-		t.Errorf("Validate() without defaults = %v, want the empty --arrival reported", err)
+		t.Errorf("Validate() without defaults = %v, want the empty arrival reported", err)
 	}
 	if cfg.Arrival != "" || cfg.OnSaturation != "" {
 		t.Errorf("Validate changed the config: %+v", cfg)
@@ -362,6 +372,7 @@ func TestArrivalConfigValidateFillsNothing(t *testing.T) {
 }
 
 func TestArrivalConfigOverlay(t *testing.T) {
+	t.Parallel()
 	closed := ArrivalConfig{Concurrency: 64}
 	chat := ArrivalConfig{Rate: 10, Arrival: ArrivalPoisson, Burstiness: 1}
 	tests := []struct {
@@ -394,6 +405,7 @@ func TestArrivalConfigOverlay(t *testing.T) {
 }
 
 func TestParseStages(t *testing.T) {
+	t.Parallel()
 	got, err := ParseStages("30s:10, 1m:50,30s:0,0s:2.5")
 	if err != nil {
 		t.Fatal(err)
@@ -434,6 +446,7 @@ func TestParseStages(t *testing.T) {
 }
 
 func TestParseRamp(t *testing.T) {
+	t.Parallel()
 	if got, err := ParseRamp("10:50"); err != nil || got != (Ramp{10, 50}) {
 		t.Errorf("ParseRamp(10:50) = %v, %v", got, err)
 	}
@@ -451,6 +464,7 @@ func TestParseRamp(t *testing.T) {
 }
 
 func TestNewArrivalsRejectsClosedLoop(t *testing.T) {
+	t.Parallel()
 	_, err := NewArrivals(ArrivalConfig{Concurrency: 2, Duration: time.Second}, testRand(1))
 	if err == nil || !strings.Contains(err.Error(), "closed loop") {
 		t.Errorf("NewArrivals(closed loop) = %v, want an error", err)
@@ -480,4 +494,22 @@ func FuzzParseStages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every problem of an arrival config is keyed by the field it is about,
+// and mentions fields as paths, for each front end to name (a flag, a
+// YAML key).
+func TestArrivalProblemsKeyedByField(t *testing.T) {
+	t.Parallel()
+	ps := ArrivalConfig{Rate: -1, Duration: time.Second, Arrival: ArrivalPoisson, Burstiness: 1, OnSaturation: SaturationWait, MaxInFlight: -2}.Problems()
+	paths := map[field.Path]string{}
+	for _, p := range ps {
+		paths[p.Path] = p.Message(func(f field.Path) string { return "<" + string(f) + ">" })
+	}
+	if m := paths[FieldRate]; m != "<rate> -1 must be > 0" {
+		t.Errorf("rate: %q (all: %v)", m, ps)
+	}
+	if m := paths[FieldMaxInFlight]; m != "<max_in_flight> -2 must be ≥ 0" {
+		t.Errorf("max_in_flight: %q (all: %v)", m, ps)
+	}
 }

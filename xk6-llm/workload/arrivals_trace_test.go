@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadTrace(t *testing.T) {
+	t.Parallel()
 	tr, err := LoadTrace(filepath.Join("testdata", "traces", "trace_small.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +29,7 @@ func TestLoadTrace(t *testing.T) {
 }
 
 func TestTraceArrivals(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("testdata", "traces", "trace_small.jsonl")
 	tests := []struct {
 		name     string
@@ -68,6 +70,7 @@ func TestTraceArrivals(t *testing.T) {
 }
 
 func TestLoadTraceErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string

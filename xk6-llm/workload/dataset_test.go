@@ -11,6 +11,7 @@ import (
 func datasetPath(name string) string { return filepath.Join("testdata", "datasets", name) }
 
 func TestLoadShareGPT(t *testing.T) {
+	t.Parallel()
 	ds, err := LoadDataset(datasetPath("sharegpt_small.json"), DatasetAuto)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,7 @@ func TestLoadShareGPT(t *testing.T) {
 }
 
 func TestShareGPTLengthFilter(t *testing.T) {
+	t.Parallel()
 	// vLLM's filter: prompt ≤ 1024 tokens and prompt + answer ≤ 2048.
 	long := strings.Repeat("abcd", 1025) // 1025 tokens
 	mid := strings.Repeat("abcd", 1000)
@@ -61,6 +63,7 @@ func TestShareGPTLengthFilter(t *testing.T) {
 }
 
 func TestLoadJSONLDataset(t *testing.T) {
+	t.Parallel()
 	ds, err := LoadDataset(datasetPath("prompts.jsonl"), DatasetAuto)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +97,7 @@ func TestLoadJSONLDataset(t *testing.T) {
 }
 
 func TestDatasetErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string
@@ -124,6 +128,7 @@ func TestDatasetErrors(t *testing.T) {
 }
 
 func TestJSONLEntryErrors(t *testing.T) {
+	t.Parallel()
 	for line, want := range map[string]string{
 		`{"prompt": ""}`: `"prompt" is empty`,
 		`{"prompt": "x", "output_tokens": 3, "max_tokens": 4}`:                                 "give one of",
@@ -141,6 +146,7 @@ func TestJSONLEntryErrors(t *testing.T) {
 }
 
 func TestDatasetFormatDetection(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)

@@ -12,6 +12,7 @@ import (
 func testRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
 
 func TestParseDist(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want Dist
@@ -42,6 +43,7 @@ func TestParseDist(t *testing.T) {
 }
 
 func TestParseDistErrors(t *testing.T) {
+	t.Parallel()
 	// Each error quotes the input and names the bad part.
 	tests := []struct {
 		in   string
@@ -91,6 +93,7 @@ func sampleStats(n int, draw func() float64) (mean, sd float64) {
 }
 
 func TestDistMoments(t *testing.T) {
+	t.Parallel()
 	// 200,000 seeded draws: the standard error of a mean is sd/447, so the
 	// 1% tolerances below are over 4 standard errors for every case.
 	const n = 200_000
@@ -124,6 +127,7 @@ func TestDistMoments(t *testing.T) {
 }
 
 func TestDistLognormalMedian(t *testing.T) {
+	t.Parallel()
 	d := LognormalDist(1020, 0.8)
 	rng := testRand(2)
 	xs := make([]int, 100_001)
@@ -139,6 +143,7 @@ func TestDistLognormalMedian(t *testing.T) {
 }
 
 func TestDistClamp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		d      Dist
@@ -174,6 +179,7 @@ func TestDistClamp(t *testing.T) {
 }
 
 func TestParseDurationDist(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want DurationDist
@@ -218,6 +224,7 @@ func TestParseDurationDist(t *testing.T) {
 }
 
 func TestDurationDistMoments(t *testing.T) {
+	t.Parallel()
 	const n = 200_000
 	tests := []struct {
 		name string
@@ -258,6 +265,7 @@ func TestDurationDistMoments(t *testing.T) {
 }
 
 func TestSampleGamma(t *testing.T) {
+	t.Parallel()
 	// Gamma(k, 1) has mean k and CV 1/√k; shapes below 1 take the boost path.
 	for _, shape := range []float64{0.25, 0.5, 1, 2, 7.5} {
 		rng := testRand(6)

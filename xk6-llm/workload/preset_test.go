@@ -9,6 +9,7 @@ import (
 )
 
 func TestPresetsValidate(t *testing.T) {
+	t.Parallel()
 	var names []string
 	for _, p := range Presets() {
 		names = append(names, p.Name)
@@ -28,7 +29,7 @@ func TestPresetsValidate(t *testing.T) {
 			}
 			arr := p.Arrival.Overlay(ArrivalConfig{Duration: 30 * time.Second}).WithDefaults()
 			if err := arr.Validate(); err != nil {
-				t.Errorf("arrival with --duration 30s: %v", err)
+				t.Errorf("arrival with duration 30s: %v", err)
 			}
 			if arr.OpenLoop() {
 				if _, err := NewArrivals(arr, testRand(1)); err != nil {
@@ -74,6 +75,7 @@ func median(xs []int) float64 {
 }
 
 func TestPresetNumbers(t *testing.T) {
+	t.Parallel()
 	// The documented numbers are what the presets draw (medians of 20,000
 	// sessions, standard error well under 1%; ±3% leaves room for rounding
 	// small values such as 13).
@@ -121,6 +123,7 @@ func TestPresetNumbers(t *testing.T) {
 }
 
 func TestPresetAgentContext(t *testing.T) {
+	t.Parallel()
 	// The agent preset's documented context growth: medians of about 2.4k
 	// tokens at the first turn and about 7k at the eighth; and its plan
 	// (replies at max_tokens, so an upper bound) keeps prompt + output under

@@ -6,6 +6,7 @@ import (
 )
 
 func TestEstimateTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want int
@@ -31,6 +32,7 @@ func TestEstimateTokens(t *testing.T) {
 }
 
 func TestPromptBuilderExactCounts(t *testing.T) {
+	t.Parallel()
 	b := NewPromptBuilder(testRand(1))
 	rng := testRand(2)
 	sizes := []int{1, 2, 3, 5, 16, 100, 1000, 4096}
@@ -55,6 +57,7 @@ func TestPromptBuilderExactCounts(t *testing.T) {
 }
 
 func TestPromptBuilderDeterministicAndVaried(t *testing.T) {
+	t.Parallel()
 	a := NewPromptBuilder(testRand(7)).Build(testRand(8), 500)
 	b := NewPromptBuilder(testRand(7)).Build(testRand(8), 500)
 	if a != b {

@@ -1,10 +1,11 @@
 package workload
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Shard is one part of a load split over several processes or machines
@@ -112,18 +113,18 @@ func (s Shard) CheckSplit(c ArrivalConfig) error {
 	if s.Whole() {
 		return nil
 	}
-	var errs []error
+	var ps field.Problems
 	n := s.count()
 	if c.Mode() == ModeClosed {
 		if c.Concurrency < n {
-			errs = append(errs, fmt.Errorf("--concurrency %d is split over %d shards: each needs at least one virtual user", c.Concurrency, n))
+			ps.Add(FieldConcurrency, "%s %d is split over %d shards: each needs at least one virtual user", FieldConcurrency, c.Concurrency, n)
 		}
 		if c.Requests > 0 && c.Requests < n {
-			errs = append(errs, fmt.Errorf("--requests %d of a closed loop is split over %d shards: each needs at least one", c.Requests, n))
+			ps.Add(FieldRequests, "%s %d of a closed loop is split over %d shards: each needs at least one", FieldRequests, c.Requests, n)
 		}
 	}
 	if c.MaxInFlight > 0 && c.MaxInFlight < n {
-		errs = append(errs, fmt.Errorf("--max-in-flight %d is split over %d shards: each needs at least one slot", c.MaxInFlight, n))
+		ps.Add(FieldMaxInFlight, "%s %d is split over %d shards: each needs at least one slot", FieldMaxInFlight, c.MaxInFlight, n)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseShard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    Shard
@@ -47,6 +48,7 @@ func TestParseShard(t *testing.T) {
 // the larger ones come first; Keeps picks exactly Split(n) of n items and
 // Global numbers a shard's items as the whole load does.
 func TestShardSplit(t *testing.T) {
+	t.Parallel()
 	for count := 1; count <= 9; count++ {
 		for n := 0; n <= 40; n++ {
 			sum, prev := 0, n+1
@@ -83,6 +85,7 @@ func TestShardSplit(t *testing.T) {
 }
 
 func TestShardCheckSplit(t *testing.T) {
+	t.Parallel()
 	s := Shard{Index: 0, Count: 4}
 	tests := []struct {
 		name string
@@ -91,8 +94,8 @@ func TestShardCheckSplit(t *testing.T) {
 	}{
 		{"open loop", ArrivalConfig{Rate: 10, Requests: 2, MaxInFlight: 8}, nil},
 		{"closed loop", ArrivalConfig{Concurrency: 4, Requests: 4}, nil},
-		{"too few users and requests", ArrivalConfig{Concurrency: 3, Requests: 2}, []string{"--concurrency 3 is split over 4 shards", "--requests 2 of a closed loop"}},
-		{"in-flight cap", ArrivalConfig{Rate: 10, Duration: time.Second, MaxInFlight: 3}, []string{"--max-in-flight 3 is split over 4 shards"}},
+		{"too few users and requests", ArrivalConfig{Concurrency: 3, Requests: 2}, []string{"concurrency 3 is split over 4 shards", "requests 2 of a closed loop"}},
+		{"in-flight cap", ArrivalConfig{Rate: 10, Duration: time.Second, MaxInFlight: 3}, []string{"max_in_flight 3 is split over 4 shards"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 // TestSwitch: a Switch draws from the workload set last, and every session
 // carries its own class.
 func TestSwitch(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	mk := func(preset string) Workload {
 		p, err := LookupPreset(preset)

@@ -1,11 +1,12 @@
 package workload
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Workload draws what to send for each arrival (open loop) or each
@@ -167,90 +168,94 @@ func (c Config) Overlay(u Config) Config {
 	return c
 }
 
-// Validate reports every problem with c at once (joined), naming the flags
-// involved. It fills no defaults: call WithDefaults first.
-func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	dist := func(flag string, d Dist) {
+// Validate reports every problem with c at once (a field.Problems), each
+// keyed by its field (FieldInputTokens, ...). It fills no defaults: call
+// WithDefaults first.
+func (c Config) Validate() error { return c.Problems().Err() }
+
+// Problems returns every problem with c, keyed by field.
+func (c Config) Problems() field.Problems {
+	var ps field.Problems
+	bad := ps.Add
+	dist := func(f field.Path, d Dist) {
 		if err := d.Validate(); err != nil {
-			bad("%s %s: %w", flag, d, err)
+			bad(f, "%s %s: %w", f, d, err)
 		}
 	}
 	if c.Name == "" {
-		bad("--class is empty (defaults not applied)")
+		bad(FieldClass, "%s is empty (defaults not applied)", FieldClass)
 	}
 	switch c.API {
 	case APIChat, APICompletions:
 	case "":
-		bad("--api is empty (defaults not applied): want chat or completions")
+		bad(FieldAPI, "%s is empty (defaults not applied): want chat or completions", FieldAPI)
 	default:
-		bad("--api %q: want chat or completions", c.API)
+		bad(FieldAPI, "%s %q: want chat or completions", FieldAPI, c.API)
 	}
-	dist("--input-tokens", c.InputTokens)
-	dist("--output-tokens", c.OutputTokens)
-	dist("--turns", c.Turns)
-	dist("--cancel-after-tokens", c.CancelAfterTokens)
+	dist(FieldInputTokens, c.InputTokens)
+	dist(FieldOutputTokens, c.OutputTokens)
+	dist(FieldTurns, c.Turns)
+	dist(FieldCancelAfterTokens, c.CancelAfterTokens)
 	if c.Dataset == "" {
 		if c.InputTokens.IsZero() {
-			bad("--input-tokens is required without --dataset")
+			ps = append(ps, field.Problem{Path: FieldInputTokens, Format: "%s is required without %s", Args: []any{FieldInputTokens, FieldDataset}, Missing: true})
 		}
 		if c.DatasetFormat != "" {
-			bad("--dataset-format given without --dataset")
+			bad(FieldDatasetFormat, "%s given without %s", FieldDatasetFormat, FieldDataset)
 		}
 	} else {
 		if !c.InputTokens.IsZero() {
-			bad("--input-tokens and --dataset are both set: a dataset brings its own prompts")
+			bad(FieldInputTokens, "%s and %s are both set: a dataset brings its own prompts", FieldInputTokens, FieldDataset)
 		}
 		if !c.Turns.IsZero() {
-			bad("--turns applies to synthetic sessions; a dataset's conversations bring their own turns")
+			bad(FieldTurns, "%s applies to synthetic sessions; a dataset's conversations bring their own turns", FieldTurns)
 		}
 		switch c.DatasetFormat {
 		case DatasetAuto, DatasetShareGPT, DatasetJSONL:
 		default:
-			bad("--dataset-format %q: want sharegpt or jsonl", c.DatasetFormat)
+			bad(FieldDatasetFormat, "%s %q: want sharegpt or jsonl", FieldDatasetFormat, c.DatasetFormat)
 		}
 	}
 	if c.MinTokens < 0 {
-		bad("--min-tokens %d must be ≥ 0", c.MinTokens)
+		bad(FieldMinTokens, "%s %d must be ≥ 0", FieldMinTokens, c.MinTokens)
 	}
 	if c.MinTokens > 0 && c.OutputTokens.IsZero() && c.Dataset == "" {
-		bad("--min-tokens needs --output-tokens (min_tokens is capped at max_tokens)")
+		bad(FieldMinTokens, "%s needs %s (min_tokens is capped at max_tokens)", FieldMinTokens, FieldOutputTokens)
 	}
 	if c.IgnoreEOS && c.OutputTokens.IsZero() && c.Dataset == "" {
-		bad("--ignore-eos needs --output-tokens: without max_tokens the server would generate to its context limit")
+		bad(FieldIgnoreEOS, "%s needs %s: without max_tokens the server would generate to its context limit", FieldIgnoreEOS, FieldOutputTokens)
 	}
 
 	if c.PrefixCount < 0 || c.PrefixTokens < 0 {
-		bad("--prefix-count %d and --prefix-tokens %d must be ≥ 0", c.PrefixCount, c.PrefixTokens)
+		bad(FieldPrefixCount, "%s %d and %s %d must be ≥ 0", FieldPrefixCount, c.PrefixCount, FieldPrefixTokens, c.PrefixTokens)
 	}
 	if (c.PrefixCount > 0) != (c.PrefixTokens > 0) {
-		bad("--prefix-count and --prefix-tokens go together (N prompts of L tokens)")
+		bad(FieldPrefixCount, "%s and %s go together (N prompts of L tokens)", FieldPrefixCount, FieldPrefixTokens)
 	}
 	if c.PrefixShare < 0 || c.PrefixShare > 1 || !finiteNum(c.PrefixShare) {
-		bad("--prefix-share %v must be in [0, 1]", c.PrefixShare)
+		bad(FieldPrefixShare, "%s %v must be in [0, 1]", FieldPrefixShare, c.PrefixShare)
 	}
 	if c.PrefixShare > 0 && c.PrefixCount == 0 {
-		bad("--prefix-share needs --prefix-count and --prefix-tokens")
+		bad(FieldPrefixShare, "%s needs %s and %s", FieldPrefixShare, FieldPrefixCount, FieldPrefixTokens)
 	}
 
 	if err := c.ThinkTime.Validate(); err != nil {
-		bad("--session-think-time %s: %w", c.ThinkTime, err)
+		bad(FieldSessionThinkTime, "%s %s: %w", FieldSessionThinkTime, c.ThinkTime, err)
 	}
 	if !c.ThinkTime.IsZero() && c.Turns.IsZero() && c.Dataset == "" {
-		bad("--session-think-time needs --turns: it is the pause between turns of a session")
+		bad(FieldSessionThinkTime, "%s needs %s: it is the pause between turns of a session", FieldSessionThinkTime, FieldTurns)
 	}
 
 	if c.CancelShare < 0 || c.CancelShare > 1 || !finiteNum(c.CancelShare) {
-		bad("--cancel-share %v must be in [0, 1]", c.CancelShare)
+		bad(FieldCancelShare, "%s %v must be in [0, 1]", FieldCancelShare, c.CancelShare)
 	}
 	if err := c.CancelAfter.Validate(); err != nil {
-		bad("--cancel-after %s: %w", c.CancelAfter, err)
+		bad(FieldCancelAfter, "%s %s: %w", FieldCancelAfter, c.CancelAfter, err)
 	}
 	if c.CancelShare > 0 && c.CancelAfterTokens.IsZero() && c.CancelAfter.IsZero() {
-		bad("--cancel-share needs --cancel-after-tokens or --cancel-after")
+		bad(FieldCancelShare, "%s needs %s or %s", FieldCancelShare, FieldCancelAfterTokens, FieldCancelAfter)
 	}
-	return errors.Join(errs...)
+	return ps
 }
 
 // New builds the workload c describes: it validates c, loads the
@@ -277,7 +282,7 @@ func New(c Config, rng *rand.Rand) (Workload, error) {
 			for i, e := range ds.Entries {
 				for _, t := range e.Turns {
 					if t.OutputTokens == 0 {
-						return nil, fmt.Errorf("workload: --ignore-eos: dataset %s entry %d has a turn without an output length; set --output-tokens", c.Dataset, i)
+						return nil, fmt.Errorf("workload: %w", field.Errorf(FieldIgnoreEOS, "%s: dataset %s entry %d has a turn without an output length; set %s", FieldIgnoreEOS, c.Dataset, i, FieldOutputTokens))
 					}
 				}
 			}

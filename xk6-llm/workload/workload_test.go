@@ -19,6 +19,7 @@ func newTestWorkload(t *testing.T, c Config) Workload {
 }
 
 func TestWorkloadSynthetic(t *testing.T) {
+	t.Parallel()
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
 			w := newTestWorkload(t, Config{Name: "x", API: api, InputTokens: FixedDist(100), OutputTokens: UniformDist(10, 20)})
@@ -57,6 +58,7 @@ func TestWorkloadSynthetic(t *testing.T) {
 }
 
 func TestWorkloadPrefixes(t *testing.T) {
+	t.Parallel()
 	// 20,000 sessions with share 0.3: the realised share's sd is 0.0032, so
 	// ±0.015 is over 4.5σ.
 	for _, api := range []APIKind{APIChat, APICompletions} {
@@ -109,6 +111,7 @@ func estimateRequest(r *Request) int {
 }
 
 func TestWorkloadSessionsGrow(t *testing.T) {
+	t.Parallel()
 	for _, api := range []APIKind{APIChat, APICompletions} {
 		t.Run(string(api), func(t *testing.T) {
 			w := newTestWorkload(t, Config{
@@ -149,6 +152,7 @@ func TestWorkloadSessionsGrow(t *testing.T) {
 }
 
 func TestWorkloadCancellation(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{
 		InputTokens: FixedDist(10), OutputTokens: FixedDist(50),
 		CancelShare: 0.25, CancelAfterTokens: UniformDist(1, 5), CancelAfter: FixedDuration(300 * time.Millisecond),
@@ -176,6 +180,7 @@ func TestWorkloadCancellation(t *testing.T) {
 }
 
 func TestWorkloadTraceLengths(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		cfg  Config
@@ -197,6 +202,7 @@ func TestWorkloadTraceLengths(t *testing.T) {
 }
 
 func TestWorkloadDataset(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Dataset: datasetPath("prompts.jsonl")}
 	w := newTestWorkload(t, cfg)
 	rng := testRand(6)
@@ -225,7 +231,7 @@ func TestWorkloadDataset(t *testing.T) {
 		}
 	}
 
-	// Output lengths: the dataset's, replaced by --output-tokens, replaced
+	// Output lengths: the dataset's, replaced by output_tokens, replaced
 	// for the first turn by a trace's.
 	w = newTestWorkload(t, Config{Dataset: datasetPath("messages.jsonl")})
 	lengths := map[string][]int{}
@@ -260,6 +266,7 @@ func TestWorkloadDataset(t *testing.T) {
 }
 
 func TestWorkloadDeterministic(t *testing.T) {
+	t.Parallel()
 	cfg := Config{InputTokens: LognormalDist(200, 0.5), OutputTokens: NormalDist(50, 10), Turns: UniformDist(1, 4),
 		ThinkTime: FixedDuration(time.Second), PrefixCount: 2, PrefixTokens: 30, PrefixShare: 0.5, CancelShare: 0.2, CancelAfterTokens: FixedDist(3)}
 	draw := func(buildSeed, rngSeed uint64) []*Session {
@@ -284,6 +291,7 @@ func TestWorkloadDeterministic(t *testing.T) {
 }
 
 func TestWorkloadConcurrentNext(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{Dataset: datasetPath("prompts.jsonl"), OutputTokens: FixedDist(5)})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -309,6 +317,7 @@ func TestWorkloadConcurrentNext(t *testing.T) {
 }
 
 func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
+	t.Parallel()
 	w := newTestWorkload(t, Config{InputTokens: FixedDist(5), OutputTokens: FixedDist(20), MinTokens: 50, IgnoreEOS: true})
 	tu := w.Next(testRand(1), Arrival{}).Turns[0]
 	if tu.MinTokens != 20 || !tu.IgnoreEOS {
@@ -321,6 +330,7 @@ func TestWorkloadMinTokensAndIgnoreEOS(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -328,21 +338,21 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"synthetic", Config{InputTokens: FixedDist(5)}, nil},
 		{"dataset", Config{Dataset: "d.jsonl", DatasetFormat: DatasetJSONL}, nil},
-		{"no input", Config{}, []string{"--input-tokens is required without --dataset"}},
-		{"input and dataset", Config{InputTokens: FixedDist(5), Dataset: "d"}, []string{"--input-tokens and --dataset are both set"}},
-		{"bad api", Config{InputTokens: FixedDist(5), API: "embeddings"}, []string{`--api "embeddings"`}},
-		{"bad dist", Config{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"--input-tokens uniform:9:3", "below low"}},
-		{"ignore eos unbounded", Config{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"--ignore-eos needs --output-tokens"}},
-		{"prefix half", Config{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"--prefix-count and --prefix-tokens go together"}},
-		{"prefix share", Config{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"--prefix-share 1.5"}},
-		{"think without turns", Config{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"--session-think-time needs --turns"}},
-		{"turns with dataset", Config{Dataset: "d", Turns: FixedDist(3)}, []string{"--turns applies to synthetic sessions"}},
-		{"cancel share without plan", Config{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"--cancel-share needs"}},
-		{"format without dataset", Config{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"--dataset-format given without --dataset"}},
+		{"no input", Config{}, []string{"input_tokens is required without dataset"}},
+		{"input and dataset", Config{InputTokens: FixedDist(5), Dataset: "d"}, []string{"input_tokens and dataset are both set"}},
+		{"bad api", Config{InputTokens: FixedDist(5), API: "embeddings"}, []string{`api "embeddings"`}},
+		{"bad dist", Config{InputTokens: Dist{Kind: DistUniform, A: 9, B: 3}}, []string{"input_tokens uniform:9:3", "below low"}},
+		{"ignore eos unbounded", Config{InputTokens: FixedDist(5), IgnoreEOS: true}, []string{"ignore_eos needs output_tokens"}},
+		{"prefix half", Config{InputTokens: FixedDist(5), PrefixCount: 3}, []string{"prefix_count and prefix_tokens go together"}},
+		{"prefix share", Config{InputTokens: FixedDist(5), PrefixCount: 1, PrefixTokens: 5, PrefixShare: 1.5}, []string{"prefix_share 1.5"}},
+		{"think without turns", Config{InputTokens: FixedDist(5), ThinkTime: FixedDuration(time.Second)}, []string{"session_think_time needs turns"}},
+		{"turns with dataset", Config{Dataset: "d", Turns: FixedDist(3)}, []string{"turns applies to synthetic sessions"}},
+		{"cancel share without plan", Config{InputTokens: FixedDist(5), CancelShare: 0.5}, []string{"cancel_share needs"}},
+		{"format without dataset", Config{InputTokens: FixedDist(5), DatasetFormat: DatasetJSONL}, []string{"dataset_format given without dataset"}},
 		{
 			name: "every problem at once",
 			cfg:  Config{API: "x", MinTokens: -1, CancelShare: 2, PrefixTokens: 4},
-			want: []string{`--api "x"`, "--input-tokens is required", "--min-tokens -1", "--cancel-share 2", "--prefix-count and --prefix-tokens go together"},
+			want: []string{`api "x"`, "input_tokens is required", "min_tokens -1", "cancel_share 2", "prefix_count and prefix_tokens go together"},
 		},
 	}
 	for _, tt := range tests {
@@ -374,6 +384,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigOverlay(t *testing.T) {
+	t.Parallel()
 	preset, err := LookupPreset("batch")
 	if err != nil {
 		t.Fatal(err)

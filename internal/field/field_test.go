@@ -1,0 +1,59 @@
+package field
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestPathBuilds(t *testing.T) {
+	t.Parallel()
+	p := Path("faults").Index(1).Key("params").Key("latency")
+	if p != "faults[1].params.latency" {
+		t.Errorf("path = %q", p)
+	}
+	if got := Path("rate").Under("workload"); got != "workload.rate" {
+		t.Errorf("Under = %q", got)
+	}
+	if got := Path("").Under("workload"); got != "workload" {
+		t.Errorf("empty Under = %q", got)
+	}
+}
+
+// Each front end names the fields a message mentions its own way; the
+// rest of the message is the rule's.
+func TestProblemNamedByFrontEnd(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("bad sigma")
+	p := Errorf("cancel_share", "%s %v needs %s: %w", Path("cancel_share"), 2, Path("cancel_after"), cause)
+	flags := func(f Path) string { return "--" + strings.ReplaceAll(string(f), "_", "-") }
+	if got, want := p.Message(flags), "--cancel-share 2 needs --cancel-after: bad sigma"; got != want {
+		t.Errorf("flags: %q, want %q", got, want)
+	}
+	if got, want := p.Error(), "cancel_share 2 needs cancel_after: bad sigma"; got != want {
+		t.Errorf("plain: %q, want %q", got, want)
+	}
+	if !errors.Is(p, cause) {
+		t.Error("the %w cause is not unwrapped")
+	}
+	u := p.Under("workload")
+	if u.Path != "workload.cancel_share" || u.Message(nil) != "workload.cancel_share 2 needs workload.cancel_after: bad sigma" {
+		t.Errorf("Under: %q %q", u.Path, u.Message(nil))
+	}
+}
+
+func TestOfFindsProblemsThroughJoinsAndWrappers(t *testing.T) {
+	t.Parallel()
+	var ps Problems
+	ps.Add("rate", "%s must be > 0", Path("rate"))
+	other := errors.New("disk full")
+	err := errors.Join(fmt.Errorf("workload: %w", ps), other)
+	got, rest := Of(err)
+	if len(got) != 1 || got[0].Path != "rate" || len(rest) != 1 || rest[0] != other {
+		t.Errorf("Of = %v, %v", got, rest)
+	}
+	if Problems(nil).Err() != nil {
+		t.Error("no problems is not nil")
+	}
+}
