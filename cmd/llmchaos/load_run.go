@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,15 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		return usageError(err)
 	}
 	human := stdout
-	if cfg.toStdout() {
+	var frames *shardjob.FrameWriter
+	switch {
+	case cfg.Framed:
+		// Everything goes to stdout, each line in one write: a pod's log
+		// then interleaves nothing with the frames but a crash's stderr.
+		stdout = &lockedWriter{w: stdout}
+		human, stderr = stdout, stdout
+		frames = shardjob.NewFrameWriter(stdout)
+	case cfg.toStdout():
 		human = stderr
 	}
 
@@ -54,7 +63,13 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	case report.Stdout:
 		// Before the report when that goes to stdout too: the writer is
 		// flushed before the report is written (a shard's pod log).
-		ropts.SaveRequests = recording.NewRequestWriter(stdout)
+		if frames != nil {
+			lines := frames.Lines(shardjob.FrameRequest)
+			defer lines.Close()
+			ropts.SaveRequests = recording.NewRequestWriter(lines)
+		} else {
+			ropts.SaveRequests = recording.NewRequestWriter(stdout)
+		}
 		// A shard's lines are read while it runs (the experiment runner's
 		// live checks): they go out at least every FlushEvery.
 		stopFlush = flushEvery(ropts.SaveRequests, shardjob.FlushEvery)
@@ -239,7 +254,17 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	// With --history the run is recorded whatever its exit (only
 	// --fail-on-regression may turn a pass into 99).
 	defer func() { result = cfg.History.finish(ctx, cmdName, doc, result, cfg.Summary, human, stderr) }()
-	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
+	reportOut := stdout
+	var framedReport bytes.Buffer
+	if frames != nil {
+		reportOut = &framedReport
+	}
+	verdict := endRunOutputs(reportOut, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
+	if frames != nil && framedReport.Len() > 0 {
+		if err := frames.Record(shardjob.FrameReport, framedReport.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil
