@@ -129,6 +129,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newProxyCmd(),
 		newSimCmd(),
 		newBalloonCmd(),
+		newReplicaSignalCmd(),
 		newGPUMonitorCmd(),
 		newReportCmd(),
 		newCompareCmd(),
