@@ -1,9 +1,9 @@
 package shardjob_test
 
 import (
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
