@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,20 +91,17 @@ func TestSignalContainersSignalsEachProcessOnce(t *testing.T) {
 	var sent []int
 	got, err := SignalContainers(root, testUID, []string{testCtr}, func(pid int) error {
 		sent = append(sent, pid)
-		if err := os.RemoveAll(filepath.Join(root, "10")); err != nil { // 10 dies...
+		// Each signalled process dies; 10 forks 12 as it does.
+		if err := os.RemoveAll(filepath.Join(root, strconv.Itoa(pid))); err != nil {
 			t.Fatal(err)
 		}
-		if pid == 10 { // ...after forking 12
+		if pid == 10 {
 			if err := os.MkdirAll(filepath.Join(root, "12"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(root, "12", "cgroup"), []byte(cg), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if pid != 10 {
-			_ = os.RemoveAll(filepath.Join(root, "11"))
-			_ = os.RemoveAll(filepath.Join(root, "12"))
 		}
 		return nil
 	}, time.Second)
