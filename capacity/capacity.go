@@ -298,6 +298,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		probes []Probe
 		d      Decision
 		runErr error
+		lost   bool
 	)
 	for {
 		d = Next(cfg.Search, probes)
@@ -320,14 +321,55 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Progress != nil {
 			fmt.Fprintln(cfg.Progress, stepLine(res, st))
 		}
+		if st.Sent > 0 && st.OK == 0 {
+			// Nothing answered: a server that went away, or one that
+			// answers errors to every request? Ask it as before the first
+			// step.
+			if err := serverLost(ctx, cfg, st); err != nil {
+				runErr, lost = err, true
+				break
+			}
+		}
 	}
 	res.DurationS = time.Since(start).Seconds()
-	if runErr != nil {
+	switch {
+	case lost:
+		d = Decision{Done: true, Status: StatusServerLost}
+	case runErr != nil:
 		lo, hi, hiV, nonMono := bracket(probes)
 		d = Decision{Done: true, Status: StatusInterrupted, Lo: lo, Hi: hi, HiVerdict: hiV, NonMonotonic: nonMono}
 	}
 	res.finish(d)
 	return res, runErr
+}
+
+// ServerLostError ends a search whose step got no answer and whose server
+// then failed the pre-flight check.
+type ServerLostError struct {
+	// Step is the step's index; Sent and Failed its requests.
+	Step         int
+	Sent, Failed int64
+	// Err is the pre-flight check's error.
+	Err error
+}
+
+func (e *ServerLostError) Error() string {
+	return fmt.Sprintf("the server answered none of step %d's %d requests (%d failed), and the pre-flight check made again fails: %v; "+
+		"the search stopped without a knee: measure again once the server serves", e.Step, e.Sent, e.Failed, e.Err)
+}
+
+func (e *ServerLostError) Unwrap() error { return e.Err }
+
+// serverLost makes the pre-flight check again after step st got no
+// answer, and returns a *ServerLostError when it fails.
+func serverLost(ctx context.Context, cfg Config, st Step) error {
+	_, err := load.Preflight(ctx, load.PreflightConfig{
+		Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
+	})
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return &ServerLostError{Step: st.Index, Sent: st.Sent, Failed: st.Failed, Err: err}
 }
 
 // wait pauses for d, or until ctx ends.
@@ -406,6 +448,7 @@ func (r *Result) finish(d Decision) {
 	if r.Knee.Step >= 0 {
 		st := r.Steps[r.Knee.Step]
 		r.Knee.ThroughputRPS, r.Knee.GoodputRPS, r.Knee.OutputTokensPerS = st.ThroughputRPS, st.GoodputRPS, st.OutputTokensPerS
+		r.Knee.OfferedRPS, r.Knee.CompletedRPS = st.AchievedRPS, st.CompletedRPS
 	}
 	r.Summary = r.summary()
 }

@@ -40,6 +40,12 @@ func (m Mode) Unit() string {
 // done: the knee is what the steps so far support.
 const StatusInterrupted Status = "interrupted"
 
+// StatusServerLost ends a search in which a step got no answer from the
+// server and the pre-flight check, made again, failed: the server went
+// away, and no knee is reported from the steps before (a load is only
+// judged on steps whose requests were all answered).
+const StatusServerLost Status = "server_lost"
+
 // Result is a capacity search's record, and the capacity file's contents
 // (WriteFile, ReadFile): what was searched, how, every step's
 // measurements, and the knee.
@@ -90,6 +96,12 @@ type Knee struct {
 	// Uncertainty is (Hi − Lo) / Lo: the knee is within this share below
 	// the real one; 0 when there is no Hi.
 	Uncertainty float64 `json:"uncertainty"`
+	// OfferedRPS and CompletedRPS are the knee's step's load as offered
+	// (requests sent per second of its measurement window) and as
+	// completed (requests that ended in the window, per second): side by
+	// side, they show that the server sustained the knee.
+	OfferedRPS   float64 `json:"offered_rps"`
+	CompletedRPS float64 `json:"completed_rps"`
 	// At the knee's step: ok requests per second, requests per second
 	// that met every per-request SLO, and output tokens per second.
 	ThroughputRPS    float64 `json:"throughput_rps"`
@@ -169,7 +181,11 @@ type Step struct {
 	// AchievedRPS is the requests sent per second of the window (the
 	// load the client delivered); ThroughputRPS the ok requests per
 	// second; GoodputRPS those that met every per-request SLO.
-	AchievedRPS      float64 `json:"achieved_rps"`
+	AchievedRPS float64 `json:"achieved_rps"`
+	// CompletedRPS is the requests that ended (whatever their outcome) in
+	// the measurement window, per second: a server that keeps up completes
+	// what it is offered; one that does not builds a queue.
+	CompletedRPS     float64 `json:"completed_rps"`
 	ThroughputRPS    float64 `json:"throughput_rps"`
 	GoodputRPS       float64 `json:"goodput_rps"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
@@ -187,6 +203,10 @@ type Step struct {
 	Verdict Verdict    `json:"verdict"`
 	// Client says why the step was client-limited.
 	Client []string `json:"client,omitempty"`
+	// Saturated says why the step's completed rate fell clearly below its
+	// offered rate (its queue grew through the window): the step fails,
+	// whatever its percentiles say.
+	Saturated string `json:"saturated,omitempty"`
 }
 
 // Percentiles are a latency's p50, p90 and p99 in milliseconds.

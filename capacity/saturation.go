@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // ClientLimits say when a step measured the client rather than the
@@ -89,4 +91,92 @@ func decimals(v float64) int {
 		return 0
 	}
 	return 1
+}
+
+// saturation compares what a step's measurement window completed with
+// what it was offered. It returns the requests that ended in the window
+// (whatever their outcome) per second, and, for an open loop whose queue
+// grew through the window beyond its noise, why the step is saturated.
+//
+// A server that keeps up completes in a window what the window sent, give
+// or take the change of the requests in flight between the window's ends.
+// One that does not builds a queue: the requests in flight grow, second
+// after second, by the excess of the offered rate over the completed one.
+// The step is saturated when the completed rate falls short of the offered
+// one by more than minGrowth requests over the window and the requests in
+// flight (their mean in each second of the window) rise along a line whose
+// slope stands more than three standard errors (from the seconds' own
+// scatter around it) above zero and accounts for that growth: a swing of
+// the requests in flight, which a server that keeps up shows too, leaves no
+// such line. A closed loop cannot outrun its server, so only the rate mode
+// is judged.
+func saturation(sum *recording.Summary, cfg Config, sent int64, measure time.Duration) (completedRPS float64, why string) {
+	if sum.Series == nil || measure <= 0 {
+		return 0, ""
+	}
+	// Whole seconds only: the series counts by the second, and a last
+	// partial second would hold completions of the grace after the window.
+	span := measure
+	if span >= time.Second {
+		span = span.Truncate(time.Second)
+	}
+	w := sum.Window(cfg.Warmup, cfg.Warmup+span)
+	secs := (w.To - w.From).Seconds()
+	if secs <= 0 {
+		return 0, ""
+	}
+	completedRPS = float64(w.Counts.Finished()) / secs
+	if cfg.Mode != ModeRate || sent == 0 {
+		return completedRPS, ""
+	}
+	offeredRPS := float64(sent) / measure.Seconds()
+	growth := (offeredRPS - completedRPS) * measure.Seconds()
+	if growth <= minGrowth {
+		return completedRPS, ""
+	}
+	var ys []float64
+	for at := w.From; at < w.To; at += time.Second {
+		ys = append(ys, sum.Window(at, at+time.Second).InFlightMean)
+	}
+	slope, se, ok := trend(ys)
+	if !ok || slope <= 0 || slope*secs < minGrowth || slope < 3*se {
+		return completedRPS, ""
+	}
+	return completedRPS, fmt.Sprintf("offered %.2f req/s, completed %.2f req/s: the requests in flight grew by %.1f/s through the %s window",
+		offeredRPS, completedRPS, slope, fmtSeconds(measure.Seconds()))
+}
+
+// minGrowth is the fewest requests a queue must grow by, over a step's
+// window, for the step to count as saturated: the requests in flight at a
+// window's two ends differ by one or two even when the server keeps up.
+const minGrowth = 2
+
+// trend fits a line to ys (one sample per second) by least squares and
+// returns its slope and the slope's standard error; ok is false with fewer
+// than four samples.
+func trend(ys []float64) (slope, se float64, ok bool) {
+	n := float64(len(ys))
+	if len(ys) < 4 {
+		return 0, 0, false
+	}
+	var mx, my float64
+	for i, y := range ys {
+		mx += float64(i)
+		my += y
+	}
+	mx, my = mx/n, my/n
+	var sxx, sxy float64
+	for i, y := range ys {
+		dx := float64(i) - mx
+		sxx += dx * dx
+		sxy += dx * (y - my)
+	}
+	slope = sxy / sxx
+	var rss float64
+	for i, y := range ys {
+		r := y - (my + slope*(float64(i)-mx))
+		rss += r * r
+	}
+	se = math.Sqrt(rss / (n - 2) / sxx)
+	return slope, se, true
 }

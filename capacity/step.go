@@ -132,9 +132,12 @@ func measureStep(st *Step, cfg Config, sum *recording.Summary, measure time.Dura
 	st.Client = cfg.Limits.Check(ClientReading{
 		Expected: st.Expected, CV: cv, Sent: st.Sent, Dropped: st.Dropped, SendLagP99: lag, CPU: st.CPU, ProcessCPU: st.ProcessCPU,
 	})
+	st.CompletedRPS, st.Saturated = saturation(sum, cfg, st.Sent, measure)
 	switch {
 	case len(st.Client) > 0:
 		st.Verdict = ClientLimited
+	case st.Saturated != "":
+		st.Verdict = Fail
 	case outs.OK():
 		st.Verdict = Pass
 	default:

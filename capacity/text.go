@@ -94,6 +94,9 @@ func (r *Result) cappedShort(st Step) bool {
 func (r *Result) kneeLine() string {
 	k := r.Knee
 	if k.Load == 0 {
+		if r.Status == StatusServerLost {
+			return "knee: none (the server stopped answering)\n"
+		}
 		return "knee: none (no load held every SLO)\n"
 	}
 	s := fmt.Sprintf("knee: %s %s", FormatLoad(k.Load), r.Unit)
@@ -102,7 +105,8 @@ func (r *Result) kneeLine() string {
 	} else {
 		s += " (a lower bound: no load above it failed)"
 	}
-	s += fmt.Sprintf("; at the knee: throughput %.2f req/s, goodput %.2f req/s, %.0f output tokens/s\n", k.ThroughputRPS, k.GoodputRPS, k.OutputTokensPerS)
+	s += fmt.Sprintf("; at the knee: offered %.2f req/s, completed %.2f req/s, throughput %.2f req/s, goodput %.2f req/s, %.0f output tokens/s\n",
+		k.OfferedRPS, k.CompletedRPS, k.ThroughputRPS, k.GoodputRPS, k.OutputTokensPerS)
 	return s
 }
 
@@ -127,6 +131,8 @@ func (r *Result) summary() string {
 		}
 		return fmt.Sprintf("The search ran out of steps (%d) with the knee between %s and %s (%.1f%%), wider than the precision asked (%.1f%%).",
 			r.Method.MaxSteps, lo, hi, 100*k.Uncertainty, 100*r.Method.Precision)
+	case StatusServerLost:
+		return "The server stopped answering: a step got no answer and the pre-flight check made again failed; no knee is reported."
 	case StatusInterrupted:
 		if k.Lo == 0 {
 			return "The search was stopped before any load held every SLO."
@@ -147,6 +153,9 @@ func (r *Result) failedAt(load float64) string {
 		if !v.OK {
 			parts = append(parts, fmt.Sprintf("%s observed %s", v.SLO, v.Observed))
 		}
+	}
+	if st.Saturated != "" {
+		parts = append(parts, "the load (saturated: "+st.Saturated+")")
 	}
 	if len(parts) == 0 {
 		return "an SLO failed"

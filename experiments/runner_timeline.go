@@ -443,7 +443,7 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 		},
 		OnHelperExit: func(err error) {
 			r.obs.event(report.EventSourceFault, "balloon_exited", name, err.Error())
-		},
+		}, Sim: simEnv,
 	}
 	f, err := buildFault(pf.ft, env, pf.spec, params, proxies)
 	if err != nil {

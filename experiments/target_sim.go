@@ -97,6 +97,13 @@ func startSim(ctx context.Context, t spec.SimTarget, dir, helper string, jr *fau
 	}
 	simDir := filepath.Join(dir, "sim")
 	env := spec.SimEnv{StateFile: filepath.Join(simDir, "state.json"), VGPUDir: filepath.Join(simDir, "vgpu")}
+	// The simulator dies with this process (parent-death signal; the guard
+	// and recover end it from the journal): faults on its replicas record
+	// it as their owner, so that their revert after a crash of the runner
+	// has nothing to wait for.
+	if start, alive, err := faults.ProcessStartTime(os.Getpid()); err == nil && alive {
+		env.Owner = faults.ProcessSpec{PID: os.Getpid(), StartTime: start, Name: "llmchaos runner"}
+	}
 	if err := os.MkdirAll(env.VGPUDir, 0o755); err != nil {
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}

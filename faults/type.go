@@ -38,6 +38,11 @@ type SimEnv struct {
 	StateFile string
 	// VGPUDir is the replicas' vGPU ledger directory (sim --vgpu-dir).
 	VGPUDir string
+	// Owner is the process whose end takes the simulator with it (the
+	// runner that started it, its supervisor's parent-death signal and
+	// journal entry see to that); zero when unknown. A revert that awaits a
+	// replica of this simulator has nothing to await once Owner is gone.
+	Owner ProcessSpec
 }
 
 // KubernetesEnv is what a run against a Kubernetes target (target.kubernetes)
@@ -82,6 +87,9 @@ type BuildEnv struct {
 	// OnHelperExit, when set, is told when a helper that holds the fault
 	// (a GPU balloon) exits while it should hold.
 	OnHelperExit func(error)
+	// Sim is the simulator the run started (nil without one): faults on its
+	// replicas record its Owner.
+	Sim *SimEnv
 }
 
 // Rand returns the fault's seeded source of random choices.

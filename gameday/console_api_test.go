@@ -74,10 +74,19 @@ func TestConsoleNeedsToken(t *testing.T) {
 			t.Errorf("GET %s with the cookie: %d", path, res.StatusCode)
 		}
 	}
-	// A console (cookie) must send JSON: a form of another site cannot.
+	// A change made with the cookie must come from the console's page (its
+	// header): a form of another page cannot send one.
 	res, err = browser.Post(g.url+"/api/notes", "application/x-www-form-urlencoded", strings.NewReader(`{"text":"x"}`))
+	if err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a form post with the cookie: %v %v, want 403", res.StatusCode, err)
+	}
+	// With the header, a console's request must still send JSON.
+	req, _ := http.NewRequest("POST", g.url+"/api/notes", strings.NewReader(`{"text":"x"}`))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(ConsoleHeader, "1")
+	res, err = browser.Do(req)
 	if err != nil || res.StatusCode != http.StatusUnsupportedMediaType {
-		t.Errorf("a form post with the cookie: %v %v, want 415", res.StatusCode, err)
+		t.Errorf("a console's post of a form with the cookie: %v %v, want 415", res.StatusCode, err)
 	}
 	var st statusBody
 	if code := g.call("GET", "/api/status", nil, &st); code != http.StatusOK || st.Who != DefaultHolder || st.Experiment != "console-test" {

@@ -121,11 +121,15 @@ type Server struct {
 	opts ServerOptions
 	hub  *hub
 	mux  *http.ServeMux
+	// cop refuses the requests that a browser says come from another
+	// origin (Sec-Fetch-Site, else an Origin that is not the request's
+	// host).
+	cop *http.CrossOriginProtection
 }
 
 // NewServer returns the console of opts.Live. Run its hub with Run.
 func NewServer(opts ServerOptions) *Server {
-	s := &Server{opts: opts, hub: newHub(opts.Live), mux: http.NewServeMux()}
+	s := &Server{opts: opts, hub: newHub(opts.Live), mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
 	s.routes()
 	return s
 }
@@ -155,11 +159,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "an access token is needed: open the URL llmchaos gameday printed, or send Authorization: Bearer TOKEN", nil)
 		return
 	}
+	if cookie && !safeMethod(r.Method) {
+		// The cookie goes with any request the browser makes to this
+		// host, whatever page made it, and SameSite does not tell another
+		// port of 127.0.0.1 apart: a request that changes something must
+		// prove it comes from the console's own page.
+		if err := s.cop.Check(r); err != nil {
+			writeError(w, http.StatusForbidden, "refused: a request that changes the game day must come from the console's own page ("+err.Error()+"); from a script, send Authorization: Bearer TOKEN", nil)
+			return
+		}
+		if r.Header.Get(ConsoleHeader) != "1" {
+			writeError(w, http.StatusForbidden, "refused: a request that changes the game day must come from the console's own page (it sends "+ConsoleHeader+": 1, which no form of another page can); from a script, send Authorization: Bearer TOKEN", nil)
+			return
+		}
+	}
 	ctx := context.WithValue(r.Context(), holderKey{}, who)
 	if cookie {
 		ctx = context.WithValue(ctx, cookieKey{}, true)
 	}
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// ConsoleHeader is the header the console's page sends with every request,
+// set to 1. A request authenticated by the console's cookie that changes
+// something (any method but GET, HEAD and OPTIONS) is refused without it:
+// a form of another page cannot set a header, and a script of another
+// origin that sets one must ask first (CORS), which this server never
+// allows. Requests with a bearer token need not send it.
+const ConsoleHeader = "X-Llmchaos-Console"
+
+// safeMethod reports whether method changes nothing on the server.
+func safeMethod(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
 }
 
 // cookieKey marks a request let through by the console's cookie (not a
@@ -247,7 +282,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/stream", s.hub.serveStream)
 	s.mux.HandleFunc("POST /api/end", s.end)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API path: "+r.Method+" "+r.URL.Path+" (see the package documentation of gameday, or the README's Game days section)", nil)
+		writeError(w, http.StatusNotFound, "no such API path: "+r.Method+" "+r.URL.Path+" (see the package documentation of gameday, or docs/gameday.md)", nil)
 	})
 }
 

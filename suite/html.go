@@ -28,7 +28,7 @@ func WriteHTML(w io.Writer, r *Record, base string) error {
 		v.Detail = "interrupted by " + r.Abort.String() + "; "
 	}
 	var counts []string
-	for _, s := range []Status{StatusPass, StatusFail, StatusAborted, StatusNotSteady, StatusRefused, StatusRevertFailed, StatusError, StatusSkipped, StatusNotRun, StatusFiltered} {
+	for _, s := range []Status{StatusPass, StatusFail, StatusAborted, StatusNotSteady, StatusRefused, StatusRevertFailed, StatusError, StatusSkipped, StatusNotRun, StatusRunning, StatusFiltered} {
 		if n := r.Counts[s]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(string(s), "_", " ")))
 		}

@@ -105,6 +105,8 @@ func experimentSuite(r *Record, e ExperimentRecord) junit.Suite {
 		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "skipped: " + e.Reason}})
 	case StatusNotRun:
 		add(junit.Case{Name: "experiment runs", Skipped: &junit.Skipped{Message: "not run: " + e.Reason}})
+	case StatusRunning:
+		add(junit.Case{Name: "experiment runs", Error: &junit.Problem{Message: "incomplete: the suite ended before this experiment's end was recorded", Type: "incomplete"}})
 	case StatusError:
 		add(junit.Case{Name: "experiment runs", Time: seconds(e.DurationS),
 			Error: &junit.Problem{Message: firstLine(e.Reason), Type: "error", Text: e.Reason + "\n"}})
@@ -146,6 +148,11 @@ func experimentSuite(r *Record, e ExperimentRecord) junit.Suite {
 		if !th.OK {
 			c.Failure = report.JUnitThresholdFailure(th)
 		}
+		add(c)
+	}
+	for _, rg := range e.Regressions {
+		c := report.JUnitRegressionCase(rg)
+		c.Name = "regression " + c.Name
 		add(c)
 	}
 	if e.Verdict == report.VerdictAborted {

@@ -51,7 +51,17 @@ const (
 	StatusNotRun Status = "not_run"
 	// StatusFiltered: its tags left it out of this run; no exit code.
 	StatusFiltered Status = "filtered"
+	// StatusRunning: it was running when suite.json was written (a suite
+	// still going, or one killed before it could write the experiment's
+	// end); no exit code.
+	StatusRunning Status = "running"
 )
+
+// RecordRunning is Record.Status while the suite is still going: every
+// suite.json written before the suite's end says so, with no exit code and
+// no score, so that a suite killed hard (a CI timeout, an OOM kill) never
+// leaves a record that reads as a finished pass.
+const RecordRunning = "running"
 
 // Record is a suite's record, suite.json: what ran, how each experiment
 // ended and where its reports are, the score and the exit code.
@@ -66,10 +76,12 @@ type Record struct {
 	StartedAt time.Time `json:"started_at"`
 	DurationS float64   `json:"duration_s"`
 	// Status is the suite's: pass when every experiment that ran passed,
-	// else fail; aborted when interrupted.
+	// else fail; aborted when interrupted; running (RecordRunning) until the
+	// suite's end is written.
 	Status string `json:"status"`
 	// ExitCode is the worst of the experiments' (see exitcode.Rank), 98 when
-	// the suite was interrupted.
+	// the suite was interrupted; suite.json leaves it out while the suite
+	// is running.
 	ExitCode int `json:"exit_code"`
 	// Score is the suite's resilience score (report.SuiteScore); nil when
 	// no experiment has one.
@@ -129,6 +141,9 @@ type ExperimentRecord struct {
 	Recovery    []report.RecoveryRecord  `json:"recovery,omitempty"`
 	SteadyState *report.SteadyState      `json:"steady_state,omitempty"`
 	Abort       *report.Abort            `json:"abort,omitempty"`
+	// Regressions are the figures that regressed against the run history
+	// under --fail-on-regression: each failed the experiment.
+	Regressions []report.Regression `json:"regressions,omitempty"`
 }
 
 // HealthRecord is the check that the target was healthy before an
@@ -238,6 +253,20 @@ func (r *Record) summarise() {
 	default:
 		r.Status = report.VerdictFail
 	}
+}
+
+// MarshalJSON writes r; a running record (RecordRunning) has no exit code
+// and no score, which only the suite's end decides.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	if r.Status != RecordRunning {
+		return json.Marshal((*plain)(r))
+	}
+	return json.Marshal(struct {
+		*plain
+		ExitCode *int     `json:"exit_code,omitempty"`
+		Score    *float64 `json:"score,omitempty"`
+	}{plain: (*plain)(r)})
 }
 
 // WriteJSON writes r as indented JSON.

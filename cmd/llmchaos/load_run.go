@@ -253,13 +253,16 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	}
 	// With --history the run is recorded whatever its exit (only
 	// --fail-on-regression may turn a pass into 99).
-	defer func() { result = cfg.History.finish(ctx, cmdName, doc, result, cfg.Summary, human, stderr) }()
+	var hc *historyCheck
+	defer func() { result = hc.record(result) }()
 	reportOut := stdout
 	var framedReport bytes.Buffer
 	if frames != nil {
 		reportOut = &framedReport
 	}
-	verdict := endRunOutputs(reportOut, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
+	verdict := endRunOutputs(reportOut, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor), func() {
+		hc = cfg.History.check(ctx, cmdName, doc, cfg.Summary, human, stderr)
+	})
 	if frames != nil && framedReport.Len() > 0 {
 		if err := frames.Record(shardjob.FrameReport, framedReport.Bytes()); err != nil {
 			errs = append(errs, err)

@@ -17,7 +17,7 @@ import (
 //	params: {target: {driver: process, state_file: state.json}, select: {mode: one, min_available: 1}}
 type Params struct {
 	// Target says which replicas match.
-	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match: a state file, pid file, process name pattern, containers or pods (required unless the experiment's target is sim or kubernetes; see the README's Process targets and Kubernetes)" required:"false"`
+	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match: a state file, pid file, process name pattern, containers or pods (required unless the experiment's target is sim or kubernetes; see docs/faults.md's Process targets and docs/kubernetes.md)" required:"false"`
 	// Select says how many of those that are up the fault acts on (default
 	// one, picked at random with the run's seeded source).
 	Select faults.Selection `json:"select,omitzero" yaml:"select,omitempty" doc:"how many of the matching replicas the fault acts on"`
@@ -52,7 +52,15 @@ type Option func(*options)
 type options struct {
 	driver  Driver
 	applied func(Target)
+	owner   *ProcRef
 }
+
+// OwnedBy says that the replicas die with process owner (the runner that
+// started the simulator they belong to): the revert of a kill, stop or
+// restart records it, and counts the replica as reverted once owner is gone
+// (nothing is left that could bring it back, and nothing of it is left
+// applied), instead of waiting for a supervisor that ended with the run.
+func OwnedBy(owner ProcRef) Option { return func(o *options) { o.owner = &owner } }
 
 // WithDriver makes the fault act through d instead of the driver its target
 // parameters name (tests; a runner that shares one driver).
@@ -77,6 +85,9 @@ func newFault(typ, name string, p Params, act Action, rng *rand.Rand, opts []Opt
 	f := &fault{typ: typ, name: name, p: p, act: act, rng: rng}
 	for _, opt := range opts {
 		opt(&f.o)
+	}
+	if f.o.owner != nil {
+		f.act.Owner = f.o.owner
 	}
 	return f
 }

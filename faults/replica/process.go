@@ -262,6 +262,7 @@ func (d *Process) Apply(ctx context.Context, log faults.RevertLog, t Target, a A
 		Source:   d.t,
 		Index:    t.Index,
 		Timeout:  a.Timeout,
+		Owner:    a.Owner,
 	}
 	if spec.Timeout <= 0 {
 		spec.Timeout = DefaultBackTimeout
@@ -363,6 +364,10 @@ func (d *Process) waitBack(ctx context.Context, s AwaitSpec) error {
 	tick := time.NewTicker(restartPoll)
 	defer tick.Stop()
 	for {
+		if s.Owner != nil && processOwnerGone(*s.Owner) {
+			// The replica ended with its owner: nothing to await.
+			return nil
+		}
 		ts, err := d.Targets(ctx)
 		if err == nil && backIn(s, ts) {
 			return nil
@@ -397,6 +402,17 @@ func revertAwaitBack(ctx context.Context, data json.RawMessage) error {
 		return fmt.Errorf("%s spec: %w", KindAwaitBack, err)
 	}
 	return d.waitBack(ctx, s)
+}
+
+// processOwnerGone says whether the process o names has ended: no process has its
+// pid, it is a zombie, or the pid now belongs to a process started at
+// another time. An unreadable /proc entry is not taken as gone.
+func processOwnerGone(o ProcRef) bool {
+	start, alive, err := faults.ProcessStartTime(o.PID)
+	if err != nil {
+		return false
+	}
+	return !alive || start != o.StartTime
 }
 
 func describeOrErr(ts []Target, err error) string {

@@ -143,6 +143,9 @@ type Action struct {
 	// Timeout bounds how long restart waits for the replica to be started
 	// again (process driver).
 	Timeout time.Duration
+	// Owner, when set, is the process the replica dies with (see OwnedBy;
+	// process driver).
+	Owner *ProcRef
 }
 
 // Driver finds replicas and acts on them. Implementations are safe for

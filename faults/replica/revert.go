@@ -87,6 +87,11 @@ type AwaitSpec struct {
 	Others []ProcRef `json:"others,omitempty"`
 	// Timeout bounds the wait (DefaultBackTimeout when zero).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Owner is the process the replica dies with (the runner that started
+	// the simulator), when it has one: once Owner is gone (no such pid, or
+	// its start time differs) the replica is reverted by construction and
+	// the wait ends at once, however the run ended.
+	Owner *ProcRef `json:"owner,omitempty"`
 }
 
 // ProcRef names a process across pid reuse.

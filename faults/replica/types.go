@@ -45,7 +45,11 @@ func replicaType[P any](name, summary string, lifetime faults.Lifetime, example 
 			*t = t.OrKubernetes(env)
 		},
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
-			return build(env.Name, *p.(*P), env.Rand(), BuildOptions(env)...)
+			opts := BuildOptions(env)
+			if s := env.Sim; s != nil && s.Owner.PID > 0 && s.StateFile != "" && target(p.(*P)).StateFile == s.StateFile {
+				opts = append(opts, OwnedBy(ProcRef{PID: s.Owner.PID, StartTime: s.Owner.StartTime}))
+			}
+			return build(env.Name, *p.(*P), env.Rand(), opts...)
 		},
 		Reverters: Reverters,
 	}

@@ -21,7 +21,9 @@ const S = {
 
 // api calls the JSON API; it resolves to {ok, status, data}.
 async function api(method, path, body) {
-  const init = { method, credentials: 'same-origin', headers: {} };
+  // X-Llmchaos-Console: the server refuses a change that does not say it
+  // comes from this page (no other page can send it).
+  const init = { method, credentials: 'same-origin', headers: { 'X-Llmchaos-Console': '1' } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
