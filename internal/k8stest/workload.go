@@ -74,7 +74,7 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 				Spec: corev1.PodSpec{
 					NodeSelector: nodeSelector,
 					Tolerations:  tolerations,
-					Containers: []corev1.Container{container(w)},
+					Containers:   []corev1.Container{container(w)},
 				},
 			},
 		},
