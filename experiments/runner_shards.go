@@ -341,17 +341,26 @@ func (r *run) shardLoadArgs() ([]string, error) {
 }
 
 // onlyLost returns the LostError err is, or wraps alone (not joined with
-// other errors).
+// another error).
 func onlyLost(err error) (*shardjob.LostError, bool) {
 	for err != nil {
 		if l, ok := err.(*shardjob.LostError); ok {
 			return l, true
 		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			// errors.Join of one error (shardjob.Run joins its Job's
+			// deletion error, nil when it went well).
+			errs := u.Unwrap()
+			if len(errs) != 1 {
+				return nil, false
+			}
+			err = errs[0]
+		default:
 			return nil, false
 		}
-		err = u.Unwrap()
 	}
 	return nil, false
 }
