@@ -99,13 +99,13 @@ func (c Config) WithDefaults() Config {
 	s := &c.Search
 	if c.Mode == ModeConcurrency {
 		s.Integer = true
-		s.Start = orDefault(s.Start, 1)
 		s.Min = orDefault(s.Min, 1)
 		s.Max = orDefault(s.Max, 4096)
+		s.Start = orDefault(s.Start, min(max(1, s.Min), s.Max))
 	} else {
-		s.Start = orDefault(s.Start, 1)
 		s.Min = orDefault(s.Min, 0.1)
 		s.Max = orDefault(s.Max, 10000)
+		s.Start = orDefault(s.Start, min(max(1, s.Min), s.Max))
 	}
 	s.Growth = orDefault(s.Growth, DefaultGrowth)
 	s.Precision = orDefault(s.Precision, DefaultPrecision)
@@ -180,6 +180,9 @@ func (c Config) Validate() error {
 	}
 	if !(s.Start > 0) {
 		bad("start %v: want a load above 0", s.Start)
+	} else if s.Min > 0 && s.Max >= s.Min && (s.Start < s.Min || s.Start > s.Max) {
+		// The search would move it into the bounds without saying so.
+		bad("start %v is outside the load bounds [%v, %v]: want min ≤ start ≤ max", s.Start, s.Min, s.Max)
 	}
 	if s.MaxSteps < 2 {
 		bad("max steps %d: want at least 2", s.MaxSteps)

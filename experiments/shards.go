@@ -89,14 +89,15 @@ type LocalShards struct {
 	// report before it is killed (default DefaultShardStopGrace).
 	StopGrace time.Duration
 
-	mu    sync.Mutex
-	n     int
-	wg    sync.WaitGroup
-	outs  []*shardjob.LineLog
-	errs  []bytes.Buffer
-	waits []error
-	procs []*os.Process
-	ended []chan struct{} // closed once shard i's process has ended
+	mu      sync.Mutex
+	n       int
+	wg      sync.WaitGroup
+	outs    []*shardjob.LineLog
+	errs    []bytes.Buffer
+	waits   []error
+	ended   []chan struct{} // closed once shard i's process has ended
+	entries []*faults.Entry // shard i's journal entry (nil without a journal)
+	procs   []*os.Process
 }
 
 // DefaultShardStopGrace is LocalShards' default StopGrace.
@@ -105,8 +106,12 @@ const DefaultShardStopGrace = 30 * time.Second
 var _ ShardRunner = (*LocalShards)(nil)
 
 // Start implements ShardRunner. The shards are child processes of the
-// runner, stopped when ctx ends; they are not recorded in jr.
-func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
+// runner, stopped when ctx ends, each in a process group of its own that
+// is killed when the runner dies (a parent-death signal, on Linux), and
+// each recorded in jr (a faults.KindProcess entry, closed once it has
+// exited), so that the guard or `llmchaos recover` ends one that outlived
+// a killed runner.
+func (l *LocalShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Binary == "" {
@@ -117,6 +122,7 @@ func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []strin
 	}
 	cfg := shardConfig(args, n, startAt)
 	l.n, l.outs, l.errs, l.waits, l.ended = n, make([]*shardjob.LineLog, n), make([]bytes.Buffer, n), make([]error, n), make([]chan struct{}, n)
+	l.entries = make([]*faults.Entry, n)
 	l.procs = make([]*os.Process, n)
 	grace := cmp.Or(l.StopGrace, DefaultShardStopGrace)
 	for i := range n {
@@ -130,13 +136,42 @@ func (l *LocalShards) Start(ctx context.Context, _ *faults.Journal, args []strin
 		cmd.Stdout, cmd.Stderr = l.outs[i], &l.errs[i]
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = grace
-		if err := cmd.Start(); err != nil {
+		setShardAttrs(cmd)
+		var entry *faults.Entry
+		if jr != nil {
+			var err error
+			if entry, err = jr.Begin(fmt.Sprintf("shard %d", i), "load.shard", "a local load shard process"); err != nil {
+				return fmt.Errorf("local shards: %w", err)
+			}
+		}
+		if err := startHelper(cmd, l.ended[i], &l.waits[i]); err != nil {
+			if entry != nil {
+				_ = entry.Failed(err)
+			}
 			return fmt.Errorf("local shards: start shard %d (%s): %w", i, l.Binary, err)
 		}
 		l.procs[i] = cmd.Process
+		if entry != nil {
+			spec, err := faults.ProcessRevertSpec(cmd.Process.Pid, fmt.Sprintf("llmchaos load shard %d", i))
+			if err == nil {
+				err = entry.Will(spec)
+			}
+			if err == nil {
+				err = entry.Injected()
+			}
+			if err != nil && !errors.Is(err, faults.ErrJournalClosed) {
+				// An exited shard is not running: nothing to record.
+				if _, alive, _ := faults.ProcessStartTime(cmd.Process.Pid); alive {
+					return fmt.Errorf("local shards: journal shard %d: %w", i, err)
+				}
+			}
+			l.entries[i] = entry
+		}
 		l.wg.Go(func() {
-			l.waits[i] = cmd.Wait()
-			close(l.ended[i])
+			<-l.ended[i]
+			if entry != nil {
+				_ = entry.Reverted(nil) // it has exited
+			}
 		})
 	}
 	return nil

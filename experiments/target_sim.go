@@ -82,6 +82,9 @@ func simArgs(t spec.SimTarget, env spec.SimEnv) ([]string, error) {
 		"--gpu-memory-utilization", strconv.FormatFloat(c.GPUUtilization, 'g', -1, 64),
 		"--mean-output-tokens", strconv.Itoa(c.MeanOutputTokens),
 	}
+	if c.Divergence != "" {
+		args = append(args, "--divergence", c.Divergence)
+	}
 	if c.Latency == simconfig.LatencyConstant {
 		args = append(args, "--ttft", c.TTFT.String(), "--itl", c.ITL.String())
 	}

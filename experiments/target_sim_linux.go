@@ -11,3 +11,10 @@ import (
 func setHelperAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }
+
+// setShardAttrs is setHelperAttrs for a local load shard, whose parent-death
+// signal is SIGKILL: with its runner gone nobody reads its report, and
+// every request it would still send is load nobody asked for.
+func setShardAttrs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

@@ -212,8 +212,18 @@ func orDash(s string) string {
 
 // mdText keeps free text on one line.
 func mdText(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return mdEscaper.Replace(strings.Join(strings.Fields(s), " "))
 }
+
+// mdEscaper escapes what Markdown (and the HTML it may carry) would read
+// as markup in free text, so that a note reads in postmortem.md as typed,
+// as the console and the HTML report show it: no link, image, emphasis,
+// heading or tag of its own.
+var mdEscaper = strings.NewReplacer(
+	"&", "&amp;", "<", "&lt;", ">", "&gt;",
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"(", `\(`, ")", `\)`, "#", `\#`, "!", `\!`, "~", `\~`,
+)
 
 // mdCell makes free text safe in a table cell.
 func mdCell(s string) string {

@@ -46,6 +46,23 @@ type Token struct {
 	Secret string `json:"-"`
 }
 
+// CheckHolders reports the first token holder name NewTokens would refuse
+// (a name it cannot carry, or one named twice), so that a front end can
+// refuse it as bad input before anything starts.
+func CheckHolders(holders []string) error {
+	seen := map[string]bool{}
+	for _, h := range holders {
+		if !validHolder(h) {
+			return fmt.Errorf("token holder %q: use 1 to 40 letters, digits, '.', '_' and '-'", h)
+		}
+		if seen[h] {
+			return fmt.Errorf("token holder %q is named twice", h)
+		}
+		seen[h] = true
+	}
+	return nil
+}
+
 // NewTokens makes one random token per holder ("facilitator" when none
 // is named). Holder names are letters, digits, '.', '_' and '-'.
 func NewTokens(holders []string) ([]Token, error) {

@@ -36,7 +36,7 @@ func TestCompareRowsFollowTable(t *testing.T) {
 		want = append(want, "throughput/"+n+"/1/s")
 	}
 	for _, n := range []string{"error_rate", "truncation_rate", "rejection_rate", "throttle_rate", "repetition_rate",
-		"empty_output_rate", "usage_mismatch_rate"} {
+		"empty_output_rate", "usage_mismatch_rate", "integrity_error_rate"} {
 		want = append(want, "quality/"+n+"/ratio")
 	}
 	if !slices.Equal(got, want) {

@@ -188,7 +188,7 @@ func writeCustomRows(t *table, d *Document, stats []TrendStat) {
 			}
 			t.row(trendCells(name, *c.Stats, stats, customQuantile(d, c.Name), f)...)
 		default:
-			cells, figure := []string{name}, customFigure(c)
+			cells, figure := []string{name}, customFigure(c, d.DurationS)
 			for _, ts := range stats {
 				switch {
 				case ts.kind == kindCount:
@@ -204,13 +204,18 @@ func writeCustomRows(t *table, d *Document, stats []TrendStat) {
 }
 
 // customFigure is a non-trend custom metric's figure for people: "rate
-// 0.25", "sum 12", "value 3.5".
-func customFigure(c CustomMetric) string {
+// 0.25", "sum 12 (2.4/s)" (a counter's rate per second of the run's
+// secs), "value 3.5".
+func customFigure(c CustomMetric, secs float64) string {
 	switch {
 	case c.Rate != nil:
 		return "rate " + strconv.FormatFloat(*c.Rate, 'g', 4, 64)
 	case c.Sum != nil:
-		return "sum " + strconv.FormatFloat(*c.Sum, 'g', -1, 64)
+		s := "sum " + strconv.FormatFloat(*c.Sum, 'g', -1, 64)
+		if secs > 0 {
+			s += " (" + strconv.FormatFloat(*c.Sum/secs, 'f', 2, 64) + "/s)"
+		}
+		return s
 	case c.Value != nil:
 		return "value " + strconv.FormatFloat(*c.Value, 'g', -1, 64)
 	}

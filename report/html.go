@@ -479,11 +479,22 @@ func (v *htmlView) details(d *Document) {
 			v.Dist = append(v.Dist, row(x.name, x.s, fmtTokens))
 		}
 	}
+	if len(d.Checks) > 0 {
+		v.Dist = append(v.Dist, distRow{Name: "checks", Section: true})
+		for _, c := range d.Checks {
+			mark := "✓ "
+			if !c.OK() {
+				mark = "✗ "
+			}
+			v.Dist = append(v.Dist, distRow{Name: mark + c.Label(), Count: strconv.FormatInt(c.Passes+c.Fails, 10),
+				Mean: "✓ " + strconv.FormatInt(c.Passes, 10) + " / ✗ " + strconv.FormatInt(c.Fails, 10)})
+		}
+	}
 	if len(d.CustomMetrics) > 0 {
 		v.Dist = append(v.Dist, distRow{Name: "custom", Section: true})
 		for _, c := range d.CustomMetrics {
 			if c.Stats == nil {
-				v.Dist = append(v.Dist, distRow{Name: c.Name, Count: strconv.FormatInt(c.Count, 10), Mean: customFigure(c)})
+				v.Dist = append(v.Dist, distRow{Name: c.Name, Count: strconv.FormatInt(c.Count, 10), Mean: customFigure(c, d.DurationS)})
 				continue
 			}
 			f := fmtTokens

@@ -53,6 +53,10 @@ type Document struct {
 	// the run went on to its end and failed (k6's exit code 110). It holds
 	// the reason the first call gave ("test marked as failed" when none).
 	MarkedFailed string `json:"marked_failed,omitempty"`
+	// Checks are a k6-style script's check() results by name, in the
+	// order they first ran, each with its group's path ("" for the root,
+	// "::outer::inner" inside groups); absent for a run without checks.
+	Checks []Check `json:"checks,omitempty"`
 	// Regressions are the figures that regressed against the run history
 	// when the run was checked with --fail-on-regression: each fails the
 	// run (MarkRegressed). Absent when there was none, or no such check.
@@ -223,14 +227,17 @@ type Throughput struct {
 
 // Quality holds the quality rates (shares in 0 … 1) and goodput.
 type Quality struct {
-	ErrorRate         float64  `json:"error_rate"`
-	TruncationRate    float64  `json:"truncation_rate"`
-	RejectionRate     float64  `json:"rejection_rate"`
-	ThrottleRate      float64  `json:"throttle_rate"`
-	RepetitionRate    float64  `json:"repetition_rate"`
-	EmptyOutputRate   float64  `json:"empty_output_rate"`
-	UsageMismatchRate float64  `json:"usage_mismatch_rate"`
-	GoodputPerS       *float64 `json:"goodput_per_s,omitempty"`
+	ErrorRate         float64 `json:"error_rate"`
+	TruncationRate    float64 `json:"truncation_rate"`
+	RejectionRate     float64 `json:"rejection_rate"`
+	ThrottleRate      float64 `json:"throttle_rate"`
+	RepetitionRate    float64 `json:"repetition_rate"`
+	EmptyOutputRate   float64 `json:"empty_output_rate"`
+	UsageMismatchRate float64 `json:"usage_mismatch_rate"`
+	// IntegrityErrorRate is requests failed with an integrity_* class /
+	// finished (corrupted streams).
+	IntegrityErrorRate float64  `json:"integrity_error_rate"`
+	GoodputPerS        *float64 `json:"goodput_per_s,omitempty"`
 }
 
 // Concurrency is in-flight requests: maximum and time-weighted mean.
@@ -622,4 +629,34 @@ func Saturation(r Requests, lag Stats) string {
 		return fmt.Sprintf("send lag p99 %s (over %s)", fmtMs(lag.P99), fmtMs(SaturationLagP99Ms))
 	}
 	return ""
+}
+
+// CheckPath makes the directory of the report file path and checks that
+// a report can be written there (WriteFileWith writes a temporary file
+// beside it and renames it), so that a run finds out before its load,
+// not after it, that its report cannot be written. A path that is a
+// directory is an error. "" and Stdout need nothing.
+func CheckPath(path string) error {
+	if path == "" || path == Stdout {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give a file name", path)
+	}
+	return CheckDir(filepath.Dir(path))
+}
+
+// CheckDir makes dir (and its parents) and checks that files can be
+// created in it.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".report-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }

@@ -268,7 +268,7 @@ func TestSchemaFields(t *testing.T) {
 		"requests":    {"scheduled", "sent", "ok", "failed", "cancelled", "dropped", "lost", "errors_by_class"},
 		"metrics":     {"ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "send_lag_ms", "client_queue_ms", "input_tokens", "output_tokens"},
 		"throughput":  {"requests_per_s", "input_tokens_per_s", "output_tokens_per_s", "total_tokens_per_s"},
-		"quality":     {"truncation_rate", "rejection_rate", "throttle_rate", "repetition_rate", "empty_output_rate", "usage_mismatch_rate", "goodput_per_s"},
+		"quality":     {"truncation_rate", "rejection_rate", "throttle_rate", "repetition_rate", "empty_output_rate", "usage_mismatch_rate", "integrity_error_rate", "goodput_per_s"},
 		"concurrency": {"max", "mean"},
 		"histograms":  {"overall", "by_tags"},
 	}

@@ -44,6 +44,12 @@ func WriteJUnit(w io.Writer, d *Document) error {
 		},
 	}
 	s.Properties = append(s.Properties, JUnitScoreProperties(d.Score)...)
+	// A script's checks do not fail the run (k6's), so they are
+	// properties, not testcases: "check: NAME" = "✓ 47 / ✗ 3".
+	for _, c := range d.Checks {
+		s.Properties = append(s.Properties, junit.Property{Name: "check: " + c.Label(),
+			Value: "✓ " + strconv.FormatInt(c.Passes, 10) + " / ✗ " + strconv.FormatInt(c.Fails, 10)})
+	}
 	if !d.StartedAt.IsZero() {
 		s.Timestamp = d.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}

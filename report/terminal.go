@@ -36,13 +36,16 @@ func WriteTextWith(w io.Writer, d *Document, o TextOptions) error {
 		b.WriteString(verdictLine(d, failedThresholds(d), o.Color))
 	} else {
 		writeHeader(&b, d)
+		writeChecks(&b, d, o.Color)
 		writeDistributions(&b, d, o.TrendStats)
-		writeRequests(&b, d)
-		if o.Verbose {
-			writeBreakdowns(&b, d)
+		if hasLLM(d) {
+			writeRequests(&b, d)
+			if o.Verbose {
+				writeBreakdowns(&b, d)
+			}
+			writeThroughput(&b, d)
+			writeQuality(&b, d)
 		}
-		writeThroughput(&b, d)
-		writeQuality(&b, d)
 		writeExperiment(&b, d)
 		if o.Verbose {
 			writeEvents(&b, d)
@@ -128,17 +131,25 @@ func writeDistributions(b *strings.Builder, d *Document, stats []TrendStat) {
 	}
 	t := newTable("l" + strings.Repeat("r", len(stats)))
 	head := []string{"latency"}
+	if !hasLLM(d) {
+		head[0] = "metrics"
+	}
 	for _, s := range stats {
 		head = append(head, s.Name)
 	}
 	t.row(head...)
 	rows := tableTrends(d)
+	if !hasLLM(d) {
+		rows = nil
+	}
 	for _, x := range rows {
 		if x.time {
 			t.row(trendCells("  "+x.name, x.s, stats, builtinQuantile(d, x.name), fmtMs)...)
 		}
 	}
-	t.row("tokens")
+	if len(rows) > 0 {
+		t.row("tokens")
+	}
 	for _, x := range rows {
 		if !x.time {
 			t.row(trendCells("  "+x.name, x.s, stats, builtinQuantile(d, x.name), fmtTokens)...)
@@ -147,6 +158,13 @@ func writeDistributions(b *strings.Builder, d *Document, stats []TrendStat) {
 	writeCustomRows(t, d, stats)
 	b.WriteByte('\n')
 	t.write(b)
+}
+
+// hasLLM reports whether the run's summary has LLM sections: a load or an
+// experiment always, a k6-style script only when it sent an LLM request
+// (k6's summary also shows only the metrics that got samples).
+func hasLLM(d *Document) bool {
+	return d.Requests.Scheduled > 0 || d.Requests.Sent > 0 || (len(d.CustomMetrics) == 0 && len(d.Checks) == 0)
 }
 
 func writeRequests(b *strings.Builder, d *Document) {
@@ -193,6 +211,11 @@ func writeRequests(b *strings.Builder, d *Document) {
 	for _, cl := range recording.ErrorClasses {
 		if e, ok := r.TopErrors[string(cl)]; ok {
 			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
+		}
+		if r.ErrorsByClass[string(cl)] != 0 {
+			if sus := recording.IntegritySuspect(cl); sus != "" {
+				fmt.Fprintf(b, "  %s: suspect %s\n", cl, sus)
+			}
 		}
 	}
 }

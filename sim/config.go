@@ -18,6 +18,13 @@ const (
 	LatencyConstant = simconfig.LatencyConstant
 )
 
+// Divergence modes (Config.Divergence); see simconfig.
+const (
+	DivergenceOff     = simconfig.DivergenceOff
+	DivergencePreempt = simconfig.DivergencePreempt
+	DivergenceBatch   = simconfig.DivergenceBatch
+)
+
 // Memory model defaults of DefaultConfig; see simconfig for their sources.
 const (
 	DefaultGPUMemory               = simconfig.DefaultGPUMemory

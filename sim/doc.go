@@ -76,10 +76,19 @@
 // The 4 per chat message stands for the chat template (ChatTemplateTokens).
 // The load generator builds prompts to a target token count with the same
 // rule. Output tokens are words drawn from a 256-word vocabulary by a
-// counter-based hash of the sequence's seed (the request's seed when given,
-// else one drawn from Config.Seed), each exactly four bytes (" cat"), so
-// CountTokens of a completion equals its token count. Output length is
-// max_tokens with ignore_eos; otherwise it is geometric with mean
-// Config.MeanOutputTokens, at least min_tokens, and capped by max_tokens
-// (finish_reason "length" when capped, "stop" otherwise).
+// counter-based hash of the sequence's seed, each exactly four bytes
+// (" cat"), so CountTokens of a completion equals its token count. The seed
+// is a function of the prompt's text and the request's seed when it gives
+// one, or of the prompt alone at temperature 0 (greedy), so such answers are
+// the same on every replica, as a model's greedy output is; other requests
+// draw one from Config.Seed. Output length is max_tokens with ignore_eos;
+// otherwise it is geometric with mean Config.MeanOutputTokens, at least
+// min_tokens, and capped by max_tokens (finish_reason "length" when capped,
+// "stop" otherwise).
+//
+// Config.Divergence makes answers leave that reference as real engines do:
+// "preempt" gives a sequence preempted and recomputed another continuation
+// from the token it had reached; "batch" lets the batch size decide the
+// token at near-tie positions (3 % of them), as kernels that are not batch
+// invariant do, so the same prompt answers differently under load.
 package sim

@@ -21,7 +21,14 @@ type Request struct {
 	MaxTokens    int    // completion cap; 0 means what MaxModelLen leaves after the prompt
 	MinTokens    int    // the sequence does not stop before this many tokens
 	IgnoreEOS    bool   // produce exactly MaxTokens tokens
-	Seed         *int64 // per-request seed; nil draws one from the engine's seeded generator
+	Seed         *int64 // per-request seed; nil draws one from the engine's seeded generator (unless Greedy)
+	// PromptHash identifies the prompt's text: the output of a request
+	// with a seed, or of a greedy one, is a function of (PromptHash,
+	// Seed), the same on every replica, as a model's greedy output is.
+	PromptHash uint64
+	// Greedy is temperature 0: without a seed the output is still
+	// determined by the prompt.
+	Greedy bool
 
 	// Arrival is the engine time the request arrived, before the transport
 	// parsed it; 0, or a time after the Submit call's now, means now. TTFT,
@@ -291,9 +298,12 @@ func (e *Engine) newStream(now time.Duration, req Request) (*Stream, error) {
 		return nil, &InvalidRequestError{Message: fmt.Sprintf("min_tokens (%d) must be less than or equal to max_tokens (%d)", req.MinTokens, maxTokens)}
 	}
 	var seed uint64
-	if req.Seed != nil {
-		seed = mix64(uint64(*req.Seed))
-	} else {
+	switch {
+	case req.Seed != nil:
+		seed = mix64(uint64(*req.Seed)) ^ req.PromptHash
+	case req.Greedy:
+		seed = mix64(req.PromptHash ^ greedySalt)
+	default:
 		seed = e.rng.Uint64()
 	}
 	outLen, reason := maxTokens, FinishLength
@@ -652,6 +662,9 @@ func (e *Engine) admit(t time.Duration, s *Stream) {
 
 // emit produces s's next token at t and reports whether s is now finished.
 func (e *Engine) emit(t time.Duration, s *Stream) bool {
+	if e.cfg.Divergence == DivergenceBatch {
+		s.divergeAtTie(s.generated, len(e.running))
+	}
 	s.generated++
 	s.numTokens++
 	if s.generated == 1 {
@@ -710,6 +723,9 @@ func (e *Engine) makeRoom(s *Stream, need int) bool {
 // preempt frees s's blocks and puts it back at the front of the waiting
 // queue; it will recompute its whole context (vLLM's recompute preemption).
 func (e *Engine) preempt(s *Stream) {
+	if e.cfg.Divergence == DivergencePreempt && s.generated > 0 {
+		s.diverge(s.generated, divergePreemptSalt)
+	}
 	e.removeRunning(s)
 	s.state = stateWaiting
 	s.computed = 0

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -56,6 +57,14 @@ type Stream struct {
 	reason    Finish // how it ends after outLen tokens
 	seed      uint64 // token text seed
 	arrival   time.Duration
+
+	// divergeAt is 1 + the first token whose text comes from divergeSeed
+	// instead of seed (0: none): the continuation a preemption's
+	// recomputation or a batch-size change chose (Config.Divergence).
+	// The engine sets it before it publishes that token; consumers read
+	// it for tokens already published, from any goroutine.
+	divergeAt   atomic.Int64
+	divergeSeed atomic.Uint64
 
 	// Engine-owned scheduling state.
 	state     seqState
@@ -113,11 +122,54 @@ func (s *Stream) Err() error {
 }
 
 // Token returns the text of token i (0-based).
-func (s *Stream) Token(i int) string { return tokenText(s.seed, i) }
+func (s *Stream) Token(i int) string { return tokenText(s.tokenSeed(i), i) }
 
 // AppendToken appends the text of token i (0-based) to dst. Token texts are
 // JSON-safe and exactly BytesPerToken bytes long.
-func (s *Stream) AppendToken(dst []byte, i int) []byte { return append(dst, tokenText(s.seed, i)...) }
+func (s *Stream) AppendToken(dst []byte, i int) []byte {
+	return append(dst, tokenText(s.tokenSeed(i), i)...)
+}
+
+// tokenSeed is the text seed of token i: seed, or divergeSeed from the
+// divergence on.
+func (s *Stream) tokenSeed(i int) uint64 {
+	if at := s.divergeAt.Load(); at > 0 && int64(i) >= at-1 {
+		return s.divergeSeed.Load()
+	}
+	return s.seed
+}
+
+// Salts of the divergence seeds.
+const (
+	greedySalt         = 0x6772656564790000 // "greedy"
+	divergePreemptSalt = 0x707265656d707400 // "preempt"
+	divergeTieSalt     = 0x7469650000000000 // "tie"
+)
+
+// tieRate is the share of token positions that are near-ties, where the
+// batch size's numerics decide the argmax (Config.Divergence batch).
+const tieRate = 0.03
+
+// diverge makes tokens from i on follow another continuation, derived
+// from salt; only the first divergence of a stream counts.
+func (s *Stream) diverge(i int, salt uint64) {
+	if s.divergeAt.Load() != 0 {
+		return
+	}
+	s.divergeSeed.Store(mix64(s.seed ^ salt))
+	s.divergeAt.Store(int64(i) + 1)
+}
+
+// divergeAtTie diverges at token i when i is a near-tie position of the
+// sequence and the step's batch size is in another power-of-two bucket
+// than a lone sequence's (batch sizes 1), as kernels whose reduction
+// order depends on the batch shape pick another argmax there.
+func (s *Stream) divergeAtTie(i, batch int) {
+	if batch <= 1 || unitFloat(mix64(s.seed^divergeTieSalt^uint64(i))) >= tieRate {
+		return
+	}
+	s.diverge(i, divergeTieSalt^uint64(bits.Len(uint(batch))))
+}
 
 // Wake signals Ready without progress, so that a consumer blocked on Ready
 // can notice something else, such as its client going away.

@@ -190,6 +190,9 @@ func (cf *capacityFlags) config(fs *pflag.FlagSet, lf *loadFlags) (capacity.Conf
 	}{{"--start", cf.Start}, {"--min", cf.Min}, {"--max", cf.Max}} {
 		if f.v < 0 {
 			bad("%s %v must not be negative", f.name, f.v)
+		} else if f.v == 0 && fs.Changed(f.name[2:]) {
+			// 0 is the flag's "not given": given, it would silently become the default.
+			bad("%s 0: want a load above 0 (leave the flag out for its default)", f.name)
 		}
 	}
 	if cf.Min > 0 && cf.Max > 0 && cf.Min > cf.Max {

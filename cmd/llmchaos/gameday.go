@@ -108,6 +108,9 @@ timeline, the faults, the notes and the thresholds. Exit codes are run's.`,
 // runGameday runs a game day and maps how it ended to an exit code, as
 // runExperiment does.
 func runGameday(ctx context.Context, c gamedayConfig, stdout, stderr io.Writer) error {
+	if err := gameday.CheckHolders(c.Holders); err != nil {
+		return usageError(fmt.Errorf("--token: %w", err))
+	}
 	helper, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)

@@ -65,8 +65,8 @@ func (h *historyFlags) add(fs *pflag.FlagSet, byDefault bool) {
 func (h *historyFlags) config(fs *pflag.FlagSet, byDefault bool) (historyConfig, error) {
 	var errs []error
 	c := historyConfig{Location: defaultLocation(h.Location), FailOn: h.FailOn}
-	c.Enabled = (byDefault && !h.NoHistory) || (!byDefault && fs.Changed("history"))
-	if h.NoHistory && fs.Changed("history") {
+	c.Enabled = (byDefault && !h.NoHistory) || fs.Changed("history")
+	if h.NoHistory && fs.Changed("history") && fs.Changed("no-history") {
 		errs = append(errs, errors.New("--history and --no-history are both given: choose one"))
 	}
 	if fs.Changed("history") && h.Location == "" {

@@ -130,6 +130,10 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		fmt.Fprintf(stderr, "%s: warning: --api-key-env: the environment variable %s is not set (or empty): requests will be sent without an API key\n", cmdName, cfg.APIKeyEnv)
 	}
 	oopts := cfg.Observe.options(targets)
+	if !cfg.Shard.Whole() {
+		// A shard pod's grace period is 30 s: the linger must end first.
+		oopts.Linger = min(oopts.Linger, maxShardLinger)
+	}
 	oopts.TraceAttributes = attrs
 	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
 
@@ -151,7 +155,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		NoPreflight: cfg.NoPreflight,
 		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
 		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
-			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: cfg.Observe.MetricsLinger}
+			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: oopts.Linger}
 			if u := obs.MetricsURL(); u != "" && !quiet {
 				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
 			}
@@ -541,3 +545,8 @@ func flushEvery(w *recording.RequestWriter, d time.Duration) (stop func()) {
 	})
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
+
+// maxShardLinger bounds --metrics-linger in a shard (load --shard): a
+// shard pod gets 30 s between SIGTERM and SIGKILL, and its report is
+// written after the linger.
+const maxShardLinger = 25 * time.Second

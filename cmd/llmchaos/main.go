@@ -49,7 +49,12 @@ func main() {
 		fw = newFoldWriter(os.Stderr, maxWidth)
 		stderr = fw
 	}
-	code := execute(ctx, os.Args[1:], os.Stdout, stderr)
+	var code int
+	if isK6Name(os.Args[0]) {
+		code = executeK6(ctx, os.Args[1:], os.Stdout, stderr)
+	} else {
+		code = execute(ctx, os.Args[1:], os.Stdout, stderr)
+	}
 	if fw != nil {
 		_ = fw.Flush()
 	}
@@ -91,7 +96,11 @@ func notifySignals(parent context.Context, sigs ...os.Signal) (ctx context.Conte
 
 // execute runs the CLI with args and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	return executeRoot(ctx, newRootCmd(stdout, stderr), args, stderr)
+}
+
+// executeRoot runs root with args and maps its error to the exit code.
+func executeRoot(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // newMetricsCmd is `llmchaos metrics`: the metric table, generated from
@@ -32,7 +34,10 @@ func writeMetrics(w io.Writer, format string) error {
 	ms := metrics.Builtin()
 	switch format {
 	case "text":
-		return metrics.WriteText(w, ms)
+		if err := metrics.WriteText(w, ms); err != nil {
+			return err
+		}
+		return writeIntegrityClasses(w)
 	case "markdown", "md":
 		if _, err := io.WriteString(w, metrics.Markdown(ms)); err != nil {
 			return fmt.Errorf("write metrics: %w", err)
@@ -40,4 +45,18 @@ func writeMetrics(w io.Writer, format string) error {
 		return nil
 	}
 	return fmt.Errorf("--format %q: want text or markdown", format)
+}
+
+// writeIntegrityClasses explains the integrity_* error classes that
+// integrity_error_rate counts: what the client saw and what to suspect.
+func writeIntegrityClasses(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nINTEGRITY CLASS\tSEEN\tSUSPECT")
+	for _, ic := range recording.IntegrityClasses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", ic.Class, ic.What, ic.Suspect)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write metrics: %w", err)
+	}
+	return nil
 }

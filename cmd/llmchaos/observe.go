@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -227,6 +230,26 @@ func (o *runObservers) finish(ctx context.Context, doc *report.Document) {
 	if doc != nil {
 		o.SetThresholds(doc.Thresholds)
 		o.SetLost(doc.Requests.Lost)
+	}
+	if ctx.Err() != nil {
+		// A signal ended the run: its sender wants the process gone.
+		o.EndLinger()
+	} else {
+		// A signal during the linger ends it at once.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		closed := make(chan struct{})
+		defer func() {
+			signal.Stop(sigs)
+			close(closed)
+		}()
+		go func() {
+			select {
+			case <-sigs:
+				o.EndLinger()
+			case <-closed:
+			}
+		}()
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeCloseTimeout+o.linger)
 	defer cancel()

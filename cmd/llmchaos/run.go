@@ -26,8 +26,10 @@ import (
 
 // runConfig is `llmchaos run`'s configuration.
 type runConfig struct {
-	File        string
-	Out         string // run directory ("" → the experiment's out, else runs/NAME-TIMESTAMP)
+	File string
+	Out  string // run directory ("" → the experiment's out, else runs/NAME-TIMESTAMP)
+	// SampleOuts are k6's --out json=FILE and csv=FILE (scripts only).
+	SampleOuts  []sampleOut
 	JUnit       string
 	HTML        string
 	DryRun      bool
@@ -74,6 +76,7 @@ func newRunCmd() *cobra.Command {
 		sumFlags    summaryFlags
 		scriptF     scriptFlags
 		histFlags   historyFlags
+		outs        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -155,6 +158,15 @@ itself failed.
 				c.Seed = &seed
 			}
 			var errs []error
+			if isScript(c.File) {
+				if err := applyK6Env(cmd.Flags(), os.Getenv); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			var err error
+			if c.Out, c.SampleOuts, err = runOuts(outs, isScript(c.File)); err != nil {
+				errs = append(errs, err)
+			}
 			if remoteWrite != "" {
 				if _, rwErrs := parseOuts([]string{outRemoteWrite + "=" + remoteWrite}); len(rwErrs) > 0 {
 					errs = append(errs, fmt.Errorf("--remote-write %s: want the receiver's URL, e.g. http://127.0.0.1:9090/api/v1/write", redactURL(remoteWrite)))
@@ -180,11 +192,11 @@ itself failed.
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&c.Out, "out", "", "run directory for run.json, the fault journal and the helpers' logs (default: the experiment's out, else runs/NAME-TIMESTAMP)")
+	fs.StringArrayVarP(&outs, "out", "o", nil, "run directory for run.json, the fault journal and the helpers' logs (default: the experiment's out, else runs/NAME-TIMESTAMP); for a script also k6's json=FILE and csv=FILE sample outputs (repeatable)")
 	fs.StringVar(&c.JUnit, "junit", "", "also write a JUnit XML report here")
 	fs.StringVar(&c.HTML, "html", "", "also write the HTML report here")
 	fs.StringVar(&c.SaveRequests, "save-requests", "", "write one JSON line per request, with its phase and fault, to this file (as llmchaos load does)")
-	fs.DurationVar(&c.Duration, "duration", 0, "replace the experiment's workload.duration, e.g. for a quick smoke run (nothing else is scaled: every fault must still end within it)")
+	fs.DurationVarP(&c.Duration, "duration", "d", 0, "replace the experiment's workload.duration, e.g. for a quick smoke run (nothing else is scaled: every fault must still end within it)")
 	fs.StringArrayVar(&c.Thresholds, "threshold", nil, "add a threshold to the experiment's, as METRIC{TAGS}: EXPR, e.g. 'ttft{phase:baseline}: p(99)<1s' (repeatable; the file's thresholds still apply)")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the resolved plan (targets, proxies, the faults' schedule, thresholds) and change nothing")
 	fs.Uint64Var(&seed, "seed", 0, "seed of every random choice of the run, instead of the experiment's")

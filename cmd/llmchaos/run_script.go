@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,14 +32,39 @@ type scriptFlags struct {
 	Tags       []string // --tag NAME=VALUE
 	VUs        int
 	Iterations int
+	Stages     []string // -s DURATION:TARGET
+
+	SummaryExport       string
+	SummaryMode         string
+	NoSummary           bool
+	NoThresholds        bool
+	NoConnectionReuse   bool
+	NoVUConnectionReuse bool
+	IncludeSystemEnv    bool
+	ConsoleOutput       string
+	HTTPDebug           string
+	ModuleDir           string
 }
 
-// add registers the script flags on fs.
+// add registers the script flags on fs: k6's flags of `k6 run`, with its
+// names and short forms.
 func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.Env, "env", "e", nil, "for a script (.js, .ts): set __ENV.KEY, as KEY=VALUE (repeatable)")
 	fs.StringArrayVar(&f.Tags, "tag", nil, "for a script: tag every sample NAME=VALUE, in place of options.tags, as k6's --tag (repeatable)")
-	fs.IntVar(&f.VUs, "vus", 0, "for a script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
-	fs.IntVar(&f.Iterations, "iterations", 0, "for a script: run this many iterations shared by the VUs (replaces the script's scenarios)")
+	fs.IntVarP(&f.VUs, "vus", "u", 0, "for a script: run this many VUs (replaces the script's scenarios, as k6's --vus)")
+	fs.IntVarP(&f.Iterations, "iterations", "i", 0, "for a script: run this many iterations shared by the VUs (replaces the script's scenarios)")
+	fs.StringSliceVarP(&f.Stages, "stage", "s", nil, "for a script: a ramping stage DURATION:TARGET, e.g. 30s:10 (repeatable or comma-separated; replaces the script's scenarios, as k6's --stage)")
+	fs.StringVar(&f.SummaryExport, "summary-export", "", "for a script: also write the end-of-test summary to this file in k6's --summary-export JSON")
+	fs.StringVar(&f.SummaryMode, "summary-mode", script.SummaryCompact, "for a script: the end-of-test summary, as k6's: "+strings.Join(script.SummaryModes, ", ")+" (full adds the per-endpoint and per-phase sections; disabled: no summary, no handleSummary, no --summary-export)")
+	fs.BoolVar(&f.NoSummary, "no-summary", false, "for a script: no end-of-test summary, no handleSummary and no --summary-export (--summary-mode disabled)")
+	fs.BoolVar(&f.NoThresholds, "no-thresholds", false, "for a script: do not check the thresholds (the script's and --threshold's), as k6's")
+	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http and SSE requests (each on a new connection), as k6's")
+	fs.BoolVar(&f.NoVUConnectionReuse, "no-vu-connection-reuse", false, "for a script: each VU's k6/http and SSE connections are its own and closed at the end of each of its iterations, as k6's")
+	fs.BoolVar(&f.IncludeSystemEnv, "include-system-env-vars", true, "for a script: put the process environment in __ENV (with -e over it); =false: only -e's, as k6's")
+	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
+	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
+	fs.Lookup("http-debug").NoOptDefVal = "headers"
+	fs.StringVar(&f.ModuleDir, "module-dir", "", "for a script: read remote imports (https://jslib.k6.io/...) from this directory, offline: https://HOST/PATH is DIR/HOST/PATH (default $"+js.EnvModuleDir+")")
 }
 
 // isScript says whether run's FILE is a k6-style script (.js, .mjs, .ts;
@@ -124,6 +150,25 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if f.VUs < 0 || f.Iterations < 0 || c.Duration < 0 {
 		errs = append(errs, errors.New("--vus, --iterations and --duration must not be negative"))
 	}
+	var stages []script.Stage
+	for _, s := range f.Stages {
+		st, err := script.ParseStage(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--stage: %w", err))
+			continue
+		}
+		stages = append(stages, st)
+	}
+	mode := f.SummaryMode
+	if !slices.Contains(script.SummaryModes, mode) {
+		errs = append(errs, fmt.Errorf("--summary-mode %q: want %s", mode, strings.Join(script.SummaryModes, ", ")))
+	}
+	if f.NoSummary {
+		mode = script.SummaryDisabled
+	}
+	if f.HTTPDebug != "" && f.HTTPDebug != "headers" && f.HTTPDebug != "full" {
+		errs = append(errs, fmt.Errorf("--http-debug=%s: want --http-debug (headers) or --http-debug=full", f.HTTPDebug))
+	}
 	if len(errs) > 0 {
 		return usageError(errors.Join(errs...))
 	}
@@ -137,9 +182,20 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if c.HTML != "" {
 		outs = append(outs, report.Output{Format: report.FormatHTML, Path: c.HTML, Flag: "--html"})
 	}
+	// Every file the run will write is checked (its directory made)
+	// before the test: a path that cannot be written is exit 2 before any
+	// load, never a failure after it.
+	if !c.DryRun {
+		if err := checkScriptPaths(c, f, outs); err != nil {
+			return usageError(err)
+		}
+	}
 	cfg := script.Config{
 		Script: c.File, Env: env, Tags: tags, Outputs: outs, Stdout: stdout, Stderr: stderr,
-		Overrides:   script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations},
+		Overrides:     script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations, Stages: stages},
+		SummaryExport: f.SummaryExport, SummaryMode: mode, NoThresholds: f.NoThresholds,
+		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
+		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir,
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
@@ -171,6 +227,20 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		defer saveFile.Close()
 		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
+	if f.ConsoleOutput != "" {
+		con, err := os.Create(f.ConsoleOutput)
+		if err != nil {
+			return usageError(fmt.Errorf("--console-output: %w", err))
+		}
+		defer con.Close()
+		cfg.Console = con
+	}
+	samples, closeSamples, err := openSampleOutputs(c.SampleOuts, stdout)
+	if err != nil {
+		return usageError(err)
+	}
+	defer closeSamples()
+	cfg.SampleOutputs = samples
 	var obs *runObservers
 	cfg.Observe = func(clients []js.ClientInfo) *observe.Options { return scriptObserveOptions(c, clients, stderr) }
 	cfg.Alongside = func(r *pipeline.Run) func(engine.RunStats, error) {
@@ -205,6 +275,39 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		fmt.Fprintf(stderr, "%s: %v\n", scriptCmd, runErr) // execute does not print an abort's error
 	}
 	return hc.record(scriptResult(doc, runErr))
+}
+
+// checkScriptPaths checks, before the run, that every report it will write
+// can be written: the run directory, --junit, --html, --summary-export,
+// --save-requests, --console-output and the --out json=/csv= files
+// (whose directories are made).
+func checkScriptPaths(c runConfig, f scriptFlags, outs []report.Output) error {
+	var errs []error
+	if c.Out != "" {
+		if err := report.CheckDir(c.Out); err != nil {
+			errs = append(errs, fmt.Errorf("--out %s: %w", c.Out, err))
+		}
+	}
+	files := []struct{ flag, path string }{{"--summary-export", f.SummaryExport}, {"--save-requests", c.SaveRequests}, {"--console-output", f.ConsoleOutput}}
+	for _, o := range outs {
+		if o.Format != report.FormatJSON {
+			files = append(files, struct{ flag, path string }{"--" + o.Format, o.Path})
+		}
+	}
+	for _, s := range c.SampleOuts {
+		if s.path != "-" {
+			files = append(files, struct{ flag, path string }{"--out " + s.format + "=", s.path})
+		}
+	}
+	for _, p := range files {
+		if p.path == "" {
+			continue
+		}
+		if err := report.CheckPath(p.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", p.flag, p.path, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // scriptDryRun prints what the script would run (scenarios, thresholds,

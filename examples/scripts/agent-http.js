@@ -5,14 +5,14 @@
 // record k6's http_req_* metrics (the `name` tag is kept as the class tag,
 // hence `{class:weather}` in the thresholds).
 //
-//   llmchaos run examples/scripts/agent-http.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model -e TOOL_URL=http://127.0.0.1:9000
+//   llmchaos run examples/scripts/agent-http.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim -e TOOL_URL=http://127.0.0.1:9000
 import http from 'k6/http';
 import { check } from 'k6';
 import llm from 'k6/x/llm';
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
   timeout: '30s',
 });
 const TOOL_URL = __ENV.TOOL_URL || 'http://127.0.0.1:9000';

@@ -16,7 +16,7 @@ const cancelledTokens = new Trend('cancelled_tokens');
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
 });
 
 export const options = {

@@ -1,7 +1,7 @@
 // Chat at a constant arrival rate against an OpenAI-compatible server,
 // with thresholds on the LLM metrics and on a custom Trend.
 //
-//   llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/chat-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import { check } from 'k6';
 import { Trend } from 'k6/metrics';
 import llm from 'k6/x/llm';
@@ -10,7 +10,7 @@ const tokensPerSecond = new Trend('tokens_per_second');
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
   timeout: '30s',
 });
 

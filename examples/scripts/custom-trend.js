@@ -12,7 +12,7 @@ const decodeTime = new Trend('decode_time', true);
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
 });
 
 const classes = [

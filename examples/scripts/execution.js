@@ -3,7 +3,7 @@
 // its samples through exec.vu.tags, and exec.test.abort() ends the run
 // early when asked to (ABORT_AFTER completed iterations).
 //
-//   llmchaos run examples/scripts/execution.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/execution.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import { check } from 'k6';
 import exec from 'k6/execution';
 import { Counter } from 'k6/metrics';
@@ -15,7 +15,7 @@ const n = Number(__ENV.ITERATIONS || 40);
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
   timeout: '30s',
 });
 

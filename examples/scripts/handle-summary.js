@@ -11,7 +11,7 @@ import { textSummary } from 'https://jslib.k6.io/k6-summary/0.0.2/index.js';
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
 });
 
 export const options = {

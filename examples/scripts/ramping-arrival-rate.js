@@ -4,7 +4,7 @@
 // free it is dropped (dropped_iterations) and one more VU is initialized,
 // up to maxVUs.
 //
-//   llmchaos run examples/scripts/ramping-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/ramping-arrival-rate.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import { check } from 'k6';
 import llm from 'k6/x/llm';
 
@@ -13,7 +13,7 @@ const step = __ENV.STAGE || '30s';
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
   timeout: '30s',
 });
 

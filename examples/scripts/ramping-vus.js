@@ -2,7 +2,7 @@
 // chat requests climbs to a peak, holds, and ramps down, as k6's
 // ramping-vus executor does.
 //
-//   llmchaos run examples/scripts/ramping-vus.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/ramping-vus.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import { check, sleep } from 'k6';
 import llm from 'k6/x/llm';
 
@@ -11,7 +11,7 @@ const step = __ENV.STAGE || '30s';
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
   timeout: '30s',
 });
 

@@ -20,7 +20,7 @@ const promptChars = new Counter('prompt_chars');
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL || 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL || 'sim-model',
+  model: __ENV.MODEL || 'llmchaos-sim',
 });
 
 export const options = {

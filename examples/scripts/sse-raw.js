@@ -5,7 +5,7 @@
 // under k6 built with xk6-sse. (k6/x/llm takes these timings in Go instead,
 // where they do not depend on the script's speed.)
 //
-//   llmchaos run examples/scripts/sse-raw.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/sse-raw.js -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import sse from 'k6/x/sse';
 import { check } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
@@ -28,7 +28,7 @@ export const options = {
 
 export default function () {
   const body = JSON.stringify({
-    model: __ENV.MODEL || 'sim-model',
+    model: __ENV.MODEL || 'llmchaos-sim',
     messages: [{ role: 'user', content: 'Tell me about the number ' + __ITER + '.' }],
     max_tokens: MAX_TOKENS,
     ignore_eos: true, // vLLM's: exactly max_tokens tokens

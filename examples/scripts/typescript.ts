@@ -2,7 +2,7 @@
 // stripped, not checked) and errors point into this file. The editor gets
 // completion for k6/x/llm from xk6-llm/js/types (see tsconfig.json here).
 //
-//   llmchaos run examples/scripts/typescript.ts -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=sim-model
+//   llmchaos run examples/scripts/typescript.ts -e BASE_URL=http://127.0.0.1:8000/v1 -e MODEL=llmchaos-sim
 import { check } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
 import llm from 'k6/x/llm';
@@ -23,7 +23,7 @@ const questions: readonly Question[] = [
 
 const client = new llm.Client({
   baseURL: __ENV.BASE_URL ?? 'http://127.0.0.1:8000/v1',
-  model: __ENV.MODEL ?? 'sim-model',
+  model: __ENV.MODEL ?? 'llmchaos-sim',
   timeout: '30s',
 });
 

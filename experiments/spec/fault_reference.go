@@ -94,7 +94,8 @@ func FaultReference() string {
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", p.Name, p.Type, mdCode(p.Default), p.Unit, req, strings.ReplaceAll(p.Doc, "|", `\|`))
 		}
-		fmt.Fprintf(&b, "\n```yaml\n%s```\n", exampleFault(t))
+		// The docs test (cmd/llmchaos) validates each example in an experiment.
+		fmt.Fprintf(&b, "\n<!-- docs-test: fragment -->\n```yaml\n%s```\n", exampleFault(t))
 	}
 	return b.String()
 }

@@ -3,7 +3,6 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 
@@ -21,7 +20,7 @@ import (
 //
 // The spec has no defaults filled in: call WithDefaults.
 func Load(path string) (*Spec, Problems, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
 	}
@@ -86,6 +85,9 @@ type document struct {
 // error, an empty file or a second document is returned as Problems with
 // a nil document.
 func readDocument(name string, data []byte, kind docKind) (*document, Problems) {
+	if p := checkRaw(name, data, kind.what); p != nil {
+		return nil, Problems{*p}
+	}
 	src := newSource(data)
 	file, err := parseYAML(data)
 	if err != nil {

@@ -15,8 +15,16 @@ func FuzzLoad(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(baseDoc))
+	for _, in := range deepInputs() {
+		f.Add(in)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		spec, warns, err := Parse("fuzz.yaml", data)
+		var (
+			spec  *Spec
+			warns Problems
+			err   error
+		)
+		boundedAlloc(t, "Parse", func() { spec, warns, err = Parse("fuzz.yaml", data) })
 		ps := warns
 		if err != nil {
 			var ok bool

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -36,7 +35,7 @@ func absPath(p string) string {
 // LoadWith does what Load does, with o applied to the file before it is
 // validated.
 func LoadWith(path string, o LoadOptions) (*Spec, Problems, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
 	}

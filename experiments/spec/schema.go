@@ -108,6 +108,7 @@ func schemaEnums() map[string][]any {
 		"Suite.apiVersion":        {APIVersion},
 		"Suite.kind":              {KindSuite},
 		"SimTarget.latency":       {simconfig.LatencyProfile, simconfig.LatencyConstant},
+		"SimTarget.divergence":    {simconfig.DivergencePreempt, simconfig.DivergenceBatch},
 		"Workload.preset":         presets,
 		"Workload.api":            {string(workload.APIChat), string(workload.APICompletions)},
 		"Workload.arrival":        {string(workload.ArrivalConstant), string(workload.ArrivalPoisson), string(workload.ArrivalGamma)},

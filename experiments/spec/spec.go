@@ -83,6 +83,7 @@ type SimTarget struct {
 	GPUMemory            string   `yaml:"gpu_memory,omitempty" json:"gpu_memory,omitempty" doc:"Size of each replica's virtual GPU, e.g. 141GiB or 80GB."`
 	GPUMemoryUtilization float64  `yaml:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty" doc:"Share of the GPU for weights and KV cache, in (0, 1]."`
 	MeanOutputTokens     int      `yaml:"mean_output_tokens,omitempty" json:"mean_output_tokens,omitempty" doc:"Mean output length of requests that do not set ignore_eos."`
+	Divergence           string   `yaml:"divergence,omitempty" json:"divergence,omitempty" doc:"What makes output differ from the deterministic greedy answer of (prompt, seed): preempt (a preempted sequence recomputes into another continuation) or batch (at near-tie tokens the batch size decides). Default: never."`
 	StartupTime          Duration `yaml:"startup_time,omitempty" json:"startup_time,omitempty" doc:"Model load time: /health answers 503 this long after a replica starts. Default 5s."`
 	RestartDelay         Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty" doc:"Wait after a replica exits before the supervisor restarts it. Default 2s."`
 	// Seed seeds the simulator's output text and lengths. Unset: the

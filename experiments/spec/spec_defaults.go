@@ -187,6 +187,9 @@ func (t SimTarget) EngineConfig() (simconfig.Config, error) {
 	if t.MeanOutputTokens != 0 {
 		c.MeanOutputTokens = t.MeanOutputTokens
 	}
+	if t.Divergence != "" {
+		c.Divergence = t.Divergence
+	}
 	if t.Seed != nil {
 		c.Seed = *t.Seed
 	}

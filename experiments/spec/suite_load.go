@@ -21,7 +21,7 @@ import (
 // checks the suite file itself; Resolve loads and checks the experiments
 // it lists.
 func LoadSuite(path string) (*Suite, Problems, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("suite: %w", err)
 	}
@@ -227,7 +227,7 @@ func checkOverrides(iss *issues, p string, o Overrides, zeros map[string]bool) {
 // KindExperiment, KindSuite, or whatever else it writes), "" when it
 // says none or is not a mapping. Its error is only a read error.
 func FileKind(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return "", err
 	}
@@ -237,6 +237,9 @@ func FileKind(path string) (string, error) {
 // DocumentKind returns the top-level kind key of a YAML (or JSON)
 // document, "" when there is none or the document does not parse.
 func DocumentKind(data []byte) string {
+	if checkRaw("", data, "a") != nil {
+		return "" // Load refuses it, saying why
+	}
 	file, err := parseYAML(data)
 	if err != nil {
 		return ""

@@ -409,8 +409,16 @@ func FuzzParseSuite(f *testing.F) {
 	if b, err := os.ReadFile(filepath.Join("..", "catalog", "nightly.yaml")); err == nil {
 		f.Add(b)
 	}
+	for _, in := range deepInputs() {
+		f.Add(in)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, warns, err := ParseSuite("fuzz.yaml", data)
+		var (
+			s     *Suite
+			warns Problems
+			err   error
+		)
+		boundedAlloc(t, "ParseSuite", func() { s, warns, err = ParseSuite("fuzz.yaml", data) })
 		ps := warns
 		if err != nil {
 			var ok bool

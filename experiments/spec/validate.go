@@ -213,6 +213,11 @@ func (v *validator) simTarget(t SimTarget) {
 	// problem here (they would only repeat it); the keys above are not
 	// theirs, so that their problems and the engine's show at once.
 	n := len(v.iss)
+	switch t.Divergence {
+	case simconfig.DivergenceOff, simconfig.DivergencePreempt, simconfig.DivergenceBatch:
+	default:
+		v.iss.add(p+".divergence", "%q: want %s or %s (or leave it out: never)", t.Divergence, simconfig.DivergencePreempt, simconfig.DivergenceBatch)
+	}
 	switch t.Latency {
 	case "", simconfig.LatencyProfile, simconfig.LatencyConstant:
 	default:

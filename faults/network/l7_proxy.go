@@ -476,7 +476,8 @@ func (h *httpConn) scan(_ context.Context, rs *respSide, buf []byte) (int, int) 
 			if kind == bodyNone {
 				return n, stepEnded
 			}
-			if f := rs.x.fate; f != nil && (f.stall || f.cut || f.chunkDelay > 0) && (hd.eventStream || f.chunkDelay > 0) {
+			if f := rs.x.fate; f != nil && (f.stall || f.cut || f.chunkDelay > 0 || f.corrupt.kind != corruptNone) &&
+				(hd.eventStream || f.chunkDelay > 0) {
 				return n, stepSlow
 			}
 			rs.state = rsBody
@@ -537,6 +538,11 @@ func (h *httpConn) slowBody(ctx context.Context, br *bufio.Reader, rs *respSide)
 		body = limited
 	}
 	var rd io.Reader
+	if rs.hd.eventStream && f.corrupt.kind != corruptNone && rs.body.kind != bodyLength {
+		// Corruption changes the body's length: only bodies that are not
+		// framed by a Content-Length carry it.
+		body = newCorruptBody(ctx, body, f)
+	}
 	if rs.hd.eventStream {
 		rd = newSSEBody(ctx, io.NopCloser(body), f)
 	} else {

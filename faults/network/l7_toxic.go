@@ -82,6 +82,7 @@ type fate struct {
 	cutBy      *l7Toxic
 	chunkDelay time.Duration
 	delayBy    *l7Toxic
+	corrupt    corruptFate
 }
 
 // active reports whether toxic t is still in force.

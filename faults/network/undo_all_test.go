@@ -50,6 +50,11 @@ func TestEveryProxyToxicUndoRestoresTraffic(t *testing.T) {
 		TypeStreamStall:      &StallParams{Stall: time.Second},
 		TypeStreamCut:        &CutParams{},
 		TypeStreamChunkDelay: &ChunkDelayParams{Delay: 100 * time.Millisecond},
+		TypeStreamDuplicate:  &DuplicateParams{},
+		TypeStreamDrop:       &DropParams{},
+		TypeStreamReorder:    &ReorderParams{},
+		TypeStreamSplice:     &SpliceParams{},
+		TypeStreamFlip:       &FlipParams{},
 	}
 	for i, typ := range ProxyFaultTypes() {
 		t.Run(typ, func(t *testing.T) {

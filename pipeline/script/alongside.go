@@ -62,7 +62,7 @@ const observeCloseTimeout = 20 * time.Second
 // cfg.Alongside, and installs the hooks that feed them and tag every
 // sample (cfg.Tagger). Either stops the run with stop. Call end once the
 // last iteration ended (and before returning).
-func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Threshold, stop context.CancelCauseFunc) (*attachment, error) {
+func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Threshold, samples *sampleStream, stop context.CancelCauseFunc) (*attachment, error) {
 	a := &attachment{clock: sh.Clock, ctx: ctx, done: make(chan struct{})}
 	if cfg.Observe != nil {
 		if o := cfg.Observe(sh.Clients()); o != nil {
@@ -93,6 +93,19 @@ func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Thr
 		a.stop = cfg.Alongside(&pipeline.Run{Clock: sh.Clock, Recorder: sh.Recorder, Observers: obs, Stop: func(cause error) { stop(cause) }})
 	} else {
 		a.owned = obs != nil
+	}
+	if samples != nil {
+		next, nextObs := hooks.Sample, hooks.Observe
+		hooks.Sample = func(name string, tags recording.Tags, v float64) {
+			samples.sample(name, tags, v, time.Now())
+			if next != nil {
+				next(name, tags, v)
+			}
+		}
+		hooks.Observe = func(res *recording.Result) {
+			samples.result(res, time.Now())
+			nextObs(res)
+		}
 	}
 	if !cfg.ExternalStops {
 		if l := newLiveStops(ths, sh, cfg.SLO); l != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +36,25 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes d as k6 reads it back: a duration string ("1m30s").
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// ParseStage reads k6's --stage DURATION:TARGET ("30s:10"; a missing
+// target is 0).
+func ParseStage(s string) (Stage, error) {
+	ds, ts, _ := strings.Cut(s, ":")
+	d, err := time.ParseDuration(strings.TrimSpace(ds))
+	if err != nil || d < 0 {
+		return Stage{}, fmt.Errorf("stage %q: want DURATION:TARGET, e.g. 30s:10", s)
+	}
+	st := Stage{Duration: Duration(d)}
+	if ts = strings.TrimSpace(ts); ts != "" {
+		n, err := strconv.Atoi(ts)
+		if err != nil || n < 0 {
+			return Stage{}, fmt.Errorf("stage %q: the target must be a whole number of VUs, e.g. 30s:10", s)
+		}
+		st.Target = n
+	}
+	return st, nil
+}
 
 // D is d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
@@ -209,6 +229,9 @@ type Overrides struct {
 	Duration   time.Duration
 	Iterations int
 	Rate       float64
+	// Stages are k6's --stage DURATION:TARGET's: they replace the
+	// script's scenarios by the stages shortcut (a ramping-vus scenario).
+	Stages []Stage
 }
 
 // parseOptions decodes the options JSON and applies o.
@@ -220,16 +243,25 @@ func parseOptions(js string, o Overrides) (Options, error) {
 			return opts, fmt.Errorf("options: %w", err)
 		}
 	}
-	if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 {
+	if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0 {
 		opts.Scenarios = nil
+		if len(o.Stages) > 0 {
+			opts.Stages, opts.Duration, opts.Iterations = o.Stages, 0, 0
+		}
 		if o.VUs > 0 {
 			opts.VUs = o.VUs
 		}
 		if o.Duration > 0 {
-			opts.Duration, opts.Iterations, opts.Stages = Duration(o.Duration), 0, nil
+			opts.Duration, opts.Iterations = Duration(o.Duration), 0
+			if len(o.Stages) == 0 {
+				opts.Stages = nil
+			}
 		}
 		if o.Iterations > 0 {
-			opts.Iterations, opts.Stages = o.Iterations, nil
+			opts.Iterations = o.Iterations
+			if len(o.Stages) == 0 {
+				opts.Stages = nil
+			}
 		}
 	}
 	return opts, nil

@@ -45,16 +45,34 @@ func optionsError(path string, err error) error {
 // context, which exec.test.abort() ends with a *js.AbortError. The caller
 // calls close.
 func newRun(ctx context.Context, cfg Config) (*run, error) {
-	prog, err := js.Load(cfg.Script)
+	prog, err := js.LoadWith(cfg.Script, js.LoadOptions{ModuleDir: cfg.ModuleDir})
 	if err != nil {
 		return nil, err
 	}
 	console := cfg.Stderr
+	if cfg.Console != nil {
+		console = cfg.Console
+	}
 	if console == nil {
 		console = io.Discard
 	}
-	sh, err := js.NewShared(js.SharedOptions{Env: environ(cfg.Env), Console: console, Seed: cfg.Seed,
-		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO})
+	env := cfg.Env
+	if !cfg.NoSystemEnv {
+		env = environ(cfg.Env)
+	} else if env == nil {
+		env = map[string]string{}
+	}
+	switch cfg.SummaryMode {
+	case "", SummaryCompact, SummaryFull, SummaryDisabled:
+	default:
+		return nil, fmt.Errorf("summary mode %q: want %s", cfg.SummaryMode, strings.Join(SummaryModes, ", "))
+	}
+	if cfg.SummaryMode == SummaryFull {
+		cfg.Text.Verbose = true
+	}
+	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, Seed: cfg.Seed,
+		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
+		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +175,9 @@ func (r *run) readOptions(optsJSON string) error {
 			return &ThresholdError{Text: t, Err: err}
 		}
 		ths = append(ths, more...)
+	}
+	if cfg.NoThresholds {
+		ths = nil
 	}
 	r.opts, r.scenarios, r.names, r.ths, r.sumOpts = opts, scenarios, names, ths, sumOpts
 	shown := opts

@@ -100,10 +100,49 @@ type Config struct {
 	// run there (report.Document.MarkRegressed).
 	Judged func(*report.Document)
 
+	// SummaryExport, when set, is k6's --summary-export: the end-of-test
+	// summary is also written to this file in k6's JSON (summaryExport).
+	// SummaryMode is k6's --summary-mode: "" or "compact" the usual
+	// summary, "full" with its verbose sections, "disabled" no summary,
+	// no handleSummary and no summary export (k6's --no-summary).
+	SummaryExport string
+	SummaryMode   string
+	// NoThresholds is k6's --no-thresholds: the thresholds (the script's
+	// and Thresholds) are parsed but neither checked during the run nor
+	// judged at its end.
+	NoThresholds bool
+	// SampleOutputs are k6's --out json=FILE and csv=FILE: every sample
+	// as the run records it, in k6's formats.
+	SampleOutputs []SampleOutput
+	// Console, when set, receives console.* output and --http-debug's
+	// dumps in place of Stderr (k6's --console-output).
+	Console io.Writer
+	// NoConnectionReuse, NoVUConnectionReuse and HTTPDebug are k6's
+	// options of the same names for k6/http and the SSE modules (see
+	// js.SharedOptions).
+	NoConnectionReuse, NoVUConnectionReuse bool
+	HTTPDebug                              string
+	// ModuleDir is where remote imports (https://jslib.k6.io/...) are
+	// read from, offline (js.LoadOptions; "": $LLMCHAOS_MODULE_DIR).
+	ModuleDir string
+	// NoSystemEnv leaves the process environment out of __ENV (k6's
+	// --include-system-env-vars=false): only Env is there.
+	NoSystemEnv bool
+
 	// started, when set, is told each arrival-rate iteration's scheduled
 	// and actual start (the benchmark's probe of start lag).
 	started func(scheduled, at time.Duration)
 }
+
+// The summary modes of Config.SummaryMode, as k6's --summary-mode.
+const (
+	SummaryCompact  = "compact"
+	SummaryFull     = "full"
+	SummaryDisabled = "disabled"
+)
+
+// SummaryModes are the values Config.SummaryMode takes ("" is compact).
+var SummaryModes = []string{SummaryCompact, SummaryFull, SummaryDisabled}
 
 // Run runs the script cfg names and writes its reports. A problem of the
 // script (syntax, import, options, thresholds, an exception in init, setup
@@ -141,7 +180,10 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 
 	r.sh.RestartClock()
 	r.pacer = engine.NewPacer(r.sh.Clock, engine.PacerOptions{})
-	if r.att, err = attach(r.ctx, cfg, r.sh, r.ths, r.cancel); err != nil {
+	if r.samples, err = newSampleStream(cfg.SampleOutputs, r.sh.Metrics, r.ths); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	if r.att, err = attach(r.ctx, cfg, r.sh, r.ths, r.samples, r.cancel); err != nil {
 		return nil, err
 	}
 	data, err := r.setup()
@@ -204,6 +246,8 @@ type run struct {
 	text   report.TextOptions
 	pacer  *engine.Pacer
 	att    *attachment // nil before attach
+	// samples writes the sample outputs (nil: none, or before attach).
+	samples *sampleStream
 
 	// Set by prepare.
 	vu0       *js.VU
@@ -336,24 +380,50 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 	if reason, failed := sh.Exec.MarkedFailed(); failed {
 		doc.MarkFailed(reason)
 	}
+	doc.Checks = reportChecks(sh.Checks(), nil)
 	if cfg.Judged != nil {
 		cfg.Judged(doc)
 	}
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
-	if cfg.NoSummary {
+	if err := r.samples.close(); err != nil {
+		werr = errors.Join(werr, fmt.Errorf("--out (samples): %w", err))
+	}
+	if cfg.NoSummary || cfg.SummaryMode == SummaryDisabled {
 		return doc, errors.Join(teardownErr, werr)
 	}
 	printDefault := true
 	if r.vu0 != nil {
 		state := js.SummaryState{IsStdOutTTY: cfg.StdoutTTY, IsStdErrTTY: cfg.StderrTTY, TestRunDurationMs: float64(end) / float64(time.Millisecond)}
+		data := summaryData(doc, sh, r.sumOpts, state, r.data)
 		var herr error
-		printDefault, herr = handleSummary(context.WithoutCancel(r.ctx), r.vu0, summaryData(doc, sh, r.sumOpts, state, r.data), cfg.Stdout, cfg.Stderr)
+		printDefault, herr = handleSummary(context.WithoutCancel(r.ctx), r.vu0, data, cfg.Stdout, cfg.Stderr)
 		werr = errors.Join(werr, herr)
+		if cfg.SummaryExport != "" {
+			b, err := summaryExport(data, r.sumOpts.SummaryTrendStats)
+			if err == nil {
+				err = writeSummaryFile(cfg.SummaryExport, b)
+			}
+			if err != nil {
+				werr = errors.Join(werr, fmt.Errorf("--summary-export: %w", err))
+			}
+		}
 	}
 	if printDefault {
 		werr = errors.Join(werr, report.WriteTextWith(cfg.Stdout, doc, r.text))
 	}
 	return doc, errors.Join(teardownErr, werr)
+}
+
+// reportChecks lists the checks of g and of its groups, depth first, as
+// the report keeps them.
+func reportChecks(g js.SummaryGroup, out []report.Check) []report.Check {
+	for _, c := range g.Checks {
+		out = append(out, report.Check{Group: g.Path, Name: c.Name, Passes: c.Passes, Fails: c.Fails})
+	}
+	for _, sub := range g.Groups {
+		out = reportChecks(sub, out)
+	}
+	return out
 }
 
 // summaryOptions are the summary options of the script's options: its

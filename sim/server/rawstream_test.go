@@ -19,7 +19,8 @@ import (
 )
 
 // wantTokens returns the texts of the first n tokens of a stream seeded
-// with seed, from an engine of its own (a request's seed alone decides them).
+// with seed and the prompt "Hi" (streamBody's), from an engine of its own
+// (the prompt's text and the request's seed alone decide them).
 func wantTokens(t testing.TB, seed int64, n int) []string {
 	t.Helper()
 	cfg := testConfig()
@@ -27,7 +28,7 @@ func wantTokens(t testing.TB, seed int64, n int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.Submit(0, sim.Request{PromptTokens: 1, MaxTokens: n, IgnoreEOS: true, Seed: &seed})
+	st, err := e.Submit(0, sim.Request{PromptTokens: 1, MaxTokens: n, IgnoreEOS: true, Seed: &seed, PromptHash: promptHash("Hi")})
 	if err != nil {
 		t.Fatal(err)
 	}

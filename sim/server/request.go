@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 
@@ -28,8 +29,9 @@ type completionRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Seed *int64 `json:"seed"`
-	N    *int   `json:"n"`
+	Seed        *int64   `json:"seed"`
+	N           *int     `json:"n"`
+	Temperature *float64 `json:"temperature"`
 }
 
 type chatMessage struct {
@@ -76,7 +78,8 @@ func parseCompletion(body []byte, chat bool, model string) (*parsed, *apiError) 
 	if cr.N != nil && *cr.N != 1 {
 		return nil, paramError("n", fmt.Sprintf("n must be 1, got %d", *cr.N))
 	}
-	p := &parsed{chat: chat, stream: cr.Stream, req: sim.Request{IgnoreEOS: cr.IgnoreEOS, Seed: cr.Seed}}
+	p := &parsed{chat: chat, stream: cr.Stream, req: sim.Request{IgnoreEOS: cr.IgnoreEOS, Seed: cr.Seed,
+		Greedy: cr.Temperature != nil && *cr.Temperature == 0}}
 	if cr.StreamOptions != nil {
 		if !cr.Stream {
 			return nil, paramError("stream_options", "stream_options is only allowed when stream is true")
@@ -100,9 +103,9 @@ func parseCompletion(body []byte, chat bool, model string) (*parsed, *apiError) 
 	}
 	var err *apiError
 	if chat {
-		p.req.PromptTokens, err = chatPromptTokens(cr.Messages)
+		p.req.PromptTokens, p.req.PromptHash, err = chatPromptTokens(cr.Messages)
 	} else {
-		p.req.PromptTokens, err = completionPromptTokens(cr.Prompt)
+		p.req.PromptTokens, p.req.PromptHash, err = completionPromptTokens(cr.Prompt)
 	}
 	if err != nil {
 		return nil, err
@@ -110,20 +113,37 @@ func parseCompletion(body []byte, chat bool, model string) (*parsed, *apiError) 
 	return p, nil
 }
 
-// chatPromptTokens applies sim.ChatPromptTokens to the messages' text content.
-func chatPromptTokens(msgs []chatMessage) (int, *apiError) {
+// promptHash identifies a prompt by its texts (a chat's message texts in
+// order, a completion's prompt), so that the same words give the same
+// greedy answer whichever endpoint asked.
+func promptHash(texts ...string) uint64 {
+	h := fnv.New64a()
+	for i, t := range texts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(t))
+	}
+	return h.Sum64()
+}
+
+// chatPromptTokens applies sim.ChatPromptTokens to the messages' text
+// content, and returns their promptHash.
+func chatPromptTokens(msgs []chatMessage) (int, uint64, *apiError) {
 	if len(msgs) == 0 {
-		return 0, paramError("messages", "messages must not be empty")
+		return 0, 0, paramError("messages", "messages must not be empty")
 	}
 	n := 0
+	texts := make([]string, 0, len(msgs))
 	for i, m := range msgs {
 		text, err := messageText(m.Content)
 		if err != nil {
-			return 0, paramError("messages", fmt.Sprintf("messages[%d].content: %v", i, err))
+			return 0, 0, paramError("messages", fmt.Sprintf("messages[%d].content: %v", i, err))
 		}
 		n += sim.ChatPromptTokens(text)
+		texts = append(texts, text)
 	}
-	return n, nil
+	return n, promptHash(texts...), nil
 }
 
 // messageText returns a message's text: a string, or the concatenated text
@@ -153,26 +173,27 @@ func messageText(raw json.RawMessage) (string, error) {
 }
 
 // completionPromptTokens counts a text completion prompt: a string, an array
-// of one string, or an array of token ids (counted as given).
-func completionPromptTokens(raw json.RawMessage) (int, *apiError) {
+// of one string, or an array of token ids (counted as given); and returns
+// its promptHash.
+func completionPromptTokens(raw json.RawMessage) (int, uint64, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, paramError("prompt", "prompt is required")
+		return 0, 0, paramError("prompt", "prompt is required")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return sim.CountTokens(s), nil
+		return sim.CountTokens(s), promptHash(s), nil
 	}
 	var ss []string
 	if json.Unmarshal(raw, &ss) == nil {
 		if len(ss) != 1 {
-			return 0, paramError("prompt", fmt.Sprintf("only one prompt per request is supported, got %d", len(ss)))
+			return 0, 0, paramError("prompt", fmt.Sprintf("only one prompt per request is supported, got %d", len(ss)))
 		}
-		return sim.CountTokens(ss[0]), nil
+		return sim.CountTokens(ss[0]), promptHash(ss[0]), nil
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil {
-		return len(ids), nil
+		return len(ids), promptHash(string(raw)), nil
 	}
-	return 0, paramError("prompt", "prompt must be a string, an array of one string or an array of token ids")
+	return 0, 0, paramError("prompt", "prompt must be a string, an array of one string or an array of token ids")
 }

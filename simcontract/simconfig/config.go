@@ -49,6 +49,14 @@ type Config struct {
 	MaxWaiting  int           // waiting queue bound; a full queue answers 429 (--max-waiting)
 	MaxModelLen int           // prompt + max_tokens above this answers 400 (--max-model-len)
 
+	// Divergence says what makes a sequence's output differ from its
+	// deterministic greedy answer (--divergence): DivergenceOff (""),
+	// DivergencePreempt (a preempted sequence's recomputation takes
+	// another continuation) or DivergenceBatch (at near-tie positions
+	// the batch size decides the token, as kernels that are not batch
+	// invariant do).
+	Divergence string
+
 	// MaxBatchedTokens is the token budget of one step (chunked prefill).
 	MaxBatchedTokens int
 
@@ -95,6 +103,13 @@ func Default() Config {
 	}
 }
 
+// Divergence modes (Config.Divergence).
+const (
+	DivergenceOff     = ""
+	DivergencePreempt = "preempt"
+	DivergenceBatch   = "batch"
+)
+
 // Latency model names accepted in Config.Latency.
 const (
 	// LatencyProfile prices each engine step with the roofline Profile.
@@ -118,6 +133,11 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("latency: %q is not %q or %q", c.Latency, LatencyProfile, LatencyConstant)
+	}
+	switch c.Divergence {
+	case DivergenceOff, DivergencePreempt, DivergenceBatch:
+	default:
+		bad("divergence: %q is not %q, %q or empty (off)", c.Divergence, DivergencePreempt, DivergenceBatch)
 	}
 	if c.MaxNumSeqs < 1 {
 		bad("max-num-seqs: %d, need at least 1", c.MaxNumSeqs)

@@ -174,6 +174,10 @@ func (o Options) withDefaults(start time.Time) Options {
 // Observers are the running observers of one run. Create them with Start
 // and end them with Close.
 type Observers struct {
+	// lingerEnd, once closed (EndLinger), ends the linger at once.
+	lingerEnd     chan struct{}
+	lingerEndOnce sync.Once
+
 	exporter *telemetry.Exporter // nil without MetricsListen and RemoteWriteURL
 	server   *telemetry.Server   // nil without MetricsListen
 	writer   *remotewrite.Writer // nil without RemoteWriteURL
@@ -201,7 +205,7 @@ func Start(ctx context.Context, opts Options) (*Observers, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults(time.Now())
-	o := &Observers{inFlight: opts.InFlight, linger: opts.Linger}
+	o := &Observers{inFlight: opts.InFlight, linger: opts.Linger, lingerEnd: make(chan struct{})}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	o.stop = stop
 	ok := false
@@ -567,7 +571,28 @@ func (o *Observers) lingerForScrape(ctx context.Context) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if o.lingerEnd != nil {
+		go func() {
+			select {
+			case <-o.lingerEnd:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+	}
 	o.server.WaitScrape(lctx, n)
+}
+
+// EndLinger ends Close's linger (Options.Linger) at once, or keeps it from
+// starting: a signal after the run's end, or one that ended the run, says
+// that whoever sent it wants the process gone (an orchestrator's grace
+// period, a terminal's Ctrl-C). Safe from any goroutine, idempotent; the
+// rest of Close (flushing the outputs) is not cut short.
+func (o *Observers) EndLinger() {
+	if o.lingerEnd == nil {
+		return
+	}
+	o.lingerEndOnce.Do(func() { close(o.lingerEnd) })
 }
 
 // redactURL returns u with any password replaced (url.URL.Redacted); u as

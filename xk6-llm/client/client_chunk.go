@@ -40,6 +40,16 @@ type chunkFields struct {
 
 	errorObj  bool // top-level "error" is present and not null (an in-stream error)
 	objectErr bool // top-level "object" is "error" (vLLM's older error body, also sent in a stream)
+
+	// id and model are the raw JSON text of the top-level "id" and
+	// "model" values (nil when absent), compared across a stream's chunks
+	// by the integrity check without decoding them.
+	id, model []byte
+	// nChoices counts the elements of "choices"; index is the first
+	// choice's "index" when it is a plain non-negative integer (-1 when
+	// absent or anything else).
+	nChoices int
+	index    int
 }
 
 // isError reports whether the chunk is an in-stream error, in either shape
@@ -84,7 +94,7 @@ type chunkParser struct {
 // next call.
 func (p *chunkParser) parse(data []byte) (*chunkFields, error) {
 	p.s, p.i, p.depth = data, 0, 0
-	p.out = chunkFields{}
+	p.out = chunkFields{index: -1}
 	if err := p.top(); err != nil {
 		return nil, err
 	}
@@ -119,6 +129,10 @@ func (p *chunkParser) top() error {
 			err = p.choices()
 		case "usage":
 			err = p.usage()
+		case "id":
+			p.out.id, err = p.rawValue()
+		case "model":
+			p.out.model, err = p.rawValue()
 		case "error":
 			p.ws()
 			p.out.errorObj = !p.isNull()
@@ -156,6 +170,7 @@ func (p *chunkParser) end() error {
 func (p *chunkParser) choices() error {
 	o := &p.out
 	o.content, o.text, o.reasoning, o.toolCalls, o.toolCallsRaw, o.finish, o.hasFinish = nil, nil, false, false, nil, nil, false
+	o.nChoices, o.index = 0, -1
 	p.ws()
 	if p.i >= len(p.s) || p.s[p.i] != '[' {
 		return p.skipValue()
@@ -176,6 +191,7 @@ func (p *chunkParser) choices() error {
 			return err
 		}
 		first = false
+		o.nChoices++
 		if empty, err = p.arrNext(); err != nil {
 			return err
 		}
@@ -208,6 +224,13 @@ func (p *chunkParser) choice() error {
 		case "finish_reason":
 			o.finish, err = p.stringField(&p.finishBuf)
 			o.hasFinish = o.finish != nil
+		case "index":
+			p.ws()
+			if p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+				o.index, err = p.count()
+			} else {
+				o.index, err = -1, p.skipValue()
+			}
 		default:
 			err = p.skipValue()
 		}
@@ -309,6 +332,17 @@ func (p *chunkParser) stringField(buf *[]byte) ([]byte, error) {
 		return v, err
 	}
 	return nil, p.skipValue()
+}
+
+// rawValue skips a value and returns its raw JSON text (aliasing the
+// chunk).
+func (p *chunkParser) rawValue() ([]byte, error) {
+	p.ws()
+	start := p.i
+	if err := p.skipValue(); err != nil {
+		return nil, err
+	}
+	return p.s[start:p.i], nil
 }
 
 // nonEmptyString reports whether the value is a string of at least one

@@ -31,7 +31,8 @@ type streamState struct {
 	dec     SSEDecoder
 	parser  chunkParser
 	ngram   ngramCounter
-	content []byte
+	content []byte // the answer's text so far (the integrity checks read it)
+	check   integrity
 	live    liveTally
 	wire    []byte // the event loop's request bytes
 
@@ -72,6 +73,7 @@ func (c *Client) getStream(live LiveSink) *streamState {
 	st.rd.last.Store(0)
 	st.firstToken.Store(false)
 	st.ngram.reset()
+	st.check.reset()
 	st.live = liveTally{sink: live}
 	if cap(st.content) > 1<<20 {
 		st.content = nil
@@ -183,7 +185,7 @@ func (s *streamRun) event(ev *SSEEvent, at time.Duration) streamStep {
 	f, err := st.parser.parse(ev.Data)
 	if err != nil {
 		res.End = at
-		s.c.fail(res, recording.ClassProtocol, err)
+		s.c.fail(res, recording.ClassIntegrityInvalidJSON, err)
 		return stepEnded
 	}
 	if f.isError() {
@@ -192,6 +194,7 @@ func (s *streamRun) event(ev *SSEEvent, at time.Duration) streamStep {
 		s.c.fail(res, class, errors.New(msg))
 		return stepEnded
 	}
+	st.check.chunk(f, ev.Data, s.finished)
 	if f.carriesToken() {
 		live := st.live.sink != nil
 		if live {
@@ -199,6 +202,7 @@ func (s *streamRun) event(ev *SSEEvent, at time.Duration) streamStep {
 		}
 		res.ContentChunks++
 		first := res.FirstToken == 0
+		st.check.token(len(st.content), at-s.last, first)
 		if first {
 			res.FirstToken = at
 			st.firstToken.Store(true)
@@ -213,9 +217,7 @@ func (s *streamRun) event(ev *SSEEvent, at time.Duration) streamStep {
 		if len(text) > 0 {
 			res.OutputChars += utf8.RuneCount(text)
 			st.ngram.write(text)
-			if out != nil {
-				st.content = append(st.content, text...)
-			}
+			st.content = append(st.content, text...)
 		}
 		if out != nil {
 			if out.tools && f.toolCallsRaw != nil {
@@ -248,15 +250,22 @@ func (s *streamRun) bodyEnd(at time.Duration) {
 	s.res.End = at
 	if s.finished {
 		s.res.Outcome = recording.OutcomeOK
+		s.st.check.note(recording.ClassIntegrityMissingDone, "the body ended after the finish_reason chunk without data: [DONE]")
 		return
 	}
 	s.c.fail(s.res, recording.ClassProtocol, errors.New("stream ended without [DONE] or a finish_reason"))
 }
 
 // finish completes res once the request has ended, however it ended: the
-// n-gram counts, the live tally's last batch, the collected text.
+// n-gram counts, the live tally's last batch, the collected text, and the
+// integrity verdict of an answer that otherwise ended ok.
 func (s *streamRun) finish() {
 	st, res := s.st, s.res
+	if res.Outcome == recording.OutcomeOK {
+		if class, msg := st.check.end(res, st.content); class != recording.ClassNone {
+			s.c.fail(res, class, errors.New(msg))
+		}
+	}
 	st.ngram.finish()
 	res.NgramsTotal, res.NgramsRepeated = st.ngram.total, st.ngram.repeated
 	if st.live.sink != nil {

@@ -371,7 +371,7 @@ func TestClientErrorClasses(t *testing.T) {
 		{name: "garbage data line", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			writeSSE(w, contentChunk("a"), "this is not json", "[DONE]")
-		}, wantClass: recording.ClassProtocol, wantErr: "malformed chunk", wantChunks: 1},
+		}, wantClass: recording.ClassIntegrityInvalidJSON, wantErr: "malformed chunk", wantChunks: 1},
 		{name: "line over the limit", opts: Options{MaxLineBytes: 1 << 10}, handler: func(w http.ResponseWriter, r *http.Request) {
 			sseHeader(w)
 			writeSSE(w, contentChunk(strings.Repeat("x", 2<<10)), "[DONE]")
@@ -475,6 +475,10 @@ func TestClientErrorClasses(t *testing.T) {
 	}
 }
 
+// A body that ends after the finish_reason chunk without [DONE] is read
+// in full (usage recorded) and fails as integrity_missing_done: OpenAI's
+// API, vLLM and llama.cpp all end a stream with [DONE], so its absence
+// means something cut the tail.
 func TestClientFinishWithoutDone(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sseHeader(w)
@@ -484,8 +488,8 @@ func TestClientFinishWithoutDone(t *testing.T) {
 	c := newTestClient(t, Options{})
 	var res recording.Result
 	c.Do(context.Background(), srv.URL+"/v1", chatRequest(), &res)
-	if res.Outcome != recording.OutcomeOK || !res.UsageReported {
-		t.Errorf("outcome = %v %q, usage %v; want ok with usage (a clean end after finish_reason)", res.Outcome, res.Err, res.UsageReported)
+	if res.Outcome != recording.OutcomeFailed || res.Class != recording.ClassIntegrityMissingDone || !res.UsageReported {
+		t.Errorf("outcome = %v/%q %q, usage %v; want failed/integrity_missing_done with usage", res.Outcome, res.Class, res.Err, res.UsageReported)
 	}
 }
 

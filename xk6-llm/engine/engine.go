@@ -378,9 +378,13 @@ func newRun(e *Engine) *run {
 		r.live = liveFanout{rec: cfg.Recorder, observe: cfg.ObserveEvents}
 	}
 	r.pacer = NewPacer(r.clock, cfg.Pacer)
-	if n := cfg.Arrival.MaxInFlight; n > 0 && cfg.Arrival.OpenLoop() {
-		r.sem = make(chan struct{}, cfg.Shard.Split(n))
-		r.drop = cfg.Arrival.OnSaturation == workload.SaturationDrop
+	if cfg.Arrival.OpenLoop() {
+		n := cfg.Arrival.MaxInFlight
+		if n <= 0 {
+			n = workload.DefaultMaxInFlight // never unbounded
+		}
+		r.sem = make(chan struct{}, max(1, cfg.Shard.Split(n)))
+		r.drop = cfg.Arrival.MaxInFlight > 0 && cfg.Arrival.OnSaturation == workload.SaturationDrop
 	}
 	r.requests = int64(cfg.Shard.Split(cfg.Arrival.Requests))
 	return r

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"sync"
@@ -67,16 +68,28 @@ const (
 // connections, with redirects limited per request. Safe for concurrent
 // use.
 type httpClient struct {
+	opts  httpOptions
 	tr    *http.Transport
 	fresh *http.Transport // keep-alives off: the one retry after a lost reused connection
 	c     *http.Client
 	retry *http.Client
 }
 
+// httpOptions are the k6 options that shape the HTTP client.
+type httpOptions struct {
+	// noReuse is k6's noConnectionReuse: every request on a new
+	// connection.
+	noReuse bool
+	// debug, when set, receives each request and response as k6's
+	// --http-debug logs them; debugBody adds their bodies (--http-debug=full).
+	debug     func(string)
+	debugBody bool
+}
+
 // newHTTPClient makes the run's HTTP client. The proxy comes from the
 // environment (as k6's; loopback addresses never use it), HTTP/2 is used
 // where TLS offers it, and compressed bodies are decoded.
-func newHTTPClient() *httpClient {
+func newHTTPClient(o httpOptions) *httpClient {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -86,11 +99,12 @@ func newHTTPClient() *httpClient {
 		MaxIdleConnsPerHost: httpMaxIdleConns,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
+		DisableKeepAlives:   o.noReuse,
 	}
 	fresh := tr.Clone()
 	fresh.DisableKeepAlives = true
 	return &httpClient{
-		tr: tr, fresh: fresh,
+		opts: o, tr: tr, fresh: fresh,
 		c:     &http.Client{Transport: tr, CheckRedirect: checkRedirect},
 		retry: &http.Client{Transport: fresh, CheckRedirect: checkRedirect},
 	}
@@ -274,7 +288,19 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	if x.spec.host != "" {
 		req.Host = x.spec.host
 	}
-	return hc.Do(req)
+	if c.opts.debug == nil {
+		return hc.Do(req)
+	}
+	if b, err := httputil.DumpRequestOut(req, c.opts.debugBody); err == nil {
+		c.opts.debug("Request:\n" + string(b))
+	}
+	resp, err := hc.Do(req)
+	if err == nil {
+		if b, derr := httputil.DumpResponse(resp, c.opts.debugBody); derr == nil {
+			c.opts.debug("Response:\n" + string(b))
+		}
+	}
+	return resp, err
 }
 
 // lostReused reports whether the attempt failed on a reused connection
@@ -378,14 +404,14 @@ type httpResult struct {
 
 // doHTTP sends spec, reads the whole body and records the request's samples
 // unless the VU's call ended under it.
-func (sh *Shared) doHTTP(ctx context.Context, spec *httpSpec) *httpResult {
+func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *httpResult {
 	res := &httpResult{url: spec.url}
 	if spec.badURL != nil {
 		res.err, res.code = spec.badURL.Error(), codeInvalidURL
 		return res
 	}
 	res.sent = true
-	x := sh.http.send(ctx, spec)
+	x := hc.send(ctx, spec)
 	defer x.end()
 	var readErr error
 	if x.resp != nil {

@@ -60,6 +60,9 @@ func newHTTPModule(vu *VU) *sobek.Object {
 		return m.request(strings.ToUpper(call.Argument(0).String()), call.Argument(1), call.Argument(2), call.Argument(3))
 	})
 	set(o, "batch", m.batch)
+	set(o, "asyncRequest", func(call sobek.FunctionCall) sobek.Value {
+		return m.asyncRequest(strings.ToUpper(call.Argument(0).String()), call.Argument(1), call.Argument(2), call.Argument(3))
+	})
 	set(o, "expectedStatuses", m.expectedStatuses)
 	set(o, "setResponseCallback", func(v sobek.Value) {
 		cb, err := m.responseCallback(v)
@@ -78,11 +81,37 @@ func (m *httpModule) request(method string, urlV, body, params sobek.Value) sobe
 	if err != nil {
 		panic(m.vu.rt.NewTypeError("http.request: %v", err))
 	}
-	res := m.vu.shared.doHTTP(m.vu.context(), spec)
+	res := m.vu.shared.doHTTP(m.vu.context(), m.vu.httpClient(), spec)
 	if m.vu.stopIfCut() {
 		return sobek.Undefined()
 	}
 	return m.response(spec, res)
+}
+
+// asyncRequest sends one request without blocking the VU's JavaScript and
+// returns a promise of its response (k6's http.asyncRequest): the
+// iteration waits for it, and its end (a cut) ends the request
+// unrecorded, as a blocking request's.
+func (m *httpModule) asyncRequest(method string, urlV, body, params sobek.Value) sobek.Value {
+	m.mustNotInit()
+	rt := m.vu.rt
+	spec, err := m.spec(method, urlV, body, params)
+	if err != nil {
+		panic(rt.NewTypeError("http.asyncRequest: %v", err))
+	}
+	promise, resolve, _ := rt.NewPromise()
+	ctx, enqueue := m.vu.asyncWork()
+	hc := m.vu.httpClient()
+	go func() {
+		res := m.vu.shared.doHTTP(ctx, hc, spec)
+		enqueue(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return resolve(m.response(spec, res))
+		})
+	}()
+	return rt.ToValue(promise)
 }
 
 // mustNotInit throws in the init context, where k6 sends no request.
@@ -122,7 +151,7 @@ func (m *httpModule) batch(reqs sobek.Value) sobek.Value {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = m.vu.shared.doHTTP(ctx, spec)
+			results[i] = m.vu.shared.doHTTP(ctx, m.vu.httpClient(), spec)
 		})
 	}
 	wg.Wait()

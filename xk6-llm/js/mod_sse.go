@@ -100,7 +100,7 @@ func (vu *VU) sseOpen(call sobek.FunctionCall) sobek.Value {
 		return resp
 	}
 
-	x := vu.shared.http.send(vu.context(), spec)
+	x := vu.httpClient().send(vu.context(), spec)
 	defer x.end()
 	status, failMsg := 0, ""
 	if x.resp != nil {

@@ -27,10 +27,12 @@ func moduleTable() map[string]module {
 		{name: "k6/metrics", exports: []string{"Trend", "Rate", "Counter", "Gauge"}, new: newMetricsModule},
 		{name: "k6/x/llm", exports: []string{"Client"}, new: newLLMModule},
 		{name: "k6/http", exports: []string{"get", "head", "post", "put", "patch", "del", "options", "request", "batch",
-			"expectedStatuses", "setResponseCallback"}, new: newHTTPModule},
+			"expectedStatuses", "setResponseCallback", "asyncRequest"}, new: newHTTPModule},
 		{name: "k6/x/sse", exports: []string{"open"}, new: newSSEModule},
 		{name: "k6/experimental/sse", exports: []string{"open"}, new: newSSEModule},
 		{name: "k6/timers", exports: timerNames, new: newTimersModule},
+		{name: "k6/encoding", exports: []string{"b64encode", "b64decode"}, new: newEncodingModule},
+		{name: "k6/crypto", exports: cryptoExports(), new: newCryptoModule},
 		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))

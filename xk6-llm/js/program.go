@@ -3,7 +3,9 @@ package js
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,6 +31,9 @@ type Program struct {
 
 	main    sobek.CyclicModuleRecord
 	modules map[string]module // the built-in table, by import name
+	// moduleDir holds the remote modules (https://HOST/PATH is read from
+	// moduleDir/HOST/PATH); "" none.
+	moduleDir string
 
 	mu     sync.Mutex
 	cache  map[string]sobek.ModuleRecord // by absolute path or built-in name
@@ -37,16 +42,40 @@ type Program struct {
 	asts   map[sobek.ModuleRecord]*ast.Program // of the script's files, for the positions of their imports
 }
 
+// EnvModuleDir names the variable that gives the directory of remote
+// modules when LoadOptions.ModuleDir (--module-dir) does not.
+const EnvModuleDir = "LLMCHAOS_MODULE_DIR"
+
+// LoadOptions configure LoadWith.
+type LoadOptions struct {
+	// ModuleDir is the directory remote modules are read from, offline:
+	// an import of https://jslib.k6.io/k6-utils/1.4.0/index.js reads
+	// ModuleDir/jslib.k6.io/k6-utils/1.4.0/index.js (the URL's host and
+	// path; its query is dropped). "": $LLMCHAOS_MODULE_DIR, else none.
+	ModuleDir string
+}
+
 // Load reads, parses and links the script at path and the modules it
-// imports. A syntax error, a missing file or an unknown import is a
-// *ScriptError that says where.
-func Load(path string) (*Program, error) {
+// imports, with remote modules from $LLMCHAOS_MODULE_DIR. A syntax error,
+// a missing file or an unknown import is a *ScriptError that says where.
+func Load(path string) (*Program, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadWith is Load with options.
+func LoadWith(path string, opts LoadOptions) (*Program, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("script %s: %w", path, err)
 	}
+	if opts.ModuleDir == "" {
+		opts.ModuleDir = os.Getenv(EnvModuleDir)
+	}
+	if opts.ModuleDir != "" {
+		if opts.ModuleDir, err = filepath.Abs(opts.ModuleDir); err != nil {
+			return nil, fmt.Errorf("module directory: %w", err)
+		}
+	}
 	p := &Program{
-		Path: abs, Dir: filepath.Dir(abs), modules: moduleTable(),
+		Path: abs, Dir: filepath.Dir(abs), modules: moduleTable(), moduleDir: opts.ModuleDir,
 		cache: map[string]sobek.ModuleRecord{}, errs: map[string]error{}, pathOf: map[sobek.ModuleRecord]string{},
 		asts: map[sobek.ModuleRecord]*ast.Program{},
 	}
@@ -165,7 +194,7 @@ func (p *Program) key(referrer any, spec string) (string, error) {
 		}
 	}
 	if strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://") {
-		return "", fmt.Errorf("%w %q: remote modules are not fetched (llmchaos runs offline); save the file next to the script and import it as ./name.js", errUnknownModule, spec)
+		return p.remoteKey(spec)
 	}
 	names := make([]string, 0, len(p.modules))
 	for n := range p.modules {
@@ -174,6 +203,26 @@ func (p *Program) key(referrer any, spec string) (string, error) {
 	sort.Strings(names)
 	return "", fmt.Errorf("%w %q: the modules that exist are %s, and files imported as ./path.js or ./path.ts",
 		errUnknownModule, spec, strings.Join(names, ", "))
+}
+
+// remoteKey is the file of the module directory that holds the remote
+// module url, which must exist: llmchaos fetches nothing.
+func (p *Program) remoteKey(spec string) (string, error) {
+	u, err := url.Parse(spec)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%w %q: not a URL", errUnknownModule, spec)
+	}
+	rel := filepath.Join(u.Host, filepath.FromSlash(path.Clean("/"+u.Path)))
+	if p.moduleDir == "" {
+		return "", fmt.Errorf("%w %q: remote modules are not fetched (llmchaos runs offline): save it as DIR/%s and give DIR with --module-dir or %s (or save it next to the script and import it as ./%s)",
+			errUnknownModule, spec, filepath.ToSlash(rel), EnvModuleDir, path.Base(u.Path))
+	}
+	file := filepath.Join(p.moduleDir, rel)
+	if _, err := os.Stat(file); err != nil {
+		return "", fmt.Errorf("%w %q: remote modules are not fetched (llmchaos runs offline) and the module directory lacks it: save it as %s",
+			errUnknownModule, spec, file)
+	}
+	return file, nil
 }
 
 // errUnknownModule is an import of a name that is not a built-in module.

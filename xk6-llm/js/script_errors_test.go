@@ -66,7 +66,7 @@ func TestBadScriptsAreScriptErrorsWithPositions(t *testing.T) {
 			"lib.js": "// lib\nexport { x } from 'k6/nope';\n"},
 			[]string{"lib.js:2:1", `unknown module "k6/nope"`}},
 		{"remote module", map[string]string{"script.js": "import x from 'https://example.invalid/lib.js';\nexport default function () {}\n"},
-			[]string{"script.js:1:1", "remote modules are not fetched", "import it as ./name.js"}},
+			[]string{"script.js:1:1", "remote modules are not fetched", "import it as ./lib.js"}},
 		{"missing relative file", map[string]string{"script.js": "import x from './lib.js';\nexport default function () {}\n"},
 			[]string{"script.js:1:1", "lib.js not found"}},
 		{"init exception", map[string]string{"script.js": "import { helper } from './lib.js';\nhelper();\nexport default function () {}\n",

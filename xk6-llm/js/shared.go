@@ -101,6 +101,15 @@ type SharedOptions struct {
 	// SLO are the per-request SLOs of the goodput metric (none: goodput
 	// counts every ok request).
 	SLO recording.SLO
+	// NoConnectionReuse (k6's noConnectionReuse) sends every k6/http and
+	// SSE request on a new connection. NoVUConnectionReuse (k6's
+	// noVUConnectionReuse) gives each VU its own connections, closed at
+	// the end of each of its iterations, as k6's VUs do.
+	NoConnectionReuse, NoVUConnectionReuse bool
+	// HTTPDebug is k6's --http-debug: "" off, "headers" logs each k6/http
+	// and SSE request and response head on the console, "full" their
+	// bodies too.
+	HTTPDebug string
 }
 
 // Shared is what every VU of one run shares: the run's clock, metric table,
@@ -123,6 +132,8 @@ type Shared struct {
 	clients map[clientKey]*client.Client
 
 	http   *httpClient             // k6/http's and the SSE modules' one connection pool
+	httpO  httpOptions             // how it was made; a VU's own pool (NoVUConnectionReuse) is made alike
+	perVU  bool                    // NoVUConnectionReuse
 	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
 
 	checks checkTally
@@ -152,12 +163,23 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	if opts.Env == nil {
 		opts.Env = map[string]string{}
 	}
-	return &Shared{
+	sh := &Shared{
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
-		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{}, http: newHTTPClient(),
-		arrays: map[string]*sharedArray{},
-	}, nil
+		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{},
+		arrays: map[string]*sharedArray{}, perVU: opts.NoVUConnectionReuse,
+	}
+	switch opts.HTTPDebug {
+	case "":
+	case "headers", "full":
+		sh.httpO.debug = func(msg string) { sh.logf("%s", msg) }
+		sh.httpO.debugBody = opts.HTTPDebug == "full"
+	default:
+		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
+	}
+	sh.httpO.noReuse = opts.NoConnectionReuse
+	sh.http = newHTTPClient(sh.httpO)
+	return sh, nil
 }
 
 // RestartClock starts the run's clock again, so that the run's time

@@ -75,6 +75,19 @@ type VU struct {
 
 	data     sobek.Value // setup's data as this VU's value
 	dataJSON string
+
+	// ownHTTP is the VU's own connection pool under k6's
+	// noVUConnectionReuse (nil: the run's shared one), its idle
+	// connections closed at the end of each iteration.
+	ownHTTP *httpClient
+}
+
+// httpClient is the HTTP client of the VU's k6/http and SSE requests.
+func (vu *VU) httpClient() *httpClient {
+	if vu.ownHTTP != nil {
+		return vu.ownHTTP
+	}
+	return vu.shared.http
 }
 
 // NewVU makes VU id and evaluates the script's init code in it, with
@@ -84,6 +97,9 @@ func NewVU(ctx context.Context, id int, prog *Program, shared *Shared) (*VU, err
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
 	vu := &VU{ID: id, rt: rt, loop: newEventLoop(rt), prog: prog, shared: shared, objects: map[string]*sobek.Object{}, inInit: true, ctx: ctx, tags: map[string]string{}}
+	if shared.perVU && id > 0 {
+		vu.ownHTTP = newHTTPClient(shared.httpO)
+	}
 	if err := vu.globals(); err != nil {
 		return nil, err
 	}
@@ -465,7 +481,13 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 		return Iteration{Interrupted: true}
 	}
 	vu.scIter = sc.iterations.Add(1) - 1
-	defer func() { vu.iter++; vu.inScenario++ }()
+	defer func() {
+		vu.iter++
+		vu.inScenario++
+		if vu.ownHTTP != nil {
+			vu.ownHTTP.close()
+		}
+	}()
 	start := vu.shared.Clock.Now()
 	_, err := vu.invoke(ctx, vu.exec, vu.data)
 	it := Iteration{Duration: vu.shared.Clock.Now() - start}

@@ -8,6 +8,7 @@ const (
 	UnitRatio    = "ratio"    // shares from 0 to 1
 	UnitRequests = "requests" // request counts
 	UnitPerS     = "1/s"      // per-second figures
+	UnitBytes    = "B"        // byte counts (k6's data_sent, data_received)
 )
 
 // Builtin returns the table of built-in metrics, in documentation order
@@ -73,6 +74,8 @@ func Builtin() []Metric {
 			JSONKey: "empty_output_rate", Description: "share of successful requests with no output"},
 		{Name: "usage_mismatch_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "usage_mismatch_rate", Description: "chunks and usage differ by more than max(2, 5 %)"},
+		{Name: "integrity_error_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
+			JSONKey: "integrity_error_rate", Description: "share of finished requests failed with an integrity_* class: a stream that arrived but was corrupted (events after finish, no [DONE], id or model changed, a foreign choice, text re-sent at a resume point, more chunks than usage tokens, stop with no content, bad UTF-8 or JSON); the per-class counts say which and what to suspect"},
 		{Name: "requests", Series: SeriesCompletion, Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
 			JSONKey: "sent", PromName: "llmchaos_requests_total",
 			PromHelp:    "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error_class.",

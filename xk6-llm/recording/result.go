@@ -56,7 +56,10 @@ const (
 )
 
 // ErrorClasses lists every failure class in report order.
-var ErrorClasses = []ErrorClass{ClassConnect, ClassReset, ClassTimeout, ClassHTTP4xx, ClassHTTP429, ClassHTTP5xx, ClassProtocol, ClassCancelled}
+var ErrorClasses = []ErrorClass{ClassConnect, ClassReset, ClassTimeout, ClassHTTP4xx, ClassHTTP429, ClassHTTP5xx, ClassProtocol, ClassCancelled,
+	ClassIntegrityAfterFinish, ClassIntegrityMissingDone, ClassIntegrityIDChanged, ClassIntegrityModelChanged,
+	ClassIntegrityChoiceIndex, ClassIntegrityResumeRepeat, ClassIntegrityUsageMismatch, ClassIntegrityEmptyStop,
+	ClassIntegrityInvalidUTF8, ClassIntegrityInvalidJSON}
 
 // Tags label a result so thresholds and reports can select subsets of a run.
 // The runner fills Phase and Fault from its timeline; Class is the workload's

@@ -17,50 +17,23 @@ import (
 const ClassUnknown ErrorClass = "unknown"
 
 // numClassSlots is len(ErrorClasses) plus one slot for ClassUnknown.
-const numClassSlots = 9
+const numClassSlots = 19
 
-// classSlot maps an error class to its counter slot.
+// classSlot maps an error class to its counter slot: its place in
+// ErrorClasses, or the last slot for any other class.
 func classSlot(c ErrorClass) int {
-	switch c {
-	case ClassConnect:
-		return 0
-	case ClassReset:
-		return 1
-	case ClassTimeout:
-		return 2
-	case ClassHTTP4xx:
-		return 3
-	case ClassHTTP429:
-		return 4
-	case ClassHTTP5xx:
-		return 5
-	case ClassProtocol:
-		return 6
-	case ClassCancelled:
-		return 7
+	for i, k := range ErrorClasses {
+		if k == c {
+			return i
+		}
 	}
-	return 8
+	return numClassSlots - 1
 }
 
 // slotClass is the inverse of classSlot.
 func slotClass(i int) ErrorClass {
-	switch i {
-	case 0:
-		return ClassConnect
-	case 1:
-		return ClassReset
-	case 2:
-		return ClassTimeout
-	case 3:
-		return ClassHTTP4xx
-	case 4:
-		return ClassHTTP429
-	case 5:
-		return ClassHTTP5xx
-	case 6:
-		return ClassProtocol
-	case 7:
-		return ClassCancelled
+	if i >= 0 && i < len(ErrorClasses) {
+		return ErrorClasses[i]
 	}
 	return ClassUnknown
 }
@@ -75,6 +48,10 @@ type Counts struct {
 	Dropped   int64
 
 	byClass [numClassSlots]int64 // failed and cancelled results by ErrorClass
+
+	// Integrity counts failed results of an integrity class
+	// (IntegrityClasses): answers whose stream was corrupted.
+	Integrity int64
 
 	Truncated      int64 // finish_reason == "length", unless ignore_eos asked for it
 	Rejected       int64 // HTTP 400, 413 or 422
@@ -112,6 +89,7 @@ func (c *Counts) Add(o Counts) {
 	for i := range c.byClass {
 		c.byClass[i] += o.byClass[i]
 	}
+	c.Integrity += o.Integrity
 	c.Truncated += o.Truncated
 	c.Rejected += o.Rejected
 	c.Throttled += o.Throttled
@@ -132,7 +110,13 @@ func (c *Counts) Add(o Counts) {
 func (c *Counts) Class(cl ErrorClass) int64 { return c.byClass[classSlot(cl)] }
 
 // AddClass adds n results of class cl (used to rebuild counts from a report).
-func (c *Counts) AddClass(cl ErrorClass, n int64) { c.byClass[classSlot(cl)] += n }
+// An integrity class also counts in Integrity.
+func (c *Counts) AddClass(cl ErrorClass, n int64) {
+	c.byClass[classSlot(cl)] += n
+	if IsIntegrity(cl) {
+		c.Integrity += n
+	}
+}
 
 // ErrorsByClass returns the non-zero class counters keyed by class name.
 func (c *Counts) ErrorsByClass() map[string]int64 {
@@ -168,6 +152,9 @@ func (c *Counts) addResult(res *Result, good, lengthAsked bool) {
 			cl = ClassUnknown
 		}
 		c.byClass[classSlot(cl)]++
+		if IsIntegrity(cl) {
+			c.Integrity++
+		}
 	}
 	switch res.HTTPStatus {
 	case 400, 413, 422:
@@ -262,6 +249,9 @@ func (c *Counts) EmptyOutputRate() float64 { return ratio(c.EmptyOutput, c.OK) }
 // UsageMismatch) / results that reported usage.
 func (c *Counts) UsageMismatchRate() float64 { return ratio(c.UsageMismatch, c.UsageReported) }
 
+// IntegrityErrorRate is results failed with an integrity class / finished.
+func (c *Counts) IntegrityErrorRate() float64 { return ratio(c.Integrity, c.Finished()) }
+
 // CancelRate is cancelled / finished.
 func (c *Counts) CancelRate() float64 { return ratio(c.Cancelled, c.Finished()) }
 
@@ -273,7 +263,7 @@ func (c *Counts) GoodRate() float64 { return ratio(c.Good, c.Finished()) }
 
 // Rate returns the rate called name (DESIGN §3 names: error_rate,
 // truncation_rate, rejection_rate, throttle_rate, repetition_rate,
-// empty_output_rate, usage_mismatch_rate, cancel_rate, drop_rate,
+// empty_output_rate, usage_mismatch_rate, integrity_error_rate, cancel_rate, drop_rate,
 // good_rate); 0 when its denominator is 0.
 func (c *Counts) Rate(name string) (float64, error) {
 	hits, total, err := c.RateParts(name)
@@ -301,6 +291,8 @@ func (c *Counts) RateParts(name string) (hits, total int64, err error) {
 		return c.EmptyOutput, c.OK, nil
 	case "usage_mismatch_rate":
 		return c.UsageMismatch, c.UsageReported, nil
+	case "integrity_error_rate":
+		return c.Integrity, c.Finished(), nil
 	case "cancel_rate":
 		return c.Cancelled, c.Finished(), nil
 	case "drop_rate":

@@ -272,6 +272,21 @@ func (c ArrivalConfig) Overlay(u ArrivalConfig) ArrivalConfig {
 	return c
 }
 
+// Bounds of one process's load, checked by Validate: past them a run
+// would exhaust this machine's memory (a goroutine, a connection and
+// buffers per request in flight) long before it measured the server.
+const (
+	// MaxRate is the highest request rate, in requests per second.
+	MaxRate = 1e6
+	// MaxConcurrency is the most users of a closed loop, and the highest
+	// --max-in-flight of an open one.
+	MaxConcurrency = 100_000
+	// DefaultMaxInFlight caps an open loop's requests in flight when
+	// --max-in-flight is not given: arrivals past it wait (their send lag
+	// shows it) instead of growing memory without bound.
+	DefaultMaxInFlight = 20_000
+)
+
 // Validate reports every problem with cfg at once (joined), naming the
 // flags involved. It fills no defaults: call WithDefaults first.
 func (c ArrivalConfig) Validate() error {
@@ -296,6 +311,9 @@ func (c ArrivalConfig) Validate() error {
 
 	if c.Rate < 0 || math.IsNaN(c.Rate) {
 		bad("--rate %v must be > 0", c.Rate)
+	}
+	if finiteNum(c.Rate) && c.Rate > MaxRate {
+		bad("--rate %v: at most %v requests per second from one process (spread more over several: --shard)", c.Rate, float64(MaxRate))
 	}
 	if math.IsInf(c.Rate, 1) && c.Requests <= 0 {
 		bad("--rate inf sends every request at once: it needs --requests")
@@ -328,6 +346,9 @@ func (c ArrivalConfig) Validate() error {
 		if c.Ramp.From < 0 || c.Ramp.To < 0 || !finiteNum(c.Ramp.From) || !finiteNum(c.Ramp.To) {
 			bad("--ramp %s: rates must be finite and ≥ 0", c.Ramp)
 		}
+		if c.Ramp.From > MaxRate || c.Ramp.To > MaxRate {
+			bad("--ramp %s: at most %v requests per second", c.Ramp, float64(MaxRate))
+		}
 		if c.Duration <= 0 {
 			bad("--ramp %s needs --duration: the ramp spans the whole run", c.Ramp)
 		}
@@ -341,6 +362,9 @@ func (c ArrivalConfig) Validate() error {
 			}
 			if st.Target < 0 || !finiteNum(st.Target) {
 				bad("--stages: stage %d target %v must be finite and ≥ 0", i+1, st.Target)
+			}
+			if st.Target > MaxRate {
+				bad("--stages: stage %d target %v: at most %v requests per second", i+1, st.Target, float64(MaxRate))
 			}
 			total += st.Duration
 			anyRate = anyRate || st.Target > 0
@@ -372,6 +396,9 @@ func (c ArrivalConfig) Validate() error {
 	if c.Concurrency < 0 {
 		bad("--concurrency %d must be > 0", c.Concurrency)
 	}
+	if c.Concurrency > MaxConcurrency {
+		bad("--concurrency %d: at most %d users in one process (spread more over several: --shard)", c.Concurrency, MaxConcurrency)
+	}
 	if err := c.ThinkTime.Validate(); err != nil {
 		bad("--think-time: %w", err)
 	}
@@ -380,6 +407,9 @@ func (c ArrivalConfig) Validate() error {
 	}
 	if c.MaxInFlight < 0 {
 		bad("--max-in-flight %d must be ≥ 0", c.MaxInFlight)
+	}
+	if c.MaxInFlight > MaxConcurrency {
+		bad("--max-in-flight %d: at most %d requests in flight in one process (spread more over several: --shard)", c.MaxInFlight, MaxConcurrency)
 	}
 	if mode == ModeClosed {
 		if c.MaxInFlight != 0 {

@@ -94,11 +94,16 @@ func (d Dist) Sample(rng *rand.Rand) int {
 	return d.clamp(math.Round(x))
 }
 
+// MaxLength is the longest length (in tokens) a distribution may give:
+// above every model's context window. Draws of an unbounded tail (normal,
+// lognormal) are clamped to it.
+const MaxLength = 1 << 21
+
 func (d Dist) clamp(x float64) int {
 	lo := float64(max(1, d.Min))
-	hi := math.Inf(1)
+	hi := float64(MaxLength)
 	if d.Max > 0 {
-		hi = float64(d.Max)
+		hi = min(hi, float64(d.Max))
 	}
 	switch {
 	case math.IsNaN(x) || x < lo:
@@ -175,6 +180,11 @@ func (d Dist) Validate() error {
 	}
 	if d.Max > 0 && d.Max < max(1, d.Min) {
 		bad("max %d is below min %d", d.Max, max(1, d.Min))
+	}
+	// A length is held in memory per request in flight (its prompt, its
+	// answer): bound it before anything is sent.
+	if d.A > MaxLength || d.Kind == DistUniform && d.B > MaxLength || d.Min > MaxLength || d.Max > MaxLength {
+		bad("more than %d tokens: a length above the longest context a model serves would only exhaust memory", MaxLength)
 	}
 	return errors.Join(errs...)
 }

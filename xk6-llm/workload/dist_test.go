@@ -272,7 +272,7 @@ func TestSampleGamma(t *testing.T) {
 }
 
 func FuzzParseDist(f *testing.F) {
-	for _, s := range []string{"512", "uniform:1:9", "normal:5:1,max=9", "lognormal:100:0.5,min=2", "x:1", ",", "fixed:1e400"} {
+	for _, s := range []string{"512", "uniform:1:9", "normal:5:1,max=9", "lognormal:100:0.5,min=2", "x:1", ",", "fixed:1e400", "lognormal:1000000:9", "uniform:1:999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -284,7 +284,7 @@ func FuzzParseDist(f *testing.F) {
 		if err != nil || back != d {
 			t.Fatalf("ParseDist(%q) = %+v; String %q parses to %+v, %v", s, d, d.String(), back, err)
 		}
-		if x := d.Sample(testRand(1)); x < 1 || (d.Max > 0 && x > d.Max) {
+		if x := d.Sample(testRand(1)); x < 1 || (d.Max > 0 && x > d.Max) || x > MaxLength {
 			t.Fatalf("%+v: Sample() = %d out of bounds", d, x)
 		}
 	})

@@ -5,7 +5,7 @@ interface Prompt {
   text: string;
 }
 
-const byModel: Record<string, Prompt[]> = { 'sim-model': [{ text: 'hi' }] };
+const byModel: Record<string, Prompt[]> = { 'llmchaos-sim': [{ text: 'hi' }] };
 
 function load(model: string): Prompt[] {
   if (!(model in byModel)) {
