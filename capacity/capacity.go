@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
@@ -366,10 +367,19 @@ func (e *ServerLostError) Unwrap() error { return e.Err }
 // serverLost makes the pre-flight check again after step st got no
 // answer, and returns a *ServerLostError when it fails.
 func serverLost(ctx context.Context, cfg Config, st Step) error {
-	_, err := load.Preflight(ctx, load.PreflightConfig{
+	warnings, err := load.Preflight(ctx, load.PreflightConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
 	})
-	if err == nil || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err == nil && len(warnings) > 0 {
+		// Before a load the check only warns when a target's test
+		// request fails (it may be slow to start); here, after a step
+		// nobody answered, a failed test request is the answer.
+		err = errors.New(strings.Join(warnings, "; "))
+	}
+	if err == nil {
 		return nil
 	}
 	return &ServerLostError{Step: st.Index, Sent: st.Sent, Failed: st.Failed, Err: err}

@@ -166,3 +166,25 @@ func TestValuesDistQuantile(t *testing.T) {
 		t.Errorf("mean/min/max/count = %v/%v/%v/%v, want 2.5/1/4/4", d.Mean(), d.Min(), d.Max(), d.Count())
 	}
 }
+
+// recovery.min_requests: a window in which fewer requests finished is no
+// evidence, as a window without traffic. The synthetic run ends 10
+// requests a second, 20 in each 2 s window: with a minimum of 20 the
+// failing seconds still decide as without one; with 21 no window counts,
+// and the search finds no recovery for lack of traffic, not a failure.
+func TestRecoveryMinRequests(t *testing.T) {
+	ths, err := assertions.Parse(DefaultRecoveryThreshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := syntheticRun(30, func(s int) bool { return s >= 10 && s <= 14 }, func(int) bool { return false })
+	judge := recoveryJudge{ths: ths, window: 2 * time.Second, hold: 3 * time.Second, within: assertions.Tags{Class: "chat"}, minRequests: 20}
+	if got, ok := judge.recoveredAt(sum.Window, 13500*time.Millisecond, sum.Duration); !ok || got != 17*time.Second {
+		t.Errorf("min 20: recoveredAt = %v, %v; want 17s, true", got, ok)
+	}
+	judge.minRequests = 21
+	sc := newRecoveryScan(13500 * time.Millisecond)
+	if got, ok := judge.advance(sum.Window, &sc, sum.Duration); ok || !judge.insufficient(&sc) {
+		t.Errorf("min 21: recovered %v at %v, insufficient %v; want no recovery for lack of traffic", ok, got, judge.insufficient(&sc))
+	}
+}

@@ -414,7 +414,8 @@ func (r *run) execute(ctx context.Context) (out *Outcome, err error) {
 	}()
 
 	p := r.p
-	r.out.printf("llmchaos run %q: %s, %s; run directory %s", p.spec.Metadata.Name, r.describeTarget(), p.describeLoad(), r.dir)
+	r.out.printf("llmchaos run %q: %s, %s", p.spec.Metadata.Name, r.describeTarget(), p.describeLoad())
+	r.out.printf("run directory: %s", r.dir)
 	if err := r.setUp(runCtx); err != nil {
 		// Interrupted while starting (the simulator, a proxy): an abort
 		// like any other, with its record.

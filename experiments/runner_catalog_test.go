@@ -86,13 +86,14 @@ func TestDryRun(t *testing.T) {
 		"run directory: " + dir,
 		"3 replica(s)",
 		"one fault proxy in front of each of the 3 endpoint(s)",
-		"poisson arrivals at 20 req/s, for 1m0s",
+		"poisson arrivals at 20 req/s, for 1m30s",
 		"     +10s  inject slow-net (network.latency {jitter: 50ms, latency: 200ms}) through the proxies of every endpoint",
 		"     +20s  revert slow-net (after 10s)",
-		"     +35s  inject stalls (stream.stall",
-		"     +45s  revert stalls (after 10s)",
+		"     +50s  inject stalls (stream.stall",
+		"    +1m0s  revert stalls (after 10s)",
+		"every 10s window with 100 or more finished requests must hold",
 		"error_rate: rate<0.5",
-		"recovery_time{fault:slow-net}: max<20s",
+		"recovery_time{fault:slow-net}: max<30s",
 		"nothing was started or changed",
 	} {
 		if !strings.Contains(got, want) {

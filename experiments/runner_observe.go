@@ -113,7 +113,7 @@ func (o *observers) eventAt(at time.Duration, source, kind, target, detail, by s
 	if by != "" {
 		line += " (by " + by + ")"
 	}
-	o.out.println(line)
+	o.out.println(report.ShortTarget(line)) // the proxies' addresses are on the run's first lines
 	return e
 }
 

@@ -396,8 +396,12 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		}
 		fmt.Fprintf(&b, "  %8s  load ends (requests in flight get up to %s)\n", fmtOffset(d), grace)
 	}
-	fmt.Fprintf(&b, "  recovery: every %v window with traffic must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
-		s.Recovery.Window, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
+	traffic := "with traffic"
+	if n := s.Recovery.MinRequests; n > 1 {
+		traffic = fmt.Sprintf("with %d or more finished requests", n)
+	}
+	fmt.Fprintf(&b, "  recovery: every %v window %s must hold %s, TTFT and E2E p99 within %g× the baseline, for %v after a fault's revert (after its injection for a kill, stop or restart)\n",
+		s.Recovery.Window, traffic, thresholdList(p.judge.ths), s.Recovery.LatencyBand, s.Recovery.Hold)
 
 	refused := &DryRunRefusedError{}
 	if len(replicaFaults) > 0 {

@@ -206,7 +206,7 @@ func writeFaults(b *strings.Builder, d *Document) {
 	var errs []string
 	for _, f := range d.Faults {
 		inj, rev := faultTimes(f)
-		t.row("  "+f.Name, f.Type, orDash(f.Target), plannedSpan(f), inj, rev, revertText(f))
+		t.row("  "+f.Name, f.Type, orDash(ShortTarget(f.Target)), plannedSpan(f), inj, rev, revertText(f))
 		if f.Error != "" {
 			errs = append(errs, "  "+f.Name+": "+f.Error)
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -479,3 +480,13 @@ func fmtPercent(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64
 
 // fmtSeconds writes a run duration: "4.00s", "90.50s".
 func fmtSeconds(s float64) string { return fmtMs(s * 1000) }
+
+// proxyAddrs matches the addresses of a fault proxy in a fault's target,
+// "proxy endpoint-0 127.0.0.1:46305 → 127.0.0.1:42327".
+var proxyAddrs = regexp.MustCompile(`(proxy \S+) \S+ → \S+`)
+
+// ShortTarget is a fault's target as the terminal shows it: a proxy by
+// its name alone ("proxy endpoint-0"; the run's first lines give its
+// addresses), so that a fault of several proxies fits in a line. The
+// report keeps the whole target.
+func ShortTarget(s string) string { return proxyAddrs.ReplaceAllString(s, "$1") }

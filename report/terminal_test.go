@@ -103,10 +103,10 @@ func TestFormatters(t *testing.T) {
 		got, want string
 	}{
 		{fmtMs(0), "0ms"}, {fmtMs(0.0115), "12µs"}, {fmtMs(2.345), "2.35ms"}, {fmtMs(217.27), "217.3ms"},
-		{fmtMs(1234), "1.23s"}, {fmtMs(123456), "123s"},
+		{fmtMs(1234), "1.23s"}, {fmtMs(123456), "123.46s"},
 		{fmtRate(0), "0/s"}, {fmtRate(2.5), "2.50/s"}, {fmtRate(55.7), "55.7/s"}, {fmtRate(557), "557/s"},
 		{fmtTokens(4), "4"}, {fmtTokens(111.4), "111.4"},
-		{fmtPercent(0.125), "12.50%"}, {fmtSeconds(4), "4s"}, {fmtSeconds(90.5), "1m30.5s"},
+		{fmtPercent(0.125), "12.50%"}, {fmtSeconds(4), "4.00s"}, {fmtSeconds(90.5), "90.50s"},
 		{fmtSigned(-0.04, 1), "0.0"}, {fmtSigned(3.25, 1), "+3.2"}, {fmtSigned(-3.25, 1), "-3.2"},
 	}
 	for _, tt := range tests {

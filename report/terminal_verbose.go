@@ -95,7 +95,7 @@ func writeEvents(b *strings.Builder, d *Document) {
 			}
 			what += e.Detail
 		}
-		t.row("  "+fmtAt(e.AtS), e.Source, e.Kind, what)
+		t.row("  "+fmtAt(e.AtS), e.Source, e.Kind, ShortTarget(what))
 	}
 	b.WriteString("\nevents (run clock)\n")
 	t.write(b)

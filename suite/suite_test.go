@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -404,9 +405,15 @@ type recorder struct {
 	names  []string
 	labels []map[string]string
 	err    error
+	// regress, when set, gives the figures CheckRun finds regressed.
+	regress func(*report.Document) []report.Regression
 }
 
-func (r *recorder) CheckRun(context.Context, *report.Document, map[string]string) {}
+func (r *recorder) CheckRun(_ context.Context, doc *report.Document, _ map[string]string) {
+	if r.regress != nil {
+		doc.MarkRegressed(r.regress(doc))
+	}
+}
 
 func (r *recorder) RecordRun(_ context.Context, doc *report.Document, labels map[string]string) error {
 	r.names = append(r.names, doc.Name)
@@ -439,5 +446,57 @@ func TestRunRecordsEachRun(t *testing.T) {
 	}
 	if r.ExitCode != exitcode.OK || len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "e0: record the run: history is read-only") {
 		t.Errorf("exit %d warnings %q, want 0 and the recorder's error as warnings", r.ExitCode, r.Warnings)
+	}
+}
+
+// A regression the Recorder's check finds (--fail-on-regression) fails
+// the experiment before its reports are written: its status, exit code
+// and reason, its run.json, the suite's exit code and JUnit (a failing
+// testcase per regressed figure) all say so.
+func TestRunRegressionFailsTheExperiment(t *testing.T) {
+	p := fakePlan(t, 2)
+	rec := &recorder{regress: func(doc *report.Document) []report.Regression {
+		if doc.Name != "run1" {
+			return nil
+		}
+		return []report.Regression{{Figure: "ttft p99{phase:baseline}", Unit: "ms", Value: 900, Median: 400, Reason: "above the limit"}}
+	}}
+	n := 0
+	dir := t.TempDir()
+	r, err := Run(context.Background(), p, Options{Dir: dir, checkHealth: healthy, Recorder: rec,
+		runOne: func(context.Context, *spec.Spec, experiments.Options) (*experiments.Outcome, error) {
+			o := outcome(report.VerdictPass, nil)
+			o.Doc.Name = fmt.Sprintf("run%d", n)
+			n++
+			return o, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0, e1 := r.Experiments[0], r.Experiments[1]
+	if e0.Status != StatusPass || e1.Status != StatusFail || e1.ExitCode == nil || *e1.ExitCode != exitcode.Thresholds ||
+		!strings.Contains(e1.Reason, "regressed against the history (--fail-on-regression): ttft p99{phase:baseline}") || len(e1.Regressions) != 1 {
+		t.Fatalf("experiments %+v / %+v, want the second failed by its regression", e0, e1)
+	}
+	if r.ExitCode != exitcode.Thresholds {
+		t.Errorf("suite exit %d, want 99", r.ExitCode)
+	}
+	b0, err := os.ReadFile(filepath.Join(dir, e1.Report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document // the fake run's document: no schema version to check
+	if err := json.Unmarshal(b0, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Verdict != report.VerdictFail || len(doc.Regressions) != 1 {
+		t.Errorf("run.json verdict %s regressions %+v", doc.Verdict, doc.Regressions)
+	}
+	var b strings.Builder
+	if err := WriteJUnit(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `name="regression ttft p99{phase:baseline}"`) || !strings.Contains(b.String(), `type="regression"`) {
+		t.Errorf("JUnit lacks the failing regression testcase:\n%s", b.String())
 	}
 }

@@ -28,7 +28,7 @@ type summaryFlags struct {
 // quiet says what --quiet leaves of the command's output, for its help.
 func (s *summaryFlags) add(fs *pflag.FlagSet, quiet string) {
 	fs.BoolVarP(&s.Quiet, "quiet", "q", false, quiet)
-	fs.BoolVarP(&s.Verbose, "verbose", "v", false, "add to the summary the requests and p99 latency per endpoint and per phase, and the event log (each fault's injection and revert, replica events, recovery)")
+	fs.BoolVarP(&s.Verbose, "verbose", "v", false, "add to the summary the requests and p99 latency per endpoint and per phase (and fault), and the event log (each fault's injection and revert, replica events, recovery); with the history, every figure its regression check judged")
 	fs.BoolVar(&s.NoColor, "no-color", false, "no colours in the summary (also: NO_COLOR set to anything; colours are only ever used on a terminal)")
 	fs.StringVar(&s.TrendStats, "summary-trend-stats", "", "columns of the summary's latency and token table, as k6: a comma list of "+report.TrendStatNames+" (default count, mean, p50, p90, p99, max)")
 }

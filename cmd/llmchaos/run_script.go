@@ -196,6 +196,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		SummaryExport: f.SummaryExport, SummaryMode: mode, NoThresholds: f.NoThresholds,
 		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
 		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir,
+		ProgressTTY: isTerminal(stderr),
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
@@ -234,6 +235,9 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		}
 		defer con.Close()
 		cfg.Console = con
+	}
+	if !c.Summary.Quiet && c.Progress > 0 {
+		cfg.Progress = stderr
 	}
 	samples, closeSamples, err := openSampleOutputs(c.SampleOuts, stdout)
 	if err != nil {

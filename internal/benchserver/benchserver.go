@@ -39,15 +39,17 @@ const URLEnv = "LLMCHAOS_BENCH_URL"
 // Chunk is a vLLM-shaped token chunk (about 190 bytes on the wire).
 const Chunk = `{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`
 
-// roleChunk opens each stream with the assistant role and no content.
-const roleChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`
+// roleChunk opens each stream with the assistant role and no content. Every
+// chunk of a stream carries the same id and model, as engines send them
+// (the client's integrity check fails a stream whose id or model changes).
+const roleChunk = `{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`
 
 // finishChunk ends each stream's choices with finish_reason "length".
-const finishChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`
+const finishChunk = `{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`
 
 // usageChunk is the final usage chunk for a stream of completion tokens.
 func usageChunk(prompt, completion int) string {
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`, prompt, prompt+completion, completion)
+	return fmt.Sprintf(`{"id":"chatcmpl-bench0123456789","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`, prompt, prompt+completion, completion)
 }
 
 // Serve is the body of TestClientBenchServer: unless ServerEnv is set it

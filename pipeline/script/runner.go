@@ -125,6 +125,11 @@ type Config struct {
 	// ModuleDir is where remote imports (https://jslib.k6.io/...) are
 	// read from, offline (js.LoadOptions; "": $LLMCHAOS_MODULE_DIR).
 	ModuleDir string
+	// Progress, when set, receives k6's progress line every second while
+	// the load runs (running (0m05.0s), 2/2 VUs, 8 complete and 0
+	// interrupted iterations), rewritten in place when ProgressTTY.
+	Progress    io.Writer
+	ProgressTTY bool
 	// NoSystemEnv leaves the process environment out of __ENV (k6's
 	// --include-system-env-vars=false): only Env is there.
 	NoSystemEnv bool
@@ -201,11 +206,13 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	}
 	errs := &iterationErrors{w: cfg.Stderr, count: map[string]int{}}
 	stopSampling := r.sampleVUs()
+	stopProgress := startProgress(cfg.Progress, cfg.ProgressTTY, r.sh.Clock.Now, &r.sh.Exec)
 	var wg sync.WaitGroup
 	for _, x := range runs {
 		wg.Go(func() { r.runScenario(x, errs) })
 	}
 	wg.Wait()
+	stopProgress()
 	stopSampling()
 	r.att.end(nil)
 	interrupted := r.ctx.Err() != nil

@@ -24,7 +24,7 @@ func summaryExport(d js.SummaryData, trendStats []string) ([]byte, error) {
 	if d.SetupData != nil {
 		root = append(root, kv{"setup_data", d.SetupData})
 	}
-	b, err := json.Marshal(root)
+	b, err := marshalNoEscape(root)
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +102,11 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := json.Marshal(e.k)
+		k, err := marshalNoEscape(e.k)
 		if err != nil {
 			return nil, err
 		}
-		v, err := json.Marshal(e.v)
+		v, err := marshalNoEscape(e.v)
 		if err != nil {
 			return nil, err
 		}
@@ -116,6 +116,18 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escapes ("p(95)<5" stays
+// as it is, as JavaScript's JSON.stringify writes it).
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // sortedKeys are m's keys, sorted.

@@ -125,7 +125,7 @@ func (i *integrity) end(res *recording.Result, content []byte) (recording.ErrorC
 	}
 	for _, p := range i.candidates {
 		if l := repeatAt(content, p); l > 0 {
-			return recording.ClassIntegrityResumeRepeat, fmt.Sprintf("%d bytes re-sent after a gap at character offset %d: %q", l, p, trimQuote(content[p:p+l]))
+			return recording.ClassIntegrityResumeRepeat, fmt.Sprintf("%d bytes re-sent after a gap at byte %d of the answer: %q", l, p, trimQuote(content[p:p+l]))
 		}
 	}
 	if res.UsageReported && res.ContentChunks > res.OutputTokens && recording.UsageMismatch(res.OutputTokens, res.ContentChunks) {

@@ -93,7 +93,7 @@ func newHTTPClient(o httpOptions) *httpClient {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
+		DialContext:         countingDial(dialer.DialContext),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        httpMaxIdleConns,
 		MaxIdleConnsPerHost: httpMaxIdleConns,
@@ -160,6 +160,7 @@ type traceStamps struct {
 	wrote, firstByte          time.Time
 	reused                    bool
 	remote                    string
+	wire                      wireBytes // the connection's byte counts when the request got it
 }
 
 func (t *httpTrace) hooks() *httptrace.ClientTrace {
@@ -189,6 +190,12 @@ func (t *httpTrace) hooks() *httptrace.ClientTrace {
 			t.s.gotConn, t.s.reused = now, info.Reused
 			if info.Conn != nil {
 				t.s.remote = info.Conn.RemoteAddr().String()
+				if cc := countsOf(info.Conn); cc != nil {
+					t.s.wire = wireBytes{conn: cc}
+					if info.Reused {
+						t.s.wire.read0, t.s.wire.wr0 = cc.read.Load(), cc.written.Load()
+					}
+				}
 			}
 		},
 		WroteRequest:         func(httptrace.WroteRequestInfo) { stamp(&t.s.wrote, false) },
@@ -430,9 +437,11 @@ func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *h
 		res.code = statusCode(res.status)
 	}
 	res.timings = x.trace.timings(end)
-	res.remote = x.trace.stamps().remote
+	st := x.trace.stamps()
+	res.remote = st.remote
 	if !x.interrupted() {
-		sh.recordHTTP(spec, res.status, res.err != "", res.timings)
+		sent, received := st.wire.since()
+		sh.recordHTTP(spec, res.status, res.err != "", res.timings, sent, received)
 	}
 	return res
 }
@@ -448,7 +457,7 @@ func cmpErr(a, b error) error {
 // recordHTTP records one request's samples: http_reqs, the timings and,
 // when the request has a response callback, http_req_failed (a transport
 // error, or a status the callback does not expect).
-func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm httpTimings) {
+func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm httpTimings, sent, received int64) {
 	tags := httpSampleTags(spec, status)
 	for _, s := range []struct {
 		name string
@@ -462,6 +471,8 @@ func (sh *Shared) recordHTTP(spec *httpSpec, status int, transportErr bool, tm h
 		{MetricHTTPReqSending, tm.Sending},
 		{MetricHTTPReqWaiting, tm.Waiting},
 		{MetricHTTPReqReceiving, tm.Receiving},
+		{MetricDataSent, float64(sent)},
+		{MetricDataReceived, float64(received)},
 	} {
 		_ = sh.AddSample(s.name, tags, s.v) // registered with the module
 	}

@@ -115,7 +115,8 @@ func (vu *VU) sseOpen(call sobek.FunctionCall) sobek.Value {
 	finished := false
 	defer func() {
 		if !finished && !x.interrupted() {
-			vu.shared.recordHTTP(spec, status, false, x.trace.timings(time.Now()))
+			sent, received := x.trace.stamps().wire.since()
+			vu.shared.recordHTTP(spec, status, false, x.trace.timings(time.Now()), sent, received)
 		}
 	}()
 	var streamErr error
@@ -134,7 +135,8 @@ func (vu *VU) sseOpen(call sobek.FunctionCall) sobek.Value {
 		vu.stopIfCut()
 		return resp
 	}
-	vu.shared.recordHTTP(spec, status, msg != "", x.trace.timings(end))
+	sent, received := x.trace.stamps().wire.since()
+	vu.shared.recordHTTP(spec, status, msg != "", x.trace.timings(end), sent, received)
 	set(resp, "error", msg)
 	switch {
 	case msg != "":

@@ -79,6 +79,8 @@ var httpMetrics = []runMetric{
 	{MetricHTTPReqSending, metrics.Trend, metrics.UnitMillis},
 	{MetricHTTPReqWaiting, metrics.Trend, metrics.UnitMillis},
 	{MetricHTTPReqReceiving, metrics.Trend, metrics.UnitMillis},
+	{MetricDataSent, metrics.Counter, metrics.UnitBytes},
+	{MetricDataReceived, metrics.Counter, metrics.UnitBytes},
 }
 
 // sseMetrics is the table of the metrics only the SSE modules record,
