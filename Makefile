@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short test-k8s k8s-controlplane lint bench soak-quickstart image clean
+.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node lint bench soak-quickstart image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -35,6 +35,17 @@ k8s-controlplane:
 K8S_TEST_PKGS = ./internal/k8stest/ $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '{ for (i = 2; i <= NF; i++) if ($$i ~ /\/internal\/k8stest$$/) { print $$1; break } }')
 test-k8s: k8s-controlplane
 	LLMCHAOS_REQUIRE_K8S=1 $(GO) test -race -count=1 -timeout 20m $(sort $(K8S_TEST_PKGS))
+
+# k8s-node builds the real test node's kubelet (same version as the control
+# plane) and installs Debian's containerd, runc and CNI plugins;
+# test-node runs the tests that need it (internal/k8stest.StartNode: pods
+# that run containers), as root on Linux, failing where it cannot start.
+k8s-node: k8s-controlplane
+	scripts/k8s-node.sh build
+
+NODE_TEST_PKGS = ./faults/replica/
+test-node: k8s-node
+	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -count=1 -timeout 20m -run 'RealNode' $(NODE_TEST_PKGS)
 
 test-short:
 	$(GO) test -short -count=1 ./...

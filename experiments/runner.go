@@ -365,8 +365,10 @@ type run struct {
 	// tagURL maps the URL the engine sends to onto the endpoint's URL,
 	// which results are tagged with.
 	tagURL map[string]string
-	// shardOutputs are the shards' outputs once a sharded load ended.
+	// shardOutputs are the shards' outputs once a sharded load ended;
+	// shardsLost counts those that handed back no report whole.
 	shardOutputs []ShardOutput
+	shardsLost   int
 }
 
 // newRun returns the run of plan p in directory dir, its parts made and

@@ -68,6 +68,7 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 	r.judge.settleRecoveries(recs, end)
 
 	doc.Faults = r.faults.records()
+	doc.ShardsLost = r.shardsLost
 	doc.SteadyState = r.judge.steadyState()
 	abort = r.judge.aborted()
 	aborted := abort != nil

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/pipeline"
@@ -109,6 +110,14 @@ func (r *run) loadShards(ctx context.Context) (engine.RunStats, error) {
 	r.judge.lag = ShardLiveLag
 	stop := r.alongside(ctx, &pipeline.Run{Clock: clock, Recorder: liveRec}, live) // the judge stops the shards through ctx
 	outs, cerr := sr.Collect(ctx)
+	if lost, ok := onlyLost(cerr); ok && len(outs) == n {
+		// A shard whose report did not come back whole is counted
+		// (run.json's shards_lost, exit 1) and the others recorded: the
+		// run is not lost with it.
+		r.shardsLost = lost.Lost
+		r.out.println(fmt.Sprintf("warning: workload.shards: %v", cerr))
+		cerr = nil
+	}
 	stats, rerr := r.recordShards(rec, outs, shift)
 	stats.Interrupted = ctx.Err() != nil
 	stats.End = max(stats.End, r.now())
@@ -329,6 +338,31 @@ func (r *run) shardLoadArgs() ([]string, error) {
 		a = append(a, "--no-preflight")
 	}
 	return a, nil
+}
+
+// onlyLost returns the LostError err is, or wraps alone (not joined with
+// another error).
+func onlyLost(err error) (*shardjob.LostError, bool) {
+	for err != nil {
+		if l, ok := err.(*shardjob.LostError); ok {
+			return l, true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			// errors.Join of one error (shardjob.Run joins its Job's
+			// deletion error, nil when it went well).
+			errs := u.Unwrap()
+			if len(errs) != 1 {
+				return nil, false
+			}
+			err = errs[0]
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // shardReports are the shards' reports, by index, once a sharded load

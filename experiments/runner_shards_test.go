@@ -197,7 +197,7 @@ func TestKubernetesShardsJob(t *testing.T) {
 	}
 	args := job.Spec.Template.Spec.Containers[0].Args
 	want := []string{"load", "--target", "http://vllm/v1", "--rate", "30", "--seed", "11",
-		"--shard", "$(JOB_COMPLETION_INDEX)/3", "--start-at", "2026-03-01T12:00:30Z", "--out", "-", "--progress", "0", "--save-requests", "-"}
+		"--shard", "$(JOB_COMPLETION_INDEX)/3", "--start-at", "2026-03-01T12:00:30Z", "--out", "-", "--framed", "--progress", "0", "--save-requests", "-"}
 	if !slices.Equal(args, want) {
 		t.Errorf("args\n %q\nwant\n %q", args, want)
 	}
@@ -297,7 +297,7 @@ func (j *jobShards) Log(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
 	if err != nil || i < 0 || i >= len(j.outs) {
 		return nil, fmt.Errorf("pod %s: no completion index in %v", pod.Name, pod.Annotations)
 	}
-	return j.outs[i].Log, nil
+	return j.local.outs[i].Bytes(), nil
 }
 
 // Through KubernetesShards: the run creates an Indexed Job of 3 pods in
@@ -500,5 +500,75 @@ func TestRunShardedLoadSendsTheKeyAndHeaders(t *testing.T) {
 	}
 	if n := refused.Load(); n != 0 {
 		t.Errorf("%d requests came without the key or the header (%d with them)", n, passed.Load())
+	}
+}
+
+// killingShards runs LocalShards and kills shard kill's process with
+// SIGKILL after its load has run for after: its output ends where it was
+// cut, without its report, as a shard pod's does when its node kills it.
+type killingShards struct {
+	*LocalShards
+	kill  int
+	after time.Duration
+}
+
+func (k *killingShards) Start(ctx context.Context, jr *faults.Journal, args []string, n int, startAt time.Time, lines LineFunc) error {
+	if err := k.LocalShards.Start(ctx, jr, args, n, startAt, lines); err != nil {
+		return err
+	}
+	p := k.procs[k.kill]
+	go func() {
+		time.Sleep(time.Until(startAt) + k.after)
+		_ = p.Kill()
+	}()
+	return nil
+}
+
+// A shard killed in the middle of a sharded load hands back no report: it
+// is lost, counted in run.json's shards_lost, and the run goes on with the
+// other shards' requests recorded, each once, and its report written (the
+// command exits 1 for it); the shards' reports are those of the two that
+// ended.
+func TestRunShardedLoadCountsALostShard(t *testing.T) {
+	skipShort(t)
+	c := k8stest.Start(t)
+	ns := c.Namespace(t)
+	c.CreateWorkload(t, ns, simWorkload)
+	url := startTestSim(t) + "/v1"
+	exp, file, want := shardedSpec(t, c, ns, url, 6*time.Second)
+	exp.Faults[0].Duration = spec.Duration(2 * time.Second)
+	shards := &killingShards{LocalShards: &LocalShards{Binary: llmchaosBinary(t)}, kill: 1, after: 2 * time.Second}
+	var out, saved bytes.Buffer
+	reqs := recording.NewRequestWriter(&saved)
+	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if err := reqs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d := o.Doc
+	if d.ShardsLost != 1 {
+		t.Fatalf("shards_lost %d, want 1\n%s", d.ShardsLost, out.String())
+	}
+	if len(o.Shards) != 3 || o.Shards[1] != nil || o.Shards[0] == nil || o.Shards[2] == nil {
+		t.Fatalf("shard reports %v, want shard 1's alone missing", o.Shards)
+	}
+	kept := o.Shards[0].Requests.Scheduled + o.Shards[2].Requests.Scheduled
+	if d.Requests.Scheduled != kept || kept == 0 || kept >= int64(want) {
+		t.Errorf("%d requests recorded, want the two reporting shards' %d (of %d)", d.Requests.Scheduled, kept, want)
+	}
+	seen := map[uint64]bool{}
+	err = recording.ReadRequests(&saved, false, func(r *recording.Result) {
+		if r.Seq%3 == 1 || seen[r.Seq] {
+			t.Errorf("seq %d recorded (again, or from the lost shard)", r.Seq)
+		}
+		seen[r.Seq] = true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "1 of 3 shards lost") {
+		t.Errorf("the run does not say a shard was lost:\n%s", out.String())
 	}
 }

@@ -64,8 +64,8 @@ type ShardOutput struct {
 	Index int
 	// Doc is its JSON run report.
 	Doc *report.Document
-	// Log holds its request lines (recording.ReadRequests, lenient: the
-	// other lines of the log are skipped).
+	// Log holds its request lines (recording.ReadRequests), taken out of
+	// the frames of its output and verified (shardjob.ParseShardLog).
 	Log []byte
 }
 
@@ -97,6 +97,7 @@ type LocalShards struct {
 	waits   []error
 	ended   []chan struct{} // closed once shard i's process has ended
 	entries []*faults.Entry // shard i's journal entry (nil without a journal)
+	procs   []*os.Process
 }
 
 // DefaultShardStopGrace is LocalShards' default StopGrace.
@@ -122,6 +123,7 @@ func (l *LocalShards) Start(ctx context.Context, jr *faults.Journal, args []stri
 	cfg := shardConfig(args, n, startAt)
 	l.n, l.outs, l.errs, l.waits, l.ended = n, make([]*shardjob.LineLog, n), make([]bytes.Buffer, n), make([]error, n), make([]chan struct{}, n)
 	l.entries = make([]*faults.Entry, n)
+	l.procs = make([]*os.Process, n)
 	grace := cmp.Or(l.StopGrace, DefaultShardStopGrace)
 	for i := range n {
 		l.outs[i] = &shardjob.LineLog{Shard: i, Fn: lines}
@@ -148,6 +150,7 @@ func (l *LocalShards) Start(ctx context.Context, jr *faults.Journal, args []stri
 			}
 			return fmt.Errorf("local shards: start shard %d (%s): %w", i, l.Binary, err)
 		}
+		l.procs[i] = cmd.Process
 		if entry != nil {
 			spec, err := faults.ProcessRevertSpec(cmd.Process.Pid, fmt.Sprintf("llmchaos load shard %d", i))
 			if err == nil {
@@ -189,16 +192,15 @@ func (l *LocalShards) Collect(ctx context.Context) ([]ShardOutput, error) {
 	var errs []error
 	for i := range l.n {
 		outs[i].Index = i
-		log := l.outs[i].Bytes()
-		doc, err := shardjob.ParseReport(log)
+		doc, reqs, err := shardjob.ParseShardLog(l.outs[i].Bytes())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %v: %w\n%s", i, l.waits[i], err, strings.TrimSpace(l.errs[i].String())))
 			continue
 		}
-		outs[i].Doc, outs[i].Log = doc, log
+		outs[i].Doc, outs[i].Log = doc, reqs
 	}
 	if len(errs) > 0 {
-		return outs, fmt.Errorf("local shards: %w", errors.Join(errs...))
+		return outs, fmt.Errorf("local shards: %w", &shardjob.LostError{Lost: len(errs), Shards: l.n, Err: errors.Join(errs...)})
 	}
 	return outs, nil
 }

@@ -81,7 +81,11 @@ type Document struct {
 	SteadyState *SteadyState `json:"steady_state,omitempty"`
 	// MergedFrom lists the runs a merged document was made of (Merge);
 	// absent for a single run.
-	MergedFrom  []MergedRun `json:"merged_from,omitempty"`
+	MergedFrom []MergedRun `json:"merged_from,omitempty"`
+	// ShardsLost counts the shards of a sharded load whose report (or
+	// request lines) did not come back whole: their requests are not in
+	// the document, which merges the others. Absent when none was lost.
+	ShardsLost  int         `json:"shards_lost,omitempty"`
 	Requests    Requests    `json:"requests"`
 	Metrics     Metrics     `json:"metrics"`
 	Throughput  Throughput  `json:"throughput"`

@@ -190,6 +190,9 @@ func writeRequests(b *strings.Builder, d *Document) {
 		lost += "  (must be 0)"
 	}
 	t.row("  lost", lost, "")
+	if d.ShardsLost != 0 {
+		t.row("  shards lost", strconv.Itoa(d.ShardsLost), "(their requests are not counted here)")
+	}
 	if r.Reconnects != 0 {
 		t.row("  reconnects", strconv.FormatInt(r.Reconnects, 10), "(not errors)")
 	}

@@ -101,6 +101,7 @@ type loadFlags struct {
 	Out          []string // --out values, sorted by parseOuts
 	HTML         string
 	SaveRequests string
+	Framed       bool
 	Progress     time.Duration
 	Summary      summaryFlags
 	Verdict      verdictFlags
@@ -158,8 +159,11 @@ type loadConfig struct {
 	// row of report.Formats; a path of "-" is standard output.
 	Outputs      []report.Output
 	SaveRequests string
-	Progress     time.Duration
-	Observe      observeConfig
+	// Framed writes what goes to stdout as shardjob frames, the human
+	// lines on stdout too (--framed: a shard's pod log).
+	Framed   bool
+	Progress time.Duration
+	Observe  observeConfig
 	// Summary is how the terminal summary is rendered (--quiet,
 	// --verbose, --summary-trend-stats); its colour is decided when it is
 	// written, from NoColor and the terminal.
@@ -237,6 +241,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	addOutFlag(fs, &f.Out)
 	fs.StringVar(&f.HTML, "html", "", "write the self-contained HTML report (latency, throughput and server plots, tables, verdicts) to this file")
 	fs.StringVar(&f.SaveRequests, "save-requests", "", "write one JSON line per request to this file (- for stdout, before the report when --out is - too)")
+	fs.BoolVar(&f.Framed, "framed", false, "write what goes to standard output (--out -, --save-requests -) as frame lines a reader verifies and reassembles from any interleaving with other output, and every other line to stdout too: how a shard's pod log hands its report back (shard-job and workload.shards set it)")
 	fs.DurationVar(&f.Progress, "progress", f.Progress, "interval of the progress lines when stdout is not a terminal (0: no live output)")
 	f.Summary.add(fs, "print only the verdict line, and warnings and errors on stderr: no start line, no live progress, no summary table")
 	f.Verdict.add(fs)
@@ -276,7 +281,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
 		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, TTFTTimeout: f.TTFTTimeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
-		Grace: f.Grace, SaveRequests: f.SaveRequests, Progress: f.Progress,
+		Grace: f.Grace, SaveRequests: f.SaveRequests, Framed: f.Framed, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput, APIKeyEnvGiven: fs.Changed("api-key-env"),
 	}
 
@@ -528,6 +533,9 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	}
 	if n := countStdout(c.Outputs); n > 1 {
 		bad("%d reports are asked for on standard output (-): give it to one", n)
+	}
+	if c.Framed && !c.toStdout() {
+		bad("--framed: nothing goes to standard output to frame: give --out - or --save-requests -")
 	}
 	ths, slo, err := f.Verdict.parse()
 	if err != nil {

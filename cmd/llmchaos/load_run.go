@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,15 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		return usageError(err)
 	}
 	human := stdout
-	if cfg.toStdout() {
+	var frames *shardjob.FrameWriter
+	switch {
+	case cfg.Framed:
+		// Everything goes to stdout, each line in one write: a pod's log
+		// then interleaves nothing with the frames but a crash's stderr.
+		stdout = &lockedWriter{w: stdout}
+		human, stderr = stdout, stdout
+		frames = shardjob.NewFrameWriter(stdout)
+	case cfg.toStdout():
 		human = stderr
 	}
 
@@ -55,7 +64,13 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	case report.Stdout:
 		// Before the report when that goes to stdout too: the writer is
 		// flushed before the report is written (a shard's pod log).
-		ropts.SaveRequests = recording.NewRequestWriter(stdout)
+		if frames != nil {
+			lines := frames.Lines(shardjob.FrameRequest)
+			defer lines.Close()
+			ropts.SaveRequests = recording.NewRequestWriter(lines)
+		} else {
+			ropts.SaveRequests = recording.NewRequestWriter(stdout)
+		}
 		// A shard's lines are read while it runs (the experiment runner's
 		// live checks): they go out at least every FlushEvery.
 		stopFlush = flushEvery(ropts.SaveRequests, shardjob.FlushEvery)
@@ -250,9 +265,19 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	// --fail-on-regression may turn a pass into 99).
 	var hc *historyCheck
 	defer func() { result = hc.record(result) }()
-	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor), func() {
+	reportOut := stdout
+	var framedReport bytes.Buffer
+	if frames != nil {
+		reportOut = &framedReport
+	}
+	verdict := endRunOutputs(reportOut, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor), func() {
 		hc = cfg.History.check(ctx, cmdName, doc, cfg.Summary, human, stderr)
 	})
+	if frames != nil && framedReport.Len() > 0 {
+		if err := frames.Record(shardjob.FrameReport, framedReport.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil

@@ -38,3 +38,39 @@ func TestLoadSavesRequestsToStdout(t *testing.T) {
 		t.Errorf("human lines on stdout, or none on stderr:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 }
+
+// TestLoadFramedHandsBackEverythingOnStdout: with --framed (what a
+// shard's pod runs) the request lines and the report go to stdout as
+// frames, the human lines (start line, summary) there too and nothing to
+// stderr, so that a pod's log, which interleaves a container's two
+// streams, has nothing to mix into the frames; shardjob.ParseShardLog
+// reads back every request line and the report. Without --out - or
+// --save-requests - there is nothing to frame: exit 2.
+func TestLoadFramedHandsBackEverythingOnStdout(t *testing.T) {
+	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
+	code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--requests", "20", "--out", "-", "--save-requests", "-", "--framed", "--progress", "100ms")...)
+	if code != exitcode.OK {
+		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	if stderr != "" {
+		t.Errorf("stderr holds %q, want nothing", stderr)
+	}
+	doc, reqs, err := shardjob.ParseShardLog([]byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := recording.ReadRequests(strings.NewReader(string(reqs)), false, func(*recording.Result) { n++ }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || doc.Requests.Scheduled != 20 {
+		t.Errorf("%d request lines, report of %d requests; want 20 and 20", n, doc.Requests.Scheduled)
+	}
+	if !strings.Contains(stdout, "llmchaos load:") || strings.Contains(stdout, `{"seq":`) {
+		t.Errorf("no human line on stdout, or a request line not framed:\n%s", stdout)
+	}
+	code, _, stderr = run(t, loadArgs(url, "--rate", "40", "--requests", "2", "--framed")...)
+	if code != exitcode.Usage || !strings.Contains(stderr, "--framed: nothing goes to standard output") {
+		t.Errorf("--framed alone: exit %d, stderr:\n%s", code, stderr)
+	}
+}

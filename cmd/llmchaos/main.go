@@ -151,6 +151,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newProxyCmd(),
 		newSimCmd(),
 		newBalloonCmd(),
+		newReplicaSignalCmd(),
 		newGPUMonitorCmd(),
 		newReportCmd(),
 		newCompareCmd(),

@@ -331,6 +331,9 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 		return withCode(exitcode.Refused, fmt.Errorf("not injected, its target selection was refused (see the fault's error): %s; the run did not test it",
 			strings.Join(out.Refused, ", ")))
 	}
+	if doc.ShardsLost > 0 {
+		return withCode(exitcode.Internal, fmt.Errorf("workload.shards: %d shard(s) handed back no report whole (shards_lost in run.json; the warning above says why): the run's figures leave their requests out", doc.ShardsLost))
+	}
 	return verdictError(doc)
 }
 

@@ -34,7 +34,7 @@ target:
   kubernetes: {namespace: %s, selector: app=sim, service: sim, kubeconfig: %s, url: "%s"}
 workload: {rate: 5, duration: 60s, input_tokens: 16, output_tokens: 8}
 faults:
-  - {name: kill-pod, type: replica.kill, at: 1s, duration: 50s, params: {select: {mode: one, min_available: 2}}}
+  - {name: kill-pod, type: replica.kill, at: 1s, duration: 50s, params: {via: engine, select: {mode: one, min_available: 2}}}
 `
 
 // kubeWorkload makes a namespace with three kwok pods behind a Service,

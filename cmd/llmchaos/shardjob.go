@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 )
@@ -174,7 +175,8 @@ func runShardJob(ctx context.Context, o shardJobOptions, stdout, stderr io.Write
 	res, err := shardjob.Run(ctx, cl, cfg, shardjob.PodLogs{Client: cl.Client}, func(job string, at time.Time) {
 		fmt.Fprintf(stderr, "llmchaos shard-job: Job %s/%s: %d shards start at %s\n", cfg.Namespace, job, cfg.Shards, at.UTC().Format(time.RFC3339Nano))
 	})
-	if err != nil {
+	lost, _ := errors.AsType[*shardjob.LostError](err)
+	if err != nil && (lost == nil || res == nil || res.Merged == nil) {
 		return err
 	}
 	for _, w := range res.Warnings {
@@ -187,6 +189,10 @@ func runShardJob(ctx context.Context, o shardJobOptions, stdout, stderr io.Write
 	}
 	if err := writeReport(stdout, o.Output, formatJSON, m); err != nil {
 		return err
+	}
+	if lost != nil {
+		// The others are merged and written; the run still failed.
+		return withCode(exitcode.Internal, err)
 	}
 	if len(o.Thresholds) > 0 {
 		return verdictError(m)

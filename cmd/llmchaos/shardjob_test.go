@@ -59,7 +59,7 @@ func TestShardJobReadsPodLogs(t *testing.T) {
 	if code != exitcode.Internal {
 		t.Fatalf("exit %d, want %d:\nstdout:\n%s\nstderr:\n%s", code, exitcode.Internal, stdout, stderr)
 	}
-	for _, w := range []string{"Job " + ns + "/load-test: 2 shards start at", "no shard has a report", "shard 0", "shard 1", "log of pod " + ns + "/load-test-0-"} {
+	for _, w := range []string{"Job " + ns + "/load-test: 2 shards start at", "2 of 2 shards lost", "shard 0", "shard 1", "log of pod " + ns + "/load-test-0-"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, stderr)
 		}

@@ -61,8 +61,11 @@ type following struct {
 }
 
 // LineLog is the output of one shard as it comes: it keeps every byte and
-// hands each complete line (without its newline) to Fn as it arrives. It
-// is safe for concurrent use.
+// hands each complete line (without its newline) to Fn as it arrives; the
+// frame lines of `llmchaos load --framed` are reassembled, and each request
+// line they carry is handed to Fn once its last frame line has come whole
+// (a damaged frame line is left to Unframe, at the end). It is safe for
+// concurrent use.
 type LineLog struct {
 	Shard int
 	Fn    LineFunc // nil: the bytes are only kept
@@ -70,6 +73,7 @@ type LineLog struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	pending int // offset in buf of the line not yet complete
+	frames  liveFrames
 }
 
 // Write implements io.Writer.
@@ -86,8 +90,15 @@ func (l *LineLog) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.Fn(l.Shard, bytes.TrimSuffix(b[l.pending:l.pending+i], []byte("\r")))
+		line := bytes.TrimSuffix(b[l.pending:l.pending+i], []byte("\r"))
 		l.pending += i + 1
+		if req, ok := l.frames.line(line); ok {
+			if req != nil {
+				l.Fn(l.Shard, req)
+			}
+			continue
+		}
+		l.Fn(l.Shard, line)
 	}
 	return len(p), nil
 }

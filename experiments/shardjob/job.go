@@ -104,7 +104,7 @@ type Config struct {
 }
 
 // reservedFlags are the flags of `llmchaos load` the Job sets itself.
-var reservedFlags = []string{"--shard", "--start-at", "--out", "--progress", "--html", "--save-requests"}
+var reservedFlags = []string{"--shard", "--start-at", "--out", "--framed", "--progress", "--html", "--save-requests"}
 
 // Problems reports every problem with c, each message starting with the
 // field (as a flag of `llmchaos shard-job`) it is about.
@@ -167,8 +167,10 @@ func hasFlag(args []string, flag string) bool {
 }
 
 // Args returns the load container's args for c: `load`, c's flags, and
-// --shard $(JOB_COMPLETION_INDEX)/N, --start-at, --out - (the JSON report
-// alone on stdout), --progress 0 (no live lines in the log) and, with
+// --shard $(JOB_COMPLETION_INDEX)/N, --start-at, --out - --framed (the
+// JSON report on stdout, in frames that survive the log's interleaving of
+// stdout and stderr: see FrameMarker), --progress 0 (no live lines in the
+// log) and, with
 // SaveRequests, --save-requests - (one JSON line per request on stdout,
 // all written before the report).
 func (c Config) Args() []string {
@@ -177,6 +179,7 @@ func (c Config) Args() []string {
 		"--shard", fmt.Sprintf("$(%s)/%d", IndexEnv, c.Shards),
 		"--start-at", c.StartAt.UTC().Format(time.RFC3339Nano),
 		"--out", "-",
+		"--framed",
 		"--progress", "0")
 	if c.SaveRequests {
 		args = append(args, "--save-requests", "-")

@@ -33,7 +33,7 @@ func TestJobSpec(t *testing.T) {
 	}
 	c := s.Template.Spec.Containers[0]
 	want := []string{"load", "--target", "http://vllm:8000/v1", "--rate", "40", "--duration", "60s", "--seed", "7",
-		"--shard", "$(JOB_COMPLETION_INDEX)/4", "--start-at", "2026-03-01T12:00:30Z", "--out", "-", "--progress", "0"}
+		"--shard", "$(JOB_COMPLETION_INDEX)/4", "--start-at", "2026-03-01T12:00:30Z", "--out", "-", "--framed", "--progress", "0"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args\n %q\nwant\n %q", c.Args, want)
 	}

@@ -75,6 +75,22 @@ func ParseReport(log []byte) (*report.Document, error) {
 	return nil, fmt.Errorf("%w; the log ends:\n%s", ErrNoReport, tail(log, 10))
 }
 
+// ParseShardLog reads what a shard (`llmchaos load --framed`) handed back
+// in its log: its report and its request lines (Unframe). An error wraps
+// ErrLost when the log does not hold them whole, and quotes the end of the
+// log's other lines, which say why.
+func ParseShardLog(log []byte) (*report.Document, []byte, error) {
+	f, other, err := Unframe(log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w; the rest of the log ends:\n%s", err, tail(other, 10))
+	}
+	doc, err := report.Decode(bytes.NewReader(f.Report))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: its report does not decode: %v", ErrLost, err)
+	}
+	return doc, f.Requests, nil
+}
+
 // tail returns the last n lines of b, indented.
 func tail(b []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")

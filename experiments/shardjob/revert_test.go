@@ -141,8 +141,8 @@ func TestRunRecordsTheJobInTheJournal(t *testing.T) {
 	res, err := shardjob.Run(ctx, cl, cfg, &fakeLogs{logs: [][]byte{[]byte("no report\n"), []byte("no report\n")}}, func(string, time.Time) {
 		during, duringErr = faults.Pending(dir)
 	})
-	if err == nil || !strings.Contains(err.Error(), "no shard has a report") {
-		t.Fatalf("Run: %v, want no shard has a report", err)
+	if err == nil || !strings.Contains(err.Error(), "2 of 2 shards lost") {
+		t.Fatalf("Run: %v, want 2 of 2 shards lost", err)
 	}
 	if duringErr != nil || len(during) != 1 {
 		t.Fatalf("journal once the Job was created: %+v, %v; want the Job pending", during, duringErr)

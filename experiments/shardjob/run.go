@@ -39,8 +39,9 @@ type Shard struct {
 	Doc *report.Document
 	// Err says why it has no report.
 	Err error
-	// Log is its pod's log, kept with Config.SaveRequests: its request
-	// lines (see recording.ReadRequests).
+	// Log holds its request lines, kept with Config.SaveRequests (see
+	// recording.ReadRequests), verified and taken out of its pod's log's
+	// frames (ParseShardLog).
 	Log []byte
 }
 
@@ -300,16 +301,33 @@ func stopFollowed(ctx context.Context, client kubernetes.Interface, job *batchv1
 	return shards
 }
 
-// fromLog sets s's report (and log, with keep) from its pod's log b.
+// fromLog sets s's report (and request lines, with keep) from its pod's
+// log b.
 func fromLog(s *Shard, b []byte, keep bool) {
-	if keep {
-		s.Log = b
-	}
-	var err error
-	if s.Doc, err = ParseReport(b); err != nil {
+	doc, reqs, err := ParseShardLog(b)
+	if err != nil {
 		s.Err = fmt.Errorf("pod %s: %w", s.Pod, err)
+		return
+	}
+	s.Doc = doc
+	if keep {
+		s.Log = reqs
 	}
 }
+
+// LostError is the error of a sharded load some of whose shards handed
+// back no report (or one not whole): they are lost, counted
+// (report.Document.ShardsLost), and the others merged.
+type LostError struct {
+	Lost, Shards int
+	Err          error // why each one is lost
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("%d of %d shards lost (no report, or one not whole, in their output; the others are merged): %v", e.Lost, e.Shards, e.Err)
+}
+
+func (e *LostError) Unwrap() error { return e.Err }
 
 // collect reads the report of every shard 0..n-1 from the log of its pod
 // that succeeded (what fl followed of it when it followed it to its end,
@@ -391,17 +409,14 @@ func (r *Result) merge(partial bool) error {
 		docs = append(docs, s.Doc)
 	}
 	if len(docs) == 0 {
-		return fmt.Errorf("no shard has a report: %w", errors.Join(errs...))
+		return &LostError{Lost: len(errs), Shards: len(r.Shards), Err: errors.Join(errs...)}
 	}
-	if len(errs) > 0 {
-		if !partial {
-			return fmt.Errorf("%d of %d shards have no report (merge the rest with partial): %w", len(errs), len(r.Shards), errors.Join(errs...))
-		}
-		for _, e := range errs {
-			r.Warnings = append(r.Warnings, e.Error())
-		}
+	// The shards that reported are merged whatever became of the others,
+	// which are counted as lost: an error unless partial.
+	for _, e := range errs {
+		r.Warnings = append(r.Warnings, e.Error())
 	}
-	warns, err := report.CheckShards(names, docs, partial)
+	warns, err := report.CheckShards(names, docs, partial || len(errs) > 0)
 	if err != nil {
 		return fmt.Errorf("the reports are not the shards of one load: %w", err)
 	}
@@ -410,7 +425,11 @@ func (r *Result) merge(partial bool) error {
 	if err != nil {
 		return fmt.Errorf("merge %d shards: %w", len(docs), err)
 	}
+	m.ShardsLost = len(errs)
 	r.Merged = m
 	slices.Sort(r.Warnings)
+	if len(errs) > 0 && !partial {
+		return &LostError{Lost: len(errs), Shards: len(r.Shards), Err: errors.Join(errs...)}
+	}
 	return nil
 }

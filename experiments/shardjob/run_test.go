@@ -3,6 +3,7 @@ package shardjob_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -210,9 +211,10 @@ func TestRunCreatesTheIndexedJobAndMergesTheShards(t *testing.T) {
 	}
 }
 
-// TestRunWithoutAShardsReport: a shard whose log holds no report fails
-// Run, naming the shard and quoting its log; with Partial the other
-// shards are merged, with a warning; either way the Job is deleted and
+// TestRunWithoutAShardsReport: a shard whose log holds no report is lost:
+// Run merges the others, counts it (ShardsLost) and fails with a
+// LostError naming the shard and quoting its log; with Partial the same
+// merge is a success, with a warning; either way the Job is deleted and
 // gone when Run returns.
 func TestRunWithoutAShardsReport(t *testing.T) {
 	c := k8stest.Start(t)
@@ -227,17 +229,21 @@ func TestRunWithoutAShardsReport(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	_, err = shardjob.Run(ctx, cl, cfg, &fakeLogs{logs: logs}, nil)
-	if err == nil {
-		t.Fatal("Run merged a load with a shard missing")
+	res, err := shardjob.Run(ctx, cl, cfg, &fakeLogs{logs: logs}, nil)
+	lost, ok := errors.AsType[*shardjob.LostError](err)
+	if !ok || lost.Lost != 1 || lost.Shards != 3 {
+		t.Fatalf("Run with a shard missing: %v, want a LostError of 1 of 3", err)
 	}
-	for _, w := range []string{"1 of 3 shards have no report", "shard 1", "connection refused"} {
+	for _, w := range []string{"1 of 3 shards lost", "shard 1", "connection refused"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q: %v", w, err)
 		}
 	}
+	if res == nil || res.Merged == nil || res.Merged.Requests.Sent != 20 || res.Merged.ShardsLost != 1 {
+		t.Fatalf("the other shards are not merged with the lost one counted: %+v", res)
+	}
 	cfg.Partial = true
-	res, err := shardjob.Run(ctx, cl, cfg, &fakeLogs{logs: logs}, nil)
+	res, err = shardjob.Run(ctx, cl, cfg, &fakeLogs{logs: logs}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestValidateKubernetesTarget(t *testing.T) {
 		{
 			name: "a kill with another signal",
 			src:  kubeEdit(8, "  - {name: kill, type: replica.kill, at: 10s, duration: 10s, params: {signal: SIGTERM}}"),
-			want: []string{`t.yaml:8:79: faults[0].params.signal: signal: SIGTERM: the kubernetes driver kills a pod by deleting it with grace 0 (SIGKILL); for SIGTERM and a grace period use replica.stop`},
+			want: []string{`t.yaml:8:79: faults[0].params.signal: signal: SIGTERM: the kubernetes driver sends a pod's containers SIGKILL; for SIGTERM and a grace period use replica.stop`},
 		},
 		{
 			name: "a fault's own selector and namespace",

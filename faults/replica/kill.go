@@ -16,8 +16,11 @@ const DefaultKillSignal = "SIGKILL"
 // KillParams configure replica.kill: send a signal (default SIGKILL) to the
 // picked replicas, as a crash would. The replicas' supervisor, orchestrator
 // or restart policy is what the experiment tests; Undo waits until it has
-// them up again (and starts a container the engine leaves stopped). A pod
-// (kubernetes driver) is deleted with grace 0; its controller replaces it.
+// them up again (and starts a container the engine leaves stopped). A
+// pod's (kubernetes driver) containers get SIGKILL from a short-lived pod
+// on its node, and the kubelet restarts them; via engine, the pod is
+// deleted with grace 0 instead (SIGTERM and the kubelet's 2 s minimum
+// grace), and its controller replaces it.
 //
 //	params: {target: {state_file: state.json}, select: {mode: one, min_available: 1}, signal: SIGKILL}
 type KillParams struct {
@@ -26,9 +29,15 @@ type KillParams struct {
 	// or a number (default SIGKILL).
 	Signal string `json:"signal,omitempty" yaml:"signal,omitempty" doc:"signal sent: a name (SIGKILL, TERM) or a number" default:"SIGKILL"`
 	// Via is process (default: signal the replica's process, which an
-	// orchestrator sees as a crash) or engine (docker driver only: docker
-	// kill, which Docker's restart policy treats as a deliberate stop).
-	Via string `json:"via,omitempty" yaml:"via,omitempty" doc:"process (signal the process) or engine (docker kill; docker driver only)" default:"process"`
+	// orchestrator sees as a crash; a pod's containers' processes, from a
+	// pod on its node: the kubelet restarts them) or engine (docker kill,
+	// which Docker's restart policy treats as a deliberate stop; a pod
+	// deleted with grace 0, which the kubelet turns into SIGTERM and 2 s
+	// of grace, and its controller replaces).
+	Via string `json:"via,omitempty" yaml:"via,omitempty" doc:"process (signal the process; a pod: SIGKILL its containers' processes from a pod on its node, the kubelet restarts them) or engine (docker kill; a pod: delete it with grace 0, i.e. SIGTERM and the kubelet's 2 s minimum grace, its controller replaces it)" default:"process"`
+	// Image is the llmchaos image of the pod that sends a pod's kill on
+	// its node (kubernetes driver, via process); default $LLMCHAOS_IMAGE.
+	Image string `json:"image,omitempty" yaml:"image,omitempty" doc:"kubernetes driver, via process: the llmchaos image of the short-lived pod (hostPID, CAP_KILL) that sends the SIGKILL on the target's node; default: the environment variable LLMCHAOS_IMAGE"`
 	// Timeout bounds how long the revert waits for the replicas to be up
 	// again (default 60s): a process or container running again, a pod's
 	// replacement Ready. The run gives the revert at least this long.
@@ -56,7 +65,7 @@ func (p KillParams) Validate() error {
 	if sig, err := ParseSignal(p.Signal); err != nil {
 		errs = append(errs, fmt.Errorf("signal: %w", err))
 	} else if p.Target.Driver == DriverKubernetes && SignalName(sig) != DefaultKillSignal {
-		errs = append(errs, fmt.Errorf("signal: %s: the kubernetes driver kills a pod by deleting it with grace 0 (SIGKILL); for SIGTERM and a grace period use replica.stop", p.Signal))
+		errs = append(errs, fmt.Errorf("signal: %s: the kubernetes driver sends a pod's containers SIGKILL; for SIGTERM and a grace period use replica.stop", p.Signal))
 	}
 	if p.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
@@ -64,8 +73,8 @@ func (p KillParams) Validate() error {
 	switch p.Via {
 	case ViaProcess:
 	case ViaEngine:
-		if p.Target.Driver != DriverDocker {
-			errs = append(errs, fmt.Errorf("via: engine is for the docker driver, not %s", p.Target.Driver))
+		if p.Target.Driver != DriverDocker && p.Target.Driver != DriverKubernetes {
+			errs = append(errs, fmt.Errorf("via: engine is for the docker and kubernetes drivers, not %s", p.Target.Driver))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("via: %q, want process or engine", p.Via))
@@ -89,7 +98,7 @@ func NewKill(name string, p KillParams, rng *rand.Rand, opts ...Option) (*Kill, 
 		return nil, fmt.Errorf("%s %q: %w", TypeKill, name, err)
 	}
 	sig, _ := ParseSignal(p.Signal)
-	act := Action{Kind: ActionKill, Signal: SignalName(sig), Via: p.Via, Timeout: p.Timeout}
+	act := Action{Kind: ActionKill, Signal: SignalName(sig), Via: p.Via, Image: p.Image, Timeout: p.Timeout}
 	return &Kill{f: newFault(TypeKill, name, p.Params, act, rng, opts)}, nil
 }
 

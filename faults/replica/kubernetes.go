@@ -180,6 +180,11 @@ type PodSpec struct {
 	// Action is kill or stop; GraceSeconds the deletion's grace.
 	Action       string `json:"action"`
 	GraceSeconds int64  `json:"grace_seconds"`
+	// InPlace is set for a kill of the pod's containers (not a deletion):
+	// the pod itself may come back Ready, once its containers' restart
+	// count is above RestartsBefore.
+	InPlace        bool  `json:"in_place,omitempty"`
+	RestartsBefore int32 `json:"restarts_before,omitempty"`
 	// Timeout bounds the wait (DefaultBackTimeout when zero).
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
@@ -201,10 +206,14 @@ type RolloutSpec struct {
 }
 
 // Apply acts on the pod t. A kill or stop is journaled as a
-// KindPodAwaitReady spec first, then the pod is deleted (grace 0 for a
-// kill, the action's grace rounded up to whole seconds for a stop) on the
-// condition that it is still the pod listed (its uid); Undo waits until its
-// controller has as many pods Ready as before. A restart is journaled as a
+// KindPodAwaitReady spec first. A kill (via process, the default) sends
+// SIGKILL to the processes of the pod's containers from a pod on its node
+// (killContainers); the kubelet restarts them. A stop, or a kill via
+// engine, deletes the pod (grace 0 for a kill, which the kubelet turns
+// into SIGTERM and its minimum grace of 2 s; the action's grace rounded up
+// to whole seconds for a stop) on the condition that it is still the pod
+// listed (its uid); Undo waits until its controller has as many pods
+// Ready as before. A restart is journaled as a
 // KindRolloutAwait spec, then the pod's Deployment, StatefulSet or
 // DaemonSet gets a new restartedAt annotation in its pod template; Undo
 // waits for the rollout to complete. Pause is not possible: a pod cannot be
@@ -218,7 +227,12 @@ func (k *Kubernetes) Apply(ctx context.Context, log faults.RevertLog, t Target, 
 		return nil, err
 	}
 	switch a.Kind {
-	case ActionKill, ActionStop:
+	case ActionKill:
+		if a.Via == ViaEngine {
+			return k.deletePod(ctx, cl, log, t, a)
+		}
+		return k.killContainers(ctx, cl, log, t, a)
+	case ActionStop:
 		return k.deletePod(ctx, cl, log, t, a)
 	case ActionRestart:
 		return k.restart(ctx, cl, log, t, a)

@@ -68,7 +68,12 @@ func awaitReady(ctx context.Context, cl *kube.Cluster, s PodSpec) error {
 	others := func(pods []*corev1.Pod) int {
 		n := 0
 		for _, p := range pods {
-			if kube.PodReady(p) && string(p.UID) != s.Pod.UID {
+			if !kube.PodReady(p) {
+				continue
+			}
+			// A pod whose containers were killed counts once the kubelet
+			// has restarted them.
+			if string(p.UID) != s.Pod.UID || s.InPlace && restarts(p) > s.RestartsBefore {
 				n++
 			}
 		}

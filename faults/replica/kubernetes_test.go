@@ -70,7 +70,7 @@ func readyUIDs(pods []*corev1.Pod) []string {
 // deleted; a namespace label opts in every pod of it.
 func TestKubernetesRefusesPodsNotOptedIn(t *testing.T) {
 	f := newKubeFixture(t, false)
-	k, err := NewKill("kill", KillParams{Params: Params{Target: f.target()}}, testRand(1))
+	k, err := NewKill("kill", KillParams{Params: Params{Target: f.target()}, Via: ViaEngine}, testRand(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestKubernetesKillWaitsForReplacement(t *testing.T) {
 	}
 
 	var applied []string
-	k, err := NewKill("kill", KillParams{Params: Params{Target: f.target(), Select: faults.Selection{Mode: faults.SelectOne, MinAvailable: 2}}},
+	k, err := NewKill("kill", KillParams{Params: Params{Target: f.target(), Select: faults.Selection{Mode: faults.SelectOne, MinAvailable: 2}}, Via: ViaEngine},
 		testRand(1), OnApplied(func(tg Target) { applied = append(applied, tg.ID) }))
 	if err != nil {
 		t.Fatal(err)

@@ -135,6 +135,9 @@ type Action struct {
 	Signal string
 	// Via is ViaProcess or ViaEngine (kill).
 	Via string
+	// Image is the llmchaos image of a kill's signal pod (kubernetes
+	// driver, via process; "": $LLMCHAOS_IMAGE).
+	Image string
 	// Grace is how long stop and restart wait after SIGTERM before SIGKILL.
 	Grace time.Duration
 	// Timeout bounds how long restart waits for the replica to be started

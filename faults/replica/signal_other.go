@@ -15,3 +15,6 @@ func ParseSignal(string) (syscall.Signal, error) {
 
 // SignalName returns the number of sig.
 func SignalName(sig syscall.Signal) string { return strconv.Itoa(int(sig)) }
+
+// SignalPID needs a Unix system.
+func SignalPID(int, syscall.Signal) error { return errors.New("signals need a Unix system") }

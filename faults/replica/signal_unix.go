@@ -3,6 +3,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,4 +38,12 @@ func SignalName(sig syscall.Signal) string {
 		return n
 	}
 	return strconv.Itoa(int(sig))
+}
+
+// SignalPID sends sig to pid; a process already gone is not an error.
+func SignalPID(pid int, sig syscall.Signal) error {
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
 }

@@ -112,6 +112,12 @@ func Main(m *testing.M) {
 // code instead of exiting.
 func Run(m *testing.M) int {
 	code := m.Run()
+	if err := stopSharedNode(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	if err := stopShared(code == 0); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {

@@ -33,9 +33,13 @@ type Workload struct {
 	// Service creates a Service selecting the pods, port Port to target
 	// port http.
 	Service bool
-	// Node, when set, is the node the pods run on (a LoopbackNode's),
-	// instead of any of the shared kwok nodes.
+	// Node, when set, is the node the pods run on (a LoopbackNode's, the
+	// real Node's), instead of any of the shared kwok nodes.
 	Node string
+	// Container, when set, is the pods' container (a real node runs it);
+	// its port named http is added. Default: llmchaos:dev, which kwok's
+	// pods never run.
+	Container *corev1.Container
 }
 
 // Selector returns the label selector of w's pods.
@@ -70,11 +74,7 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 				Spec: corev1.PodSpec{
 					NodeSelector: nodeSelector,
 					Tolerations:  tolerations,
-					Containers: []corev1.Container{{
-						Name:  "sim",
-						Image: "llmchaos:dev",
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: w.Port}},
-					}},
+					Containers:   []corev1.Container{container(w)},
 				},
 			},
 		},
@@ -107,6 +107,30 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 		t.Fatalf("k8stest: deployment %s/%s: %v", ns, w.Name, err)
 	}
 	return pods
+}
+
+// container is the container of w's pods.
+func container(w Workload) corev1.Container {
+	c := corev1.Container{Name: "sim", Image: "llmchaos:dev"}
+	if w.Container != nil {
+		c = *w.Container.DeepCopy()
+	}
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: w.Port})
+	return c
+}
+
+// SimContainer is a container that runs `llmchaos sim` of the node's image
+// on port 8000, Ready once /health answers: a serving replica on the real
+// node. args are more flags of sim.
+func (n *Node) SimContainer(args ...string) *corev1.Container {
+	return &corev1.Container{
+		Name: "sim", Image: n.Image, ImagePullPolicy: corev1.PullNever,
+		Args: append([]string{"sim", "--listen", "0.0.0.0:8000"}, args...),
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8000)}},
+			PeriodSeconds: 1, FailureThreshold: 1,
+		},
+	}
 }
 
 // LabelNamespace sets label key=value on namespace ns.
