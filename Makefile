@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short test-k8s k8s-controlplane lint bench image clean
+.PHONY: build test test-short test-k8s k8s-controlplane lint bench soak-quickstart image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -47,6 +47,15 @@ lint:
 # bench runs every benchmark once; each prints its figures (b.ReportMetric and log lines).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v ./... 2>&1 | grep -Ev '^(=== RUN|--- PASS|PASS$$|ok |\?)'
+
+# soak-quickstart runs the README's first command, the quickstart, SOAK_N
+# times (about 2 minutes each) and counts the passes: it fails below 19 in
+# 20. make test runs its short variant (cmd/llmchaos
+# TestRunShortQuickstartEndToEnd and the nightly-short suite), which must
+# pass every time.
+SOAK_N ?= 20
+soak-quickstart: build
+	BIN=$(BIN) scripts/soak-quickstart.sh $(SOAK_N)
 
 # image builds the FROM scratch image of the static binary; no base image is pulled.
 image: build

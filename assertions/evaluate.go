@@ -1,6 +1,7 @@
 package assertions
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func (o Outcome) Observed() string {
 	}
 	switch {
 	case m.Kind == KindDuration:
-		return v + "ms"
+		return FormatMs(o.Value, v)
 	case m.Kind == KindValue, m.Kind == KindCounter && agg == "rate":
 		return v + "/s"
 	}
@@ -231,4 +232,18 @@ func observe(src Source, t Threshold) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// FormatMs writes a duration given in milliseconds in the unit style of
+// every figure llmchaos prints: one second or more in seconds with two
+// decimals ("24.99s"), below in milliseconds, written as ms gives it
+// ("412.345ms"; "" for the default, three decimals at most).
+func FormatMs(v float64, ms string) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v/1000, 'f', 2, 64) + "s"
+	}
+	if ms == "" {
+		ms = strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 3, 64), "0"), ".")
+	}
+	return ms + "ms"
 }

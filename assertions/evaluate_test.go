@@ -47,8 +47,8 @@ func TestEvaluate(t *testing.T) {
 		{"ttft{phase:baseline}: med==200", 200, true, false, "200ms"},
 		{"ttft{phase:baseline}: p(75)<300", 300, false, false, "300ms"},
 		// All seven samples sorted: 100 200 300 400 500 1000 3000; p(99) is rank 7.
-		{"ttft: p(99)<2s", 3000, false, false, "3000ms"},
-		{"ttft{phase:fault,class:chat}: min>=1000", 1000, true, false, "1000ms"},
+		{"ttft: p(99)<2s", 3000, false, false, "3.00s"},
+		{"ttft{phase:fault,class:chat}: min>=1000", 1000, true, false, "1.00s"},
 		{"ttft{phase:fault}: count==3", 3, true, false, "3"},
 		{"ttft{class:completion}: max<0.5s", 500, false, false, "500ms"},
 		// No data: count is 0 and holds; any other aggregation fails.

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -56,14 +57,16 @@ func preflightRecords(ctx context.Context, p *plan, t spec.LLMTarget, urls []str
 	copts := client.Options{APIKeyEnv: t.APIKeyEnv, Headers: headerOf(t.Headers)}
 	p.spec.Workload.ClientTimeouts(&copts)
 	out := make([]report.ProbeRecord, 0, len(urls))
-	for _, u := range urls {
-		label := "pre-flight (" + u + ")"
+	for i, u := range urls {
+		// Named by the endpoint's place, as the steady state's probes: the
+		// URL, which may change from run to run, begins the detail.
+		label := fmt.Sprintf("pre-flight (endpoint %d)", i+1)
 		model := t.Model
 		if model == "" {
 			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			m, err := firstModel(ctx, hc, u, modelsHeader(t), p.spec.Target.ModelKey())
 			if err != nil {
-				out = append(out, report.ProbeRecord{Probe: label, Detail: err.Error()})
+				out = append(out, report.ProbeRecord{Probe: label, Detail: u + ": " + err.Error()})
 				continue
 			}
 			model = m
@@ -71,11 +74,11 @@ func preflightRecords(ctx context.Context, p *plan, t spec.LLMTarget, urls []str
 		warns, err := load.Preflight(ctx, load.PreflightConfig{Targets: []string{u}, Model: model, Chat: p.wc.API != workload.APICompletions, Client: copts})
 		switch {
 		case err != nil:
-			out = append(out, report.ProbeRecord{Probe: label, Detail: err.Error()})
+			out = append(out, report.ProbeRecord{Probe: label, Detail: u + ": " + err.Error()})
 		case len(warns) > 0:
-			out = append(out, report.ProbeRecord{Probe: label, Detail: strings.Join(warns, "; ")})
+			out = append(out, report.ProbeRecord{Probe: label, Detail: u + ": " + strings.Join(warns, "; ")})
 		default:
-			out = append(out, report.ProbeRecord{Probe: label, OK: true, Detail: "model " + model + " answered"})
+			out = append(out, report.ProbeRecord{Probe: label, OK: true, Detail: u + ": model " + model + " answered"})
 		}
 	}
 	return out

@@ -51,7 +51,9 @@ type windowFunc func(from, to time.Duration) *recording.WindowStats
 // holds over it and, once the baseline is known (withBaseline), its TTFT
 // and E2E p99 are within the latency band of the baseline's; a window in
 // which no request finished is quiet: it is no evidence either way and is
-// skipped. The service has recovered at T when the window ending at T is
+// skipped, and so is one in which fewer than minRequests finished
+// (recovery.min_requests: too few for its p99 to be more than its slowest
+// request). The service has recovered at T when the window ending at T is
 // healthy and healthy windows go on, with no unhealthy one between, to one
 // ending at T+Hold or later.
 type recoveryJudge struct {
@@ -63,6 +65,9 @@ type recoveryJudge struct {
 	// are answered.
 	within assertions.Tags
 	slo    recording.SLO
+	// minRequests is recovery.min_requests: a window in which fewer
+	// requests finished is quiet (0 or 1: any finished request counts).
+	minRequests int
 	// band is recovery.latency_band: a window's TTFT and E2E p99 must be at
 	// most band times the baseline's (0: no latency criteria).
 	band float64
@@ -113,7 +118,7 @@ type windowVerdict struct {
 // judgeWindow judges the window ending at e.
 func (j recoveryJudge) judgeWindow(w windowFunc, e time.Duration) windowVerdict {
 	ws := w(e-j.window, e)
-	if ws == nil || ws.Counts.Finished() == 0 {
+	if ws == nil || ws.Counts.Finished() == 0 || ws.Counts.Finished() < int64(j.minRequests) {
 		return windowVerdict{quiet: true}
 	}
 	src := assertions.WindowSource{Window: ws, Within: j.within, SLO: j.slo}

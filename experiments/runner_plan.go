@@ -130,7 +130,7 @@ func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
 		recoveryThs, _ = assertions.Parse(DefaultRecoveryThreshold)
 	}
 	p.judge = recoveryJudge{
-		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand,
+		ths: recoveryThs, window: s.Recovery.Window.D(), hold: s.Recovery.Hold.D(), band: s.Recovery.LatencyBand, minRequests: s.Recovery.MinRequests,
 		within: assertions.Tags{Class: p.wc.Name}, slo: p.slo,
 	}
 	types := spec.FaultTypes()

@@ -77,25 +77,28 @@ func (s steadyState) thresholds() []assertions.Threshold {
 }
 
 // probeHTTP sends each HTTP probe to each endpoint (base URLs) and returns
-// one record per probe and endpoint.
+// one record per probe and endpoint. A probe of {{target}} is named after
+// the endpoint's place in the target's list, "(endpoint 2)", and its URL
+// begins the detail: the name stays the same from run to run (a simulator
+// or proxy port changes each time), so that CI's per-test history of the
+// JUnit testcases made of it holds.
 func (s steadyState) probeHTTP(ctx context.Context, hc *http.Client, endpoints []string) []report.ProbeRecord {
 	var out []report.ProbeRecord
 	for _, p := range s.http {
-		urls := []string{p.probe.URL}
-		if strings.Contains(p.probe.URL, spec.TemplateTarget) {
-			urls = urls[:0]
-			for _, e := range endpoints {
-				u, err := p.probe.ExpandURL(e)
-				if err != nil {
-					out = append(out, report.ProbeRecord{Probe: p.label, OK: false, Detail: err.Error()})
-					continue
-				}
-				urls = append(urls, u)
-			}
+		if !strings.Contains(p.probe.URL, spec.TemplateTarget) {
+			ok, detail := httpProbe(ctx, hc, p.probe, p.probe.URL)
+			out = append(out, report.ProbeRecord{Probe: p.label, OK: ok, Detail: detail})
+			continue
 		}
-		for _, u := range urls {
+		for i, e := range endpoints {
+			name := fmt.Sprintf("%s (endpoint %d)", p.label, i+1)
+			u, err := p.probe.ExpandURL(e)
+			if err != nil {
+				out = append(out, report.ProbeRecord{Probe: name, OK: false, Detail: err.Error()})
+				continue
+			}
 			ok, detail := httpProbe(ctx, hc, p.probe, u)
-			out = append(out, report.ProbeRecord{Probe: p.label + " (" + u + ")", OK: ok, Detail: detail})
+			out = append(out, report.ProbeRecord{Probe: name, OK: ok, Detail: u + ": " + detail})
 		}
 	}
 	return out

@@ -299,7 +299,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/stream", s.hub.serveStream)
 	s.mux.HandleFunc("POST /api/end", s.end)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API path: "+r.Method+" "+r.URL.Path+" (see the package documentation of gameday, or the README's Game days section)", nil)
+		writeError(w, http.StatusNotFound, "no such API path: "+r.Method+" "+r.URL.Path+" (see the package documentation of gameday, or docs/gameday.md)", nil)
 	})
 }
 

@@ -124,6 +124,16 @@ func (r *Result) Regressions() []Finding {
 	return out
 }
 
+// ReportRegressions are r's regressions as the report records them when
+// they fail the run (report.Document.MarkRegressed).
+func (r *Result) ReportRegressions() []report.Regression {
+	var out []report.Regression
+	for _, f := range r.Regressions() {
+		out = append(out, report.Regression{Figure: f.Name(), Unit: f.Unit, Value: f.Value, Median: f.Median, Reason: f.Reason})
+	}
+	return out
+}
+
 // Check compares a run with its history: the latest opts.Runs runs of the
 // store with the same spec hash and target that started before it and were
 // not aborted (run, when already recorded, left out). For each phase (and

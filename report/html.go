@@ -226,6 +226,12 @@ func (v *htmlView) verdict(d *Document) {
 	case VerdictFail:
 		v.VerdictClass, v.VerdictWord = "fail", "FAIL"
 		v.VerdictDetail = fmt.Sprintf("%d of %s failed", failed, plural(n, "threshold"))
+		if d.MarkedFailed != "" {
+			v.VerdictDetail = "marked failed by the script: " + d.MarkedFailed + "; " + v.VerdictDetail
+		}
+		if len(d.Regressions) > 0 {
+			v.VerdictDetail = "regressed against the history: " + d.RegressionNames() + "; " + v.VerdictDetail
+		}
 	case VerdictAborted:
 		// The cause, as the terminal summary and JUnit say it: "aborted
 		// by signal SIGINT"; an older report without one reads "aborted
@@ -242,6 +248,9 @@ func (v *htmlView) verdict(d *Document) {
 	}
 	if d.Score != nil {
 		v.VerdictDetail += "; resilience score " + d.Score.String()
+	}
+	for _, r := range d.Regressions {
+		v.Alerts = append(v.Alerts, "regressed against the history (--fail-on-regression): "+r.String()+" ("+r.Reason+")")
 	}
 	if d.Requests.Lost != 0 {
 		v.Alerts = append(v.Alerts, fmt.Sprintf("%d requests were lost (sent but never came back as a result): this must be 0", d.Requests.Lost))

@@ -53,6 +53,10 @@ type Document struct {
 	// the run went on to its end and failed (k6's exit code 110). It holds
 	// the reason the first call gave ("test marked as failed" when none).
 	MarkedFailed string `json:"marked_failed,omitempty"`
+	// Regressions are the figures that regressed against the run history
+	// when the run was checked with --fail-on-regression: each fails the
+	// run (MarkRegressed). Absent when there was none, or no such check.
+	Regressions []Regression `json:"regressions,omitempty"`
 	// Score is the run's resilience score (ComputeScore), set by the
 	// command that ran the experiment; absent for a plain load and in
 	// reports of earlier versions.

@@ -14,7 +14,9 @@ import (
 // one <testcase> per threshold expression. A failed threshold carries a
 // <failure> whose message and text give the observed value; an aborted run
 // (a stop condition, a signal, ...) adds a testcase "run not aborted" with an
-// <error> that names the cause.
+// <error> that names the cause; a figure that regressed against the run
+// history (--fail-on-regression) adds a failing testcase of classname
+// "regression" named after the figure.
 
 // junitSuiteName is the testsuite's name: the run's name, or "llmchaos".
 func junitSuiteName(d *Document) string {
@@ -53,6 +55,10 @@ func WriteJUnit(w io.Writer, d *Document) error {
 		}
 		s.Cases = append(s.Cases, c)
 	}
+	for _, r := range d.Regressions {
+		s.Cases = append(s.Cases, JUnitRegressionCase(r))
+		s.Failures++
+	}
 	if d.Verdict == VerdictAborted {
 		s.Cases = append(s.Cases, junit.Case{
 			Classname: "llmchaos", Name: "run not aborted", Time: dur,
@@ -76,6 +82,18 @@ func JUnitThresholdFailure(th ThresholdResult) *junit.Problem {
 		Type:    "threshold",
 		Text:    fmt.Sprintf("threshold %s: %s failed\nobserved: %s\n", th.Key(), th.Expr, obs),
 	}
+}
+
+// JUnitRegressionCase is the failing testcase of a figure that regressed
+// against the run history (--fail-on-regression): classname "regression",
+// name the figure, so that CI's per-test history follows each figure. A
+// run's and a suite's JUnit share it.
+func JUnitRegressionCase(r Regression) junit.Case {
+	return junit.Case{Classname: "regression", Name: r.Figure, Time: "0", Failure: &junit.Problem{
+		Message: r.String(),
+		Type:    "regression",
+		Text:    fmt.Sprintf("regressed against the history (--fail-on-regression): %s\n%s\n", r.String(), r.Reason),
+	}}
 }
 
 // JUnitScoreProperties are the JUnit properties of a resilience score:

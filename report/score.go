@@ -11,7 +11,7 @@ import (
 // The resilience score: one number from 0 to 100 per experiment run, and
 // per suite, so that a night's runs can be compared with the last ones
 // even when every threshold held (or when some failed). ComputeScore is
-// the one place it is computed; the README's "Resilience score" section
+// the one place it is computed; the "Resilience score" section of docs/suites.md
 // explains it.
 //
 // An experiment's score is the weighted mean of the components it has,

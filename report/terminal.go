@@ -8,11 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+
+	"github.com/llmchaos/llmchaos/assertions"
 )
 
 // WriteText writes the terminal summary of d with the default options
@@ -96,8 +97,15 @@ func paint(s, c string, on bool) string {
 	return c + s + ansiReset
 }
 
+// writeHeader writes the summary's first line, named after the command
+// whose run it is: "llmchaos run" for an experiment or a script,
+// "llmchaos load" for a plain load.
 func writeHeader(b *strings.Builder, d *Document) {
-	b.WriteString("llmchaos run")
+	cmd := "llmchaos load"
+	if _, script := d.Config["script"]; script || d.Experiment != nil {
+		cmd = "llmchaos run"
+	}
+	b.WriteString(cmd)
 	if d.Name != "" {
 		b.WriteString(" " + strconv.Quote(d.Name))
 	}
@@ -216,9 +224,12 @@ func writeThroughput(b *strings.Builder, d *Document) {
 	}
 	b.WriteByte('\n')
 	t.write(b)
-	in, out := d.Metrics["input_tokens"], d.Metrics["output_tokens"]
-	fmt.Fprintf(b, "totals: %d requests (%d ok), %.0f input tokens, %.0f output tokens in %s\n",
-		d.Requests.Scheduled, d.Requests.OK, math.Round(in.Mean*float64(in.Count)), math.Round(out.Mean*float64(out.Count)), fmtSeconds(d.DurationS))
+	// The token totals are the vLLM-format report's total_input_tokens and
+	// total_output_tokens (one source: the recorded counts of the ok
+	// requests).
+	in, out := d.tokenTotals()
+	fmt.Fprintf(b, "totals: %d requests (%d ok), %d input tokens, %d output tokens of the ok requests in %s\n",
+		d.Requests.Scheduled, d.Requests.OK, in, out, fmtSeconds(d.DurationS))
 	if d.ClientSaturated {
 		fmt.Fprintf(b, "client saturated: %s; the load generator fell behind its schedule and these figures understate the load asked for\n", d.ClientSaturatedReason)
 	}
@@ -317,11 +328,15 @@ func verdictLine(d *Document, failed int, color bool) string {
 	case VerdictNone:
 		return "verdict: no thresholds — no verdict\n"
 	case VerdictFail:
+		var why []string
 		if d.MarkedFailed != "" {
-			return fmt.Sprintf("verdict: %s (marked failed by the script: %s; %d of %s failed)\n",
-				paint("FAIL", ansiRed, color), d.MarkedFailed, failed, plural(n, "threshold"))
+			why = append(why, "marked failed by the script: "+d.MarkedFailed)
 		}
-		return fmt.Sprintf("verdict: %s (%d of %s failed)\n", paint("FAIL", ansiRed, color), failed, plural(n, "threshold"))
+		if len(d.Regressions) > 0 {
+			why = append(why, "regressed against the history: "+d.RegressionNames())
+		}
+		why = append(why, fmt.Sprintf("%d of %s failed", failed, plural(n, "threshold")))
+		return fmt.Sprintf("verdict: %s (%s)\n", paint("FAIL", ansiRed, color), strings.Join(why, "; "))
 	case VerdictAborted:
 		line := "verdict: " + paint("ABORTED", ansiYellow, color) + " by " + d.Abort.String()
 		if failed > 0 {
@@ -408,10 +423,8 @@ func fmtMs(v float64) string {
 		return strconv.FormatFloat(v, 'f', 2, 64) + "ms"
 	case a < 1000:
 		return strconv.FormatFloat(v, 'f', 1, 64) + "ms"
-	case a < 100_000:
-		return strconv.FormatFloat(v/1000, 'f', 2, 64) + "s"
 	}
-	return strconv.FormatFloat(v/1000, 'f', 0, 64) + "s"
+	return assertions.FormatMs(v, "") // "24.99s", as a threshold's observed value
 }
 
 // fmtTokens writes a token figure: integers as such, others with one decimal.
@@ -438,8 +451,5 @@ func fmtRate(v float64) string {
 // fmtPercent writes a share as a percentage with two decimals.
 func fmtPercent(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + "%" }
 
-// fmtSeconds writes a run duration: "4s", "1m30.5s".
-func fmtSeconds(s float64) string {
-	d := time.Duration(math.Round(s*1e3)) * time.Millisecond
-	return d.String()
-}
+// fmtSeconds writes a run duration: "4.00s", "90.50s".
+func fmtSeconds(s float64) string { return fmtMs(s * 1000) }

@@ -31,8 +31,21 @@ func writeBreakdowns(b *strings.Builder, d *Document) {
 	}
 	writeBreakdown(b, sum, "by endpoint", rows)
 	rows = nil
+	// One row per phase and fault ("fault slow-net", "recovery slow-net"):
+	// a phase that comes back (after, between faults) is one row, and the
+	// fault and recovery rows of two faults are told apart.
+	seenPhase := map[recording.TagFilter]bool{}
 	for _, p := range d.Phases {
-		rows = append(rows, breakdownRow{p.Name, recording.TagFilter{Phase: p.Name}})
+		f := recording.TagFilter{Phase: p.Name, Fault: p.Fault}
+		if seenPhase[f] {
+			continue
+		}
+		seenPhase[f] = true
+		label := p.Name
+		if p.Fault != "" {
+			label += " " + p.Fault
+		}
+		rows = append(rows, breakdownRow{label, f})
 	}
 	writeBreakdown(b, sum, "by phase", rows)
 }

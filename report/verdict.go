@@ -2,8 +2,10 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -261,6 +263,57 @@ func (d *Document) MarkFailed(reason string) {
 	if d.Verdict != VerdictAborted {
 		d.Verdict = VerdictFail
 	}
+}
+
+// Regression is one figure that regressed against the run history (the
+// history package's check): its name with its phase or fault, "ttft
+// p99{phase:baseline}", its value in the run and the history's median,
+// in Unit ("ms", "s" or "ratio"), and the check's reason.
+type Regression struct {
+	Figure string  `json:"figure"`
+	Unit   string  `json:"unit"`
+	Value  float64 `json:"value"`
+	Median float64 `json:"median"`
+	Reason string  `json:"reason"`
+}
+
+// String is "ttft p99{phase:baseline} 812.300ms against a median of
+// 401.200ms".
+func (r Regression) String() string {
+	return fmt.Sprintf("%s %s against a median of %s", r.Figure, r.format(r.Value), r.format(r.Median))
+}
+
+func (r Regression) format(v float64) string {
+	switch r.Unit {
+	case "ms":
+		return fmtMs(v)
+	case "s":
+		return fmtMs(v * 1000)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// MarkRegressed records that the run regressed against its history on
+// figures rs (llmchaos run, load and suite with --fail-on-regression): a
+// run that was not aborted fails, and its verdict line, JUnit testcases
+// and HTML banner say so. Nothing changes when rs is empty.
+func (d *Document) MarkRegressed(rs []Regression) {
+	if len(rs) == 0 {
+		return
+	}
+	d.Regressions = append(d.Regressions, rs...)
+	if d.Verdict != VerdictAborted {
+		d.Verdict = VerdictFail
+	}
+}
+
+// RegressionNames lists d's regressed figures, "ttft p99{phase:fault}, ...".
+func (d *Document) RegressionNames() string {
+	names := make([]string, len(d.Regressions))
+	for i, r := range d.Regressions {
+		names[i] = r.Figure
+	}
+	return strings.Join(names, ", ")
 }
 
 // SavedThresholds parses the thresholds recorded in d back, in order.

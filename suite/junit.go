@@ -150,6 +150,11 @@ func experimentSuite(r *Record, e ExperimentRecord) junit.Suite {
 		}
 		add(c)
 	}
+	for _, rg := range e.Regressions {
+		c := report.JUnitRegressionCase(rg)
+		c.Name = "regression " + c.Name
+		add(c)
+	}
 	if e.Verdict == report.VerdictAborted {
 		cause := e.Abort.String()
 		add(junit.Case{Name: "run not aborted", Time: seconds(e.DurationS),

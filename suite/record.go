@@ -141,6 +141,9 @@ type ExperimentRecord struct {
 	Recovery    []report.RecoveryRecord  `json:"recovery,omitempty"`
 	SteadyState *report.SteadyState      `json:"steady_state,omitempty"`
 	Abort       *report.Abort            `json:"abort,omitempty"`
+	// Regressions are the figures that regressed against the run history
+	// under --fail-on-regression: each failed the experiment.
+	Regressions []report.Regression `json:"regressions,omitempty"`
 }
 
 // HealthRecord is the check that the target was healthy before an

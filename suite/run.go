@@ -22,12 +22,17 @@ import (
 const DefaultHealthInterval = 2 * time.Second
 
 // Recorder keeps the report of every experiment a suite runs: the run
-// history (package history) implements it. RecordRun is called once per
-// experiment that ran, in order, from the suite's goroutine, after the
-// experiment's run.json is written; labels say which suite run it belongs
-// to ("suite", "suite_file", "tags", and the Options' labels). An error is
-// a warning of the suite's: it does not change its outcome.
+// history (package history) implements it. For each experiment that ran,
+// in order, from the suite's goroutine, CheckRun is called once its
+// verdict is known and before its reports are written: it may fail the
+// run (report.Document.MarkRegressed: a regression against the history
+// under --fail-on-regression), which its status, exit code, reports and
+// the suite's JUnit and HTML then show. RecordRun is called after the
+// experiment's run.json is written. labels say which suite run it belongs
+// to ("suite", "suite_file", "tags", and the Options' labels). An error of
+// RecordRun is a warning of the suite's: it does not change its outcome.
 type Recorder interface {
+	CheckRun(ctx context.Context, doc *report.Document, labels map[string]string)
 	RecordRun(ctx context.Context, doc *report.Document, labels map[string]string) error
 }
 
@@ -219,7 +224,21 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	doc := out.Doc
 	_, revertFailed := errors.AsType[*experiments.RevertError](err)
 	doc.Score = report.ComputeScore(doc, revertFailed)
-	e.Verdict, e.Score, e.Abort = doc.Verdict, doc.Score, doc.Abort
+	labels := map[string]string{"suite": r.p.Name, "tags": strings.Join(it.Tags, ",")}
+	if it.Suite != "" {
+		labels["suite_file"] = it.Suite
+	}
+	for k, v := range r.opts.Labels {
+		labels[k] = v
+	}
+	if rec := r.opts.Recorder; rec != nil {
+		rec.CheckRun(context.WithoutCancel(ctx), doc, labels)
+		if len(doc.Regressions) > 0 {
+			status, code, reason = classify(out, err)
+			e.Status, e.ExitCode, e.Reason = status, intPtr(code), reason
+		}
+	}
+	e.Verdict, e.Score, e.Abort, e.Regressions = doc.Verdict, doc.Score, doc.Abort, doc.Regressions
 	e.Thresholds, e.Faults, e.Recovery, e.SteadyState = doc.Thresholds, doc.Faults, doc.Recovery, doc.SteadyState
 	var werrs []error
 	if werr := os.MkdirAll(dir, 0o755); werr != nil {
@@ -244,13 +263,6 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	}
 	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s; run directory %s\n", it.Name, status.Word(), doc.Score, dir)
 	if rec := r.opts.Recorder; rec != nil {
-		labels := map[string]string{"suite": r.p.Name, "tags": strings.Join(it.Tags, ",")}
-		if it.Suite != "" {
-			labels["suite_file"] = it.Suite
-		}
-		for k, v := range r.opts.Labels {
-			labels[k] = v
-		}
 		if rerr := rec.RecordRun(context.WithoutCancel(ctx), doc, labels); rerr != nil {
 			r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: record the run: %v", it.Name, rerr))
 			fmt.Fprintf(r.opts.Out, "warning: %s: record the run: %v\n", it.Name, rerr)
@@ -294,6 +306,9 @@ func classify(out *experiments.Outcome, err error) (Status, int, string) {
 // failedSummary names what failed in a run whose verdict is fail.
 func failedSummary(doc *report.Document) string {
 	var parts []string
+	if len(doc.Regressions) > 0 {
+		parts = append(parts, "regressed against the history (--fail-on-regression): "+doc.RegressionNames())
+	}
 	for _, t := range doc.Thresholds {
 		if !t.OK {
 			parts = append(parts, fmt.Sprintf("%s %s (observed %s)", t.Key(), t.Expr, t.Observed()))

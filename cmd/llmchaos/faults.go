@@ -16,7 +16,7 @@ is instantaneous (a kill: its owner brings the target back) or sustained
 
 faults TYPE shows the type's params (type, default, unit, whether required,
 what each does) and an example fault block to paste into an experiment.
-Both are generated from the fault families' own lists, as the README's
+Both are generated from the fault families' own lists, as docs/faults.md's
 fault reference and the JSON Schema are.`,
 		Example: `  llmchaos faults
   llmchaos faults replica.kill`,

@@ -128,79 +128,107 @@ func exitCodeOf(err error) int {
 	return exitcode.Internal
 }
 
-// finish ends a run with the history: it checks doc against the history's
-// comparable runs and prints what it found, records the run with its exit
-// code and labels, and returns the command's result: result unchanged, or
-// with --fail-on-regression exit 99 when the run regressed and would
-// otherwise have exited 0. A history that cannot be opened, read or
-// written is a warning on stderr, never a changed verdict. out gets the
-// check's lines (under --verbose one per figure judged; under --quiet
-// nothing but regressions, which then go to stderr).
-func (c historyConfig) finish(ctx context.Context, cmdName string, doc *report.Document, result error, text report.TextOptions, out, stderr io.Writer) error {
-	quiet := text.Quiet
+// historyCheck is a run checked against the history before its reports
+// are written (historyConfig.check); record then records it.
+type historyCheck struct {
+	c           historyConfig
+	cmdName     string
+	ctx         context.Context
+	cancel      context.CancelFunc
+	store       history.Store
+	doc         *report.Document
+	res         *history.Result
+	text        report.TextOptions
+	out, stderr io.Writer
+}
+
+// check opens the history and checks doc, whose verdict is final, against
+// its comparable runs, before doc's reports are written: with
+// --fail-on-regression a regression fails the run (doc.MarkRegressed), so
+// that the verdict line, JUnit, HTML and the exit code (99) all say it.
+// It returns nil when the history is not used; a history that cannot be
+// opened or read is a warning on stderr, never a changed verdict. The
+// caller ends it with record once the reports are written.
+func (c historyConfig) check(ctx context.Context, cmdName string, doc *report.Document, text report.TextOptions, out, stderr io.Writer) *historyCheck {
 	if !c.Enabled || doc == nil {
-		return result
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
-	defer cancel()
-	warn := func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
+	h := &historyCheck{c: c, cmdName: cmdName, ctx: ctx, cancel: cancel, doc: doc, text: text, out: out, stderr: stderr}
 	store, err := history.Open(ctx, c.Location)
 	if err != nil {
-		warn(fmt.Errorf("%w; the run was not recorded", err))
+		h.warn(fmt.Errorf("%w; the run was not recorded", err))
+		cancel()
+		return nil
+	}
+	h.store = store
+	res, err := history.Check(ctx, store, doc, nil, c.Check)
+	if err != nil {
+		h.warn(fmt.Errorf("regression check: %w", err))
+		return h
+	}
+	h.res = res
+	if c.FailOn && res.Note == "" && doc.Verdict != report.VerdictAborted {
+		doc.MarkRegressed(res.ReportRegressions())
+	}
+	return h
+}
+
+func (h *historyCheck) warn(err error) { fmt.Fprintf(h.stderr, "%s: warning: %v\n", h.cmdName, err) }
+
+// record ends a check: it prints what the check found (under --verbose
+// one line per figure judged; under --quiet nothing but regressions,
+// which then go to stderr), records the run with the exit code result
+// maps to and its labels, and returns result unchanged. A nil h (no
+// history) returns result.
+func (h *historyCheck) record(result error) error {
+	if h == nil {
 		return result
 	}
+	defer h.cancel()
 	defer func() {
-		if err := store.Close(); err != nil {
-			warn(err)
+		if err := h.store.Close(); err != nil {
+			h.warn(err)
 		}
 	}()
+	ctx, doc, quiet := h.ctx, h.doc, h.text.Quiet
 	labels := history.DefaultLabels(ctx, os.Getenv)
-	for k, v := range c.Labels {
+	for k, v := range h.c.Labels {
 		labels[k] = v
 	}
-	code := exitCodeOf(result)
-	run, err := history.FromDocument(doc, history.RecordOptions{ExitCode: code, Labels: labels})
+	run, err := history.FromDocument(doc, history.RecordOptions{ExitCode: exitCodeOf(result), Labels: labels})
 	if err != nil {
-		warn(fmt.Errorf("%w; the run was not recorded", err))
+		h.warn(fmt.Errorf("%w; the run was not recorded", err))
 		return result
 	}
-	res, err := history.Check(ctx, store, doc, run, c.Check)
-	switch {
-	case err != nil:
-		warn(fmt.Errorf("regression check: %w", err))
-	case quiet:
-		if len(res.Regressions()) > 0 {
-			_ = history.WriteResult(stderr, res, false)
-		}
-	default:
-		_ = history.WriteResult(out, res, text.Verbose)
-	}
-	if res != nil && res.Note == "" && len(res.Findings) > 0 {
-		regressed := len(res.Regressions()) > 0
-		run.Regressed = &regressed
-		if regressed && c.FailOn && code == exitcode.OK {
-			var names []string
-			for _, f := range res.Regressions() {
-				names = append(names, f.Name())
+	if res := h.res; res != nil {
+		if quiet {
+			if len(res.Regressions()) > 0 {
+				_ = history.WriteResult(h.stderr, res, false)
 			}
-			msg := fmt.Sprintf("regression against the history (--fail-on-regression): %s", strings.Join(names, ", "))
-			// execute prints no message for exit 99: say it here.
-			fmt.Fprintf(stderr, "%s: %s\n", cmdName, msg)
-			result = withCode(exitcode.Thresholds, errors.New(msg))
-			run.ExitCode = exitcode.Thresholds
+		} else {
+			_ = history.WriteResult(h.out, res, h.text.Verbose)
+		}
+		if res.Note == "" && len(res.Findings) > 0 {
+			regressed := len(res.Regressions()) > 0
+			run.Regressed = &regressed
 		}
 	}
-	id, err := store.Insert(ctx, run)
+	if len(doc.Regressions) > 0 {
+		// execute prints no message for exit 99: say it here.
+		fmt.Fprintf(h.stderr, "%s: regression against the history (--fail-on-regression): %s\n", h.cmdName, doc.RegressionNames())
+	}
+	id, err := h.store.Insert(ctx, run)
 	if err != nil {
-		warn(fmt.Errorf("%w; the run was not recorded", err))
+		h.warn(fmt.Errorf("%w; the run was not recorded", err))
 		return result
 	}
 	if !quiet {
-		where := c.Location
+		where := h.c.Location
 		if where == "" {
 			where = history.DefaultPath
 		}
-		fmt.Fprintf(out, "history: recorded as run %d in %s (llmchaos history show %d)\n", id, redactURL(where), id)
+		fmt.Fprintf(h.out, "history: recorded as run %d in %s (llmchaos history show %d)\n", id, redactURL(where), id)
 	}
 	return result
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
@@ -64,19 +65,67 @@ func TestLoadHistoryRegression(t *testing.T) {
 		}
 	}
 	simAdmin(t, url, token, "/admin/slowdown", `{"factor": 2}`)
-	code, stdout, stderr := run(t, args("--fail-on-regression", "--label", "version=1.1")...)
+	junitPath, htmlPath, jsonPath := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.html"), filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, args("--fail-on-regression", "--label", "version=1.1", "--junit", junitPath, "--html", htmlPath, "--out", jsonPath)...)
 	if code != exitcode.Thresholds {
 		t.Fatalf("slowed load with --fail-on-regression: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Thresholds, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "regression against the history (--fail-on-regression): ") || !strings.Contains(stderr, "ttft p50") {
 		t.Errorf("stderr does not say what regressed:\n%s", stderr)
 	}
-	if !strings.Contains(stdout, "REGRESSION") || !strings.Contains(stdout, "verdict: PASS") && !strings.Contains(stdout, "PASS") {
-		t.Errorf("stdout should show the passing verdict and the regression:\n%s", stdout)
+	// Every report agrees with the exit code: the verdict line, JUnit
+	// (a failing testcase per regressed figure), the HTML banner, run.json.
+	if !strings.Contains(stdout, "REGRESSION") || !strings.Contains(stdout, "verdict: FAIL (regressed against the history: ") || strings.Contains(stdout, "verdict: PASS") {
+		t.Errorf("stdout should show a failing verdict that names the regression:\n%s", stdout)
+	}
+	saved, err := report.Read(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Verdict != report.VerdictFail || len(saved.Regressions) == 0 {
+		t.Fatalf("run.json: verdict %q, regressions %+v", saved.Verdict, saved.Regressions)
+	}
+	jb, err := os.ReadFile(junitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ju struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Classname string    `xml:"classname,attr"`
+				Name      string    `xml:"name,attr"`
+				Failure   *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(jb, &ju); err != nil || len(ju.Suites) != 1 {
+		t.Fatalf("junit: %v\n%s", err, jb)
+	}
+	failing := map[string]bool{}
+	for _, c := range ju.Suites[0].Cases {
+		if c.Failure != nil && c.Classname == "regression" {
+			failing[c.Name] = true
+		}
+	}
+	for _, r := range saved.Regressions {
+		if !failing[r.Figure] {
+			t.Errorf("junit has no failing testcase for regressed %s:\n%s", r.Figure, jb)
+		}
+	}
+	if ju.Failures != len(saved.Regressions) {
+		t.Errorf("junit: %d failures, want %d (one per regressed figure)", ju.Failures, len(saved.Regressions))
+	}
+	hb, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(hb, []byte(`<title>FAIL`)) || !bytes.Contains(hb, []byte("regressed against the history")) {
+		t.Errorf("the HTML report's banner does not say FAIL and the regression")
 	}
 
 	code, stdout, stderr = run(t, "history", "--history", db)
-	if code != exitcode.OK || strings.Count(stdout, "\n") != 7 || !strings.Contains(stdout, "pass+regression") || !strings.Contains(stdout, "version=1.1") {
+	if code != exitcode.OK || strings.Count(stdout, "\n") != 7 || !strings.Contains(stdout, "fail+regression") || !strings.Contains(stdout, "version=1.1") {
 		t.Errorf("history: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, "history", "--history", db, "--format", "json", "--limit", "2")

@@ -194,7 +194,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 	fs.StringVar(&f.OnSaturation, "on-saturation", "", "open loop, at --max-in-flight: wait (queue; the wait is client_queue) or drop (a dropped result) (default wait)")
 	fs.DurationVar(&f.Duration, "duration", 0, "length of the schedule; in-flight requests then get --grace to finish")
 	fs.IntVar(&f.Requests, "requests", 0, "number of requests (sessions) to schedule; with --duration, whichever ends first")
-	fs.Int64Var(&f.Seed, "seed", 0, "seed of the schedule, the workload and request ids: the same seed repeats the schedule and prompts (default: a random seed, recorded in the report)")
+	fs.Var(seedFlag{&f.Seed}, "seed", "seed of the schedule, the workload and request ids: the same seed repeats the schedule and prompts (default: a random seed, recorded in the report)")
 	fs.StringVar(&f.Shard, "shard", "", "run part INDEX of the load split over COUNT processes, as INDEX/COUNT from 0/COUNT (e.g. a Kubernetes Indexed Job's $(JOB_COMPLETION_INDEX)/COUNT): every shard gets the same flags and --seed and sends arrivals k of the whole schedule with k mod COUNT = INDEX (a closed loop: its share of the virtual users); merge the reports with llmchaos merge")
 	fs.StringVar(&f.StartAt, "start-at", "", "start the schedule at this wall-clock instant, RFC 3339 (e.g. 2025-06-01T12:00:00Z), so that shards on several machines start together; waits for it after the pre-flight check (Ctrl-C ends the wait); now: at once")
 

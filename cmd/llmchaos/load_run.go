@@ -242,8 +242,11 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	}
 	// With --history the run is recorded whatever its exit (only
 	// --fail-on-regression may turn a pass into 99).
-	defer func() { result = cfg.History.finish(ctx, cmdName, doc, result, cfg.Summary, human, stderr) }()
-	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor))
+	var hc *historyCheck
+	defer func() { result = hc.record(result) }()
+	verdict := endRunOutputs(stdout, human, doc, cfg.Thresholds, abort != nil, cfg.Outputs, withColor(cfg.Summary, human, cfg.NoColor), func() {
+		hc = cfg.History.check(ctx, cmdName, doc, cfg.Summary, human, stderr)
+	})
 	if _, ok := errors.AsType[*exitError](verdict); !ok && verdict != nil {
 		errs = append(errs, verdict) // a report that could not be written
 		verdict = nil

@@ -39,7 +39,20 @@ func main() {
 	// report, reverts its faults and exits exitcode.Aborted; a terminal closed
 	// under it (SIGHUP) or Ctrl-\ (SIGQUIT) loses nothing either.
 	ctx, stop := notifySignals(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// stderr's lines are folded to maxWidth when it is not a terminal (a
+	// CI log, a pipe: a terminal wraps them itself, and the live progress
+	// line rewrites itself there); stdout is left as written (it may carry
+	// a report: --out -), and its summaries fit already.
+	var stderr io.Writer = os.Stderr
+	var fw *foldWriter
+	if !isTerminal(os.Stderr) {
+		fw = newFoldWriter(os.Stderr, maxWidth)
+		stderr = fw
+	}
+	code := execute(ctx, os.Args[1:], os.Stdout, stderr)
+	if fw != nil {
+		_ = fw.Flush()
+	}
 	stop()
 	os.Exit(code)
 }

@@ -10,14 +10,14 @@ import (
 )
 
 // newMetricsCmd is `llmchaos metrics`: the metric table, generated from
-// metrics.Builtin so that help and README cannot drift from the code.
+// metrics.Builtin so that help and docs/metrics.md cannot drift from the code.
 func newMetricsCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "metrics",
 		Short: "Print every built-in metric: name, kind, unit, description",
 		Long: "Print every built-in metric that thresholds, reports and the Prometheus exporter know.\n" +
-			"--format markdown prints the README's metric reference.",
+			"--format markdown prints docs/metrics.md's metric reference.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return writeMetrics(cmd.OutOrStdout(), format)

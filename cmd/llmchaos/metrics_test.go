@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-var updateReadme = flag.Bool("update", false, "rewrite the README's generated metric reference")
+var updateReadme = flag.Bool("update", false, "rewrite the generated metric reference in docs/metrics.md")
 
-// TestReadmeMetricsMatchTable fails when the README's metric reference
+// TestReadmeMetricsMatchTable fails when docs/metrics.md's metric reference
 // differs from `llmchaos metrics --format markdown`; -update rewrites it.
 func TestReadmeMetricsMatchTable(t *testing.T) {
-	const path, begin, end = "../../README.md", "<!-- metrics:begin -->\n", "<!-- metrics:end -->"
+	const path, begin, end = "../../docs/metrics.md", "<!-- metrics:begin -->\n", "<!-- metrics:end -->"
 	var gen bytes.Buffer
 	if err := writeMetrics(&gen, "markdown"); err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestReadmeMetricsMatchTable(t *testing.T) {
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md: want the markers %q and %q", strings.TrimSpace(begin), end)
+		t.Fatalf("docs/metrics.md: want the markers %q and %q", strings.TrimSpace(begin), end)
 	}
 	got, want := s[i+len(begin):j], gen.String()
 	if got == want {
@@ -37,7 +37,7 @@ func TestReadmeMetricsMatchTable(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md metric reference differs from the metric table; run go test ./cmd/llmchaos -run TestReadmeMetricsMatchTable -update\ngot:\n%s\nwant:\n%s", got, want)
+	t.Errorf("docs/metrics.md metric reference differs from the metric table; run go test ./cmd/llmchaos -run TestReadmeMetricsMatchTable -update\ngot:\n%s\nwant:\n%s", got, want)
 }
 
 func TestMetricsCommand(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -107,3 +109,21 @@ func isAlarm(line string) bool {
 	}
 	return false
 }
+
+// seedFlag is --seed of the commands whose seed is an int64 (load, sim)
+// read as every --seed is (run, suite, gameday, compare): an unsigned
+// 64-bit number, its bits kept.
+type seedFlag struct{ p *int64 }
+
+func (f seedFlag) String() string { return strconv.FormatUint(uint64(*f.p), 10) }
+
+func (f seedFlag) Set(s string) error {
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a whole number from 0 to %d", uint64(math.MaxUint64))
+	}
+	*f.p = int64(u)
+	return nil
+}
+
+func (seedFlag) Type() string { return "uint64" }

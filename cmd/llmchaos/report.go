@@ -82,12 +82,17 @@ func (v *verdictFlags) parse() ([]assertions.Threshold, recording.SLO, error) {
 }
 
 // endRunOutputs closes a run's report: it evaluates ths on doc (recording
-// the outcomes and the verdict in it), writes each output (report.Formats'
+// the outcomes and the verdict in it), calls judged, if not nil, with the
+// verdict known (the history's regression check may fail the run there),
+// writes each output (report.Formats'
 // rows; a path of "-" is stdout), then the terminal summary to summary as
 // text says, and returns the verdict as the command's exit (verdictError).
 // A write error wins over the verdict (exit 1).
-func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output, text report.TextOptions) error {
+func endRunOutputs(stdout, summary io.Writer, doc *report.Document, ths []assertions.Threshold, aborted bool, outs []report.Output, text report.TextOptions, judged func()) error {
 	doc.Evaluate(ths, aborted)
+	if judged != nil {
+		judged()
+	}
 	err := report.WriteOutputs(stdout, outs, doc)
 	if err = errors.Join(err, report.WriteTextWith(summary, doc, text)); err != nil {
 		return err
@@ -112,6 +117,9 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func verdictError(d *report.Document) error {
 	switch d.Verdict {
 	case report.VerdictFail:
+		if len(d.Regressions) > 0 {
+			return withCode(exitcode.Thresholds, errors.New("regressed against the history (--fail-on-regression): "+d.RegressionNames()))
+		}
 		return withCode(exitcode.Thresholds, errors.New("thresholds failed"))
 	case report.VerdictAborted:
 		return withCode(exitcode.Aborted, errors.New("run aborted by "+d.Abort.String()))

@@ -199,7 +199,7 @@ func TestEndRun(t *testing.T) {
 			}
 			jsonPath := filepath.Join(t.TempDir(), "run.json")
 			var out bytes.Buffer
-			err = endRunOutputs(&out, &out, saved, ths, tt.aborted, []report.Output{{Format: report.FormatJSON, Path: jsonPath}, {Format: report.FormatJUnit, Path: v.JUnit}}, report.TextOptions{})
+			err = endRunOutputs(&out, &out, saved, ths, tt.aborted, []report.Output{{Format: report.FormatJSON, Path: jsonPath}, {Format: report.FormatJUnit, Path: v.JUnit}}, report.TextOptions{}, nil)
 			if got := exitCode(err); got != tt.code {
 				t.Errorf("exit %d (%v), want %d", got, err, tt.code)
 			}

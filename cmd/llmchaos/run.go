@@ -78,8 +78,8 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run an experiment, or a k6-style script (FILE.js or FILE.ts): load, faults on a timeline, steady state, thresholds, verdict",
-		Long: `run executes an experiment file (see llmchaos validate and the README's
-"Experiments" section): it starts the built-in simulator for target.sim, puts
+		Long: `run executes an experiment file (see llmchaos validate and docs/experiments.md,
+the "Experiments" page): it starts the built-in simulator for target.sim, puts
 fault proxies in front of the endpoints when proxy faults need them, checks
 the steady state, drives the load, injects and reverts each fault on the run
 clock, aborts on a failing stop condition, checks the steady state again,
@@ -272,8 +272,10 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	_, revertFailed := errors.AsType[*experiments.RevertError](runErr)
 	doc.Score = report.ComputeScore(doc, revertFailed)
 	// Whatever the run's exit, it is recorded; only --fail-on-regression
-	// may turn a pass into 99 (a history failure is a warning).
-	defer func() { result = c.History.finish(ctx, "llmchaos run", doc, result, c.Summary, stdout, stderr) }()
+	// may turn a pass into a failure, 99, which every report then shows (a
+	// history failure is a warning).
+	hc := c.History.check(ctx, "llmchaos run", doc, c.Summary, stdout, stderr)
+	defer func() { result = hc.record(result) }()
 	var errs []error
 	outs := []report.Output{{Format: report.FormatJSON, Path: filepath.Join(out.RunDir, "run.json")}}
 	if c.JUnit != "" {

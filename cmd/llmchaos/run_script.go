@@ -183,6 +183,8 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		return nil
 	}
 
+	var hc *historyCheck
+	cfg.Judged = func(doc *report.Document) { hc = c.History.check(ctx, "llmchaos run", doc, c.Summary, stdout, stderr) }
 	doc, runErr := script.Run(ctx, cfg)
 	if cfg.SaveRequests != nil {
 		err := cfg.SaveRequests.Flush()
@@ -202,7 +204,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	case errors.Is(runErr, errPreflightInterrupted):
 		fmt.Fprintf(stderr, "%s: %v\n", scriptCmd, runErr) // execute does not print an abort's error
 	}
-	return c.History.finish(ctx, "llmchaos run", doc, scriptResult(doc, runErr), c.Summary, stdout, stderr)
+	return hc.record(scriptResult(doc, runErr))
 }
 
 // scriptDryRun prints what the script would run (scenarios, thresholds,

@@ -93,9 +93,11 @@ func TestRunShortQuickstartEndToEnd(t *testing.T) {
 	}
 	runDir := filepath.Join(dir, "run")
 	junit, html := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.html")
-	cmd := exec.Command(bin, "run", file, "--out", runDir, "--junit", junit, "--html", html, "--progress", "0")
+	cmd := exec.Command(bin, "run", file, "--out", runDir, "--junit", junit, "--html", html, "--progress", "2s", "-v")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
+	checkWidth(t, "run -v", string(out))
+	checkUnits(t, "run -v", string(out))
 	code := 0
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
@@ -105,7 +107,8 @@ func TestRunShortQuickstartEndToEnd(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit code %d, want %d:\n%s", code, exitcode.OK, out)
 	}
-	for _, want := range []string{"timeline (seconds of run clock)", "verdict: PASS", "injected slow-net", "reverted stalls"} {
+	for _, want := range []string{"timeline (seconds of run clock)", "verdict: PASS", "injected slow-net", "reverted stalls", "\nllmchaos run \"quickstart-short\"",
+		"  fault slow-net ", "  recovery slow-net ", "  fault stalls ", "  recovery stalls "} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -89,7 +89,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.StringVar(&e.Latency, "latency", e.Latency, "latency model: profile (Llama-3-8B on one H200) or constant (--ttft, --itl)")
 	fs.DurationVar(&e.TTFT, "ttft", e.TTFT, "constant latency: time to first token when nothing queues")
 	fs.DurationVar(&e.ITL, "itl", e.ITL, "constant latency: time between tokens")
-	fs.Int64Var(&e.Seed, "seed", e.Seed, "seed of output text and lengths")
+	fs.Var(seedFlag{&e.Seed}, "seed", "seed of output text and lengths")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most sequences running at once")
 	fs.IntVar(&e.MaxWaiting, "max-waiting", e.MaxWaiting, "waiting queue bound; a full queue answers 429")
 	fs.IntVar(&e.MaxModelLen, "max-model-len", e.MaxModelLen, "prompt + max_tokens above this answers 400")
@@ -361,7 +361,7 @@ func childArgs(o simOptions, s supervisor.Slot) []string {
 		"--latency", e.Latency,
 		"--ttft", e.TTFT.String(),
 		"--itl", e.ITL.String(),
-		"--seed", strconv.FormatInt(e.Seed, 10),
+		"--seed", strconv.FormatUint(uint64(e.Seed), 10),
 		"--max-num-seqs", strconv.Itoa(e.MaxNumSeqs),
 		"--max-waiting", strconv.Itoa(e.MaxWaiting),
 		"--max-model-len", strconv.Itoa(e.MaxModelLen),

@@ -62,7 +62,7 @@ func newSuiteCmd() *cobra.Command {
 		Short: "Run a resilience suite: experiments one after another, one JUnit file, one HTML index, one exit code",
 		Long: `suite runs experiments one after another, as llmchaos run runs one: every
 experiment file of a directory (*.yaml, sorted; suite files in it left out),
-experiment files, or suite files (kind: Suite, see the README's "Nightly
+experiment files, or suite files (kind: Suite, see docs/suites.md, "Nightly
 suites") that list experiments with one target for all, overrides (rate,
 duration, time_scale, thresholds, recovery), a settle time, continue_on_fail
 and tags. llmchaos validate checks a suite file and every experiment it lists.
@@ -80,7 +80,7 @@ writes one JUnit file: a <testsuite> per experiment, a <testcase> per
 threshold, fault revert and steady-state probe; skipped and not-run
 experiments are <skipped>, those llmchaos could not run <error>. Every
 experiment gets a resilience score from 0 to 100, and the suite their
-weighted mean (README: "Resilience score"). --dry-run prints the whole plan.
+weighted mean (docs/suites.md: "Resilience score"). --dry-run prints the whole plan.
 
 Tags: each experiment has those its suite entry gives and automatic ones (the
 target kind, sim or llm, and each fault's family and type prefix: network,
@@ -148,11 +148,7 @@ is invalid (nothing is run then).`,
 				hist = &suiteHistory{cfg: hc, text: c.Summary, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr()}
 				c.Recorder = hist
 			}
-			err = runSuite(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err == nil && hist != nil && hist.regressed {
-				return withCode(exitcode.Thresholds, errors.New("an experiment regressed against the history (--fail-on-regression)"))
-			}
-			return err
+			return runSuite(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()

@@ -12,34 +12,36 @@ import (
 )
 
 // suiteHistory records each experiment a suite runs into the run history,
-// as llmchaos run records one: checked against its comparable runs, with
-// the suite's labels over --label's. A regression under
-// --fail-on-regression is remembered, and makes a suite that would exit 0
-// exit 99 (see runSuite).
+// as llmchaos run records one: checked against its comparable runs before
+// its reports are written (under --fail-on-regression a regression fails
+// the experiment, so its status, reports and the suite's exit, 99, say
+// it), with the suite's labels over --label's.
 type suiteHistory struct {
 	cfg       historyConfig
 	text      report.TextOptions
 	out, errw io.Writer
-	regressed bool
+	pending   *historyCheck
 }
 
 var _ suite.Recorder = (*suiteHistory)(nil)
 
-// RecordRun records doc. The history's own problems are warnings on
-// stderr (as for run); the error it returns is a regression that
-// --fail-on-regression makes a failure, so that the suite lists it too.
-func (h *suiteHistory) RecordRun(ctx context.Context, doc *report.Document, labels map[string]string) error {
+// CheckRun checks doc against the history (historyConfig.check).
+func (h *suiteHistory) CheckRun(ctx context.Context, doc *report.Document, labels map[string]string) {
 	cfg := h.cfg
 	cfg.Labels = maps.Clone(h.cfg.Labels)
 	if cfg.Labels == nil {
 		cfg.Labels = map[string]string{}
 	}
 	maps.Copy(cfg.Labels, labels)
-	result := cfg.finish(ctx, "llmchaos suite", doc, verdictResult(doc), h.text, h.out, h.errw)
-	if cfg.FailOn && exitCodeOf(result) == exitcode.Thresholds && doc.Verdict == report.VerdictPass {
-		h.regressed = true
-		return errors.New("regressed against the history (--fail-on-regression)")
-	}
+	h.pending = cfg.check(ctx, "llmchaos suite", doc, h.text, h.out, h.errw)
+}
+
+// RecordRun records doc, checked by CheckRun. The history's own problems
+// are warnings on stderr (as for run).
+func (h *suiteHistory) RecordRun(_ context.Context, doc *report.Document, _ map[string]string) error {
+	p := h.pending
+	h.pending = nil
+	p.record(verdictResult(doc))
 	return nil
 }
 

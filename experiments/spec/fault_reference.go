@@ -75,7 +75,7 @@ func exampleFault(t FaultType) string {
 	return b.String()
 }
 
-// FaultReference returns the README's fault reference (Markdown): every
+// FaultReference returns docs/faults.md's fault reference (Markdown): every
 // fault type with its summary and params, generated from the families'
 // lists.
 func FaultReference() string {
@@ -85,7 +85,7 @@ func FaultReference() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", t.Name, t.Family, t.Lifetime, t.Summary)
 	}
 	for _, t := range FaultTypeList() {
-		fmt.Fprintf(&b, "\n#### `%s`\n\n%s; acts on %s.\n\n", t.Name, capitalize(t.Summary), targetText(t))
+		fmt.Fprintf(&b, "\n### `%s`\n\n%s; acts on %s.\n\n", t.Name, capitalize(t.Summary), targetText(t))
 		b.WriteString("| param | type | default | unit | required | description |\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, p := range t.Params() {
 			req := ""

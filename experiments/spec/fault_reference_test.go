@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// readmePath is the repository's README seen from this package's directory.
-const readmePath = "../../README.md"
+// readmePath is the fault reference page (docs/faults.md) seen from this
+// package's directory.
+const readmePath = "../../docs/faults.md"
 
-// The README's fault reference, between its markers, is what
+// The fault reference of docs/faults.md, between its markers, is what
 // FaultReference makes of the families' lists now; with -update it is
 // rewritten.
 func TestREADMEFaultReferenceUpToDate(t *testing.T) {
@@ -34,7 +35,7 @@ func TestREADMEFaultReferenceUpToDate(t *testing.T) {
 		return
 	}
 	if got := string(readme[i:j]); got != want {
-		t.Errorf("README.md's fault reference is stale: regenerate it with go test ./experiments/spec -run TestREADMEFaultReferenceUpToDate -update")
+		t.Errorf("docs/faults.md's fault reference is stale: regenerate it with go test ./experiments/spec -run TestREADMEFaultReferenceUpToDate -update")
 	}
 }
 

@@ -38,7 +38,7 @@ type Overrides struct {
 	Thresholds Thresholds `yaml:"thresholds,omitempty" json:"thresholds,omitempty" doc:"Thresholds by key (\"metric{tags}\"): each key given replaces the experiment's expressions of that key, or is added; the experiment's other keys stay."`
 	// Recovery replaces the recovery settings it gives (window, hold,
 	// latency_band), after time_scale.
-	Recovery Recovery `yaml:"recovery,omitempty" json:"recovery,omitzero" doc:"Replace the recovery settings given (window, hold, latency_band); applied after time_scale."`
+	Recovery Recovery `yaml:"recovery,omitempty" json:"recovery,omitzero" doc:"Replace the recovery settings given (window, hold, latency_band, min_requests); applied after time_scale."`
 	// Seed replaces the experiment's seed.
 	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty" doc:"Replace the experiment's seed."`
 	// Capacity is a capacity file given on the command line (llmchaos
@@ -83,6 +83,9 @@ func (o Overrides) Merge(over Overrides) Overrides {
 	if over.Recovery.LatencyBand != 0 {
 		out.Recovery.LatencyBand = over.Recovery.LatencyBand
 	}
+	if over.Recovery.MinRequests != 0 {
+		out.Recovery.MinRequests = over.Recovery.MinRequests
+	}
 	if over.Seed != nil {
 		out.Seed = over.Seed
 	}
@@ -115,6 +118,9 @@ func (o Overrides) Describe() string {
 		}
 		if r.LatencyBand != 0 {
 			rs = append(rs, fmt.Sprintf("latency_band %g", r.LatencyBand))
+		}
+		if r.MinRequests != 0 {
+			rs = append(rs, fmt.Sprintf("min_requests %d", r.MinRequests))
 		}
 		parts = append(parts, "recovery "+strings.Join(rs, " "))
 	}
@@ -200,6 +206,9 @@ func (o Overrides) Apply(s *Spec) error {
 	if r := o.Recovery; r.LatencyBand != 0 {
 		s.Recovery.LatencyBand = r.LatencyBand
 	}
+	if r := o.Recovery; r.MinRequests != 0 {
+		s.Recovery.MinRequests = r.MinRequests
+	}
 	if o.Seed != nil {
 		seed := *o.Seed
 		s.Seed = &seed
@@ -247,6 +256,10 @@ func (s *Spec) scaleTimes(f float64) {
 	}
 	s.Recovery.Window = scale(s.Recovery.Window)
 	s.Recovery.Hold = scale(s.Recovery.Hold)
+	if n := s.Recovery.MinRequests; n > 1 {
+		// A count over the window, which shrinks or grows with it.
+		s.Recovery.MinRequests = max(1, int(math.Round(float64(n)*f)))
+	}
 	s.StopConditions = slices.Clone(s.StopConditions)
 	for i := range s.StopConditions {
 		s.StopConditions[i].DelayAbortEval = scale(s.StopConditions[i].DelayAbortEval)

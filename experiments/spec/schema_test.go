@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the committed generated files (schema, README fault reference) from the Go types")
+var update = flag.Bool("update", false, "rewrite the committed generated files (schema, the fault reference in docs/faults.md) from the Go types")
 
 // schemaFile is SchemaPath seen from this package's directory.
 const schemaFile = "schema/experiment.schema.json"

@@ -226,4 +226,5 @@ type Recovery struct {
 	Window      Duration `yaml:"window,omitempty" json:"window,omitempty" doc:"Rolling window the recovery criteria are evaluated over. Default 5s."`
 	Hold        Duration `yaml:"hold,omitempty" json:"hold,omitempty" doc:"How long every window must hold before the service counts as recovered. Default 10s."`
 	LatencyBand float64  `yaml:"latency_band,omitempty" json:"latency_band,omitempty" doc:"A window counts as recovered only if its TTFT and E2E p99 are at most this many times the baseline's (the load before the first fault), never tighter than 50ms above it. 1 or more; default 1.5."`
+	MinRequests int      `yaml:"min_requests,omitempty" json:"min_requests,omitempty" doc:"A window in which fewer requests finished is no evidence either way (skipped, as a window without traffic): from about 100, its p99 is no longer its slowest request, so one heavy-tailed request cannot decide it. Scaled with time_scale (at least 1). Default 1."`
 }

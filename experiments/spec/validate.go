@@ -1060,6 +1060,9 @@ func (v *validator) recovery() {
 	if r.Hold < 0 {
 		v.iss.add("recovery.hold", "%v is negative", r.Hold)
 	}
+	if r.MinRequests < 0 {
+		v.iss.add("recovery.min_requests", "%d is negative", r.MinRequests)
+	}
 	if b := r.LatencyBand; b != 0 && !(b >= 1 && b <= math.MaxFloat64) {
 		v.iss.add("recovery.latency_band", "%v: want 1 or more (the p99 a recovered window may have, in times the baseline's)", b)
 	}

@@ -17,7 +17,7 @@ import (
 //	params: {target: {driver: process, state_file: state.json}, select: {mode: one, min_available: 1}}
 type Params struct {
 	// Target says which replicas match.
-	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match: a state file, pid file, process name pattern, containers or pods (required unless the experiment's target is sim or kubernetes; see the README's Process targets and Kubernetes)" required:"false"`
+	Target TargetParams `json:"target" yaml:"target" doc:"which replicas match: a state file, pid file, process name pattern, containers or pods (required unless the experiment's target is sim or kubernetes; see docs/faults.md's Process targets and docs/kubernetes.md)" required:"false"`
 	// Select says how many of those that are up the fault acts on (default
 	// one, picked at random with the run's seeded source).
 	Select faults.Selection `json:"select,omitzero" yaml:"select,omitempty" doc:"how many of the matching replicas the fault acts on"`

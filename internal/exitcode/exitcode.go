@@ -2,7 +2,7 @@
 // CLI's contract with CI pipelines: every verb of cmd/llmchaos exits with
 // one of them, `llmchaos suite` ranks its experiments' with Worst, the
 // GPU balloon pod's fault (faults/gpupod) explains a balloon's exit with
-// them, and README's table lists each (a test keeps them equal). Script
+// them, and docs/exit-codes.md's table lists each (a test keeps them equal). Script
 // runs use k6's codes (Script), with a column of their own in the table.
 package exitcode
 

@@ -94,6 +94,11 @@ type Config struct {
 	// experiment): neither the script's handleSummary nor the terminal
 	// summary runs.
 	NoSummary bool
+	// Judged, when not nil, is called with the report once its verdict is
+	// known (thresholds judged, exec.test.fail applied) and before any
+	// output is written: the run history's regression check may fail the
+	// run there (report.Document.MarkRegressed).
+	Judged func(*report.Document)
 
 	// started, when set, is told each arrival-rate iteration's scheduled
 	// and actual start (the benchmark's probe of start lag).
@@ -330,6 +335,9 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 	doc.Evaluate(r.ths, interrupted)
 	if reason, failed := sh.Exec.MarkedFailed(); failed {
 		doc.MarkFailed(reason)
+	}
+	if cfg.Judged != nil {
+		cfg.Judged(doc)
 	}
 	werr := report.WriteOutputs(cfg.Stdout, cfg.Outputs, doc)
 	if cfg.NoSummary {

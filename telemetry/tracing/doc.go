@@ -1,11 +1,13 @@
 // Package tracing exports one OpenTelemetry span per request of a run
-// (--otlp-endpoint URL) over OTLP/HTTP with protobuf bodies, through the
-// OpenTelemetry Go SDK and its batch span processor.
+// (--otlp-endpoint URL) over OTLP/HTTP with protobuf bodies (the OTLP
+// protobuf messages, go.opentelemetry.io/proto/otlp), through a batcher and
+// exporter of its own that send what the OpenTelemetry Go SDK's
+// otlptracehttp sends, without the SDK's weight on the build.
 //
 // Spans are built after the fact from each recording.Result, with the times the
 // Result recorded on the run clock (wall time = Options.RunStart + offset),
 // so the request hot path is untouched: Record is called where Results are
-// consumed, and the batch processor exports from its own goroutine. When its
+// consumed, and the batcher exports from its own goroutine. When its
 // queue is full, spans are dropped rather than slowing the load.
 //
 // # Span
@@ -39,10 +41,9 @@
 // OTLP/HTTP default /v1/traces is used; with one it is used as given. An
 // https URL uses TLS, an http one does not.
 //
-// Trace and span ids come from the SDK's generator (random, seeded from the
-// system), not from the run's seed: ids of two runs with the same seed must
+// Trace and span ids are random (seeded from the system), as the SDK's
+// generator makes them, not from the run's seed: ids of two runs with the same seed must
 // not collide in a tracing backend.
 //
-// Export errors do not reach the OpenTelemetry global error handler: they
-// are counted, and the last one is returned by Err and by Shutdown.
+// Export errors are counted, and the last one is returned by Err and by Shutdown.
 package tracing

@@ -1,20 +1,29 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // SpanName is the name of every request span.
@@ -82,12 +91,42 @@ func TracesURL(endpoint string) (string, error) {
 }
 
 // Tracer turns Results into spans. Record is safe for concurrent use.
+//
+// It is a small OTLP/HTTP span exporter of its own, in the wire format of
+// the OpenTelemetry SDK's otlptracehttp (protobuf ExportTraceServiceRequest
+// posted to /v1/traces, retried with backoff on 429, 502, 503 and 504 and
+// on connection errors within Timeout), fed by a batcher (a span waits at
+// most BatchTimeout, at most 512 go in one export, MaxQueue are buffered
+// before new ones are dropped) and a TraceIDRatioBased sampler: the SDK,
+// its exporter and the gRPC packages they bring weighed on every cold build
+// of llmchaos for these few functions.
 type Tracer struct {
-	start  time.Time
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	exp    *countingExporter
+	start    time.Time
+	url      string
+	headers  map[string]string
+	timeout  time.Duration
+	batch    time.Duration
+	maxQueue int
+	ratio    float64
+	resource *resourcepb.Resource
+	client   *http.Client
+
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	queue   []*tracepb.Span
+	flushes []chan struct{} // Flush calls waiting for the next export
+	closed  bool
+	kick    chan struct{}
+	done    chan struct{}
+
+	statsMu  sync.Mutex
+	exported int
+	failed   int
+	last     error
 }
+
+// maxBatch is the most spans one export carries (the SDK's default).
+const maxBatch = 512
 
 // New validates opts and starts the exporter; nothing is sent until spans
 // are recorded.
@@ -96,76 +135,78 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	u, _ := TracesURL(opts.Endpoint) // checked by Validate
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	t := &Tracer{
+		start: opts.RunStart, url: u, headers: opts.Headers, timeout: opts.Timeout, batch: opts.BatchTimeout,
+		maxQueue: opts.MaxQueue, ratio: opts.SampleRatio, client: &http.Client{},
+		rnd:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), rand.Uint64())),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	httpOpts := []otlptracehttp.Option{
-		otlptracehttp.WithEndpointURL(u),
-		otlptracehttp.WithTimeout(timeout),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: true, InitialInterval: 250 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: timeout,
-		}),
+	if t.timeout == 0 {
+		t.timeout = DefaultTimeout
 	}
-	if len(opts.Headers) > 0 {
-		httpOpts = append(httpOpts, otlptracehttp.WithHeaders(opts.Headers))
+	if t.batch == 0 {
+		t.batch = DefaultBatchTimeout
 	}
-	inner, err := otlptracehttp.New(ctx, httpOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("tracing: exporter: %w", err)
+	if t.maxQueue == 0 {
+		t.maxQueue = DefaultMaxQueue
 	}
-	exp := &countingExporter{inner: inner}
-
 	name := opts.ServiceName
 	if name == "" {
 		name = DefaultServiceName
 	}
-	attrs := []attribute.KeyValue{attribute.String("service.name", name)}
-	for k, v := range opts.Attributes {
-		attrs = append(attrs, attribute.String(k, v))
+	attrs := []*commonpb.KeyValue{strAttr("service.name", name)}
+	for _, k := range slices.Sorted(maps.Keys(opts.Attributes)) {
+		attrs = append(attrs, strAttr(k, opts.Attributes[k]))
 	}
-	batchTimeout := opts.BatchTimeout
-	if batchTimeout == 0 {
-		batchTimeout = DefaultBatchTimeout
+	t.resource = &resourcepb.Resource{Attributes: attrs}
+	go t.loop(context.WithoutCancel(ctx))
+	return t, nil
+}
+
+func strAttr(k, v string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
+
+func intAttr(k string, v int64) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
+}
+
+// ids draws a trace id and a span id and reports whether the span is
+// kept: as the SDK's TraceIDRatioBased, when the trace id's last 8 bytes,
+// shifted right by one, are below ratio × 2^63.
+func (t *Tracer) ids() (traceID, spanID []byte, keep bool) {
+	traceID, spanID = make([]byte, 16), make([]byte, 8)
+	t.mu.Lock()
+	binary.BigEndian.PutUint64(traceID[:8], t.rnd.Uint64())
+	binary.BigEndian.PutUint64(traceID[8:], t.rnd.Uint64())
+	binary.BigEndian.PutUint64(spanID, t.rnd.Uint64()|1) // never all zero
+	t.mu.Unlock()
+	if t.ratio <= 0 || t.ratio >= 1 {
+		return traceID, spanID, true
 	}
-	maxQueue := opts.MaxQueue
-	if maxQueue == 0 {
-		maxQueue = DefaultMaxQueue
-	}
-	sampler := sdktrace.AlwaysSample()
-	if opts.SampleRatio > 0 && opts.SampleRatio < 1 {
-		sampler = sdktrace.TraceIDRatioBased(opts.SampleRatio)
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
-		sdktrace.WithSampler(sampler),
-		sdktrace.WithBatcher(exp,
-			sdktrace.WithBatchTimeout(batchTimeout),
-			sdktrace.WithMaxQueueSize(maxQueue),
-			sdktrace.WithMaxExportBatchSize(min(maxQueue, 512)),
-			sdktrace.WithExportTimeout(timeout+time.Second),
-		),
-	)
-	return &Tracer{start: opts.RunStart, tp: tp, tracer: tp.Tracer(scopeName), exp: exp}, nil
+	bound := uint64(t.ratio * (1 << 63))
+	return traceID, spanID, binary.BigEndian.Uint64(traceID[8:])>>1 < bound
 }
 
 // Record builds the span of one Result and queues it for export. It does
 // not retain res.
 func (t *Tracer) Record(res *recording.Result) {
+	traceID, spanID, keep := t.ids()
+	if !keep {
+		return // not sampled
+	}
 	begin := res.Sent
 	if res.Outcome == recording.OutcomeDropped || begin == 0 {
 		begin = res.Scheduled
 	}
 	end := max(res.End, begin)
+	at := func(d time.Duration) uint64 { return uint64(t.start.Add(d).UnixNano()) }
 
-	attrs := make([]attribute.KeyValue, 0, 16)
-	attrs = append(attrs,
-		attribute.Int64("llmchaos.seq", int64(res.Seq)),
-		attribute.String("llmchaos.outcome", res.Outcome.String()),
-	)
+	attrs := make([]*commonpb.KeyValue, 0, 16)
+	attrs = append(attrs, intAttr("llmchaos.seq", int64(res.Seq)), strAttr("llmchaos.outcome", res.Outcome.String()))
 	str := func(k, v string) {
 		if v != "" {
-			attrs = append(attrs, attribute.String(k, v))
+			attrs = append(attrs, strAttr(k, v))
 		}
 	}
 	str("llmchaos.request_id", res.RequestID)
@@ -175,111 +216,221 @@ func (t *Tracer) Record(res *recording.Result) {
 	str("llmchaos.fault", res.Tags.Fault)
 	str("llmchaos.request_class", res.Tags.Class)
 	if res.HTTPStatus > 0 {
-		attrs = append(attrs, attribute.Int("http.response.status_code", res.HTTPStatus))
+		attrs = append(attrs, intAttr("http.response.status_code", int64(res.HTTPStatus)))
 	}
 	if res.Outcome != recording.OutcomeDropped {
 		in := res.InputTokens
 		if in == 0 {
 			in = res.PromptTokensSent
 		}
-		attrs = append(attrs,
-			attribute.Int("gen_ai.usage.input_tokens", in),
-			attribute.Int("gen_ai.usage.output_tokens", res.OutputTokenCount()),
-		)
+		attrs = append(attrs, intAttr("gen_ai.usage.input_tokens", int64(in)), intAttr("gen_ai.usage.output_tokens", int64(res.OutputTokenCount())))
 	}
 	if res.FinishReason != "" {
-		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{res.FinishReason}))
+		attrs = append(attrs, &commonpb.KeyValue{Key: "gen_ai.response.finish_reasons", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{
+			ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_StringValue{StringValue: res.FinishReason}}}}}}})
 	}
 	if res.Session != 0 {
-		attrs = append(attrs, attribute.Int64("llmchaos.session", int64(res.Session)), attribute.Int("llmchaos.turn", res.Turn))
+		attrs = append(attrs, intAttr("llmchaos.session", int64(res.Session)), intAttr("llmchaos.turn", int64(res.Turn)))
 	}
-
-	_, span := t.tracer.Start(context.Background(), SpanName,
-		trace.WithTimestamp(t.start.Add(begin)),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrs...),
-	)
-	if !span.IsRecording() {
-		return // not sampled
+	span := &tracepb.Span{
+		TraceId: traceID, SpanId: spanID, Name: SpanName, Kind: tracepb.Span_SPAN_KIND_CLIENT,
+		StartTimeUnixNano: at(begin), EndTimeUnixNano: at(end), Attributes: attrs, Status: &tracepb.Status{},
+		Flags: 0x100 | 0x01, // the parent is known to be remote or not (none), sampled
 	}
 	if res.FirstToken > 0 {
-		span.AddEvent("first_token", trace.WithTimestamp(t.start.Add(res.FirstToken)))
+		span.Events = append(span.Events, &tracepb.Span_Event{Name: "first_token", TimeUnixNano: at(res.FirstToken)})
 	}
-	span.AddEvent("end", trace.WithTimestamp(t.start.Add(end)),
-		trace.WithAttributes(attribute.Int("llmchaos.content_chunks", res.ContentChunks)))
+	span.Events = append(span.Events, &tracepb.Span_Event{Name: "end", TimeUnixNano: at(end),
+		Attributes: []*commonpb.KeyValue{intAttr("llmchaos.content_chunks", int64(res.ContentChunks))}})
 	if res.Outcome == recording.OutcomeFailed {
 		msg := res.Err
 		if msg == "" {
 			msg = string(res.Class)
 		}
-		span.SetStatus(codes.Error, msg)
+		span.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: msg}
 	}
-	span.End(trace.WithTimestamp(t.start.Add(end)))
+	t.mu.Lock()
+	if t.closed || len(t.queue) >= t.maxQueue {
+		t.mu.Unlock()
+		return // a full queue drops new spans, as the SDK's batcher
+	}
+	t.queue = append(t.queue, span)
+	full := len(t.queue) >= maxBatch
+	t.mu.Unlock()
+	if full {
+		t.wake()
+	}
+}
+
+func (t *Tracer) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop exports the queue every BatchTimeout, when a batch is full, and on
+// Flush and Shutdown.
+func (t *Tracer) loop(ctx context.Context) {
+	defer close(t.done)
+	tick := time.NewTicker(t.batch)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-t.kick:
+		}
+		for {
+			t.mu.Lock()
+			n := min(len(t.queue), maxBatch)
+			spans := slices.Clone(t.queue[:n])
+			t.queue = slices.Delete(t.queue, 0, n)
+			more, closed := len(t.queue) > 0, t.closed
+			var waiting []chan struct{}
+			if !more {
+				waiting, t.flushes = t.flushes, nil
+			}
+			t.mu.Unlock()
+			if len(spans) > 0 {
+				t.export(ctx, spans)
+			}
+			for _, w := range waiting {
+				close(w)
+			}
+			if !more {
+				if closed {
+					return
+				}
+				break
+			}
+		}
+	}
+}
+
+// export posts one batch, retrying as the SDK's exporter does, and counts
+// the outcome.
+func (t *Tracer) export(ctx context.Context, spans []*tracepb.Span) {
+	rs := &tracepb.ResourceSpans{Resource: t.resource, ScopeSpans: []*tracepb.ScopeSpans{{
+		Scope: &commonpb.InstrumentationScope{Name: scopeName}, Spans: spans}}}
+	body, err := proto.Marshal(rs)
+	if err == nil {
+		// ExportTraceServiceRequest is field 1 (resource_spans, repeated):
+		// its one element, length-delimited.
+		req := protowire.AppendTag(nil, 1, protowire.BytesType)
+		body = protowire.AppendBytes(req, body)
+		err = t.post(ctx, body)
+	}
+	t.statsMu.Lock()
+	defer t.statsMu.Unlock()
+	if err != nil {
+		t.failed++
+		t.last = fmt.Errorf("tracing: export of %d spans failed (%d exports failed so far): %w", len(spans), t.failed, err)
+		return
+	}
+	t.exported += len(spans)
+}
+
+// post sends body, retrying on a connection error and on 429, 502, 503
+// and 504 (honouring Retry-After) with backoff from 250 ms to 2 s, until
+// Timeout.
+func (t *Tracer) post(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	wait := 250 * time.Millisecond
+	for {
+		retry, after, err := t.postOnce(ctx, body)
+		if err == nil || !retry {
+			return err
+		}
+		if after <= 0 {
+			after = wait
+			wait = min(2*wait, 2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(after):
+		}
+	}
+}
+
+func (t *Tracer) postOnce(ctx context.Context, body []byte) (retry bool, after time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return false, 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return ctx.Err() == nil, 0, err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return false, 0, nil
+	}
+	err = fmt.Errorf("%s: HTTP %d: %s", t.url, resp.StatusCode, strings.TrimSpace(string(msg)))
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
+			after = time.Duration(s) * time.Second
+		}
+		return true, after, err
+	}
+	return false, 0, err
 }
 
 // Flush exports every span recorded so far and returns the last export
 // failure of the run so far, if any.
 func (t *Tracer) Flush(ctx context.Context) error {
-	if err := t.tp.ForceFlush(ctx); err != nil {
-		return fmt.Errorf("tracing: flush: %w", err)
+	ch := make(chan struct{})
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return t.Err()
 	}
-	return t.exp.Err()
+	t.flushes = append(t.flushes, ch)
+	t.mu.Unlock()
+	t.wake()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return fmt.Errorf("tracing: flush: %w", ctx.Err())
+	}
+	return t.Err()
 }
 
 // Err returns the last export failure, nil when none failed.
-func (t *Tracer) Err() error { return t.exp.Err() }
+func (t *Tracer) Err() error {
+	t.statsMu.Lock()
+	defer t.statsMu.Unlock()
+	return t.last
+}
 
 // Stats returns the spans exported and the exports that failed.
-func (t *Tracer) Stats() (exported, failedExports int) { return t.exp.stats() }
+func (t *Tracer) Stats() (exported, failedExports int) {
+	t.statsMu.Lock()
+	defer t.statsMu.Unlock()
+	return t.exported, t.failed
+}
 
 // Shutdown exports what is queued and stops the exporter; it returns the
 // last export failure of the run, if any.
 func (t *Tracer) Shutdown(ctx context.Context) error {
-	err := t.tp.Shutdown(ctx)
-	if err != nil {
-		err = fmt.Errorf("tracing: shutdown: %w", err)
+	t.mu.Lock()
+	already := t.closed
+	t.closed = true
+	t.mu.Unlock()
+	if !already {
+		t.wake()
 	}
-	return errors.Join(err, t.exp.Err())
-}
-
-// countingExporter records export failures instead of passing them to the
-// global OpenTelemetry error handler.
-type countingExporter struct {
-	inner    sdktrace.SpanExporter
-	mu       sync.Mutex
-	exported int
-	failed   int
-	last     error
-}
-
-var _ sdktrace.SpanExporter = (*countingExporter)(nil)
-
-// ExportSpans exports through the OTLP exporter and counts the outcome.
-func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := c.inner.ExportSpans(ctx, spans)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		c.failed++
-		c.last = fmt.Errorf("tracing: export of %d spans failed (%d exports failed so far): %w", len(spans), c.failed, err)
-		return nil // counted; the batch processor would only log it globally
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return errors.Join(fmt.Errorf("tracing: shutdown: %w", ctx.Err()), t.Err())
 	}
-	c.exported += len(spans)
-	return nil
-}
-
-// Shutdown stops the OTLP exporter.
-func (c *countingExporter) Shutdown(ctx context.Context) error { return c.inner.Shutdown(ctx) }
-
-// Err returns the last failure.
-func (c *countingExporter) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-func (c *countingExporter) stats() (int, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.exported, c.failed
+	return t.Err()
 }

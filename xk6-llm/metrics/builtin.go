@@ -11,7 +11,7 @@ const (
 )
 
 // Builtin returns the table of built-in metrics, in documentation order
-// (the order of threshold error messages and of the README). The slice is
+// (the order of threshold error messages and of docs/metrics.md). The slice is
 // new on each call; callers may keep or change it.
 //
 // The definitions are DESIGN §3's. Series says which metrics the

@@ -2,7 +2,7 @@
 // metric (DESIGN §3) is one row of Builtin, with its kind, unit, the
 // aggregations thresholds may use, its Prometheus name and help, its JSON
 // key, whether reports show it by default and a one-line description.
-// Thresholds, the live exporter, the reports and the README's metric
+// Thresholds, the live exporter, the reports and docs/metrics.md's metric
 // reference loop over it, so adding a built-in metric is one row here plus
 // the code that records it: for a recorded trend, a Metric constant in
 // xk6-llm/recording/histogram.go (in table order) and its recording line

@@ -21,7 +21,7 @@ func WriteText(w io.Writer, ms []Metric) error {
 	return nil
 }
 
-// Markdown returns ms as the README's metric reference: a Markdown table
+// Markdown returns ms as docs/metrics.md's metric reference: a Markdown table
 // of name, kind, unit, the aggregations thresholds may use, when the
 // per-second series sees it (Series) and the description.
 func Markdown(ms []Metric) string {

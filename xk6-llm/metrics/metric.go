@@ -88,7 +88,7 @@ type Metric struct {
 	// for a built-in the live exporter does not export.
 	PromName string
 	PromHelp string
-	// Description is a one-line definition for usage texts and the README.
+	// Description is a one-line definition for usage texts and docs/metrics.md.
 	Description string
 	// Label names the metric in the rows of the terminal and HTML reports
 	// ("ok requests"); empty means the name with spaces for underscores

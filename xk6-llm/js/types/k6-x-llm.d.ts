@@ -1,6 +1,6 @@
 // Type declarations of llmchaos's `k6/x/llm` module, for editor completion
 // in scripts run by `llmchaos run` (JavaScript with a jsconfig.json, or
-// TypeScript with a tsconfig.json that includes this file; see the README's
+// TypeScript with a tsconfig.json that includes this file; see docs/scripts.md,
 // "Editor completion"). llmchaos itself does not check types.
 //
 // A test (xk6-llm/js/types_test.go) keeps these declarations in step with
