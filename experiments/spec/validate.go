@@ -466,7 +466,16 @@ func (v *validator) workload() {
 			errs = append(errs, err)
 		}
 		if err := ac.Validate(); err != nil {
-			errs = append(errs, err)
+			// The rates' bound is checked above, at each rate's own path.
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					if !errors.Is(e, workload.ErrRateBound) {
+						errs = append(errs, e)
+					}
+				}
+			} else if !errors.Is(err, workload.ErrRateBound) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	set := setKeys(w)

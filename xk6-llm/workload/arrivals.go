@@ -287,6 +287,17 @@ const (
 	DefaultMaxInFlight = 20_000
 )
 
+// ErrRateBound is wrapped by Validate's errors for a rate above MaxRate, so
+// that a front end that checks rates itself (the experiment file, with the
+// rate's own position) can leave them out.
+var ErrRateBound = errors.New("the rate bound of one process")
+
+// rateBoundError is a rate above MaxRate: its message, and ErrRateBound.
+type rateBoundError string
+
+func (e rateBoundError) Error() string        { return string(e) }
+func (e rateBoundError) Is(target error) bool { return target == ErrRateBound }
+
 // Validate reports every problem with cfg at once (joined), naming the
 // flags involved. It fills no defaults: call WithDefaults first.
 func (c ArrivalConfig) Validate() error {
@@ -313,7 +324,7 @@ func (c ArrivalConfig) Validate() error {
 		bad("--rate %v must be > 0", c.Rate)
 	}
 	if finiteNum(c.Rate) && c.Rate > MaxRate {
-		bad("--rate %v: at most %v requests per second from one process (spread more over several: --shard)", c.Rate, float64(MaxRate))
+		errs = append(errs, rateBoundError(fmt.Sprintf("--rate %v: at most %v requests per second from one process (spread more over several: --shard)", c.Rate, float64(MaxRate))))
 	}
 	if math.IsInf(c.Rate, 1) && c.Requests <= 0 {
 		bad("--rate inf sends every request at once: it needs --requests")
@@ -347,7 +358,7 @@ func (c ArrivalConfig) Validate() error {
 			bad("--ramp %s: rates must be finite and ≥ 0", c.Ramp)
 		}
 		if c.Ramp.From > MaxRate || c.Ramp.To > MaxRate {
-			bad("--ramp %s: at most %v requests per second", c.Ramp, float64(MaxRate))
+			errs = append(errs, rateBoundError(fmt.Sprintf("--ramp %s: at most %v requests per second", c.Ramp, float64(MaxRate))))
 		}
 		if c.Duration <= 0 {
 			bad("--ramp %s needs --duration: the ramp spans the whole run", c.Ramp)
@@ -364,7 +375,7 @@ func (c ArrivalConfig) Validate() error {
 				bad("--stages: stage %d target %v must be finite and ≥ 0", i+1, st.Target)
 			}
 			if st.Target > MaxRate {
-				bad("--stages: stage %d target %v: at most %v requests per second", i+1, st.Target, float64(MaxRate))
+				errs = append(errs, rateBoundError(fmt.Sprintf("--stages: stage %d target %v: at most %v requests per second", i+1, st.Target, float64(MaxRate))))
 			}
 			total += st.Duration
 			anyRate = anyRate || st.Target > 0
