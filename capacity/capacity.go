@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
@@ -366,11 +367,16 @@ func (e *ServerLostError) Unwrap() error { return e.Err }
 // serverLost makes the pre-flight check again after step st got no
 // answer, and returns a *ServerLostError when it fails.
 func serverLost(ctx context.Context, cfg Config, st Step) error {
-	_, err := load.Preflight(ctx, load.PreflightConfig{
+	warns, err := load.Preflight(ctx, load.PreflightConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
 	})
-	if err == nil || ctx.Err() != nil {
+	if ctx.Err() != nil || err == nil && len(warns) == 0 {
 		return nil
+	}
+	if err == nil {
+		// A request the check could not get answered is only a warning
+		// before the first step; here it is the answer.
+		err = errors.New(strings.Join(warns, "; "))
 	}
 	return &ServerLostError{Step: st.Index, Sent: st.Sent, Failed: st.Failed, Err: err}
 }
