@@ -367,20 +367,16 @@ func (e *ServerLostError) Unwrap() error { return e.Err }
 // serverLost makes the pre-flight check again after step st got no
 // answer, and returns a *ServerLostError when it fails.
 func serverLost(ctx context.Context, cfg Config, st Step) error {
-	warnings, err := load.Preflight(ctx, load.PreflightConfig{
+	warns, err := load.Preflight(ctx, load.PreflightConfig{
 		Targets: cfg.Targets, Model: cfg.Model, Chat: cfg.Workload.API != workload.APICompletions, Client: cfg.Client,
 	})
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || err == nil && len(warns) == 0 {
 		return nil
-	}
-	if err == nil && len(warnings) > 0 {
-		// Before a load the check only warns when a target's test
-		// request fails (it may be slow to start); here, after a step
-		// nobody answered, a failed test request is the answer.
-		err = errors.New(strings.Join(warnings, "; "))
 	}
 	if err == nil {
-		return nil
+		// A request the check could not get answered is only a warning
+		// before the first step; here it is the answer.
+		err = errors.New(strings.Join(warns, "; "))
 	}
 	return &ServerLostError{Step: st.Index, Sent: st.Sent, Failed: st.Failed, Err: err}
 }
