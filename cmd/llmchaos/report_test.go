@@ -86,7 +86,7 @@ func TestReportCommand(t *testing.T) {
 
 	t.Run("text", func(t *testing.T) {
 		code, out, errs := run(t, "report", path)
-		if code != exitcode.OK || !strings.Contains(out, `llmchaos run "nightly"`) || !strings.HasSuffix(out, "verdict: no thresholds — no verdict\n") {
+		if code != exitcode.OK || !strings.Contains(out, `llmchaos load "nightly"`) || !strings.HasSuffix(out, "verdict: no thresholds — no verdict\n") {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
 		}
 		var want bytes.Buffer

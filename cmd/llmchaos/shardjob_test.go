@@ -24,7 +24,7 @@ func TestShardJobFlagErrors(t *testing.T) {
 			[]string{"--out is set by the Job itself", "--start-at is set by the Job itself"}},
 		{"bad load flag", []string{"shard-job", "-n", "x", "--image", "i", "--shards", "2", "--", "--target", "http://h/v1", "--model", "m", "--rate", "1", "--duration", "1s", "--bogus"},
 			[]string{"load flags: unknown flag: --bogus"}},
-		{"load too thin to split", []string{"shard-job", "-n", "x", "--image", "i", "--shards", "3", "--", "--target", "http://h/v1", "--model", "m", "--concurrency", "2", "--duration", "1s"},
+		{"load too thin to split", []string{"shard-job", "-n", "x", "--image", "i", "--shards", "3", "--", "--target", "http://h/v1", "--model", "m", "--workload", "chat", "--concurrency", "2", "--duration", "1s"},
 			[]string{"load flags:", "--concurrency 2 is split over 3 shards"}},
 		{"secret", append([]string{"shard-job", "-n", "x", "--image", "i", "--shards", "2", "--api-key-secret", "nokey"}, load...), []string{"--api-key-secret \"nokey\": want NAME/KEY"}},
 		{"args before --", []string{"shard-job", "-n", "x", "--image", "i", "--shards", "2", "stray"}, []string{"the load flags go after --"}},

@@ -61,10 +61,10 @@ func TestSuiteDryRunNightly(t *testing.T) {
 		"suite nightly: 9 experiment(s), 7 selected",
 		"run   1. quickstart (../../experiments/catalog/quickstart.yaml) tags [network, sim, smoke, stream]",
 		"overrides: time_scale 0.25",
-		"skip  8. gpu-memory-pressure",
+		"skip  7. gpu-memory-pressure",
 		"not run: --tags/--skip-tags: tag gpu is excluded",
-		"run   6. replica-kill (../../experiments/catalog/replica-kill.yaml) tags [replica, sim] weight 2",
-		"── 7. replica-pause ──",
+		"run   5. replica-kill (../../experiments/catalog/replica-kill.yaml) tags [replica, sim] weight 2",
+		"── 6. replica-pause ──",
 		"run directory: " + filepath.Join(dir, "01-quickstart"),
 		"poisson arrivals at 20 req/s, for 22.5s",
 		"dry run: nothing was started or changed",
@@ -129,11 +129,11 @@ experiments:
 
 func TestSuiteUsageErrors(t *testing.T) {
 	code, _, errs := run(t, "suite", "../../experiments/catalog/nightly.yaml", "--tags", "nosuchtag", "--dry-run")
-	if code != exitcode.Usage || !strings.Contains(errs, "leave none of its 8 experiment(s) to run") {
+	if code != exitcode.Usage || !strings.Contains(errs, "leave none of its 9 experiment(s) to run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 	code, _, errs = run(t, "suite", "../../experiments/catalog/nightly.yaml", "--duration", "10s", "--dry-run")
-	if code != exitcode.Usage || !strings.Contains(errs, "--duration: ") || !strings.Contains(errs, "the suite has 8 problem(s); nothing was run") {
+	if code != exitcode.Usage || !strings.Contains(errs, "--duration: ") || !strings.Contains(errs, "the suite has 9 problem(s); nothing was run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 	code, _, errs = run(t, "suite", "no/such/dir")

@@ -50,7 +50,7 @@ func TestKillParamsValidate(t *testing.T) {
 			"select.value: 0, mode count needs at least 1",
 			"select.min_available: -1",
 			`signal: "SIGNOPE" is not a signal name`,
-			"via: engine is for the docker driver, not process",
+			"via: engine is for the docker and kubernetes drivers, not process",
 		}},
 		{"bad regexp", KillParams{Params: Params{Target: TargetParams{Cmdline: "sim ("}}}, []string{"target.cmdline: error parsing regexp"}},
 		{"unknown driver", KillParams{Params: Params{Target: TargetParams{Driver: "k8s"}}}, []string{`target.driver: "k8s", want process, docker or kubernetes`}},

@@ -1,4 +1,4 @@
-// Command pause is the test node's pod sandbox (what registry.k8s.io/pause
+// Command pause is the test node's pod sandbox (what the upstream pause image
 // is to a real cluster): it holds the pod's namespaces and does nothing
 // until it is told to stop, reaping any orphan the pod's pid namespace
 // hands it. Built static and packed FROM scratch by scripts/k8s-node.sh.
