@@ -544,7 +544,7 @@ func TestRunShardedLoadCountsALostShard(t *testing.T) {
 	ns := c.Namespace(t)
 	c.CreateWorkload(t, ns, simWorkload)
 	url := startTestSim(t) + "/v1"
-	exp, file, want := shardedSpec(t, c, ns, url, 6*time.Second)
+	exp, file, want := shardedSpec(t, c, ns, url, 10*time.Second)
 	exp.Faults[0].Duration = spec.Duration(2 * time.Second)
 	shards := &killingShards{LocalShards: &LocalShards{Binary: llmchaosBinary(t)}, kill: 1, after: 2 * time.Second}
 	var out, saved bytes.Buffer

@@ -508,11 +508,11 @@ func TestEngineNewValidate(t *testing.T) {
 		{"empty target", func(c *engine.Config) { c.Targets = []string{""} }, []string{"target 1 is empty"}},
 		{"negative grace", func(c *engine.Config) { c.Grace = -time.Second }, []string{"grace -1s"}},
 		{"ramp-up on open loop", func(c *engine.Config) { c.RampUp = time.Second }, []string{"ramp-up applies to a closed loop"}},
-		{"bad arrival", func(c *engine.Config) { c.Arrival.OnSaturation = "maybe" }, []string{`--on-saturation "maybe"`}},
+		{"bad arrival", func(c *engine.Config) { c.Arrival.OnSaturation = "maybe" }, []string{`on_saturation "maybe"`}},
 		{"bad shard", func(c *engine.Config) { c.Shard = workload.Shard{Index: 2, Count: 2} }, []string{"shard 2/2"}},
 		{"closed loop split too thin", func(c *engine.Config) {
 			c.Arrival, c.Shard = workload.ArrivalConfig{Concurrency: 2, Requests: 10}.WithDefaults(), workload.Shard{Index: 0, Count: 3}
-		}, []string{"--concurrency 2 is split over 3 shards"}},
+		}, []string{"concurrency 2 is split over 3 shards"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,8 +30,11 @@ func TestReplicaRefusesToStartWithTooLittleFreeMemory(t *testing.T) {
 		t.Fatalf("replica exit code = %d, want %d; stderr:\n%s", code, exitcode.NoGPUMemory, r.Err)
 	}
 	holder := fmt.Sprintf("held by pid %d (30.0 GiB: balloon 30.0 GiB)", b.PID())
+	// stderr is folded at 120 columns when it is not a terminal: read
+	// it unfolded.
+	stderr := strings.Join(strings.Fields(r.Err.String()), " ")
 	for _, want := range []string{"cannot start", "need 36.00 GiB", "only 10.00 GiB", "of 40.00 GiB", holder} {
-		if !strings.Contains(r.Err.String(), want) {
+		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not mention %q:\n%s", want, r.Err)
 		}
 	}
