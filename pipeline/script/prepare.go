@@ -73,7 +73,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	}
 	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, Seed: cfg.Seed,
 		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
-		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug})
+		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug, MaxOpenBytes: cfg.MaxOpenBytes})
 	if err != nil {
 		return nil, err
 	}
