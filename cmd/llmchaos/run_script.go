@@ -123,6 +123,10 @@ const scriptCmd = "llmchaos run"
 // pre-flight check the server refused.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
+	// The progress line, the live observers' notices and the run's
+	// warnings write to stderr from their own goroutines: one lock for
+	// all (a file is left as it is, its writes are atomic enough).
+	stderr = childOutput(stderr)
 	var errs []error
 	for name, why := range scriptRefused {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
