@@ -52,6 +52,9 @@ var layers = []struct {
 	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal", "internal/field"}},
 	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm", "internal/field"}},
 	{"deploy", nil},
+	// Programs the test scripts build (the test node's pod sandbox): the
+	// standard library only.
+	{"scripts", nil},
 	// The binary: flags, and a call into a package.
 	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal", "internal/field"}},
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
@@ -44,6 +45,7 @@ type scriptFlags struct {
 	ConsoleOutput       string
 	HTTPDebug           string
 	ModuleDir           string
+	MaxOpenSize         string
 }
 
 // add registers the script flags on fs: k6's flags of `k6 run`, with its
@@ -64,6 +66,7 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
 	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
 	fs.Lookup("http-debug").NoOptDefVal = "headers"
+	fs.StringVar(&f.MaxOpenSize, "max-open-size", "256MiB", "for a script: the most one open() may read (e.g. 1GiB); a larger file, a device or a pipe is an error")
 	fs.StringVar(&f.ModuleDir, "module-dir", "", "for a script: read remote imports (https://jslib.k6.io/...) from this directory, offline: https://HOST/PATH is DIR/HOST/PATH (default $"+js.EnvModuleDir+")")
 }
 
@@ -120,6 +123,10 @@ const scriptCmd = "llmchaos run"
 // pre-flight check the server refused.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
+	// The progress line, the live observers' notices and the run's
+	// warnings write to stderr from their own goroutines: one lock for
+	// all (a file is left as it is, its writes are atomic enough).
+	stderr = childOutput(stderr)
 	var errs []error
 	for name, why := range scriptRefused {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
@@ -166,6 +173,10 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if f.NoSummary {
 		mode = script.SummaryDisabled
 	}
+	maxOpen, err := vgpu.ParseSize(f.MaxOpenSize)
+	if err != nil || maxOpen <= 0 {
+		errs = append(errs, fmt.Errorf("--max-open-size %q: want a positive size such as 256MiB or 1GiB", f.MaxOpenSize))
+	}
 	if f.HTTPDebug != "" && f.HTTPDebug != "headers" && f.HTTPDebug != "full" {
 		errs = append(errs, fmt.Errorf("--http-debug=%s: want --http-debug (headers) or --http-debug=full", f.HTTPDebug))
 	}
@@ -195,7 +206,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		Overrides:     script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations, Stages: stages},
 		SummaryExport: f.SummaryExport, SummaryMode: mode, NoThresholds: f.NoThresholds,
 		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
-		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir,
+		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir, MaxOpenBytes: maxOpen,
 		ProgressTTY: isTerminal(stderr),
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -72,7 +73,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	}
 	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, Seed: cfg.Seed,
 		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
-		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug})
+		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug, MaxOpenBytes: cfg.MaxOpenBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,35 @@ func (r *run) prepare() error {
 		return err
 	}
 	vu0.SetTags(r.opts.Tags)
+	for _, w := range r.keyWarnings() {
+		fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", w)
+	}
 	return nil
+}
+
+// keyWarnings warns, as an experiment's api_key_env does, of each llm.Client
+// made in the init code whose apiKeyEnv names a variable that is neither
+// given with -e nor set in the environment (or is empty): its requests
+// would go without an API key. A client with a literal apiKey is not
+// checked, and each variable is named once.
+func (r *run) keyWarnings() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range r.sh.Clients() {
+		name := c.APIKeyEnv
+		if name == "" || c.APIKey != "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		v, ok := r.sh.Env[name]
+		if !ok {
+			v = os.Getenv(name)
+		}
+		if v == "" {
+			out = append(out, fmt.Sprintf("llm.Client apiKeyEnv: the environment variable %s is not set (or empty): requests will be sent without an API key", name))
+		}
+	}
+	return out
 }
 
 // readOptions reads the script's options (as VU 0 read them) with the

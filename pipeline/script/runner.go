@@ -125,6 +125,8 @@ type Config struct {
 	// ModuleDir is where remote imports (https://jslib.k6.io/...) are
 	// read from, offline (js.LoadOptions; "": $LLMCHAOS_MODULE_DIR).
 	ModuleDir string
+	// MaxOpenBytes bounds what one open() may read (0: js.DefaultMaxOpenBytes).
+	MaxOpenBytes int64
 	// Progress, when set, receives k6's progress line every second while
 	// the load runs (running (0m05.0s), 2/2 VUs, 8 complete and 0
 	// interrupted iterations), rewritten in place when ProgressTTY.

@@ -112,7 +112,14 @@ type SharedOptions struct {
 	// and SSE request and response head on the console, "full" their
 	// bodies too.
 	HTTPDebug string
+	// MaxOpenBytes bounds what one open() may read (0: DefaultMaxOpenBytes),
+	// so that a script cannot take the process's memory with a huge file.
+	MaxOpenBytes int64
 }
+
+// DefaultMaxOpenBytes is open()'s bound when SharedOptions gives none:
+// 256 MiB, far above a prompt dataset, far below the machine's memory.
+const DefaultMaxOpenBytes int64 = 256 << 20
 
 // Shared is what every VU of one run shares: the run's clock, metric table,
 // recorder and LLM clients. Safe for concurrent use.
@@ -128,6 +135,7 @@ type Shared struct {
 	console io.Writer
 	conMu   sync.Mutex
 	seed    uint64
+	maxOpen int64
 	seq     atomic.Uint64
 
 	mu      sync.Mutex
@@ -170,6 +178,10 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
 		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{},
 		arrays: map[string]*sharedArray{}, perVU: opts.NoVUConnectionReuse,
+		maxOpen: opts.MaxOpenBytes,
+	}
+	if sh.maxOpen <= 0 {
+		sh.maxOpen = DefaultMaxOpenBytes
 	}
 	switch opts.HTTPDebug {
 	case "":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -378,7 +379,7 @@ func (vu *VU) open(name string, mode ...string) sobek.Value {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(vu.prog.Dir, name)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, vu.shared.maxOpen)
 	if err != nil {
 		panic(vu.rt.NewGoError(fmt.Errorf("open %s: %w", name, err)))
 	}
@@ -751,4 +752,47 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 		outs = append(outs, SummaryOutput{Key: k, Content: content})
 	}
 	return outs, true, nil
+}
+
+// readBounded reads the regular file at path, refusing a device, a pipe or
+// a directory (which could be endless or block) and a file over limit
+// bytes, before reading it, and again if it grows while being read.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		kind := "a special file"
+		switch m := st.Mode(); {
+		case m.IsDir():
+			kind = "a directory"
+		case m&os.ModeDevice != 0:
+			kind = "a device"
+		case m&os.ModeNamedPipe != 0:
+			kind = "a named pipe"
+		case m&os.ModeSocket != 0:
+			kind = "a socket"
+		}
+		return nil, fmt.Errorf("not a regular file but %s: open() reads files only", kind)
+	}
+	tooBig := func(n int64) error {
+		return fmt.Errorf("%d bytes is over open()'s limit of %d bytes (raise it with --max-open-size)", n, limit)
+	}
+	if st.Size() > limit {
+		return nil, tooBig(st.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, tooBig(int64(len(b)))
+	}
+	return b, nil
 }

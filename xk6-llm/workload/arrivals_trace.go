@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"time"
 )
 
@@ -35,9 +34,9 @@ type Trace struct {
 // LoadTrace reads a trace file (see Trace for the format). Errors name the
 // file and line.
 func LoadTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, "trace")
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return ParseTrace(f, path)

@@ -77,9 +77,9 @@ type DatasetTurn struct {
 //
 // Errors name the file and line ("data.jsonl:7: ...").
 func LoadDataset(path string, format DatasetFormat) (*Dataset, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, "dataset")
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	if format == DatasetAuto {
@@ -353,4 +353,34 @@ func parseJSONLEntry(b []byte) (DatasetEntry, error) {
 		e.Turns[len(e.Turns)-1].OutputTokens = out
 	}
 	return e, nil
+}
+
+// MaxInputFileBytes bounds a dataset or trace file: parsed, a file takes a
+// few times its size in memory, and 2 GiB (ShareGPT's whole dump is about a
+// third of it) keeps that within a test machine's.
+const MaxInputFileBytes int64 = 2 << 30
+
+// openInput opens a dataset or trace file (what names it in errors),
+// refusing what is not a regular file (a device such as /dev/zero, a pipe
+// or a directory would never end or never parse) and a file over
+// MaxInputFileBytes, before any of it is read.
+func openInput(path, what string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%s %s: %w", what, path, err)
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("%s %s: not a regular file (a device, pipe or directory): give a file", what, path)
+	case st.Size() > MaxInputFileBytes:
+		err = fmt.Errorf("%s %s: %d bytes is over the limit of %d bytes (2 GiB) for one file: sample it down", what, path, st.Size(), MaxInputFileBytes)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
