@@ -151,15 +151,16 @@ func suggestMetric(name string) string {
 	lower := strings.ToLower(name)
 	best, bestDist := "", 3 // suggest only within an edit distance of 2
 	for _, m := range metrics.Builtin() {
-		if d := editDistance(lower, m.Name); d < bestDist {
+		if d := EditDistance(lower, m.Name); d < bestDist {
 			best, bestDist = m.Name, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes: what
+// "did you mean" suggestions of metric and option names are ranked by.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmchaos/llmchaos/assertions"
 )
 
 // Duration is a k6 duration: a string such as "30s" or "1m30s", or a
@@ -425,30 +427,9 @@ func closestOption(k string) string {
 		if strings.EqualFold(o, k) {
 			return o
 		}
-		if d := editDistance(strings.ToLower(k), strings.ToLower(o)); d < bestD {
+		if d := assertions.EditDistance(strings.ToLower(k), strings.ToLower(o)); d < bestD {
 			best, bestD = o, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
