@@ -395,8 +395,13 @@ func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error
 	}
 	defer cli.Close()
 	_, err = cli.ContainerUnpause(ctx, s.ID, client.ContainerUnpauseOptions{})
-	if err == nil || cerrdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		// The engine's answer is not the container's state: a revert is
+		// ok only once the container no longer reads paused.
+		return awaitUnpaused(ctx, cli, s)
 	}
 	// The engine refuses to unpause a container that is not paused: look.
 	res, ierr := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
@@ -407,6 +412,28 @@ func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error
 		return nil
 	}
 	return fmt.Errorf("unpause container %s (%s): %w", s.Name, shortID(s.ID), err)
+}
+
+// awaitUnpaused waits (a few seconds at most) until the container of s no
+// longer reads paused; a container that is gone counts as unpaused.
+func awaitUnpaused(ctx context.Context, cli *client.Client, s DockerSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		res, err := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case err == nil && (res.Container.State == nil || !res.Container.State.Paused):
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("unpause container %s (%s): the engine answered, but it still reads paused", s.Name, shortID(s.ID))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(dockerPoll):
+		}
+	}
 }
 
 // dockerEventActions are the engine events the watcher asks for.
