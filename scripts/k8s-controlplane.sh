@@ -241,6 +241,9 @@ keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
 	gen_cert "$pki" apiserver "/CN=kube-apiserver" "$server"
 	gen_cert "$pki" admin "/O=system:masters/CN=llmchaos-admin" "$client"
+	# The apiserver's identity towards kubelets (pods/log, exec, port-forward
+	# on a real node: scripts/k8s-node.sh).
+	gen_cert "$pki" kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
 	gen_cert "$pki" controller-manager "/CN=system:kube-controller-manager" "$client"
 	gen_cert "$pki" scheduler "/CN=system:kube-scheduler" "$client"
 	# kwok acts for every fake node's kubelet: it writes node and pod status
@@ -418,6 +421,7 @@ cmd_start() {
 		--endpoint-reconciler-type none \
 		--tls-cert-file "$DIR/pki/apiserver.crt" --tls-private-key-file "$DIR/pki/apiserver.key" \
 		--client-ca-file "$DIR/pki/ca.crt" \
+		--kubelet-client-certificate "$DIR/pki/kubelet-client.crt" --kubelet-client-key "$DIR/pki/kubelet-client.key" \
 		--authorization-mode Node,RBAC --anonymous-auth=false \
 		--enable-admission-plugins NodeRestriction \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \

@@ -6,9 +6,10 @@
 #
 #   scripts/k8s-node.sh build               # kubelet, once per version; cached (see below)
 #   scripts/k8s-node.sh check               # exit 0 when start can run here, 3 (and why) when not
-#   scripts/k8s-node.sh start DIR [--owner PID]
+#   scripts/k8s-node.sh start DIR [--owner PID] [--wait SECONDS]
 #   export KUBECONFIG=DIR/kubeconfig        # admin of the control plane the node joined
 #   scripts/k8s-node.sh env DIR             # the node's facts as shell variables
+#   scripts/k8s-node.sh facts               # the host-wide names any node here uses
 #   scripts/k8s-node.sh stop DIR
 #
 # build compiles the kubelet from the k8s.io/kubernetes module pinned in
@@ -21,29 +22,38 @@
 # iptables, nftables and iproute2.
 #
 # start (root, Linux) starts the control plane of scripts/k8s-controlplane.sh
-# in DIR/cp with no kwok nodes (KWOK_NODES=0, unless set) and its apiserver
-# bound to the node's address too, then:
+# in DIR/cp with no kwok nodes (KWOK_NODES=0, unless set), then:
 #   - a bridge llmc0 with 10.88.0.1/24 (pods get 10.88.0.2-254): the
 #     node's InternalIP, since the kubelet refuses a loopback address and
-#     this kernel has no dummy interfaces;
+#     this kernel has no dummy interfaces; the host reaches pod IPs;
+#   - in-cluster API access without kube-proxy: one DNAT rule sends the
+#     kubernetes Service's address (10.96.0.1:443, what the kubelet puts in
+#     every pod's KUBERNETES_SERVICE_HOST) from the pod network to the
+#     apiserver on 127.0.0.1 (route_localnet on the bridge only);
 #   - a containerd with its own config, socket, root and state under DIR
 #     (Docker's containerd is not touched), the CRI plugin on, cgroupfs;
 #   - the images llmchaos-pause:node and llmchaos:node, built FROM scratch
 #     from static Go binaries (scripts/k8s/node/pause and cmd/llmchaos of
 #     this checkout) as OCI archives and imported with ctr; pods use
-#     imagePullPolicy: Never;
+#     imagePullPolicy: Never (or IfNotPresent);
 #   - the kubelet (node llmchaos-node, client certificate of the control
 #     plane's CA, failCgroupV1: false, cgroup root /llmchaos-node);
 # and waits until the node is Ready. It records every host change first
 # (DIR/host.before): the FORWARD accept rules for the pod network (Docker's
-# FORWARD policy is DROP), the sysctls the kubelet and the bridge set
-# (kernel.panic, kernel.panic_on_oops, vm.overcommit_memory,
-# net.ipv4.ip_forward), and stop puts each back as it was, deletes the
-# bridge, the CNI's nftables/iptables rules and the cgroups under the
-# node's root, and stops the control plane. With --owner PID a watcher
-# stops the node when that process exits. One node per machine at a time
-# (the bridge, sysctls and cgroup root are host-wide): start takes
-# /run/llmchaos-node.lock and refuses while another DIR holds it.
+# FORWARD policy is DROP), the DNAT rule, the sysctls the kubelet and the
+# bridge set (kernel.panic, kernel.panic_on_oops, kernel.keys.root_max*,
+# vm.overcommit_memory, vm.panic_on_oom, net.ipv4.ip_forward), and stop
+# puts each back as it was, deletes the bridge, the CNI's iptables rules
+# and the cgroups under the node's root, and stops the control plane.
+# With --owner PID a watcher stops the node when that process exits.
+#
+# One node per machine at a time (the bridge, sysctls and cgroup root are
+# host-wide): /run/llmchaos-node.holder names the node's DIR while it runs;
+# start refuses while another DIR's node runs, or waits up to --wait
+# SECONDS for it to stop (test binaries of several packages, run in
+# parallel by go test, each start their own). A node of which nothing runs
+# any more (its owner killed with -9 and its watcher too) is stopped by the
+# next start.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,13 +65,26 @@ GO=${GO:-go}
 K8S_VERSION=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$CP_MOD/go.mod")
 CACHE=${LLMCHAOS_CACHE:-$HOME/.cache/llmchaos}/k8s
 NODE_BIN="$CACHE/$K8S_VERSION/node"
+# The machine's node: HOLDER says "DIR PID" (the node's directory and the
+# pid of the start that made it) while a node runs or starts; LOCK is
+# taken only while HOLDER is read or written.
 LOCK=/run/llmchaos-node.lock
+HOLDER=/run/llmchaos-node.holder
 NODE_NAME=llmchaos-node
 BRIDGE=llmc0
 NODE_IP=10.88.0.1
 POD_CIDR=10.88.0.0/24
 CGROUP_ROOT=/llmchaos-node
-SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory net.ipv4.ip_forward)
+# The host-wide sysctls the node changes: the kubelet's (setupKernelTunables
+# in pkg/kubelet/cm/container_manager_linux.go) and the forwarding the
+# bridge needs.
+SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys
+	kernel.keys.root_maxbytes net.ipv4.ip_forward)
+# In-cluster clients reach the apiserver at the kubernetes Service's
+# address (the kubelet sets KUBERNETES_SERVICE_HOST in every pod); with no
+# kube-proxy, one DNAT rule sends it to the apiserver on 127.0.0.1 (the
+# bridge routes to loopback: route_localnet, on the bridge only).
+SERVICE_IP=10.96.0.1
 DEBS=(containerd runc containernetworking-plugins iptables nftables iproute2)
 CNI_BIN=/usr/lib/cni
 
@@ -167,49 +190,118 @@ save_host() {
 # restore_host puts back what save_host recorded and removes what start
 # added; each step is done whether or not the previous ones worked.
 restore_host() {
-	local f=$DIR/host.before kind k v
+	local f=$DIR/host.before kind k v rule
 	iptables -D FORWARD -s "$POD_CIDR" -j ACCEPT 2>/dev/null || true
 	iptables -D FORWARD -d "$POD_CIDR" -j ACCEPT 2>/dev/null || true
-	# The CNI bridge plugin's masquerade chains (ipMasq is off, but a
-	# half-done start may have left them) and portmap's.
-	local chain
-	for chain in $(iptables -t nat -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^CNI-/ { print $2 }'); do
-		iptables -t nat -F "$chain" 2>/dev/null || true
-	done
-	iptables -t nat -S 2>/dev/null | grep -- '-j CNI-' | sed 's/^-A //' | while read -r rule; do
+	iptables -t nat -S PREROUTING 2>/dev/null | grep -F -- "-s $POD_CIDR -d $SERVICE_IP/32" | sed 's/^-A //' | while read -r rule; do
 		# shellcheck disable=SC2086
 		iptables -t nat -D $rule 2>/dev/null || true
 	done
-	for chain in $(iptables -t nat -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^CNI-/ { print $2 }'); do
-		iptables -t nat -X "$chain" 2>/dev/null || true
+	# The CNI plugins' chains (the bridge's masquerade, off here, and
+	# portmap's), should a pod have made them.
+	local table chain
+	for table in nat filter; do
+		iptables -t $table -S 2>/dev/null | grep -E -- '-j CNI-' | sed 's/^-A //' | while read -r rule; do
+			# shellcheck disable=SC2086
+			iptables -t $table -D $rule 2>/dev/null || true
+		done
+		for chain in $(iptables -t $table -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^CNI-/ { print $2 }'); do
+			iptables -t $table -F "$chain" 2>/dev/null || true
+			iptables -t $table -X "$chain" 2>/dev/null || true
+		done
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
 	if [[ -f $f ]]; then
 		while read -r kind k v; do
-			[[ $kind == sysctl ]] && sysctl -qw "$k=$v" >/dev/null 2>&1 || true
+			if [[ $kind == sysctl ]]; then
+				sysctl -qw "$k=$v" >/dev/null 2>&1 || log "cannot put back sysctl $k=$v"
+			fi
 		done <"$f"
 	fi
-	# The kubelet's cgroups (cgroupfs, v1: one tree per controller).
+	# The kubelet's and the containers' cgroups (cgroupfs: under v1, one
+	# tree per hierarchy; under v2, one tree).
 	local root
-	for root in /sys/fs/cgroup/*/; do
+	for root in /sys/fs/cgroup/ /sys/fs/cgroup/*/; do
 		[[ -d $root${CGROUP_ROOT#/} ]] || continue
 		find "$root${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+		[[ -d $root${CGROUP_ROOT#/} ]] && log "cannot remove the cgroup $root${CGROUP_ROOT#/} (processes left in it?)"
 	done
-	[[ -d /sys/fs/cgroup${CGROUP_ROOT} ]] && find "/sys/fs/cgroup${CGROUP_ROOT}" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	rm -f "$f"
 }
 
+# live PID: the process exists and is not a zombie.
+live() {
+	local state
+	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ $state != Z* ]]
+}
+
+# launch NAME CMD... starts CMD in a session of its own, logging to
+# DIR/NAME.log, its pid in DIR/NAME.pid; it holds none of this script's
+# descriptors (the lock's included).
 launch() {
 	local name=$1
 	shift
-	setsid "$@" >"$DIR/$name.log" 2>&1 </dev/null &
+	setsid "$@" >"$DIR/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$DIR/$name.pid"
 }
 
 alive() {
 	local pid
 	pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
-	kill -0 "$pid" 2>/dev/null
+	live "$pid"
+}
+
+# holder_live DIR PID: the node of DIR is up or being started (its start
+# PID or one of its daemons lives).
+holder_live() {
+	local dir=$1 pid=$2 c p
+	[[ -n $pid ]] && live "$pid" && return 0
+	for c in kubelet containerd; do
+		p=$(cat "$dir/$c.pid" 2>/dev/null) && live "$p" && return 0
+	done
+	return 1
+}
+
+# claim DIR WAIT makes DIR the machine's node, waiting up to WAIT seconds
+# while another node runs; a node of which nothing runs any more (its test
+# binary killed with -9 before its watcher could stop it) is stopped first.
+claim() {
+	local dir=$1 wait=$2 deadline=$((SECONDS + $2)) hdir hpid
+	while :; do
+		exec 9>>"$LOCK"
+		flock -w 30 9 || die "cannot take $LOCK within 30 s"
+		hdir= hpid=
+		[[ -f $HOLDER ]] && read -r hdir hpid <"$HOLDER"
+		if [[ -z $hdir || $hdir == "$dir" ]] || ! holder_live "$hdir" "$hpid"; then
+			echo "$dir $$" >"$HOLDER"
+			exec 9>&-
+			if [[ -n $hdir && $hdir != "$dir" ]]; then
+				log "stopping the node left in $hdir (nothing of it runs)"
+				(cmd_stop "$hdir") || true
+			fi
+			return
+		fi
+		exec 9>&-
+		((SECONDS < deadline)) || die "another node runs on this machine (in $hdir); one at a time (start --wait SECONDS waits for it)"
+		sleep 1
+	done
+}
+
+# holds DIR: DIR is the machine's node (or none is).
+holds() {
+	local hdir=
+	[[ -f $HOLDER ]] && read -r hdir _ <"$HOLDER"
+	[[ -z $hdir || $hdir == "$1" ]]
+}
+
+unclaim() {
+	exec 9>>"$LOCK"
+	flock -w 30 9 || die "cannot take $LOCK within 30 s"
+	local hdir=
+	[[ -f $HOLDER ]] && read -r hdir _ <"$HOLDER"
+	[[ $hdir == "$1" ]] && rm -f "$HOLDER"
+	exec 9>&-
 }
 
 # wait_for NAME SECONDS WHAT CMD...: until CMD succeeds, NAME dies, or the time is up.
@@ -274,15 +366,18 @@ node_ready() {
 
 cmd_start() {
 	DIR=$1
-	local owner=${2:-}
+	local owner=$2 wait=$3
+	if [[ -n $owner ]]; then
+		live "$owner" || die "--owner $owner: no such process"
+	fi
 	cmd_check
 	mkdir -p "$DIR"
 	DIR=$(cd "$DIR" && pwd)
-	exec 9>>"$LOCK"
-	flock -n 9 || die "another node runs on this machine ($(cat "$LOCK.dir" 2>/dev/null)); one at a time"
-	echo "$DIR" >"$LOCK.dir"
-	trap 'rc=$?; if ((rc != 0)); then log "start failed; stopping what it started (logs stay in $DIR)"; cmd_stop "$DIR"; fi' EXIT
 	local t0=$SECONDS
+	claim "$DIR" "$wait"
+	((SECONDS - t0 < 2)) || log "waited $((SECONDS - t0)) s for the node in another directory to stop"
+	trap 'rc=$?; if ((rc != 0)); then log "start failed; stopping what it started (logs stay in $DIR)"; cmd_stop "$DIR"; fi' EXIT
+	t0=$SECONDS
 	save_host
 	KWOK_NODES=${KWOK_NODES:-0} "$CP" start "$DIR/cp"
 	cp "$DIR/cp/kubeconfig" "$DIR/kubeconfig"
@@ -295,6 +390,8 @@ cmd_start() {
 	sysctl -qw net.ipv4.ip_forward=1
 	iptables -I FORWARD -s "$POD_CIDR" -j ACCEPT
 	iptables -I FORWARD -d "$POD_CIDR" -j ACCEPT
+	sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
+	iptables -t nat -I PREROUTING -s "$POD_CIDR" -d "$SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination "127.0.0.1:$api_port"
 
 	mkdir -p "$DIR/cni/net.d" "$DIR/containerd/root" "$DIR/containerd/state" "$DIR/kubelet" "$DIR/pods-logs"
 	cat >"$DIR/cni/net.d/10-llmchaos.conflist" <<CNI
@@ -326,8 +423,8 @@ TOML
 
 	local bin=$DIR/bin
 	mkdir -p "$bin"
-	(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/pause" ./scripts/k8s/node/pause &&
-		CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/llmchaos" ./cmd/llmchaos) || die "building the images' binaries failed"
+	(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$bin/pause" ./scripts/k8s/node/pause &&
+		CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$bin/llmchaos" ./cmd/llmchaos) || die "building the images' binaries failed"
 	image pause llmchaos-pause:node "$bin/pause"
 	image llmchaos llmchaos:node "$bin/llmchaos"
 
@@ -396,14 +493,18 @@ ENV
 
 # ----------------------------------------------------------------- stop ---
 
+# kill_component NAME stops the process group that launch started, if its
+# pid is still the one started (a session leader), TERM then KILL after 10 s.
 kill_component() {
-	local name=$1 pid
+	local name=$1 pid sid
 	pid=$(cat "$DIR/$name.pid" 2>/dev/null) || return 0
 	rm -f "$DIR/$name.pid"
 	[[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
+	sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ') || return 0
+	[[ $sid == "$pid" ]] || return 0
 	kill -TERM -- "-$pid" 2>/dev/null || return 0
 	local deadline=$((SECONDS + 10))
-	while kill -0 "$pid" 2>/dev/null; do
+	while live "$pid"; do
 		if ((SECONDS >= deadline)); then
 			kill -KILL -- "-$pid" 2>/dev/null || true
 			break
@@ -434,12 +535,15 @@ cmd_stop() {
 	done
 	# Pod network namespaces under the state dir, and mounts under DIR.
 	grep -o " $DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-	restore_host
+	# The host-wide state is another node's when another holds the machine.
+	if holds "$DIR"; then
+		restore_host
+	else
+		log "not restoring the host: the machine's node is now another's ($(cat "$HOLDER"))"
+	fi
 	"$CP" stop "$DIR/cp" || true
 	rm -rf "$DIR/containerd" "$DIR/kubelet" "$DIR/cni" "$DIR/bin" "$DIR/kubeconfig" "$DIR/env" "$DIR/containerd.sock"*
-	if [[ $(cat "$LOCK.dir" 2>/dev/null) == "$DIR" ]]; then
-		rm -f "$LOCK.dir"
-	fi
+	unclaim "$DIR"
 	log "stopped in $((SECONDS - t0)) s"
 }
 
@@ -459,8 +563,18 @@ main() {
 	build-kubelet) build_kubelet ;;
 	check) cmd_check ;;
 	start)
-		[[ $# -eq 1 || ($# -eq 3 && $2 == --owner) ]] || usage
-		cmd_start "$1" "${3:-}"
+		(($# >= 1)) || usage
+		local dir=$1 owner= wait=0
+		shift
+		while (($#)); do
+			case $1 in
+			--owner) owner=${2:?}; shift 2 ;;
+			--wait) wait=${2:?}; shift 2 ;;
+			*) usage ;;
+			esac
+		done
+		[[ $wait =~ ^[0-9]+$ ]] || die "--wait $wait: a number of seconds"
+		cmd_start "$dir" "$owner" "$wait"
 		;;
 	stop)
 		[[ $# -eq 1 ]] || usage
@@ -469,6 +583,12 @@ main() {
 	env)
 		[[ $# -eq 1 ]] || usage
 		cmd_env "$1"
+		;;
+	facts)
+		# The host-wide names every node here uses (for tests that check
+		# the host after a stop).
+		printf 'BRIDGE=%s\nNODE_IP=%s\nPOD_CIDR=%s\nSERVICE_IP=%s\nCGROUP_ROOT=%s\nNODE_NAME=%s\nK8S_VERSION=%s\n' \
+			"$BRIDGE" "$NODE_IP" "$POD_CIDR" "$SERVICE_IP" "$CGROUP_ROOT" "$NODE_NAME" "$K8S_VERSION"
 		;;
 	_ready)
 		# node_ready's probe, through the control plane's admin kubeconfig.

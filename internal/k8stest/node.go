@@ -1,7 +1,6 @@
 package k8stest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -34,7 +34,14 @@ type Node struct {
 	Name, IP, PodCIDR string
 	// Image is the llmchaos image imported into the node.
 	Image string
+	// NodeDir is the node's directory: its logs (*.log), its control
+	// plane's (cp/*.log).
+	NodeDir string
 }
+
+// nodeWait is how long a start waits for another test binary's node to
+// stop (one node per machine; go test runs packages in parallel).
+const nodeWait = 15 * time.Minute
 
 var sharedNode struct {
 	mu     sync.Mutex
@@ -42,14 +49,20 @@ var sharedNode struct {
 	node   *Node
 	err    error
 	script string
+	// facts and before: the host-wide state before the start, which the
+	// stop must leave as it was.
+	facts  NodeFacts
+	before []string
 }
 
 // StartNode returns the test binary's node, starting it (with its own
-// control plane, no kwok nodes) on first use, stopped by Run. It skips t
-// when the node cannot start here (not Linux, not root, not built: the
-// reason is the script's check), failing it instead with
-// LLMCHAOS_REQUIRE_K8S_NODE=1. One node per machine: a second test binary
-// that wants one while another holds it fails to start it.
+// control plane, no kwok nodes) on first use, stopped by Run, which then
+// checks that the host is as it was before the start (HostState) and
+// fails the run if not. It skips t when the node cannot start here (not
+// Linux, not root, not built: the reason is the script's check), failing
+// it instead with LLMCHAOS_REQUIRE_K8S_NODE=1. One node per machine: a
+// test binary whose start finds another's node running waits for it to
+// stop (up to 15 minutes).
 func StartNode(t testing.TB) *Node {
 	t.Helper()
 	n, err := startSharedNode()
@@ -62,7 +75,7 @@ func StartNode(t testing.TB) *Node {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("node logs: %s", filepath.Join(n.Dir, "..", "*.log"))
+			t.Logf("node logs: %s", filepath.Join(n.NodeDir, "*.log"))
 		}
 	})
 	return n
@@ -75,42 +88,90 @@ func startSharedNode() (*Node, error) {
 		return sharedNode.node, sharedNode.err
 	}
 	sharedNode.done = true
-	sharedNode.node, sharedNode.script, sharedNode.err = startNode(context.Background())
-	return sharedNode.node, sharedNode.err
-}
-
-func startNode(ctx context.Context) (*Node, string, error) {
-	cp, err := FindScript()
+	script, err := nodeScript()
 	if err != nil {
-		return nil, "", err
+		sharedNode.err = err
+		return nil, err
 	}
-	script := filepath.Join(filepath.Dir(filepath.Dir(cp)), NodeScript)
+	sharedNode.script = script
+	ctx := context.Background()
 	if err := Check(ctx, script); err != nil {
-		return nil, script, err
+		sharedNode.err = err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmchaos-node-")
 	if err != nil {
-		return nil, script, fmt.Errorf("k8stest: %w", err)
+		sharedNode.err = fmt.Errorf("k8stest: %w", err)
+		return nil, sharedNode.err
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	if sharedNode.facts, err = nodeFacts(ctx, script); err == nil {
+		sharedNode.before, err = HostState(ctx, sharedNode.facts, dir)
+	}
+	if err == nil {
+		var waited bool
+		sharedNode.node, waited, err = StartNodeIn(ctx, script, dir, os.Getpid(), nodeWait)
+		if waited {
+			// The state before was another node's: the script's record
+			// of it, taken once that node had stopped, is the reference.
+			sharedNode.before = nil
+		}
+	}
+	sharedNode.err = err
+	return sharedNode.node, err
+}
+
+// nodeScript returns the absolute path of scripts/k8s-node.sh.
+func nodeScript() (string, error) {
+	cp, err := FindScript()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(cp)), NodeScript), nil
+}
+
+// StartNodeIn starts a node in dir with the script, waiting up to wait for
+// another one on this machine to stop, and reports whether it waited. With
+// owner > 0 the node stops by itself when process owner exits. Most tests
+// want the shared one (StartNode); StartNodeIn is for tests of starting
+// and stopping. A failed start stops what it started.
+func StartNodeIn(ctx context.Context, script, dir string, owner int, wait time.Duration) (*Node, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout+wait)
 	defer cancel()
-	if out, err := runScript(ctx, script, "start", dir, "--owner", strconv.Itoa(os.Getpid())); err != nil {
-		return nil, script, fmt.Errorf("k8stest: starting the node in %s: %w\n%s", dir, err, out)
+	args := []string{"start", dir, "--wait", strconv.Itoa(int(wait.Seconds()))}
+	if owner > 0 {
+		args = append(args, "--owner", strconv.Itoa(owner))
+	}
+	out, err := runScript(ctx, script, args...)
+	waited := strings.Contains(out, "waited")
+	if err != nil {
+		return nil, waited, fmt.Errorf("k8stest: starting the node in %s: %w\n%s", dir, err, out)
 	}
 	env, err := readEnv(filepath.Join(dir, "env"))
 	if err != nil {
-		return nil, script, err
+		return nil, waited, err
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", env["KUBECONFIG"])
 	if err != nil {
-		return nil, script, fmt.Errorf("k8stest: loading %s: %w", env["KUBECONFIG"], err)
+		return nil, waited, fmt.Errorf("k8stest: loading %s: %w", env["KUBECONFIG"], err)
 	}
 	config.QPS, config.Burst = 100, 200
 	c := &Cluster{Dir: filepath.Join(dir, "cp"), Kubeconfig: env["KUBECONFIG"], config: config}
-	return &Node{Cluster: c, Name: env["NODE_NAME"], IP: env["NODE_IP"], PodCIDR: env["POD_CIDR"], Image: env["IMAGE"]}, script, nil
+	n := &Node{Cluster: c, NodeDir: dir, Name: env["NODE_NAME"], IP: env["NODE_IP"], PodCIDR: env["POD_CIDR"], Image: env["IMAGE"]}
+	return n, waited, nil
 }
 
-// stopSharedNode stops the node if a test started one.
+// StopNode runs the script's stop on the node's directory.
+func StopNode(ctx context.Context, script string, n *Node) error {
+	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	if out, err := runScript(ctx, script, "stop", n.NodeDir); err != nil {
+		return fmt.Errorf("k8stest: stopping the node in %s: %w\n%s", n.NodeDir, err, out)
+	}
+	return nil
+}
+
+// stopSharedNode stops the node if a test started one, and checks that the
+// host is as it was before.
 func stopSharedNode() error {
 	sharedNode.mu.Lock()
 	defer sharedNode.mu.Unlock()
@@ -119,28 +180,39 @@ func stopSharedNode() error {
 		return nil
 	}
 	sharedNode.node = nil
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	dir := filepath.Dir(n.Dir)
-	if out, err := runScript(ctx, sharedNode.script, "stop", dir); err != nil {
-		return fmt.Errorf("k8stest: stopping the node in %s: %w\n%s", dir, err, out)
+	ctx := context.Background()
+	if err := StopNode(ctx, sharedNode.script, n); err != nil {
+		return err
+	}
+	if sharedNode.before == nil {
+		return nil
+	}
+	after, err := HostState(ctx, sharedNode.facts, n.NodeDir)
+	if err != nil {
+		return err
+	}
+	if d := DiffState(sharedNode.before, after); d != "" {
+		return fmt.Errorf("k8stest: the node's stop left the host changed:\n%s", d)
 	}
 	return nil
 }
 
 // readEnv reads a KEY=VALUE file.
 func readEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("k8stest: %w", err)
 	}
-	defer f.Close()
+	return parseEnv(string(b)), nil
+}
+
+// parseEnv reads KEY=VALUE lines; other lines are skipped.
+func parseEnv(s string) map[string]string {
 	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+	for l := range strings.Lines(s) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && !strings.ContainsAny(k, " :") {
 			env[k] = v
 		}
 	}
-	return env, sc.Err()
+	return env
 }
