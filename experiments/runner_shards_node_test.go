@@ -6,10 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
@@ -25,30 +21,13 @@ func nodeSimWorkload(n *k8stest.Node) k8stest.Workload {
 	return w
 }
 
-// createLoadAccount makes the shard pods' service account in ns with the
-// Role of deploy/kubernetes/rbac.yaml's llmchaos-load: list and watch pods
-// and EndpointSlices, nothing else (its own test there checks the file).
+// createLoadAccount makes the shard pods' service account in ns, allowed
+// the calls a shard that follows the target's pods makes and no other
+// (what deploy/kubernetes/rbac.yaml's llmchaos-load grants: its own test
+// checks the file against the same list).
 func createLoadAccount(t *testing.T, n *k8stest.Node, ns string) {
 	t.Helper()
-	client := n.Client(t)
-	ctx := t.Context()
-	name := shardjob.DefaultPodServiceAccount
-	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-	}}
-	if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}}}
-	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	n.CreateServiceAccount(t, ns, shardjob.DefaultPodServiceAccount, k8stest.RulesFor(shardjob.PodAPICalls()))
 }
 
 // TestRunShardedLoadOnARealNode: workload.shards: 3 on a real node. The

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -148,4 +149,39 @@ func (c *Cluster) LabelNamespace(t testing.TB, ns, key, value string) {
 	if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("k8stest: labelling namespace %s: %v", ns, err)
 	}
+}
+
+// CreateServiceAccount creates service account name in namespace ns with a
+// Role of rules bound to it (both named name too).
+func (c *Cluster) CreateServiceAccount(t testing.TB, ns, name string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	client := c.Client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("k8stest: service account %s/%s: %v", ns, name, err)
+	}
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("k8stest: role %s/%s: %v", ns, name, err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name}}}
+	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("k8stest: role binding %s/%s: %v", ns, name, err)
+	}
+}
+
+// RulesFor returns the RBAC rules that allow calls and nothing else (a
+// package's APICalls list).
+func RulesFor(calls []kube.APICall) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, c := range calls {
+		res := c.Resource
+		if c.Subresource != "" {
+			res += "/" + c.Subresource
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{c.Group}, Resources: []string{res}, Verbs: []string{c.Verb}})
+	}
+	return rules
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/llmchaos/llmchaos/experiments/shardjob"
+	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/report"
+)
+
+// nodeSim is the catalog's llmchaos-sim Deployment (three pods behind a
+// Service, opted in) on the real node.
+func nodeSim(n *k8stest.Node) k8stest.Workload {
+	return k8stest.Workload{Name: "llmchaos-sim", Replicas: 3, Labels: map[string]string{"app": "llmchaos-sim"},
+		PodLabels: map[string]string{replica.OptInLabel: replica.OptInLabelValue}, Service: true, Node: n.Name,
+		Container: n.SimContainer("--latency", "constant", "--ttft", "20ms", "--itl", "5ms")}
+}
+
+// TestShardJobOnARealNode: llmchaos shard-job runs 3 pods that really run
+// `llmchaos load`, each following the simulator pods through the API with
+// the llmchaos-load account's rights and no more; their logs (stdout and
+// stderr of a real container runtime, interleaved) carry their framed
+// reports, and every one is merged: the merged report holds the whole
+// schedule, all ok, no shard lost.
+func TestShardJobOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pods on a real node; skipped under -short")
+	}
+	n := k8stest.StartNode(t)
+	ns := n.Namespace(t)
+	n.CreateWorkload(t, ns, nodeSim(n))
+	n.CreateServiceAccount(t, ns, shardjob.DefaultPodServiceAccount, k8stest.RulesFor(shardjob.PodAPICalls()))
+	out := filepath.Join(t.TempDir(), "merged.json")
+	code, stdout, stderr := run(t, "shard-job", "--kubeconfig", n.Kubeconfig, "-n", ns, "--image", n.Image, "--shards", "3",
+		"--start-in", "5s", "--service-account", shardjob.DefaultPodServiceAccount, "-o", out, "--",
+		"--kubernetes-selector", "app=llmchaos-sim", "--kubernetes-port", "8000", "--kubernetes-path", "/v1",
+		"--model", "llmchaos-sim", "--rate", "20", "--duration", "6s", "--seed", "3", "--input-tokens", "16", "--output-tokens", "8")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d:\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	d, err := report.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("merged: %d requests, %d ok, %d lost, %d shards lost", d.Requests.Scheduled, d.Requests.OK, d.Requests.Lost, d.ShardsLost)
+	if d.ShardsLost != 0 || d.Requests.Scheduled < 100 || d.Requests.OK != d.Requests.Scheduled || d.Requests.Lost != 0 {
+		t.Errorf("merged report: %d requests, %d ok, %d lost, %d shards lost; want about 120, all ok, none lost\n%s", d.Requests.Scheduled, d.Requests.OK, d.Requests.Lost, d.ShardsLost, stderr)
+	}
+}
+
+// TestCatalogPodKillOnARealNode: experiments/catalog/k8s-pod-kill.yaml, as
+// it is, against the real node (namespace llmchaos, the Deployment and
+// Service it names, LLMCHAOS_IMAGE for the kill's signal pod): the run
+// passes, and its kill was a SIGKILL the kubelet answered by restarting
+// the container in the same pod (exit 137).
+func TestCatalogPodKillOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a minute of load on a real node; skipped under -short")
+	}
+	n := k8stest.StartNode(t)
+	const ns = "llmchaos"
+	client := n.Client(t)
+	ctx := t.Context()
+	// A namespace of a fixed name: one left by an earlier run must be gone.
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("namespace %s still there: %v", ns, err)
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	})
+	n.CreateWorkload(t, ns, nodeSim(n))
+	t.Setenv("KUBECONFIG", n.Kubeconfig)
+	t.Setenv(replica.ImageEnv, n.Image)
+	dir := t.TempDir()
+	code, stdout, stderr := run(t, "run", "-o", dir, filepath.Join("..", "..", "experiments", "catalog", "k8s-pod-kill.yaml"))
+	if code != exitcode.OK {
+		t.Fatalf("exit %d:\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	d, err := report.Read(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != report.VerdictPass {
+		t.Errorf("verdict %s\n%s", d.Verdict, stdout)
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=llmchaos-sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killed []string
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if term := cs.LastTerminationState.Terminated; term != nil {
+				if term.ExitCode != 137 {
+					t.Errorf("pod %s's container ended with exit %d (%s), want 137: SIGKILL", p.Name, term.ExitCode, term.Reason)
+				}
+				killed = append(killed, p.Name)
+			}
+		}
+	}
+	if len(killed) != 1 {
+		t.Errorf("pods whose container was killed and restarted: %v, want one", killed)
+	}
+
+}
