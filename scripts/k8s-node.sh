@@ -351,11 +351,14 @@ image() {
 	man=$(sha256sum "$d/manifest.json" | cut -d' ' -f1)
 	msize=$(stat -c %s "$d/manifest.json")
 	mv "$d/manifest.json" "$d/oci/blobs/sha256/$man"
-	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
-		"$man" "$msize" "$ref" >"$d/oci/index.json"
+	# The name the CRI looks an image up by is the normalized reference
+	# (llmchaos:node is docker.io/library/llmchaos:node): ctr import names
+	# the image by this annotation.
+	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"docker.io/library/%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+		"$man" "$msize" "$ref" "${ref#*:}" >"$d/oci/index.json"
 	echo '{"imageLayoutVersion":"1.0.0"}' >"$d/oci/oci-layout"
 	tar -C "$d/oci" -cf "$d.tar" .
-	ctr --address "$DIR/containerd.sock" -n k8s.io images import --base-name "${ref%:*}" --index-name "$ref" "$d.tar" >&2 ||
+	ctr --address "$DIR/containerd.sock" -n k8s.io images import "$d.tar" >&2 ||
 		die "ctr images import $ref failed"
 	rm -rf "$d" "$d.tar"
 }
@@ -469,6 +472,21 @@ clusterDomain: cluster.local
 staticPodPath: ""
 serializeImagePulls: false
 KCFG
+	# The kubelet wants its cgroup root in every hierarchy (cgroup v1: one
+	# per controller; v2: one tree); a cpuset cgroup needs its cpus and mems.
+	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+		mkdir -p "/sys/fs/cgroup$CGROUP_ROOT"
+	else
+		local h
+		for h in /sys/fs/cgroup/*/; do
+			[[ -f ${h}cgroup.procs && $h != */unified/ ]] || continue
+			mkdir -p "$h${CGROUP_ROOT#/}"
+		done
+		if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
+			cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset$CGROUP_ROOT/cpuset.cpus"
+			cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset$CGROUP_ROOT/cpuset.mems"
+		fi
+	fi
 	launch kubelet "$NODE_BIN/kubelet" --config "$DIR/kubelet/config.yaml" --kubeconfig "$DIR/kubelet/kubeconfig" \
 		--root-dir "$DIR/kubelet/root" --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" \
 		--pod-infra-container-image llmchaos-pause:node
@@ -517,6 +535,9 @@ cmd_stop() {
 	DIR=$1
 	[[ -d $DIR ]] || return 0
 	DIR=$(cd "$DIR" && pwd)
+	# Every step is tried whatever the ones before did (a grep that finds
+	# nothing included).
+	set +e +o pipefail
 	local t0=$SECONDS
 	kill_component owner-watch
 	kill_component kubelet
@@ -542,7 +563,7 @@ cmd_stop() {
 		log "not restoring the host: the machine's node is now another's ($(cat "$HOLDER"))"
 	fi
 	"$CP" stop "$DIR/cp" || true
-	rm -rf "$DIR/containerd" "$DIR/kubelet" "$DIR/cni" "$DIR/bin" "$DIR/kubeconfig" "$DIR/env" "$DIR/containerd.sock"*
+	rm -rf "$DIR/containerd" "$DIR/kubelet" "$DIR/cni" "$DIR/bin" "$DIR"/image-* "$DIR/kubeconfig" "$DIR/env" "$DIR/containerd.sock"*
 	unclaim "$DIR"
 	log "stopped in $((SECONDS - t0)) s"
 }
@@ -594,7 +615,7 @@ main() {
 		# node_ready's probe, through the control plane's admin kubeconfig.
 		local port
 		port=$(sed -n 's/^API_PORT=//p' "$1/cp/env")
-		curl -sS --fail --max-time 5 --cacert "$1/cp/pki/ca.crt" --cert "$1/cp/pki/admin.crt" --key "$1/cp/pki/admin.key" \
+		curl -sS --fail --max-time 5 -A k8s-node.sh --cacert "$1/cp/pki/ca.crt" --cert "$1/cp/pki/admin.crt" --key "$1/cp/pki/admin.key" \
 			"https://127.0.0.1:$port/api/v1/nodes/$NODE_NAME" | grep -q '"type":"Ready","status":"True"'
 		;;
 	*) usage ;;
