@@ -422,6 +422,7 @@ cmd_start() {
 		--tls-cert-file "$DIR/pki/apiserver.crt" --tls-private-key-file "$DIR/pki/apiserver.key" \
 		--client-ca-file "$DIR/pki/ca.crt" \
 		--kubelet-client-certificate "$DIR/pki/kubelet-client.crt" --kubelet-client-key "$DIR/pki/kubelet-client.key" \
+		--kubelet-preferred-address-types InternalIP,Hostname \
 		--authorization-mode Node,RBAC --anonymous-auth=false \
 		--enable-admission-plugins NodeRestriction \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \

@@ -68,7 +68,7 @@ NODE_BIN="$CACHE/$K8S_VERSION/node"
 # The machine's node: HOLDER says "DIR PID" (the node's directory and the
 # pid of the start that made it) while a node runs or starts; LOCK is
 # taken only while HOLDER is read or written.
-LOCK=/run/llmchaos-node.lock
+LOCK=/run/llmchaos-node.holder.lock
 HOLDER=/run/llmchaos-node.holder
 NODE_NAME=llmchaos-node
 BRIDGE=llmc0
@@ -399,7 +399,7 @@ cmd_start() {
 	mkdir -p "$DIR/cni/net.d" "$DIR/containerd/root" "$DIR/containerd/state" "$DIR/kubelet" "$DIR/pods-logs"
 	cat >"$DIR/cni/net.d/10-llmchaos.conflist" <<CNI
 {"cniVersion": "1.0.0", "name": "llmchaos-node", "plugins": [
-  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]], "dataDir": "$DIR/cni/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 CNI
