@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -87,19 +89,25 @@ func TestCatalogPodKillOnARealNode(t *testing.T) {
 		}
 	})
 	n.CreateWorkload(t, ns, nodeSim(n))
-	t.Setenv("KUBECONFIG", n.Kubeconfig)
-	t.Setenv(replica.ImageEnv, n.Image)
+	// As a user runs it: the llmchaos binary (its guard too), from the
+	// repository's root.
+	bin := needBinary(t)
 	dir := t.TempDir()
-	code, stdout, stderr := run(t, "run", "-o", dir, filepath.Join("..", "..", "experiments", "catalog", "k8s-pod-kill.yaml"))
-	if code != exitcode.OK {
-		t.Fatalf("exit %d:\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	rctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, bin, "run", "-o", dir, filepath.Join("experiments", "catalog", "k8s-pod-kill.yaml"))
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+n.Kubeconfig, replica.ImageEnv+"="+n.Image)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("llmchaos run experiments/catalog/k8s-pod-kill.yaml: %v\n%s", err, out)
 	}
 	d, err := report.Read(filepath.Join(dir, "run.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Verdict != report.VerdictPass {
-		t.Errorf("verdict %s\n%s", d.Verdict, stdout)
+		t.Errorf("verdict %s\n%s", d.Verdict, out)
 	}
 	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=llmchaos-sim"})
 	if err != nil {
