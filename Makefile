@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node lint bench soak-quickstart image clean
+.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node soak-shards lint bench soak-quickstart image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -39,13 +39,25 @@ test-k8s: k8s-controlplane
 # k8s-node builds the real test node's kubelet (same version as the control
 # plane) and installs Debian's containerd, runc and CNI plugins;
 # test-node runs the tests that need it (internal/k8stest.StartNode: pods
-# that run containers), as root on Linux, failing where it cannot start.
+# that run containers; their names end in OnARealNode), as root on Linux,
+# failing where it cannot start. Each package starts its own node (about
+# 40 s on a busy 2-core machine) and the packages take turns: one node per
+# machine. make test runs them too, skipping them (saying why) where the
+# node cannot start.
 k8s-node: k8s-controlplane
 	scripts/k8s-node.sh build
 
-NODE_TEST_PKGS = ./faults/replica/
+NODE_TEST_PKGS = ./faults/replica/ ./experiments/ ./cmd/llmchaos/
 test-node: k8s-node
-	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -count=1 -timeout 20m -run 'RealNode' $(NODE_TEST_PKGS)
+	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -count=1 -p 1 -timeout 20m -run 'OnARealNode' $(NODE_TEST_PKGS)
+
+# soak-shards runs the sharded load on the real node (3 shard pods of an
+# Indexed Job, their reports read back from the pods' logs) SOAK_N times
+# on one node and fails if a single shard's report is lost.
+soak-shards: k8s-node
+	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -count=$(SOAK_N) -timeout 60m -run '^TestRunShardedLoadOnARealNode$$' -v ./experiments/ 2>&1 | \
+		awk -v n=$(SOAK_N) '/shard reports,/ { runs++; if ($$0 !~ / 0 shards lost/) lost++ } /^(FAIL|--- FAIL)/ { failed = 1 } { print } \
+		END { printf "soak-shards: %d of %d sharded runs, %d with a shard lost\n", runs, n, lost; exit (lost > 0 || failed || runs != n) }'
 
 test-short:
 	$(GO) test -short -count=1 ./...

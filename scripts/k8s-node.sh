@@ -134,13 +134,11 @@ install_debs() {
 	((${#missing[@]} == 0)) && return
 	((EUID == 0)) || die "as root: apt-get install ${missing[*]}"
 	log "installing ${missing[*]} (Debian)"
+	apt-get update -qq >&2 || true
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
 		die "apt-get install ${missing[*]} failed"
-	# Debian starts its containerd service on install: this node runs its
-	# own, and the packaged one is not wanted.
-	if command -v systemctl >/dev/null && systemctl is-active -q containerd 2>/dev/null; then
-		systemctl disable --now containerd >&2 || true
-	fi
+	# (Debian may start its containerd service on install: it keeps its own
+	# socket, root and state, apart from the node's, and is left alone.)
 }
 
 cmd_build() {

@@ -2,7 +2,6 @@ package k8stest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,9 +17,12 @@ import (
 // NodeScript is the path of the node script from the repository root.
 const NodeScript = "scripts/k8s-node.sh"
 
-// RequireNodeEnv names the environment variable that, set to 1, makes
-// StartNode fail a test instead of skipping it when the node cannot start
-// here (CI sets it through make test-node).
+// RequireNodeEnv names the environment variable that, set to 1, runs the
+// tests that need a real node, failing them when it cannot start here
+// (make test-node sets it; .ci/run calls make test-node). Unset, StartNode
+// skips them: go test runs packages in parallel and each would start a
+// node of its own, one machine holding one at a time, so they run as a
+// step of their own, one package after another.
 const RequireNodeEnv = "LLMCHAOS_REQUIRE_K8S_NODE"
 
 // Node is a control plane with one real node (scripts/k8s-node.sh): a
@@ -58,19 +60,18 @@ var sharedNode struct {
 // StartNode returns the test binary's node, starting it (with its own
 // control plane, no kwok nodes) on first use, stopped by Run, which then
 // checks that the host is as it was before the start (HostState) and
-// fails the run if not. It skips t when the node cannot start here (not
-// Linux, not root, not built: the reason is the script's check), failing
-// it instead with LLMCHAOS_REQUIRE_K8S_NODE=1. One node per machine: a
-// test binary whose start finds another's node running waits for it to
-// stop (up to 15 minutes).
+// fails the run if not. It skips t unless LLMCHAOS_REQUIRE_K8S_NODE=1,
+// and then fails it when the node cannot start (not Linux, not root, not
+// built: the script's check says why). One node per machine: a test binary
+// whose start finds another's node running waits for it to stop (up to
+// 15 minutes).
 func StartNode(t testing.TB) *Node {
 	t.Helper()
+	if os.Getenv(RequireNodeEnv) != "1" {
+		t.Skipf("needs a real Kubernetes node: run make test-node (as root on Linux; %s=1)", RequireNodeEnv)
+	}
 	n, err := startSharedNode()
 	if err != nil {
-		var nb *NotBuiltError
-		if errors.As(err, &nb) && os.Getenv(RequireNodeEnv) != "1" {
-			t.Skip(err)
-		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
