@@ -18,6 +18,12 @@
 // whose pod network is on the loopback interface, and serves them itself
 // on every address of it (LoopbackNode.Listen).
 //
+// What kwok cannot show (containers that really run, die and log) runs on
+// a real node: StartNode starts scripts/k8s-node.sh's kubelet and
+// containerd with a control plane of their own, once per test binary,
+// for tests run with LLMCHAOS_REQUIRE_K8S_NODE=1 (make test-node); Run
+// stops it and checks that the host is as it was (HostState).
+//
 // The binaries are built once per version into a cache outside the
 // repository (scripts/k8s-controlplane.sh build, or make test-k8s). When they
 // are not built, Start skips the test saying so, unless LLMCHAOS_REQUIRE_K8S=1
