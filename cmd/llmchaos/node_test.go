@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,72 @@ func TestCatalogPodKillOnARealNode(t *testing.T) {
 		t.Errorf("pods whose container was killed and restarted: %v, want one", killed)
 	}
 
+}
+
+// TestShardJobCountsAKilledShardOnARealNode: a shard pod whose process gets
+// SIGKILL in the middle of its load (the OOM killer, a node's kill) hands
+// back no report: shard-job counts it lost and merges the other two
+// (--partial: exit 0, shards_lost 1, their requests only).
+func TestShardJobCountsAKilledShardOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pods on a real node; skipped under -short")
+	}
+	n := k8stest.StartNode(t)
+	ns := n.Namespace(t)
+	n.CreateWorkload(t, ns, nodeSim(n))
+	n.CreateServiceAccount(t, ns, shardjob.DefaultPodServiceAccount, k8stest.RulesFor(shardjob.PodAPICalls()))
+	client := n.Client(t)
+	out := filepath.Join(t.TempDir(), "merged.json")
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := run(t, "shard-job", "--kubeconfig", n.Kubeconfig, "-n", ns, "--image", n.Image, "--shards", "3",
+			"--start-in", "5s", "--name", "killed", "--partial", "--service-account", shardjob.DefaultPodServiceAccount, "-o", out, "--",
+			"--kubernetes-selector", "app=llmchaos-sim", "--kubernetes-port", "8000", "--kubernetes-path", "/v1",
+			"--model", "llmchaos-sim", "--rate", "20", "--duration", "20s", "--seed", "3", "--input-tokens", "16", "--output-tokens", "8")
+		done <- result{code, stdout, stderr}
+	}()
+	// Shard 1's pod, once its load has run a few seconds.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var victim *corev1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-completion-index=1"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, nil
+		}
+		p := &pods.Items[0]
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && time.Since(cs.State.Running.StartedAt.Time) > 10*time.Second {
+				victim = p
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("shard 1's pod not running for 10 s: %v", err)
+	}
+	ids := []string{replica.ContainerID(victim.Status.ContainerStatuses[0].ContainerID)}
+	sig := replica.SignalPod(victim, n.Image, ids, "SIGKILL")
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, sig, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != exitcode.OK {
+		t.Fatalf("exit %d:\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	d, err := report.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("merged: %d requests, %d ok, %d shards lost", d.Requests.Scheduled, d.Requests.OK, d.ShardsLost)
+	if d.ShardsLost != 1 || d.Requests.Scheduled == 0 || d.Requests.OK != d.Requests.Scheduled {
+		t.Errorf("merged report: %d requests, %d ok, %d shards lost; want shard 1 lost and the other two merged, all ok\n%s", d.Requests.Scheduled, d.Requests.OK, d.ShardsLost, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "shard 1") {
+		t.Errorf("stderr does not name shard 1:\n%s", r.stderr)
+	}
 }
