@@ -271,12 +271,16 @@ claim() {
 		flock -w 30 9 || die "cannot take $LOCK within 30 s"
 		hdir= hpid=
 		[[ -f $HOLDER ]] && read -r hdir hpid <"$HOLDER"
+		if [[ $hdir == "$dir" ]] && holder_live "$hdir" "$hpid"; then
+			exec 9>&-
+			die "a node already runs in $dir (stop it first)"
+		fi
 		if [[ -z $hdir || $hdir == "$dir" ]] || ! holder_live "$hdir" "$hpid"; then
 			echo "$dir $$" >"$HOLDER"
 			exec 9>&-
 			if [[ -n $hdir && $hdir != "$dir" ]]; then
 				log "stopping the node left in $hdir (nothing of it runs)"
-				(cmd_stop "$hdir") || true
+				(STALE=1 cmd_stop "$hdir") || true
 			fi
 			return
 		fi
@@ -555,7 +559,8 @@ cmd_stop() {
 	# Pod network namespaces under the state dir, and mounts under DIR.
 	grep -o " $DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	# The host-wide state is another node's when another holds the machine.
-	if holds "$DIR"; then
+	# (A stale node's stop, run by the start that replaces it, restores.)
+	if holds "$DIR" || [[ ${STALE:-} == 1 ]]; then
 		restore_host
 	else
 		log "not restoring the host: the machine's node is now another's ($(cat "$HOLDER"))"
