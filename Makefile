@@ -42,14 +42,15 @@ test-k8s: k8s-controlplane
 # that run containers; their names end in OnARealNode), as root on Linux,
 # failing where it cannot start. Each package starts its own node (about
 # 40 s on a busy 2-core machine) and the packages take turns: one node per
-# machine. make test runs them too, skipping them (saying why) where the
-# node cannot start.
+# machine. make test skips them (they need LLMCHAOS_REQUIRE_K8S_NODE=1);
+# .ci/run calls test-node after it, with -race as make test so that its
+# compiled packages are reused.
 k8s-node: k8s-controlplane
 	scripts/k8s-node.sh build
 
 NODE_TEST_PKGS = ./faults/replica/ ./experiments/ ./cmd/llmchaos/
 test-node: k8s-node
-	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -count=1 -p 1 -timeout 20m -run 'OnARealNode' $(NODE_TEST_PKGS)
+	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -race -count=1 -p 1 -timeout 20m -run 'OnARealNode' $(NODE_TEST_PKGS)
 
 # soak-shards runs the sharded load on the real node (3 shard pods of an
 # Indexed Job, their reports read back from the pods' logs) SOAK_N times
