@@ -198,3 +198,63 @@ func TestShardJobCountsAKilledShardOnARealNode(t *testing.T) {
 		t.Errorf("stderr does not name shard 1:\n%s", r.stderr)
 	}
 }
+
+// TestShardJobKeepsTheReportOfAStoppedShardOnARealNode: a shard pod
+// deleted in the middle of its load (a drain, an eviction: SIGTERM, then
+// the grace) ends its load at once and hands back its report, which
+// shard-job merges: no shard lost, fewer requests than the whole schedule.
+func TestShardJobKeepsTheReportOfAStoppedShardOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pods on a real node; skipped under -short")
+	}
+	n := k8stest.StartNode(t)
+	ns := n.Namespace(t)
+	n.CreateWorkload(t, ns, nodeSim(n))
+	n.CreateServiceAccount(t, ns, shardjob.DefaultPodServiceAccount, k8stest.RulesFor(shardjob.PodAPICalls()))
+	client := n.Client(t)
+	out := filepath.Join(t.TempDir(), "merged.json")
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := run(t, "shard-job", "--kubeconfig", n.Kubeconfig, "-n", ns, "--image", n.Image, "--shards", "3",
+			"--start-in", "5s", "--name", "stopped", "--service-account", shardjob.DefaultPodServiceAccount, "-o", out, "--",
+			"--kubernetes-selector", "app=llmchaos-sim", "--kubernetes-port", "8000", "--kubernetes-path", "/v1",
+			"--model", "llmchaos-sim", "--rate", "20", "--duration", "20s", "--seed", "3", "--input-tokens", "16", "--output-tokens", "8")
+		done <- result{code, stdout, stderr}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var victim *corev1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-completion-index=1"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, nil
+		}
+		p := &pods.Items[0]
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && time.Since(cs.State.Running.StartedAt.Time) > 10*time.Second {
+				victim = p
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("shard 1's pod not running for 10 s: %v", err)
+	}
+	grace := int64(20)
+	if err := client.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	d, err := report.Read(out)
+	if err != nil {
+		t.Fatalf("exit %d, no merged report: %v\nstderr:\n%s", r.code, err, r.stderr)
+	}
+	t.Logf("exit %d; merged: %d requests, %d ok, %d shards lost", r.code, d.Requests.Scheduled, d.Requests.OK, d.ShardsLost)
+	if d.ShardsLost != 0 || d.Requests.Scheduled == 0 || d.Requests.Scheduled >= 400 {
+		t.Errorf("exit %d; merged report: %d requests, %d shards lost; want shard 1's report merged with its part cut short (fewer than 400), none lost\n%s", r.code, d.Requests.Scheduled, d.ShardsLost, r.stderr)
+	}
+}
