@@ -244,11 +244,39 @@ func TestShardJobKeepsTheReportOfAStoppedShardOnARealNode(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("shard 1's pod not running for 10 s: %v", err)
 	}
+	// The victim's log as the API streams it, to show on a failure.
+	var vlog strings.Builder
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		rc, err := client.CoreV1().Pods(ns).GetLogs(victim.Name, &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+		if err != nil {
+			vlog.WriteString("(" + err.Error() + ")")
+			return
+		}
+		defer rc.Close()
+		b := make([]byte, 64<<10)
+		for {
+			n, err := rc.Read(b)
+			vlog.Write(b[:n])
+			if err != nil {
+				vlog.WriteString("(end: " + err.Error() + ")")
+				return
+			}
+		}
+	}()
 	grace := int64(20)
 	if err := client.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
+	<-vdone
+	defer func() {
+		if t.Failed() {
+			l := vlog.String()
+			t.Logf("the stopped shard's log (its end):\n%s", l[max(0, len(l)-3000):])
+		}
+	}()
 	d, err := report.Read(out)
 	if err != nil {
 		t.Fatalf("exit %d, no merged report: %v\nstderr:\n%s", r.code, err, r.stderr)

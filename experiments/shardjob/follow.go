@@ -202,6 +202,14 @@ func (f *following) wait(ctx context.Context) {
 	}
 }
 
+// followed is log, for a nil f too (nothing followed).
+func (f *following) followed(i int) (pod string, log []byte, ok bool) {
+	if f == nil {
+		return "", nil, false
+	}
+	return f.log(i)
+}
+
 // log returns shard i's followed log when its stream ended with its
 // container, and whether it did.
 func (f *following) log(i int) (pod string, log []byte, ok bool) {

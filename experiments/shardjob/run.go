@@ -100,9 +100,12 @@ func Run(ctx context.Context, cl *kube.Cluster, cfg Config, logs LogSource, star
 	}
 	res = &Result{Job: job.Name, StartAt: cfg.StartAt}
 	var fl *following
-	if f, ok := logs.(Follower); ok && cfg.Lines != nil {
+	if f, ok := logs.(Follower); ok {
 		// The streams outlive ctx: a stopped shard's last lines and
-		// report come after it.
+		// report come after it. Followed whether or not the lines are
+		// wanted: a shard whose pod is deleted (SIGTERM, the grace)
+		// writes its report of what it sent, and its log goes with the
+		// pod, before the Job has finished.
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		fl = follow(fctx, cl.Client, job, cfg.Shards, f, cfg.Lines)
@@ -353,6 +356,17 @@ func collect(ctx context.Context, n int, pods []corev1.Pod, logs LogSource, fl *
 		shards[i].Index = i
 		p, ok := byIndex[i]
 		if !ok {
+			// A shard stopped before its end (its pod deleted: SIGTERM,
+			// the grace) writes its report of what it sent; the pod is
+			// gone or failed, but what was followed of its log to its end
+			// holds that report, framed, when it is whole.
+			if pod, b, ok := fl.followed(i); ok && pod != "" {
+				s := Shard{Index: i, Pod: pod}
+				if fromLog(&s, b, keep); s.Err == nil {
+					shards[i] = s
+					continue
+				}
+			}
 			shards[i].Err = noSuccess(failed[i])
 			continue
 		}
