@@ -214,21 +214,22 @@ func (s *sampleStream) metricLine(name string) jsonMetric {
 	for _, th := range s.ths[name] {
 		key := th.Key()
 		if key == name {
-			d.Thresholds = append(d.Thresholds, th.Expr.String())
+			d.Thresholds = append(d.Thresholds, k6ThresholdSource(th))
 			continue
 		}
 		if seenSub[key] {
 			continue
 		}
 		seenSub[key] = true
-		suffix := strings.TrimSuffix(strings.TrimPrefix(key, name+"{"), "}")
+		sub := k6MetricName(th)
+		suffix := strings.TrimSuffix(strings.TrimPrefix(sub, name+"{"), "}")
 		tags := map[string]string{}
 		for kv := range strings.SplitSeq(suffix, ",") {
 			if k, v, ok := strings.Cut(kv, ":"); ok {
-				tags[strings.TrimSpace(k)] = strings.TrimSpace(v)
+				tags[strings.Trim(strings.TrimSpace(k), `"'`)] = strings.Trim(strings.TrimSpace(v), `"'`)
 			}
 		}
-		d.Submetrics = append(d.Submetrics, jsonSubmetric{Name: key, Suffix: suffix, Tags: tags})
+		d.Submetrics = append(d.Submetrics, jsonSubmetric{Name: sub, Suffix: suffix, Tags: tags})
 	}
 	return jsonMetric{Type: "Metric", Data: d, Metric: name}
 }

@@ -403,7 +403,7 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 	printDefault := true
 	if r.vu0 != nil {
 		state := js.SummaryState{IsStdOutTTY: cfg.StdoutTTY, IsStdErrTTY: cfg.StderrTTY, TestRunDurationMs: float64(end) / float64(time.Millisecond)}
-		data := summaryData(doc, sh, r.sumOpts, state, r.data)
+		data := summaryData(doc, r.ths, sh, r.sumOpts, state, r.data)
 		var herr error
 		printDefault, herr = handleSummary(context.WithoutCancel(r.ctx), r.vu0, data, cfg.Stdout, cfg.Stderr)
 		werr = errors.Join(werr, herr)
