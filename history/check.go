@@ -9,8 +9,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -338,9 +341,11 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 				judged++
 			}
 		}
-		short := ""
-		if n := len(r.Findings) - judged; n > 0 {
-			short = fmt.Sprintf("; %d not judged: too few comparable runs with data, %d needed", n, r.Rule.MinRuns)
+		width := 0
+		for _, f := range r.Findings {
+			if f.Regression || verbose {
+				width = max(width, utf8.RuneCountInString(f.Name()))
+			}
 		}
 		for _, f := range r.Findings {
 			if f.Regression || verbose {
@@ -348,15 +353,19 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 				if f.Regression {
 					mark = "  REGRESSION"
 				}
-				fmt.Fprintf(&b, "%s %-28s %s: %s\n", mark, f.Name(), fmtValue(f.Value, f.Unit), f.Reason)
+				fmt.Fprintf(&b, "%s %-*s %s: %s\n", mark, width, f.Name(), fmtValue(f.Value, f.Unit), f.Reason)
 			}
 		}
+		rule := fmt.Sprintf("beyond %s and %g run-to-run spreads", strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K)
 		if len(regs) == 0 {
-			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged: none beyond %s and %g run-to-run spreads%s)\n",
-				len(r.Comparable), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
+			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged: none %s)\n",
+				len(r.Comparable), judged, rule)
 		} else {
-			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures judged (beyond %s and %g run-to-run spreads%s)\n",
-				len(r.Comparable), len(regs), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
+			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures judged (%s)\n",
+				len(r.Comparable), len(regs), judged, rule)
+		}
+		if n := len(r.Findings) - judged; n > 0 {
+			fmt.Fprintf(&b, "  %d figures not judged: too few comparable runs with data (%d needed)\n", n, r.Rule.MinRuns)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -371,9 +380,9 @@ func fmtValue(v float64, unit string) string {
 	case math.IsInf(v, 1):
 		return "never"
 	case unit == "ms":
-		return fmt.Sprintf("%.1fms", v)
+		return assertions.FormatMs(v, strconv.FormatFloat(v, 'f', 1, 64)) // "217.3ms", "2.45s"
 	case unit == "s":
-		return fmt.Sprintf("%.1fs", v)
+		return assertions.FormatMs(v*1000, "")
 	case unit == "ratio":
 		return fmt.Sprintf("%.2f%%", v*100)
 	}

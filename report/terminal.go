@@ -208,10 +208,24 @@ func writeRequests(b *strings.Builder, d *Document) {
 			parts = append(parts, fmt.Sprintf("%s %d", cl, n))
 		}
 	}
-	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
+	// The classes in as many lines as they need; each most frequent
+	// message cut to the line (run.json has it whole).
+	line := "  by class:"
+	for i, p := range parts {
+		sep := " "
+		if i > 0 {
+			sep = ", "
+		}
+		if utf8.RuneCountInString(line+sep+p)+1 > maxLineWidth {
+			b.WriteString(line + ",\n")
+			line, sep = "   ", " "
+		}
+		line += sep + p
+	}
+	b.WriteString(line + "\n")
 	for _, cl := range recording.ErrorClasses {
 		if e, ok := r.TopErrors[string(cl)]; ok {
-			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
+			b.WriteString(FitLine(fmt.Sprintf("  %s, most often (%d): %s", cl, e.Count, e.Message)) + "\n")
 		}
 		if r.ErrorsByClass[string(cl)] != 0 {
 			if sus := recording.IntegritySuspect(cl); sus != "" {
@@ -258,7 +272,9 @@ func writeThroughput(b *strings.Builder, d *Document) {
 	fmt.Fprintf(b, "totals: %d requests (%d ok), %d input tokens, %d output tokens of the ok requests in %s\n",
 		d.Requests.Scheduled, d.Requests.OK, in, out, fmtSeconds(d.DurationS))
 	if d.ClientSaturated {
-		fmt.Fprintf(b, "client saturated: %s; the load generator fell behind its schedule and these figures understate the load asked for\n", d.ClientSaturatedReason)
+		// Two lines, each within the 120 columns of every summary line.
+		fmt.Fprintf(b, "client saturated: %s\n", d.ClientSaturatedReason)
+		b.WriteString("  the load generator fell behind its schedule: these figures understate the load asked for\n")
 	}
 }
 
@@ -438,6 +454,31 @@ func (t *table) write(b *strings.Builder) {
 	}
 }
 
+// maxLineWidth is the widest line of a terminal summary (as everything
+// llmchaos prints to a terminal).
+const maxLineWidth = 120
+
+// FitLine cuts s to the 120 columns of a terminal line, ending it with
+// "…" when cut (for a table whose last column is free text).
+func FitLine(s string) string {
+	if utf8.RuneCountInString(s) <= maxLineWidth {
+		return s
+	}
+	return s[:runeIndex(s, maxLineWidth-1)] + "…"
+}
+
+// runeIndex is the byte offset of the n-th rune of s (len(s) when s is
+// shorter).
+func runeIndex(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
+
 // fmtMs writes a duration given in milliseconds with a unit that keeps
 // three or four significant digits: "12µs", "2.35ms", "217.3ms", "1.24s".
 func fmtMs(v float64) string {
@@ -489,4 +530,43 @@ var proxyAddrs = regexp.MustCompile(`(proxy \S+) \S+ → \S+`)
 // its name alone ("proxy endpoint-0"; the run's first lines give its
 // addresses), so that a fault of several proxies fits in a line. The
 // report keeps the whole target.
-func ShortTarget(s string) string { return proxyAddrs.ReplaceAllString(s, "$1") }
+//
+// A fault that acts through several proxies of numbered endpoints names
+// them once: "proxies endpoint-0..2" for "proxy endpoint-0 proxy
+// endpoint-1 proxy endpoint-2", "proxies endpoint-0,2" when not
+// consecutive.
+func ShortTarget(s string) string {
+	s = proxyAddrs.ReplaceAllString(s, "$1")
+	return proxyRun.ReplaceAllStringFunc(s, func(run string) string {
+		var prefix string
+		var nums []int
+		for _, m := range proxyName.FindAllStringSubmatch(run, -1) {
+			n, err := strconv.Atoi(m[2])
+			if err != nil || (prefix != "" && m[1] != prefix) {
+				return run
+			}
+			prefix = m[1]
+			nums = append(nums, n)
+		}
+		consecutive := true
+		for i := 1; i < len(nums); i++ {
+			consecutive = consecutive && nums[i] == nums[i-1]+1
+		}
+		if consecutive {
+			return fmt.Sprintf("proxies %s%d..%d", prefix, nums[0], nums[len(nums)-1])
+		}
+		parts := make([]string, len(nums))
+		for i, n := range nums {
+			parts[i] = strconv.Itoa(n)
+		}
+		return "proxies " + prefix + strings.Join(parts, ",")
+	})
+}
+
+// proxyRun matches two or more proxies named one after the other in a
+// shortened target, proxyName one of them ("proxy endpoint-1": its name's
+// prefix and number).
+var (
+	proxyRun  = regexp.MustCompile(`proxy [^\s,]+?-\d+(?: proxy [^\s,]+?-\d+)+`)
+	proxyName = regexp.MustCompile(`proxy ([^\s,]+?-)(\d+)`)
+)
