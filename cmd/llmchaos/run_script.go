@@ -60,7 +60,7 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SummaryMode, "summary-mode", script.SummaryCompact, "for a script: the end-of-test summary, as k6's: "+strings.Join(script.SummaryModes, ", ")+" (full adds the per-endpoint and per-phase sections; disabled: no summary, no handleSummary, no --summary-export)")
 	fs.BoolVar(&f.NoSummary, "no-summary", false, "for a script: no end-of-test summary, no handleSummary and no --summary-export (--summary-mode disabled)")
 	fs.BoolVar(&f.NoThresholds, "no-thresholds", false, "for a script: do not check the thresholds (the script's and --threshold's), as k6's")
-	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http and SSE requests (each on a new connection), as k6's")
+	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http, SSE and k6/x/llm requests (each on a new connection), as k6's")
 	fs.BoolVar(&f.NoVUConnectionReuse, "no-vu-connection-reuse", false, "for a script: each VU's k6/http and SSE connections are its own and closed at the end of each of its iterations, as k6's")
 	fs.BoolVar(&f.IncludeSystemEnv, "include-system-env-vars", true, "for a script: put the process environment in __ENV (with -e over it); =false: only -e's, as k6's")
 	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
