@@ -254,7 +254,12 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if err != nil {
 		return usageError(err)
 	}
-	defer closeSamples()
+	samplesClosed := false
+	defer func() {
+		if !samplesClosed {
+			_ = closeSamples()
+		}
+	}()
 	cfg.SampleOutputs = samples
 	var obs *runObservers
 	cfg.Observe = func(clients []js.ClientInfo) *observe.Options { return scriptObserveOptions(c, clients, stderr) }
@@ -271,6 +276,10 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	var hc *historyCheck
 	cfg.Judged = func(doc *report.Document) { hc = c.History.check(ctx, "llmchaos run", doc, c.Summary, stdout, stderr) }
 	doc, runErr := script.Run(ctx, cfg)
+	samplesClosed = true
+	if err := closeSamples(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("--out: %w", err))
+	}
 	if cfg.SaveRequests != nil {
 		err := cfg.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {
