@@ -74,3 +74,47 @@ export default function () {
 		t.Fatal(it.Err)
 	}
 }
+
+// TestHTMLValuesAsK6ReadsThem: data() converts as jQuery's data() (a
+// number only when it prints back the same, JSON objects parsed, empty as
+// undefined), val() reads form fields as a browser submits them, an empty
+// Selection's html() is "" and map() gives a real array of strings.
+func TestHTMLValuesAsK6ReadsThem(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"script.js": `import { parseHTML } from 'k6/html';
+function eq(got, want, what) { if (got !== want) throw new Error(what + ': got ' + got + ', want ' + want); }
+const doc = parseHTML(` + "`" + `<div id="d" data-n="42" data-f="0.25" data-padded="0.50" data-exp="2e3" data-obj='{"k":[1,2]}' data-empty="" data-yes="true" data-long-name-here="x"></div>
+<form><input id="plain" name="a"><input id="cb" type="checkbox" name="c"><button id="b" name="b">Send</button>
+<select id="one" name="one"><option>first</option><option selected>second</option></select>
+<select id="many" name="many" multiple><option value="1" selected>x</option><option value="2">y</option><option value="3" selected>z</option></select>
+<textarea name="t">some text</textarea></form>` + "`" + `);
+export default function () {
+  const d = doc.find('#d');
+  eq(d.data('n'), 42, 'integer');
+  eq(d.data('f'), 0.25, 'float');
+  eq(d.data('padded'), '0.50', 'a number that does not print back stays a string');
+  eq(d.data('exp'), '2e3', 'exponent form stays a string');
+  eq(d.data('obj').k[1], 2, 'JSON object');
+  eq(d.data('empty'), undefined, 'empty');
+  eq(d.data('yes'), true, 'boolean');
+  eq(d.data('longNameHere'), 'x', 'camelCase key');
+  eq(Object.keys(d.data()).sort().join(), 'empty,exp,f,longNameHere,n,obj,padded,yes', 'all data keys');
+  eq(doc.find('#plain').val(), '', 'input without a value');
+  eq(doc.find('#cb').val(), 'on', 'checkbox without a value');
+  eq(doc.find('#b').val(), '', 'button without a value');
+  eq(doc.find('#one').val(), 'second', 'select: the selected option text');
+  eq(doc.find('#many').val().join(), '1,3', 'multiple select: the selected values');
+  eq(doc.find('textarea').val(), 'some text', 'textarea');
+  eq(doc.find('#nothing').html(), '', 'empty selection html()');
+  const m = doc.find('option').map((i, s) => s.text());
+  eq(Array.isArray(m) && typeof m[0] === 'string', true, 'map gives an array of strings');
+  eq(doc.find('form').serialize(), 'a=&many=1&many=3&one=second&t=some+text', 'serialize');
+}
+`})
+	vu, _, err := loadVU(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := runDefault(context.Background(), t, vu); it.Err != nil {
+		t.Fatal(it.Err)
+	}
+}

@@ -311,11 +311,9 @@ func (s *htmlSelection) attr(call sobek.FunctionCall) sobek.Value {
 	return sobek.Undefined()
 }
 
-// html is the first node's inner HTML (undefined for none).
+// html is the first node's inner HTML ("" for an empty Selection, as
+// k6's; undefined when it cannot be rendered).
 func (s *htmlSelection) html() sobek.Value {
-	if s.sel.Length() == 0 {
-		return sobek.Undefined()
-	}
 	h, err := s.sel.Html()
 	if err != nil {
 		return sobek.Undefined()
