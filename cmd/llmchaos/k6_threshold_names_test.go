@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
@@ -46,10 +47,16 @@ export default function () {
 	}
 	export, jsonOut := filepath.Join(dir, "summary.json"), filepath.Join(dir, "out.json")
 	var out, errb bytes.Buffer
-	code := executeK6(context.Background(), []string{"run", script, "-e", "URL=" + url, "--quiet",
+	code := executeK6(context.Background(), []string{"run", script, "-e", "URL=" + url, "--no-color", "--progress", "0",
 		"--summary-export", export, "--out", "json=" + jsonOut}, &out, &errb)
 	if code != exitcode.Thresholds {
 		t.Fatalf("exit %d, want %d (max < 1 fails):\n%s%s", code, exitcode.Thresholds, out.String(), errb.String())
+	}
+	// The end-of-test summary shows them as written too.
+	for _, want := range []string{"✓ my_trend", "p(95) < 2000", "✗ my_trend", "max  <  1", "rate >= 0.5"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out.String())
+		}
 	}
 	var sum struct {
 		Metrics map[string]struct {
