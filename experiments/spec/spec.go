@@ -36,6 +36,8 @@ type Spec struct {
 	StopConditions []StopCondition `yaml:"stop_conditions,omitempty" json:"stop_conditions,omitempty" doc:"Thresholds (\"metric{tags}: expr\") evaluated live over a rolling window; the first that fails aborts the run and reverts every fault."`
 	Thresholds     Thresholds      `yaml:"thresholds,omitempty" json:"thresholds,omitempty" doc:"k6-style thresholds evaluated over the whole run: metric{tag:value,...} mapped to a list of expressions (strings or {threshold, abortOnFail, delayAbortEval})."`
 	Recovery       Recovery        `yaml:"recovery,omitempty" json:"recovery,omitzero" doc:"How recovery_time is measured after each fault's revert."`
+	// Probes asks for consistency probes alongside the load (Probes).
+	Probes *Probes `yaml:"probes,omitempty" json:"probes,omitempty" doc:"Consistency probes: a low steady stream of fixed prompts at temperature 0 with a seed, sent alongside the load and recorded apart from it (class probe); each answer is compared with the prompt's baseline reference (output_consistency, output_divergence_at, output_distinct_answers). probes: {} sends them with the defaults."`
 	// BlastRadius bounds how much a run may break at once: the timeline
 	// must keep within it, and a game day refuses manual faults beyond it.
 	BlastRadius *BlastRadius `yaml:"blast_radius,omitempty" json:"blast_radius,omitempty" doc:"Limits on how much may be broken at once: the fault timeline must keep within them, and llmchaos gameday refuses a fault injected by hand beyond them."`
