@@ -177,7 +177,7 @@ func TestRunProbesSimulator(t *testing.T) {
 func TestRunProbesSimulatorPreemption(t *testing.T) {
 	bin := needBinary(t)
 	target := "sim: {replicas: 1, startup_time: 500ms, latency: constant, ttft: 20ms, itl: 5ms, gpu_memory: 17.3GiB, max_model_len: 1024, divergence: preempt}"
-	src := strings.NewReplacer("rate: 10, duration: 9s, input_tokens: 16, output_tokens: 24", "rate: 20, duration: 10s, input_tokens: 300, output_tokens: 150",
+	src := strings.NewReplacer("rate: 10, duration: 9s, input_tokens: 16, output_tokens: 24", "rate: 10, duration: 10s, input_tokens: 300, output_tokens: 150",
 		"max_tokens: 24", "max_tokens: 64").Replace(probesExperiment) + "  output_consistency: [\"rate==1\"]\n"
 	dir := t.TempDir()
 	file := filepath.Join(dir, "probes.yaml")
