@@ -104,10 +104,10 @@ type ConsistencyPoint struct {
 // (Reference) and what the answer said (Answer) from there on, each cut
 // to a short span.
 type AnswerDiff struct {
-	Cut       bool
-	Before    string
-	Reference string
-	Answer    string
+	Cut       bool   `json:"cut"`
+	Before    string `json:"before"`
+	Reference string `json:"reference"`
+	Answer    string `json:"answer"`
 }
 
 // Diff returns the diff of the prompt's divergent answer against its
