@@ -9,8 +9,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -371,9 +373,9 @@ func fmtValue(v float64, unit string) string {
 	case math.IsInf(v, 1):
 		return "never"
 	case unit == "ms":
-		return fmt.Sprintf("%.1fms", v)
+		return assertions.FormatMs(v, strconv.FormatFloat(v, 'f', 1, 64)) // "217.3ms", "2.45s"
 	case unit == "s":
-		return fmt.Sprintf("%.1fs", v)
+		return assertions.FormatMs(v*1000, "")
 	case unit == "ratio":
 		return fmt.Sprintf("%.2f%%", v*100)
 	}

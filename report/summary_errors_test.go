@@ -68,4 +68,11 @@ func TestTopErrorsAndSaturationInSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
+	// Every line fits the 120 columns of llmchaos's terminal output, the
+	// longest error message and the saturation note included.
+	for i, line := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(line)); n > 120 {
+			t.Errorf("summary line %d is %d columns wide (over 120): %q", i+1, n, line)
+		}
+	}
 }

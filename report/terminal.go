@@ -208,10 +208,24 @@ func writeRequests(b *strings.Builder, d *Document) {
 			parts = append(parts, fmt.Sprintf("%s %d", cl, n))
 		}
 	}
-	b.WriteString("  by class: " + strings.Join(parts, ", ") + "\n")
+	// The classes in as many lines as they need; each most frequent
+	// message cut to the line (run.json has it whole).
+	line := "  by class:"
+	for i, p := range parts {
+		sep := " "
+		if i > 0 {
+			sep = ", "
+		}
+		if utf8.RuneCountInString(line+sep+p)+1 > maxLineWidth {
+			b.WriteString(line + ",\n")
+			line, sep = "   ", " "
+		}
+		line += sep + p
+	}
+	b.WriteString(line + "\n")
 	for _, cl := range recording.ErrorClasses {
 		if e, ok := r.TopErrors[string(cl)]; ok {
-			fmt.Fprintf(b, "  %s, most often (%d): %s\n", cl, e.Count, e.Message)
+			b.WriteString(fitLine(fmt.Sprintf("  %s, most often (%d): %s", cl, e.Count, e.Message)) + "\n")
 		}
 		if r.ErrorsByClass[string(cl)] != 0 {
 			if sus := recording.IntegritySuspect(cl); sus != "" {
@@ -258,7 +272,9 @@ func writeThroughput(b *strings.Builder, d *Document) {
 	fmt.Fprintf(b, "totals: %d requests (%d ok), %d input tokens, %d output tokens of the ok requests in %s\n",
 		d.Requests.Scheduled, d.Requests.OK, in, out, fmtSeconds(d.DurationS))
 	if d.ClientSaturated {
-		fmt.Fprintf(b, "client saturated: %s; the load generator fell behind its schedule and these figures understate the load asked for\n", d.ClientSaturatedReason)
+		// Two lines, each within the 120 columns of every summary line.
+		fmt.Fprintf(b, "client saturated: %s\n", d.ClientSaturatedReason)
+		b.WriteString("  the load generator fell behind its schedule: these figures understate the load asked for\n")
 	}
 }
 
@@ -436,6 +452,30 @@ func (t *table) write(b *strings.Builder) {
 		b.WriteString(paint(strings.TrimRight(line.String(), " "), t.colors[ri], true))
 		b.WriteByte('\n')
 	}
+}
+
+// maxLineWidth is the widest line of a terminal summary (as everything
+// llmchaos prints to a terminal).
+const maxLineWidth = 120
+
+// fitLine cuts s to maxLineWidth columns, ending it with "…" when cut.
+func fitLine(s string) string {
+	if utf8.RuneCountInString(s) <= maxLineWidth {
+		return s
+	}
+	return s[:runeIndex(s, maxLineWidth-1)] + "…"
+}
+
+// runeIndex is the byte offset of the n-th rune of s (len(s) when s is
+// shorter).
+func runeIndex(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
 }
 
 // fmtMs writes a duration given in milliseconds with a unit that keeps

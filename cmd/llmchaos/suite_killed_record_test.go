@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 	"github.com/llmchaos/llmchaos/suite"
 )
 
@@ -60,10 +61,21 @@ func TestSuiteKilledHardLeavesARunningRecord(t *testing.T) {
 			t.Fatalf("no fault injected within 60s:\n%s", buf)
 		}
 	}
+	replicas, err := replicastate.Read(filepath.Join(runDir, "sim", "state.json"))
+	if err != nil || len(replicas) != 1 || replicas[0].PID == 0 {
+		t.Fatalf("simulator state before the kill: %+v (%v)", replicas, err)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
+	// The run's guard reverts what the suite left applied (the simulator
+	// writes into the run directory until it is stopped): wait for it, and
+	// for the replica to be gone, before the checks and the cleanup.
+	defer func() {
+		waitGuardDone(t, runDir)
+		waitGone(t, 15*time.Second, []faults.ProcessSpec{{PID: replicas[0].PID, Name: "replica 0"}})
+	}()
 	raw, err := os.ReadFile(filepath.Join(out, suite.RecordFile))
 	if err != nil {
 		t.Fatalf("suite.json after the kill: %v", err)

@@ -194,3 +194,11 @@ func (c *controlClient) close() { c.hc.CloseIdleConnections() }
 func proxyGone(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
+
+// proxyCut reports whether err says that the proxy closed the control
+// connection before it answered: a proxy on its way out, or one that
+// closed an idle connection as the request went out.
+func proxyCut(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

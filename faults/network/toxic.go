@@ -244,11 +244,34 @@ func RevertToxic(ctx context.Context, data json.RawMessage) error {
 	if s.Control == "" {
 		return nil
 	}
-	if err := newControlClient(s.Control).remove(ctx, s.Toxic); err != nil && !proxyGone(err) {
-		return err
+	c := newControlClient(s.Control)
+	defer c.close()
+	// A proxy that dies while it answers (its owner was killed a moment
+	// before, and the proxy follows it) cuts the request: ask again until
+	// it answers or nobody listens any more, a bounded number of times.
+	var err error
+	for try := 0; try < cutRetries; try++ {
+		if err = c.remove(ctx, s.Toxic); err == nil || proxyGone(err) {
+			return nil
+		}
+		if !proxyCut(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(cutBackoff):
+		}
 	}
-	return nil
+	return err
 }
+
+// cutRetries and cutBackoff bound how long RevertToxic waits for a proxy
+// that cut its control request to either answer or be gone (2 s).
+const (
+	cutRetries = 20
+	cutBackoff = 100 * time.Millisecond
+)
 
 // runtimeToxic is a toxic as a proxy runs it: an *l4Toxic or an *l7Toxic.
 type runtimeToxic interface {
