@@ -381,6 +381,10 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  %s\n", describeArrival(p.ac))
 		fmt.Fprintf(&b, "  workload %s (%s API), round-robin over the endpoints\n", p.wc.Name, p.wc.API)
 	}
+	if pr := s.Probes; pr != nil {
+		fmt.Fprintf(&b, "  consistency probes beside it: %g per second, %d fixed prompt(s) in turn, max_tokens %d, temperature 0, seed %d, recorded apart (class probe)\n",
+			pr.Rate, len(pr.Prompts), pr.MaxTokens, *pr.Seed)
+	}
 
 	if len(s.SteadyState) > 0 {
 		b.WriteString("\nsteady state (before the load and the faults, and after the load):\n")
