@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -285,5 +286,138 @@ func TestRunProbesMergingEngine(t *testing.T) {
 	t.Run("flipped", func(t *testing.T) {
 		code, out, doc := runProbes(t, target, "type: stream.flip, params: {probability: 0.5, after_tokens: 2}")
 		checkDiverged(t, code, out, doc)
+	})
+}
+
+// startRouterSim starts `llmchaos sim` with 2 replicas behind its
+// migrating router (migrate mode), and returns the router's URL and the
+// state file, once the router answers through a serving replica.
+func startRouterSim(t *testing.T, bin, migrate string) (url, state string) {
+	t.Helper()
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state.json")
+	cmd := exec.Command(bin, "sim", "--replicas", "2", "--base-port", "0", "--listen", "127.0.0.1:0", "--state-file", state,
+		"--router", "127.0.0.1:0", "--migrate", migrate, "--latency", "constant", "--ttft", "20ms", "--itl", "20ms",
+		"--startup-time", "300ms", "--restart-delay", "500ms")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, a, ok := strings.Cut(sc.Text(), `msg="router serving" addr=`); ok {
+				a, _, _ = strings.Cut(a, " ")
+				select {
+				case addr <- a:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		url = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("the router did not serve within 30 s")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/v1/models")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url, state
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no replica served through the router within 30 s (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// migrationExperiment kills one of the two replicas behind the router at
+// 4 s while long probes and load requests stream through it.
+const migrationExperiment = `apiVersion: llmchaos/v1
+kind: Experiment
+metadata: {name: migration-short}
+target:
+  llm: {url: "%[1]s/v1", model: llmchaos-sim}
+workload: {rate: 10, duration: 10s, input_tokens: 16, output_tokens: 48}
+recovery: {window: 1s, hold: 1s}
+probes: {rate: 5, max_tokens: 64}
+faults:
+  - {name: kill, type: replica.kill, at: 4s, duration: 3s, params: {target: {state_file: %[2]q}}}
+thresholds:
+  output_consistency: ["rate==1"]
+  integrity_error_rate: ["rate==0"]
+  error_rate: ["rate==0"]
+`
+
+// A replica killed behind a router that migrates streams: migrated
+// cleanly, every stream in flight ends whole and every probe keeps its
+// answer (no error, consistency 1.0); migrated with a resent span, the
+// probes that were moved diverge where the span repeats and the integrity
+// checks find it, and the run fails naming both.
+func TestRunProbesMigration(t *testing.T) {
+	bin := needBinary(t)
+	run := func(t *testing.T, migrate string) (int, string, *report.Document) {
+		url, state := startRouterSim(t, bin, migrate)
+		dir := t.TempDir()
+		file := filepath.Join(dir, "migration.yaml")
+		if err := os.WriteFile(file, fmt.Appendf(nil, migrationExperiment, url, state), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "run"), "--progress", "0")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := report.Read(filepath.Join(dir, "run", "run.json"))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		return code, out.String(), doc
+	}
+	t.Run("clean", func(t *testing.T) {
+		code, out, doc := run(t, "clean")
+		if code != exitcode.OK {
+			t.Fatalf("exit %d, want 0: a clean migration loses nothing and changes nothing:\n%s", code, out)
+		}
+		if !strings.Contains(out, "exit: pid") || doc.Consistency.Answered != doc.Consistency.Probes {
+			t.Errorf("no replica was killed, or a probe went unanswered:\n%s", out)
+		}
+	})
+	t.Run("duplicate", func(t *testing.T) {
+		code, out, doc := run(t, "duplicate")
+		if code != exitcode.Thresholds {
+			t.Fatalf("exit %d, want %d:\n%s", code, exitcode.Thresholds, out)
+		}
+		if !strings.Contains(out, "✗ output_consistency") || !strings.Contains(out, "✗ integrity_error_rate") {
+			t.Errorf("the verdict does not name consistency and integrity:\n%s", out)
+		}
+		diverged := false
+		for _, p := range doc.Consistency.Prompts {
+			if d := p.Divergent; d != nil && len(d.Text) > len(p.Reference) {
+				diverged = true // the resent span makes the answer longer
+			}
+		}
+		if !diverged {
+			t.Errorf("no probe's answer got the resent span: %+v", doc.Consistency.Prompts)
+		}
 	})
 }
