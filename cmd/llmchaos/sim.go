@@ -46,9 +46,10 @@ type simOptions struct {
 	EarlyRoleChunk bool
 	// Router, Migrate and MigrateSpan run a migrating router in front of
 	// the replicas (sim/router).
-	Router      string
-	Migrate     string
-	MigrateSpan int
+	Router         string
+	Migrate        string
+	MigrateSpan    int
+	RouterAddrFile string
 }
 
 // defaultSimOptions returns the flag defaults.
@@ -118,6 +119,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.StringVar(&o.Router, "router", o.Router, "with --replicas and --state-file: also serve a router on this address (host:port) that spreads requests over the serving replicas and migrates a stream whose replica dies (--migrate)")
 	fs.StringVar(&o.Migrate, "migrate", o.Migrate, "with --router: how a broken stream continues on another replica: clean (from the token it reached, the same answer), duplicate (--migrate-span tokens early: resent), drop (--migrate-span tokens late: lost), or empty (cut, no migration)")
 	fs.IntVar(&o.MigrateSpan, "migrate-span", router.DefaultSpan, "with --migrate duplicate or drop: the tokens resent or lost")
+	fs.StringVar(&o.RouterAddrFile, "router-addr-file", o.RouterAddrFile, "with --router: write the router's address (host:port) to this file once it serves (for --router 127.0.0.1:0)")
 	fs.BoolVar(&o.EarlyRoleChunk, "early-role-chunk", o.EarlyRoleChunk, "send a chat stream's role-only first chunk before prefill, as the simulator once did (default: with the first token, as vLLM and llama.cpp send it)")
 	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
 	fs.IntVar(&o.ReplicaIndex, "replica-index", o.ReplicaIndex, "set by the supervisor: index of this replica, for logs")
@@ -216,8 +218,8 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 	switch {
 	case o.Router != "" && (o.Replicas == 0 || o.StateFile == ""):
 		bad("--router needs --replicas and --state-file (the router reads which replicas serve from it)")
-	case o.Router == "" && (fs.Changed("migrate") || fs.Changed("migrate-span")):
-		bad("--migrate and --migrate-span need --router")
+	case o.Router == "" && (fs.Changed("migrate") || fs.Changed("migrate-span") || fs.Changed("router-addr-file")):
+		bad("--migrate, --migrate-span and --router-addr-file need --router")
 	case o.Router != "":
 		if _, _, err := net.SplitHostPort(o.Router); err != nil {
 			bad("--router %q: want host:port, e.g. 127.0.0.1:8100", o.Router)
@@ -407,6 +409,17 @@ func serveRouter(o simOptions, host string, log *slog.Logger) (stop func() error
 	ln, err := net.Listen("tcp", o.Router)
 	if err != nil {
 		return nil, fmt.Errorf("sim: --router: %w", err)
+	}
+	if f := o.RouterAddrFile; f != "" {
+		tmp := f + ".tmp"
+		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("sim: --router-addr-file: %w", err)
+		}
+		if err := os.Rename(tmp, f); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("sim: --router-addr-file: %w", err)
+		}
 	}
 	srv := &http.Server{Handler: rt, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)

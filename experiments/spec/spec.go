@@ -86,11 +86,21 @@ type SimTarget struct {
 	GPUMemoryUtilization float64  `yaml:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty" doc:"Share of the GPU for weights and KV cache, in (0, 1]."`
 	MeanOutputTokens     int      `yaml:"mean_output_tokens,omitempty" json:"mean_output_tokens,omitempty" doc:"Mean output length of requests that do not set ignore_eos."`
 	Divergence           string   `yaml:"divergence,omitempty" json:"divergence,omitempty" doc:"What makes output differ from the deterministic greedy answer of (prompt, seed): preempt (a preempted sequence recomputes into another continuation) or batch (at near-tie tokens the batch size decides). Default: never."`
+	Migrate              string   `yaml:"migrate,omitempty" json:"migrate,omitempty" doc:"Serve the replicas behind the simulator's router (llmchaos sim --router), the target's one endpoint, which migrates a stream whose replica dies to another replica, as Dynamo's request migration does: clean (it continues the same answer from the token it reached), duplicate (it resends 4 tokens the client has) or drop (it skips 4). Needs 2 replicas or more. Default: no router, each replica an endpoint."`
 	StartupTime          Duration `yaml:"startup_time,omitempty" json:"startup_time,omitempty" doc:"Model load time: /health answers 503 this long after a replica starts. Default 5s."`
 	RestartDelay         Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty" doc:"Wait after a replica exits before the supervisor restarts it. Default 2s."`
 	// Seed seeds the simulator's output text and lengths. Unset: the
 	// experiment's seed.
 	Seed *int64 `yaml:"seed,omitempty" json:"seed,omitempty" doc:"Seed of the simulator's output text and lengths. Default: the experiment's seed."`
+}
+
+// EndpointCount is the number of endpoints the simulator gives the load:
+// its router with migrate, else each replica.
+func (t SimTarget) EndpointCount() int {
+	if t.Migrate != "" {
+		return 1
+	}
+	return max(t.Replicas, DefaultSimReplicas)
 }
 
 // LLMTarget is an OpenAI-compatible service that is already running. URL

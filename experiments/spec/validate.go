@@ -211,10 +211,17 @@ func (v *validator) simTarget(t SimTarget) {
 	switch {
 	case t.Replicas < 0 || t.Replicas > 64:
 		v.iss.add(p+".replicas", "%d: want 1 to 64", t.Replicas)
-	case t.Replicas == 0:
-		v.endpoints = DefaultSimReplicas
 	default:
-		v.endpoints = t.Replicas
+		v.endpoints = t.EndpointCount()
+	}
+	switch t.Migrate {
+	case simconfig.MigrateOff:
+	case simconfig.MigrateClean, simconfig.MigrateDuplicate, simconfig.MigrateDrop:
+		if t.Replicas < 2 {
+			v.iss.add(p+".migrate", "a stream migrates to another replica: want replicas: 2 or more")
+		}
+	default:
+		v.iss.add(p+".migrate", "%q: want %s, %s or %s", t.Migrate, simconfig.MigrateClean, simconfig.MigrateDuplicate, simconfig.MigrateDrop)
 	}
 	if t.StartupTime < 0 {
 		v.iss.add(p+".startup_time", "%v is negative", t.StartupTime)

@@ -24,21 +24,22 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/sim/server"
+	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 )
 
 // Migration modes (Config.Mode).
 const (
 	// MigrateOff cuts a stream whose replica died (no migration).
-	MigrateOff = ""
+	MigrateOff = simconfig.MigrateOff
 	// MigrateClean continues the stream on another replica from the
 	// token it reached: the same answer, after a gap.
-	MigrateClean = "clean"
+	MigrateClean = simconfig.MigrateClean
 	// MigrateDuplicate continues it Span tokens early: the client gets
 	// those tokens twice.
-	MigrateDuplicate = "duplicate"
+	MigrateDuplicate = simconfig.MigrateDuplicate
 	// MigrateDrop continues it Span tokens late: the client never gets
 	// those tokens.
-	MigrateDrop = "drop"
+	MigrateDrop = simconfig.MigrateDrop
 )
 
 // Defaults of Config.
