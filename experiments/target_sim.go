@@ -49,7 +49,7 @@ type simProcess struct {
 	// its router's address; router is that address once it serves.
 	routerFile string
 	router     string
-	model string
+	model      string
 
 	cmd     *exec.Cmd
 	log     *os.File
