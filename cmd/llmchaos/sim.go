@@ -61,6 +61,7 @@ func defaultSimOptions() simOptions {
 		StartupTime:  5 * time.Second,
 		StopGrace:    supervisor.DefaultStopGrace,
 		ReplicaIndex: -1,
+		MigrateSpan:  router.DefaultSpan,
 	}
 }
 
@@ -118,7 +119,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.StringVar(&o.StateFile, "state-file", o.StateFile, "with --replicas: JSON file of replica states, rewritten on every change")
 	fs.StringVar(&o.Router, "router", o.Router, "with --replicas and --state-file: also serve a router on this address (host:port) that spreads requests over the serving replicas and migrates a stream whose replica dies (--migrate)")
 	fs.StringVar(&o.Migrate, "migrate", o.Migrate, "with --router: how a broken stream continues on another replica: clean (from the token it reached, the same answer), duplicate (--migrate-span tokens early: resent), drop (--migrate-span tokens late: lost), or empty (cut, no migration)")
-	fs.IntVar(&o.MigrateSpan, "migrate-span", router.DefaultSpan, "with --migrate duplicate or drop: the tokens resent or lost")
+	fs.IntVar(&o.MigrateSpan, "migrate-span", o.MigrateSpan, "with --migrate duplicate or drop: the tokens resent or lost")
 	fs.StringVar(&o.RouterAddrFile, "router-addr-file", o.RouterAddrFile, "with --router: write the router's address (host:port) to this file once it serves (for --router 127.0.0.1:0)")
 	fs.BoolVar(&o.EarlyRoleChunk, "early-role-chunk", o.EarlyRoleChunk, "send a chat stream's role-only first chunk before prefill, as the simulator once did (default: with the first token, as vLLM and llama.cpp send it)")
 	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
