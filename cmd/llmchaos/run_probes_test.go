@@ -402,6 +402,37 @@ func TestRunProbesMigration(t *testing.T) {
 			t.Errorf("no replica was killed, or a probe went unanswered:\n%s", out)
 		}
 	})
+	// The runner starts the router itself with target.sim.migrate: the
+	// router is the target's one endpoint, and the kill's streams move.
+	t.Run("target.sim", func(t *testing.T) {
+		dir := t.TempDir()
+		src := strings.NewReplacer(`llm: {url: "%[1]s/v1", model: llmchaos-sim}`,
+			"sim: {replicas: 2, migrate: clean, latency: constant, ttft: 20ms, itl: 20ms, startup_time: 300ms, restart_delay: 500ms}",
+			"params: {target: {state_file: %[2]q}}", "params: {}").Replace(migrationExperiment)
+		file := filepath.Join(dir, "migration.yaml")
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "run"), "--progress", "0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: a clean migration loses nothing and changes nothing:\n%s", err, out)
+		}
+		log, err := os.ReadFile(filepath.Join(dir, "run", "sim.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(log), `msg="migrated a stream"`) {
+			t.Errorf("no stream was migrated; the simulator's log:\n%s", log)
+		}
+		doc, err := report.Read(filepath.Join(dir, "run", "run.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps, _ := doc.Config["endpoints"].([]any); len(eps) != 1 {
+			t.Errorf("endpoints %v: want the router alone", doc.Config["endpoints"])
+		}
+	})
 	t.Run("duplicate", func(t *testing.T) {
 		code, out, doc := run(t, "duplicate")
 		if code != exitcode.Thresholds {
