@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,13 +18,9 @@ const (
 	// probe due while this many wait is recorded as dropped (never sent),
 	// so a stalled service cannot pile up probes.
 	maxProbesInFlight = 32
-	// probeTimeout bounds one probe, send to end of stream.
+	// probeRequestTimeout bounds one probe, send to end of stream.
 	probeRequestTimeout = 2 * time.Minute
 )
-
-// errProbesEnded cancels the probes still in flight once the load and its
-// grace ended.
-var errProbesEnded = errors.New("probes ended with the load")
 
 // probeAnswer is what one probe brought back, tagged with the phase and
 // fault of the moment it was sent.
