@@ -22,12 +22,16 @@ const (
 	probeRequestTimeout = 2 * time.Minute
 )
 
-// probeAnswer is what one probe brought back, tagged with the phase and
-// fault of the moment it was sent.
+// probeAnswer is what one probe brought back.
+//
+// A probe counts in the phase (and fault) in force when its answer ended,
+// not when it was sent as the load's results do: an answer in flight when
+// a fault struck (a replica killed, a proxy corrupting) was shaped by it,
+// and says nothing of the phase before.
 type probeAnswer struct {
 	seq      int
 	prompt   int
-	at       time.Duration // sent (scheduled, for one never sent)
+	at       time.Duration // answer ended (scheduled, for one never sent)
 	phase    string
 	fault    string
 	endpoint string
@@ -61,12 +65,14 @@ type prober struct {
 	// as the load's); route, when set, picks a Kubernetes pod instead.
 	targets []string
 	route   func(int) (string, string, error)
-	// tag sets a probe's phase, fault and endpoint tag at its send time.
-	tag   func(at time.Duration, tags *recording.Tags)
-	c     *client.Client
-	clock *recording.RunClock
-	rec   *recording.Recorder
-	grace time.Duration
+	// tag sets a probe's phase, fault and endpoint tag at its send time;
+	// phaseAt is the phase and fault at a time of the run clock.
+	tag     func(at time.Duration, tags *recording.Tags)
+	phaseAt func(at time.Duration) (phase, fault string)
+	c       *client.Client
+	clock   *recording.RunClock
+	rec     *recording.Recorder
+	grace   time.Duration
 
 	mu      sync.Mutex
 	answers []probeAnswer
@@ -194,7 +200,8 @@ func (p *prober) send(ctx context.Context, seq int, at time.Duration) {
 	}
 	p.rec.RequestEnded(res.End)
 	p.rec.Record(res)
-	a := probeAnswer{seq: seq, prompt: p.promptOf(seq), at: res.Sent, phase: res.Tags.Phase, fault: res.Tags.Fault, endpoint: res.Tags.Endpoint,
+	phase, fault := p.phaseAt(res.End)
+	a := probeAnswer{seq: seq, prompt: p.promptOf(seq), at: res.End, phase: phase, fault: fault, endpoint: res.Tags.Endpoint,
 		answered: res.Outcome == recording.OutcomeOK || (res.Outcome == recording.OutcomeFailed && recording.IsIntegrity(res.Class)),
 		text:     out.Text, chunks: chunks,
 		tokens: res.UsageReported && res.OutputTokens == res.ContentChunks && len(chunks) == res.ContentChunks}
@@ -249,6 +256,7 @@ func (r *run) startProbes(ctx context.Context, clock *recording.RunClock) (stop 
 	if r.kube != nil && r.kube.t.URL == "" {
 		pr.route = r.kube.route
 	}
+	pr.phaseAt = r.tl.at
 	pr.tag = func(at time.Duration, tags *recording.Tags) {
 		tags.Phase, tags.Fault = r.tl.at(at)
 		if u, ok := r.tagURL[tags.Endpoint]; ok {
