@@ -30,8 +30,9 @@ type Consistency struct {
 	// Windows holds output_consistency per phase (and fault), in the
 	// order the phases came.
 	Windows []ConsistencyWindow `json:"windows,omitempty"`
-	// Series holds, per second of the run clock with compared probes,
-	// how many were compared and how many equalled their reference.
+	// Series holds, per second of the run clock with compared probes
+	// (the second each answer ended), how many were compared and how many
+	// equalled their reference.
 	Series []ConsistencyPoint `json:"series,omitempty"`
 }
 

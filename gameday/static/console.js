@@ -124,7 +124,7 @@ const chartDefs = [
   },
   {
     id: 'chart-consistency', title: 'Output consistency (probes)', unit: '% of probes', probes: true,
-    note: "probes that gave their prompt's baseline reference / probes compared, by the second they were sent", lines: () => {
+    note: "probes that gave their prompt's baseline reference / probes compared, by the second each answer ended", lines: () => {
       if (!S.frames.some(f => f && f.probes)) return [];
       return [frameLine('consistent', '#2ca02c', f => (f.probes && f.probes.compared ? 100 * f.probes.consistent / f.probes.compared : null))];
     },
