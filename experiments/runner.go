@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
@@ -620,7 +621,16 @@ func (r *run) startProxies(ctx context.Context) error {
 			addrs = append(addrs, e.proxy.addr+" → "+e.proxy.upstream)
 		}
 	}
-	r.out.printf("fault proxies in front of the endpoints: %s", strings.Join(addrs, ", "))
+	// One line when it fits the terminal's 120 columns, else one proxy a
+	// line.
+	if line := "fault proxies in front of the endpoints: " + strings.Join(addrs, ", "); utf8.RuneCountInString(line) <= 120 || len(addrs) < 2 {
+		r.out.println(line)
+	} else {
+		r.out.println("fault proxies in front of the endpoints:")
+		for _, a := range addrs {
+			r.out.println("  " + a)
+		}
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/report"
@@ -340,9 +341,11 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 				judged++
 			}
 		}
-		short := ""
-		if n := len(r.Findings) - judged; n > 0 {
-			short = fmt.Sprintf("; %d not judged: too few comparable runs with data, %d needed", n, r.Rule.MinRuns)
+		width := 0
+		for _, f := range r.Findings {
+			if f.Regression || verbose {
+				width = max(width, utf8.RuneCountInString(f.Name()))
+			}
 		}
 		for _, f := range r.Findings {
 			if f.Regression || verbose {
@@ -350,15 +353,19 @@ func WriteResult(w io.Writer, r *Result, verbose bool) error {
 				if f.Regression {
 					mark = "  REGRESSION"
 				}
-				fmt.Fprintf(&b, "%s %-28s %s: %s\n", mark, f.Name(), fmtValue(f.Value, f.Unit), f.Reason)
+				fmt.Fprintf(&b, "%s %-*s %s: %s\n", mark, width, f.Name(), fmtValue(f.Value, f.Unit), f.Reason)
 			}
 		}
+		rule := fmt.Sprintf("beyond %s and %g run-to-run spreads", strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K)
 		if len(regs) == 0 {
-			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged: none beyond %s and %g run-to-run spreads%s)\n",
-				len(r.Comparable), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
+			fmt.Fprintf(&b, "history: no regression against %d comparable runs (%d figures judged: none %s)\n",
+				len(r.Comparable), judged, rule)
 		} else {
-			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures judged (beyond %s and %g run-to-run spreads%s)\n",
-				len(r.Comparable), len(regs), judged, strings.TrimPrefix(fmtPct(r.Rule.MaxRegression), "+"), r.Rule.K, short)
+			fmt.Fprintf(&b, "history: REGRESSION against %d comparable runs in %d of %d figures judged (%s)\n",
+				len(r.Comparable), len(regs), judged, rule)
+		}
+		if n := len(r.Findings) - judged; n > 0 {
+			fmt.Fprintf(&b, "  %d figures not judged: too few comparable runs with data (%d needed)\n", n, r.Rule.MinRuns)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {

@@ -225,7 +225,7 @@ func writeRequests(b *strings.Builder, d *Document) {
 	b.WriteString(line + "\n")
 	for _, cl := range recording.ErrorClasses {
 		if e, ok := r.TopErrors[string(cl)]; ok {
-			b.WriteString(fitLine(fmt.Sprintf("  %s, most often (%d): %s", cl, e.Count, e.Message)) + "\n")
+			b.WriteString(FitLine(fmt.Sprintf("  %s, most often (%d): %s", cl, e.Count, e.Message)) + "\n")
 		}
 		if r.ErrorsByClass[string(cl)] != 0 {
 			if sus := recording.IntegritySuspect(cl); sus != "" {
@@ -458,8 +458,9 @@ func (t *table) write(b *strings.Builder) {
 // llmchaos prints to a terminal).
 const maxLineWidth = 120
 
-// fitLine cuts s to maxLineWidth columns, ending it with "…" when cut.
-func fitLine(s string) string {
+// FitLine cuts s to the 120 columns of a terminal line, ending it with
+// "…" when cut (for a table whose last column is free text).
+func FitLine(s string) string {
 	if utf8.RuneCountInString(s) <= maxLineWidth {
 		return s
 	}
@@ -529,4 +530,43 @@ var proxyAddrs = regexp.MustCompile(`(proxy \S+) \S+ → \S+`)
 // its name alone ("proxy endpoint-0"; the run's first lines give its
 // addresses), so that a fault of several proxies fits in a line. The
 // report keeps the whole target.
-func ShortTarget(s string) string { return proxyAddrs.ReplaceAllString(s, "$1") }
+//
+// A fault that acts through several proxies of numbered endpoints names
+// them once: "proxies endpoint-0..2" for "proxy endpoint-0 proxy
+// endpoint-1 proxy endpoint-2", "proxies endpoint-0,2" when not
+// consecutive.
+func ShortTarget(s string) string {
+	s = proxyAddrs.ReplaceAllString(s, "$1")
+	return proxyRun.ReplaceAllStringFunc(s, func(run string) string {
+		var prefix string
+		var nums []int
+		for _, m := range proxyName.FindAllStringSubmatch(run, -1) {
+			n, err := strconv.Atoi(m[2])
+			if err != nil || (prefix != "" && m[1] != prefix) {
+				return run
+			}
+			prefix = m[1]
+			nums = append(nums, n)
+		}
+		consecutive := true
+		for i := 1; i < len(nums); i++ {
+			consecutive = consecutive && nums[i] == nums[i-1]+1
+		}
+		if consecutive {
+			return fmt.Sprintf("proxies %s%d..%d", prefix, nums[0], nums[len(nums)-1])
+		}
+		parts := make([]string, len(nums))
+		for i, n := range nums {
+			parts[i] = strconv.Itoa(n)
+		}
+		return "proxies " + prefix + strings.Join(parts, ",")
+	})
+}
+
+// proxyRun matches two or more proxies named one after the other in a
+// shortened target, proxyName one of them ("proxy endpoint-1": its name's
+// prefix and number).
+var (
+	proxyRun  = regexp.MustCompile(`proxy [^\s,]+?-\d+(?: proxy [^\s,]+?-\d+)+`)
+	proxyName = regexp.MustCompile(`proxy ([^\s,]+?-)(\d+)`)
+)

@@ -261,7 +261,8 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	if werr := report.WriteTextWith(r.opts.Out, doc, r.opts.Text); werr != nil {
 		r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: summary: %v", it.Name, werr))
 	}
-	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s; run directory %s\n", it.Name, status.Word(), doc.Score, dir)
+	// Two lines: a run directory's path does not fold.
+	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s\n  run directory: %s\n", it.Name, status.Word(), doc.Score, dir)
 	if rec := r.opts.Recorder; rec != nil {
 		if rerr := rec.RecordRun(context.WithoutCancel(ctx), doc, labels); rerr != nil {
 			r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: record the run: %v", it.Name, rerr))

@@ -19,7 +19,8 @@ const maxReason = 100
 func WriteText(w io.Writer, r *Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nsuite %s: %d experiment(s), %s\n", r.Name, len(r.Experiments), fmtDuration(r.DurationS))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\texperiment\tstatus\tscore\tthresholds\tfaults reverted\ttime\treason")
 	for _, e := range r.Experiments {
 		score, th, faults, took := "–", "–", "–", "–"
@@ -32,13 +33,20 @@ func WriteText(w io.Writer, r *Record) error {
 			took = fmtDuration(e.DurationS)
 		}
 		reason := strings.ReplaceAll(e.Reason, "\n", " ")
-		if len(reason) > maxReason {
-			reason = reason[:maxReason-1] + "…"
+		if r := []rune(reason); len(r) > maxReason {
+			reason = string(r[:maxReason-1]) + "…"
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Name, e.Status.Word(), score, th, faults, took, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// Each row within the terminal's 120 columns: the reason, last, is
+	// cut (suite.json and the HTML page have it whole).
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if line != "" {
+			b.WriteString(report.FitLine(strings.TrimSuffix(line, "\n")) + "\n")
+		}
 	}
 	score := "none (no experiment was scored)"
 	if r.Score != nil {

@@ -222,7 +222,13 @@ func TestSuiteShortNightlyEndToEnd(t *testing.T) {
 		return out, junit, html, stdout
 	}
 	out, junit, html, stdout := night(1, "--quiet")
-	_, junit2, _, _ := night(2, "-v")
+	_, junit2, _, stdout2 := night(2, "-v")
+	// Every line of either within 120 columns (but for the temporary
+	// directory's own length), in one unit style.
+	for _, o := range [][]byte{stdout, stdout2} {
+		checkWidth(t, "suite output", string(o), dir)
+		checkUnits(t, "suite output", string(o))
+	}
 	names := func(path string) []string {
 		var ns []string
 		for _, s := range readJUnit(t, path).Suites {
