@@ -175,7 +175,15 @@ func TestRunProbesSimulator(t *testing.T) {
 // 3 s piles up more sequences than its small KV cache holds, and those
 // preempted and recomputed take another continuation; the probes find it
 // after the freeze while the baseline agreed with itself.
+//
+// Whether a probe is among the sequences preempted after the freeze is a
+// matter of chance (it passed 8 runs in 9 on a busy machine), so it runs
+// only as a soak check (LLMCHAOS_SOAK=1); the simulator's own
+// TestDivergencePreempt checks the mode deterministically.
 func TestRunProbesSimulatorPreemption(t *testing.T) {
+	if os.Getenv("LLMCHAOS_SOAK") != "1" {
+		t.Skip("probabilistic (a probe must be among the preempted sequences): set LLMCHAOS_SOAK=1 to run it")
+	}
 	bin := needBinary(t)
 	target := "sim: {replicas: 1, startup_time: 500ms, latency: constant, ttft: 20ms, itl: 5ms, gpu_memory: 17.3GiB, max_model_len: 1024, divergence: preempt}"
 	src := strings.NewReplacer("rate: 10, duration: 9s, input_tokens: 16, output_tokens: 24", "rate: 10, duration: 10s, input_tokens: 300, output_tokens: 150",
