@@ -257,6 +257,12 @@ func parseEntriesIn(reg *metrics.Registry, key string, entries []Entry, k6 bool)
 			t.AbortOnFail = e.AbortOnFail
 			t.DelayAbortEval = e.DelayAbortEval
 			t.k6 = k6
+			if k6 {
+				t.SourceKey = key
+				if len(exprs) == 1 {
+					t.Source = e.Threshold
+				}
+			}
 			all = append(all, t)
 		}
 	}

@@ -142,7 +142,7 @@ func TestThresholdString(t *testing.T) {
 func TestParseInvalid(t *testing.T) {
 	allMetrics := "ttft, itl, tpot, e2e, send_lag, client_queue, connect, recovery_time, time_to_recover, oom_recovery_time, " +
 		"input_tokens, output_tokens, error_rate, truncation_rate, rejection_rate, throttle_rate, " +
-		"repetition_rate, empty_output_rate, usage_mismatch_rate, integrity_error_rate, requests, requests_lost, requests_per_s, " +
+		"repetition_rate, empty_output_rate, usage_mismatch_rate, integrity_error_rate, output_consistency, output_divergence_at, output_distinct_answers, requests, requests_lost, requests_per_s, " +
 		"input_tokens_per_s, output_tokens_per_s, total_tokens_per_s, goodput"
 	tests := []struct {
 		name   string

@@ -345,6 +345,12 @@ type Threshold struct {
 	// threshold does not abort the run.
 	DelayAbortEval time.Duration
 
+	// SourceKey and Source are the key and the expression as a k6
+	// script's options wrote them (ParseConfigScript; k6's summary names
+	// thresholds by them); Source is empty when its entry held several
+	// expressions.
+	SourceKey, Source string
+
 	kind Kind // a custom metric's kind, set by ParseIn; 0 for built-ins
 	// k6 says that a selection without samples is judged as k6 judges it
 	// (a script's thresholds, ParseScript): see Evaluate.

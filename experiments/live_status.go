@@ -141,3 +141,22 @@ func (l *Control) GPUSamples(since time.Duration) []scrape.Sample {
 	}
 	return out
 }
+
+// Consistency returns the consistency probes' record so far: every
+// answer compared with its prompt's reference as the baseline gives it up
+// to now (nil without probes, or before the load started). It compares
+// every answer again on each call: call it about once a second.
+func (l *Control) Consistency() *report.Consistency {
+	select {
+	case <-l.ready:
+	default:
+		return nil
+	}
+	r := l.r
+	pr := r.probes
+	if pr == nil {
+		return nil
+	}
+	c := compareProbes(pr.cfg.Prompts, pr.results())
+	return c.record(pr.cfg, r.tl.records(r.now()))
+}

@@ -280,18 +280,70 @@ type faultRecovery struct {
 // per fault, in milliseconds. A fault that never recovered counts as +Inf,
 // so that any bound on it fails; one whose recovery could not be judged
 // for lack of traffic has no value.
+//
+// With consistency probes it also answers output_consistency,
+// output_divergence_at and output_distinct_answers, and every other metric
+// of a selection with class:probe from the probes' own recording (probes
+// are kept out of the load's figures).
 type experimentSource struct {
 	*assertions.SummarySource
 	recovery []faultRecovery
+	// consistency compares the probes' answers and probes is their
+	// recording; both nil without probes.
+	consistency *consistency
+	probes      *assertions.SummarySource
 }
 
 var _ assertions.Source = experimentSource{}
+
+// probeSelection reports whether sel selects the probes' own figures.
+func (s experimentSource) probeSelection(sel assertions.Tags) bool {
+	return s.probes != nil && sel.Class == spec.ProbeClass
+}
+
+// Ratio implements assertions.Source.
+func (s experimentSource) Ratio(metric string, sel assertions.Tags) (hits, total int64) {
+	switch {
+	case metric == "output_consistency":
+		if s.consistency == nil {
+			return 0, 0
+		}
+		return s.consistency.ratio(sel)
+	case s.probeSelection(sel):
+		return s.probes.Ratio(metric, sel)
+	}
+	return s.SummarySource.Ratio(metric, sel)
+}
+
+// Counter implements assertions.Source.
+func (s experimentSource) Counter(metric string, sel assertions.Tags) (int64, time.Duration) {
+	if s.probeSelection(sel) {
+		return s.probes.Counter(metric, sel)
+	}
+	return s.SummarySource.Counter(metric, sel)
+}
+
+// Value implements assertions.Source.
+func (s experimentSource) Value(metric string, sel assertions.Tags) (float64, bool) {
+	if s.probeSelection(sel) {
+		return s.probes.Value(metric, sel)
+	}
+	return s.SummarySource.Value(metric, sel)
+}
 
 // Distribution implements assertions.Source.
 func (s experimentSource) Distribution(metric string, sel assertions.Tags) assertions.Distribution {
 	switch metric {
 	case "recovery_time", "oom_recovery_time", "time_to_recover":
+	case "output_divergence_at", "output_distinct_answers":
+		if s.consistency == nil {
+			return nil
+		}
+		return s.consistency.distribution(metric, sel)
 	default:
+		if s.probeSelection(sel) {
+			return s.probes.Distribution(metric, sel)
+		}
 		return s.SummarySource.Distribution(metric, sel)
 	}
 	if sel.Phase != "" || sel.Class != "" || sel.Endpoint != "" {

@@ -370,6 +370,9 @@ type run struct {
 	// shardsLost counts those that handed back no report whole.
 	shardOutputs []ShardOutput
 	shardsLost   int
+	// probes sends the consistency probes (nil: the experiment asks for
+	// none); set when the load starts.
+	probes *prober
 }
 
 // newRun returns the run of plan p in directory dir, its parts made and

@@ -86,6 +86,7 @@ func (r *run) alongside(ctx context.Context, l *pipeline.Run, live *assertions.L
 	r.clock.Store(l.Clock)
 	r.obs.event(report.EventSourceRunner, "load_started", "", p.describeLoad())
 
+	stopProbes := r.startProbes(ctx, l.Clock)
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
@@ -119,6 +120,7 @@ func (r *run) alongside(ctx context.Context, l *pipeline.Run, live *assertions.L
 		if err == nil {
 			r.obs.event(report.EventSourceRunner, "load_ended", "", fmt.Sprintf("%d requests scheduled", stats.Scheduled))
 		}
+		stopProbes()
 		stopFaults()
 		if l := r.opts.Live; l != nil {
 			l.close()

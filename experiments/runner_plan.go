@@ -294,7 +294,7 @@ func (pf *plannedFault) describeTarget(endpoints int) string {
 func (p *plan) endpointCount() int {
 	switch t := p.spec.Target; {
 	case t.Sim != nil:
-		return t.Sim.Replicas
+		return t.Sim.EndpointCount()
 	case t.Kubernetes != nil && t.Kubernetes.URL != "":
 		return 1
 	case t.Kubernetes != nil:
@@ -350,7 +350,11 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	if t := s.Target.Sim; t != nil {
 		fmt.Fprintf(&b, "  the built-in simulator: %d replica(s) under `llmchaos sim --replicas %d`, on consecutive free ports of 127.0.0.1 chosen at run time\n", t.Replicas, t.Replicas)
 		fmt.Fprintf(&b, "  model %s, latency %s, startup %v, restart delay %v, %s vGPU each\n", t.Model, t.Latency, t.StartupTime, t.RestartDelay, t.GPUMemory)
-		fmt.Fprintf(&b, "  endpoints 0..%d are the replicas; it is stopped when the run ends\n", t.Replicas-1)
+		if t.Migrate != "" {
+			fmt.Fprintf(&b, "  endpoint 0 is its router in front of the replicas, which migrates a stream whose replica dies (migrate %s); it is stopped when the run ends\n", t.Migrate)
+		} else {
+			fmt.Fprintf(&b, "  endpoints 0..%d are the replicas; it is stopped when the run ends\n", t.Replicas-1)
+		}
 	} else if t := s.Target.Kubernetes; t != nil {
 		p.writeKubernetesTarget(&b, *t)
 	} else {
@@ -380,6 +384,10 @@ func (p *plan) write(w io.Writer, opts Options) error {
 	} else {
 		fmt.Fprintf(&b, "  %s\n", describeArrival(p.ac))
 		fmt.Fprintf(&b, "  workload %s (%s API), round-robin over the endpoints\n", p.wc.Name, p.wc.API)
+	}
+	if pr := s.Probes; pr != nil {
+		fmt.Fprintf(&b, "  consistency probes beside it: %g per second, %d fixed prompt(s) in turn, max_tokens %d, temperature 0, seed %d, recorded apart (class probe)\n",
+			pr.Rate, len(pr.Prompts), pr.MaxTokens, *pr.Seed)
 	}
 
 	if len(s.SteadyState) > 0 {

@@ -92,6 +92,12 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 		doc.Recovery = append(doc.Recovery, rr)
 	}
 	src := experimentSource{SummarySource: assertions.NewSummarySource(sum, assertions.WithSpan(doc.PhaseSpan)), recovery: recs}
+	if r.probes != nil {
+		c := compareProbes(r.probes.cfg.Prompts, r.probes.results())
+		doc.Consistency = c.record(r.probes.cfg, doc.Phases)
+		src.consistency = c
+		src.probes = assertions.NewSummarySource(r.probes.rec.Finish(end), assertions.WithSpan(doc.PhaseSpan))
+	}
 	doc.SetThresholds(assertions.Evaluate(src, p.thresholds), aborted)
 	if aborted {
 		a := *abort

@@ -20,7 +20,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -217,7 +216,7 @@ type jobShards struct {
 	kube  *KubernetesShards
 	// dir is the run directory; client and ns reach the run's Jobs.
 	dir    string
-	client kubernetes.Interface
+	client *kube.Clientset
 	ns     string
 
 	follows atomic.Int32 // pod logs followed

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,7 +45,11 @@ type simProcess struct {
 	env   spec.SimEnv
 	ports []int // replica i's port, as the supervisor published it; set once all serve
 	n     int
-	model string
+	// routerFile, with target.sim.migrate, is where the simulator writes
+	// its router's address; router is that address once it serves.
+	routerFile string
+	router     string
+	model      string
 
 	cmd     *exec.Cmd
 	log     *os.File
@@ -88,7 +93,16 @@ func simArgs(t spec.SimTarget, env spec.SimEnv) ([]string, error) {
 	if c.Latency == simconfig.LatencyConstant {
 		args = append(args, "--ttft", c.TTFT.String(), "--itl", c.ITL.String())
 	}
+	if t.Migrate != "" {
+		args = append(args, "--router", "127.0.0.1:0", "--migrate", t.Migrate, "--router-addr-file", routerAddrFile(env))
+	}
 	return args, nil
+}
+
+// routerAddrFile is where the simulator of env writes its router's
+// address (target.sim.migrate).
+func routerAddrFile(env spec.SimEnv) string {
+	return filepath.Join(filepath.Dir(env.StateFile), "router.addr")
 }
 
 // startSim starts the simulator supervisor of t (defaults applied) with
@@ -125,6 +139,9 @@ func startSim(ctx context.Context, t spec.SimTarget, dir, helper string, jr *fau
 		return nil, fmt.Errorf("target.sim: %w", err)
 	}
 	s := &simProcess{env: env, n: t.Replicas, model: t.Model, log: log, entry: entry, done: make(chan struct{})}
+	if t.Migrate != "" {
+		s.routerFile = routerAddrFile(env)
+	}
 	s.cmd = exec.Command(helper, args...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := startHelper(s.cmd, s.done, &s.waitErr); err != nil {
@@ -153,6 +170,9 @@ func startSim(ctx context.Context, t spec.SimTarget, dir, helper string, jr *fau
 // endpoints returns the replicas' base URLs, on the ports the supervisor
 // published.
 func (s *simProcess) endpoints() []string {
+	if s.router != "" {
+		return []string{"http://" + s.router + "/v1"}
+	}
 	out := make([]string, len(s.ports))
 	for i, p := range s.ports {
 		out[i] = "http://127.0.0.1:" + strconv.Itoa(p) + "/v1"
@@ -185,7 +205,13 @@ func (s *simProcess) waitServing(ctx context.Context, limit time.Duration) error
 					}
 					s.ports[r.Index] = r.Port
 				}
-				return nil
+				if s.routerFile == "" {
+					return nil
+				}
+				if b, err := os.ReadFile(s.routerFile); err == nil && len(b) > 0 {
+					s.router = strings.TrimSpace(string(b))
+					return nil
+				}
 			}
 		}
 		select {

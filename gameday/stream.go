@@ -58,6 +58,68 @@ type Frame struct {
 	InFlightMax int64   `json:"in_flight_max"`
 	// Tokens is the output tokens of the ok requests.
 	Tokens int64 `json:"tokens"`
+	// Probes counts the consistency probes sent in the second that were
+	// compared with their prompt's reference by the time the frame was
+	// made, and those that gave it; absent without probes or when none
+	// was compared.
+	Probes *ProbeFrame `json:"probes,omitempty"`
+}
+
+// ProbeFrame is one second of the consistency probes.
+type ProbeFrame struct {
+	Compared   int `json:"compared"`
+	Consistent int `json:"consistent"`
+}
+
+// ConsistencyState is what the console shows of the consistency probes
+// besides their chart: the consistency of each phase so far and, per
+// prompt that got an answer other than its reference, the most common
+// one set against it.
+type ConsistencyState struct {
+	Unit      string                     `json:"unit"`
+	Windows   []report.ConsistencyWindow `json:"windows"`
+	Divergent []DivergentPrompt          `json:"divergent,omitempty"`
+}
+
+// DivergentPrompt is a prompt's most common divergent answer against its
+// reference, around the first difference (report.AnswerDiff).
+type DivergentPrompt struct {
+	Prompt string                  `json:"prompt"`
+	Diff   report.AnswerDiff       `json:"diff"`
+	Answer *report.DivergentAnswer `json:"answer"`
+}
+
+// divergenceContext is how many characters of each answer the console
+// shows on each side of a divergence.
+const divergenceContext = 40
+
+// consistencyState returns the console's view of c (nil: no probes).
+func consistencyState(c *report.Consistency) *ConsistencyState {
+	if c == nil {
+		return nil
+	}
+	st := &ConsistencyState{Unit: c.Unit, Windows: c.Windows}
+	for _, p := range c.Prompts {
+		if d, ok := p.Diff(divergenceContext); ok {
+			a := *p.Divergent
+			a.Text = "" // the diff holds what the console shows
+			st.Divergent = append(st.Divergent, DivergentPrompt{Prompt: p.Prompt, Diff: d, Answer: &a})
+		}
+	}
+	return st
+}
+
+// probeFrame returns second t of c's series (nil: none compared).
+func probeFrame(c *report.Consistency, t int) *ProbeFrame {
+	if c == nil {
+		return nil
+	}
+	for _, pt := range c.Series {
+		if pt.T == t && pt.Compared > 0 {
+			return &ProbeFrame{Compared: pt.Compared, Consistent: pt.Consistent}
+		}
+	}
+	return nil
 }
 
 // frameOf computes second t of rec.
@@ -114,10 +176,11 @@ type ServerPoint struct {
 // state is what the console shows besides the charts, sent with every
 // message.
 type state struct {
-	Status   experiments.LiveStatus    `json:"status"`
-	Load     experiments.LoadState     `json:"load"`
-	Active   []experiments.ActiveFault `json:"active"`
-	Timeline experiments.Timeline      `json:"timeline"`
+	Status      experiments.LiveStatus    `json:"status"`
+	Load        experiments.LoadState     `json:"load"`
+	Active      []experiments.ActiveFault `json:"active"`
+	Timeline    experiments.Timeline      `json:"timeline"`
+	Consistency *ConsistencyState         `json:"consistency,omitempty"`
 }
 
 // hello is the first message of a stream: the history so far.
@@ -175,7 +238,13 @@ func newHub(live *experiments.Control) *hub {
 
 // currentState reads the live run's state.
 func (h *hub) currentState() state {
-	return state{Status: h.live.Status(), Load: h.live.Load(), Active: h.live.Active(), Timeline: h.live.Timeline()}
+	return h.stateWith(h.live.Consistency())
+}
+
+// stateWith is currentState with the consistency record c.
+func (h *hub) stateWith(c *report.Consistency) state {
+	return state{Status: h.live.Status(), Load: h.live.Load(), Active: h.live.Active(), Timeline: h.live.Timeline(),
+		Consistency: consistencyState(c)}
 }
 
 // run makes a message every second of run clock once the load started,
@@ -220,10 +289,12 @@ func (h *hub) run(ctx context.Context) {
 // subscribes gets each event once, in its hello or in a tick.
 func (h *hub) tick(rec *recording.Recorder, t int) {
 	f := frameOf(rec, t)
+	c := h.live.Consistency()
+	f.Probes = probeFrame(c, t)
 	// The scrapes of several endpoints run at once, so a sample may be
 	// stored after a later one: look back a little, skip those sent.
 	samples := h.live.ServerSamples(max(h.lastAt-sampleLookBack, 0))
-	st := h.currentState()
+	st := h.stateWith(c)
 	msg := tick{state: st, Frame: &f}
 	for _, s := range samples {
 		k := sampleKey{s.At, s.Endpoint, s.Name}

@@ -39,6 +39,7 @@ func writeExperiment(b *strings.Builder, d *Document) {
 	writeTimeline(b, d)
 	writeFaults(b, d)
 	writeRecovery(b, d)
+	writeConsistency(b, d)
 	writeSteadyState(b, d)
 }
 

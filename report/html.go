@@ -59,6 +59,7 @@ type htmlView struct {
 	Thresholds    []thresholdRow
 	Recovery      []recoveryRow
 	RecoveryOOM   bool
+	Consistency   *consistencyView
 	Faults        []faultRow
 	SteadyState   *steadyView
 	Events        []eventRow
@@ -171,6 +172,7 @@ func newHTMLView(d *Document) (*htmlView, error) {
 		v.RecoveryOOM = v.RecoveryOOM || r.OOMRecoveryTimeS != nil
 		v.Recovery = append(v.Recovery, row)
 	}
+	v.Consistency = newConsistencyView(d)
 	for _, f := range d.Faults {
 		row := faultRow{Name: f.Name, Type: f.Type, Target: orDash(f.Target), Planned: plannedSpan(f),
 			Revert: revertText(f), RevertOK: f.RevertOK, Error: f.Error}

@@ -35,7 +35,11 @@ func timePlots(d *Document) []*timePlot {
 				},
 			})
 		}
-		out = append(out, errorRatePlot(d), throughputPlot(d), tokensPlot(d), inFlightPlot(d))
+		out = append(out, errorRatePlot(d))
+		if cp := consistencyPlot(d); cp != nil {
+			out = append(out, cp)
+		}
+		out = append(out, throughputPlot(d), tokensPlot(d), inFlightPlot(d))
 	}
 	out = append(out, monitorPlots("server", d.Server)...)
 	out = append(out, monitorPlots("gpu", d.GPU)...)

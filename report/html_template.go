@@ -58,6 +58,11 @@ h3 { font-size: 15px; margin: 18px 0 8px; }
 .hint { font-size: 13px; color: var(--muted); margin: -4px 0 12px; }
 .swatch { display: inline-block; width: 14px; height: 12px; border-radius: 2px; vertical-align: -1px; margin: 0 4px 0 2px; }
 .swatch.fault { background: rgba(207,34,46,.16); border: 1px solid rgba(207,34,46,.5); }
+.diff { white-space: pre-wrap; word-break: break-word; font-size: 12px; }
+.diff div { padding: 1px 4px; }
+.diff del { background: rgba(207,34,46,.18); text-decoration: none; }
+.diff ins { background: rgba(26,127,55,.18); text-decoration: none; }
+.diff-tag { display: inline-block; width: 6.5em; color: var(--muted, #666); font-family: sans-serif; }
 .swatch.recovery { background: rgba(212,167,44,.22); border: 1px solid rgba(212,167,44,.7); }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(540px, 1fr)); gap: 20px 28px; }
 figure { margin: 0; min-width: 0; }
@@ -121,6 +126,7 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
   {{- if .Phases}}<a href="#phases">Phases</a>{{end}}
   <a href="#thresholds">Thresholds</a>
   {{- if .Recovery}}<a href="#recovery">Recovery</a>{{end}}
+  {{- if .Consistency}}<a href="#consistency">Consistency</a>{{end}}
   {{- if .Faults}}<a href="#faults">Faults</a>{{end}}
   {{- if .SteadyState}}<a href="#steady-state">Steady state</a>{{end}}
   {{- if .Events}}<a href="#events">Events</a>{{end}}
@@ -194,6 +200,30 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 20px
     {{- $oom := .RecoveryOOM}}
     {{- range .Recovery}}
       <tr{{if not (or .Recovered .Insufficient)}} class="failed"{{end}}><td>{{.Fault}}</td><td>{{if .Insufficient}}<span class="unjudged">insufficient traffic</span>{{else if .Recovered}}<span class="ok">yes</span>{{else}}<span class="bad">no</span>{{if .CutBy}} ({{.CutBy}} came first){{end}}{{end}}</td><td class="num">{{.Time}}</td><td class="num{{if .Instant}} muted{{end}}">{{.FromRevert}}</td><td class="mono">{{.HeldLast}}</td>{{if $oom}}<td class="num">{{.OOM}}</td>{{end}}</tr>
+    {{- end}}
+    </tbody>
+  </table></div>
+</section>
+{{- end}}
+
+{{- with .Consistency}}
+<section id="consistency">
+  <h2>Output consistency</h2>
+  <p class="hint">{{.Summary}} Consistency is the share of probes that gave the reference; divergence at is where the divergent ones first left it; distinct is the most different answers one prompt got.</p>
+  <div class="table-wrap"><table class="fit">
+    <thead><tr><th>phase</th><th>fault</th><th class="num">compared</th><th class="num">consistency</th><th class="num">divergence at</th><th class="num">distinct</th></tr></thead>
+    <tbody>
+    {{- range .Windows}}
+      <tr class="phase-{{.Phase}}{{if .Bad}} failed{{end}}"><td>{{.Phase}}</td><td>{{.Fault}}</td><td class="num">{{.Compared}}</td><td class="num">{{.Consistency}}</td><td class="num">{{.DivergenceAt}}</td><td class="num">{{.Distinct}}</td></tr>
+    {{- end}}
+    </tbody>
+  </table></div>
+  <div class="table-wrap"><table class="prompts">
+    <thead><tr><th>#</th><th>prompt</th><th class="num">baseline agreement</th><th class="num">distinct</th><th>most common divergent answer against the reference</th></tr></thead>
+    <tbody>
+    {{- range .Prompts}}
+      <tr class="prompt{{if .Divergent}} failed{{end}}"><td class="num">{{.N}}</td><td>{{.Prompt}}</td><td class="num">{{if .NoReference}}<span class="unjudged">no reference</span>{{else}}{{.Agreement}}{{end}}</td><td class="num">{{.Distinct}}</td>
+      <td>{{if .Divergent}}<div class="diff mono"><div class="diff-ref"><span class="diff-tag">reference</span>{{if .Cut}}…{{end}}{{.Before}}<del>{{.Reference}}</del></div><div class="diff-ans"><span class="diff-tag">answer</span>{{if .Cut}}…{{end}}{{.Before}}<ins>{{.Answer}}</ins></div></div><p class="note">{{.DivergentNote}}</p>{{else if .NoReference}}<span class="muted">not compared</span>{{else}}<span class="ok">always the reference</span>{{end}}</td></tr>
     {{- end}}
     </tbody>
   </table></div>

@@ -75,6 +75,9 @@ type Document struct {
 	Faults []FaultRecord `json:"faults,omitempty"`
 	// Recovery holds recovery_time per fault.
 	Recovery []RecoveryRecord `json:"recovery,omitempty"`
+	// Consistency is the consistency probes' record (an experiment with
+	// probes:); absent otherwise.
+	Consistency *Consistency `json:"consistency,omitempty"`
 	// Events lists what happened during the run, in time order.
 	Events []EventRecord `json:"events,omitempty"`
 	// SteadyState holds the steady-state probes before and after the load.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -333,7 +334,7 @@ func writeThresholds(b *strings.Builder, d *Document, color bool) {
 			if !th.OK {
 				mark, c = "✗", ansiRed
 			}
-			t.row("  "+mark+" "+th.Key(), th.Expr, th.Observed())
+			t.row("  "+mark+" "+th.Key(), cmp.Or(th.Source, th.Expr), th.Observed())
 			if color {
 				t.color(c)
 			}

@@ -167,6 +167,10 @@ type ThresholdResult struct {
 	Tags assertions.Tags `json:"tags"`
 	// Expr is the expression in canonical form, "p(99)<500ms".
 	Expr string `json:"expr"`
+	// Source is the expression as a k6 script's options wrote it, when
+	// that differs from Expr ("p(99) < 500"): k6 names a threshold by its
+	// text, and the end-of-test summary shows it so.
+	Source string `json:"source,omitempty"`
 	// Value is the observed aggregate in the metric's unit (milliseconds
 	// for durations, a share for rates, per second for values); null when
 	// the selection held no data or the value is not finite.
@@ -206,6 +210,9 @@ func thresholdResults(outs assertions.Outcomes) []ThresholdResult {
 		tags := o.Tags
 		tags.Endpoint = redactString(tags.Endpoint)
 		r := ThresholdResult{Metric: o.Metric, Tags: tags, Expr: o.Expr, OK: o.OK, NoData: o.NoData}
+		if src := o.Threshold.Source; src != o.Expr {
+			r.Source = src
+		}
 		if !o.NoData && !math.IsInf(o.Value, 0) && !math.IsNaN(o.Value) {
 			v := o.Value
 			r.Value = &v

@@ -30,6 +30,14 @@ type Request struct {
 	// determined by the prompt.
 	Greedy bool
 
+	// ResumeFrom continues an answer generated elsewhere: a router that
+	// migrated the request after its replica died sends the first
+	// ResumeFrom tokens of the answer back as context (Dynamo's request
+	// migration), and the stream generates the rest of the same answer:
+	// its tokens are those of index ResumeFrom on, its prompt is longer by
+	// ResumeFrom and its max_tokens shorter. 0: a new request.
+	ResumeFrom int
+
 	// Arrival is the engine time the request arrived, before the transport
 	// parsed it; 0, or a time after the Submit call's now, means now. TTFT,
 	// queue time and end-to-end latency count from it, and a paced sequence
@@ -312,6 +320,21 @@ func (e *Engine) newStream(now time.Duration, req Request) (*Stream, error) {
 			outLen, reason = n, FinishStop
 		}
 	}
+	prompt, skip := req.PromptTokens, 0
+	if k := req.ResumeFrom; k != 0 {
+		if k < 0 || k >= maxTokens {
+			return nil, &InvalidRequestError{Message: fmt.Sprintf("resume from token %d: max_tokens %d leaves nothing to generate", k, maxTokens)}
+		}
+		// A sampled answer (no seed, not greedy) drew its own length here;
+		// one that had already run past it ends with its next token.
+		if k >= outLen {
+			outLen = k + 1
+			if outLen < maxTokens {
+				reason = FinishStop
+			}
+		}
+		prompt, skip, outLen, maxTokens = prompt+k, k, outLen-k, maxTokens-k
+	}
 	arrival := now
 	if req.Arrival > 0 && req.Arrival < now {
 		arrival = req.Arrival
@@ -319,13 +342,14 @@ func (e *Engine) newStream(now time.Duration, req Request) (*Stream, error) {
 	e.nextID++
 	return &Stream{
 		id:        e.nextID,
-		prompt:    req.PromptTokens,
+		prompt:    prompt,
 		maxTokens: maxTokens,
 		outLen:    outLen,
 		reason:    reason,
 		seed:      seed,
+		skip:      skip,
 		arrival:   arrival,
-		numTokens: req.PromptTokens,
+		numTokens: prompt,
 		heapIdx:   -1,
 		ready:     make(chan struct{}, 1),
 	}, nil

@@ -56,6 +56,7 @@ type Stream struct {
 	outLen    int    // tokens it will produce
 	reason    Finish // how it ends after outLen tokens
 	seed      uint64 // token text seed
+	skip      int    // tokens of the answer generated elsewhere before this stream (Request.ResumeFrom)
 	arrival   time.Duration
 
 	// divergeAt is 1 + the first token whose text comes from divergeSeed
@@ -122,12 +123,12 @@ func (s *Stream) Err() error {
 }
 
 // Token returns the text of token i (0-based).
-func (s *Stream) Token(i int) string { return tokenText(s.tokenSeed(i), i) }
+func (s *Stream) Token(i int) string { return tokenText(s.tokenSeed(i), i+s.skip) }
 
 // AppendToken appends the text of token i (0-based) to dst. Token texts are
 // JSON-safe and exactly BytesPerToken bytes long.
 func (s *Stream) AppendToken(dst []byte, i int) []byte {
-	return append(dst, tokenText(s.tokenSeed(i), i)...)
+	return append(dst, tokenText(s.tokenSeed(i), i+s.skip)...)
 }
 
 // tokenSeed is the text seed of token i: seed, or divergeSeed from the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -78,22 +80,30 @@ func newK6RootCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // k6EnvFlags are the K6_* variables k6 reads for run's flags, by flag: a
-// variable applies when its flag is not given, to a script run only.
-var k6EnvFlags = []struct{ flag, env string }{
-	{"vus", "K6_VUS"},
-	{"duration", "K6_DURATION"},
-	{"iterations", "K6_ITERATIONS"},
-	{"stage", "K6_STAGES"},
-	{"out", "K6_OUT"},
-	{"summary-export", "K6_SUMMARY_EXPORT"},
-	{"summary-mode", "K6_SUMMARY_MODE"},
-	{"no-thresholds", "K6_NO_THRESHOLDS"},
-	{"no-connection-reuse", "K6_NO_CONNECTION_REUSE"},
-	{"no-vu-connection-reuse", "K6_NO_VU_CONNECTION_REUSE"},
-	{"include-system-env-vars", "K6_INCLUDE_SYSTEM_ENV_VARS"},
-	{"console-output", "K6_CONSOLE_OUTPUT"},
-	{"http-debug", "K6_HTTP_DEBUG"},
-	{"summary-trend-stats", "K6_SUMMARY_TREND_STATS"},
+// variable applies when its flag is not given, to a script run only. A
+// list variable holds comma-separated values, each set as one use of a
+// repeatable flag (K6_OUT, and K6_TAGS, whose name:value pairs, k6's
+// form, are also taken as --tag's name=value).
+var k6EnvFlags = []struct {
+	flag, env string
+	list      bool
+}{
+	{"vus", "K6_VUS", false},
+	{"duration", "K6_DURATION", false},
+	{"iterations", "K6_ITERATIONS", false},
+	{"stage", "K6_STAGES", false},
+	{"out", "K6_OUT", true},
+	{"tag", "K6_TAGS", true},
+	{"summary-export", "K6_SUMMARY_EXPORT", false},
+	{"summary-mode", "K6_SUMMARY_MODE", false},
+	{"no-summary", "K6_NO_SUMMARY", false},
+	{"no-thresholds", "K6_NO_THRESHOLDS", false},
+	{"no-connection-reuse", "K6_NO_CONNECTION_REUSE", false},
+	{"no-vu-connection-reuse", "K6_NO_VU_CONNECTION_REUSE", false},
+	{"include-system-env-vars", "K6_INCLUDE_SYSTEM_ENV_VARS", false},
+	{"console-output", "K6_CONSOLE_OUTPUT", false},
+	{"http-debug", "K6_HTTP_DEBUG", false},
+	{"summary-trend-stats", "K6_SUMMARY_TREND_STATS", false},
 }
 
 // applyK6Env sets each flag of k6EnvFlags that the command line left out
@@ -107,8 +117,18 @@ func applyK6Env(fs *pflag.FlagSet, getenv func(string) string) error {
 		if v == "" || fl == nil || fl.Changed {
 			continue
 		}
-		if err := fs.Set(e.flag, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q (for --%s): %w", e.env, v, e.flag, err))
+		values := []string{v}
+		if e.list {
+			values = strings.Split(v, ",")
+		}
+		for _, x := range values {
+			x = strings.TrimSpace(x)
+			if e.flag == "tag" && !strings.Contains(x, "=") {
+				x = strings.Replace(x, ":", "=", 1)
+			}
+			if err := fs.Set(e.flag, x); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q (for --%s): %w", e.env, v, e.flag, err))
+			}
 		}
 	}
 	if getenv("K6_NO_COLOR") != "" && !fs.Changed("no-color") {
@@ -118,23 +138,31 @@ func applyK6Env(fs *pflag.FlagSet, getenv func(string) string) error {
 }
 
 // runOuts splits run's --out values: k6's json=FILE and csv=FILE sample
-// outputs (scripts only), and the run directory (at most one). Another
-// k6 output (influxdb=, cloud, ...) is an error that says what to use.
-func runOuts(values []string, scriptRun bool) (dir string, samples []sampleOut, err error) {
+// outputs (scripts only; csv's options as k6's, csv=fileName=F,timeFormat=T,saveInterval=D,
+// below them K6_CSV_FILENAME, K6_CSV_TIME_FORMAT and K6_CSV_SAVE_INTERVAL
+// from getenv), and the run directory (at most one). Another k6 output
+// (influxdb=, cloud, ...) is an error that says what to use.
+func runOuts(values []string, scriptRun bool, getenv func(string) string) (dir string, samples []sampleOut, err error) {
 	var errs []error
 	for _, v := range values {
 		kind, arg, hasEq := strings.Cut(v, "=")
 		switch {
-		case hasEq && (kind == script.SampleFormatJSON || kind == script.SampleFormatCSV):
+		case (hasEq || scriptRun) && (kind == script.SampleFormatJSON || kind == script.SampleFormatCSV):
 			if !scriptRun {
 				errs = append(errs, fmt.Errorf("--out %s: k6's %s output is for a script; an experiment's --out is its run directory", v, kind))
 				continue
 			}
-			if arg == "" {
-				errs = append(errs, fmt.Errorf("--out %s: give the file, e.g. %s=results.%s", v, kind, kind))
-				continue
+			o := sampleOut{format: kind, path: arg}
+			if kind == script.SampleFormatCSV {
+				if o, err = csvOut(arg, getenv); err != nil {
+					errs = append(errs, fmt.Errorf("--out %s: %w", v, err))
+					continue
+				}
 			}
-			samples = append(samples, sampleOut{format: kind, path: arg})
+			if o.path == "" {
+				o.path = "-" // k6's json output with no file writes to stdout
+			}
+			samples = append(samples, o)
 		case hasEq && scriptRun && !strings.ContainsAny(kind, `/\.`):
 			errs = append(errs, fmt.Errorf("--out %s: llmchaos writes k6's json=FILE and csv=FILE outputs, and a run directory (run.json); for live metrics use --metrics-listen, --remote-write or --otlp-endpoint", v))
 		case dir != "":
@@ -146,16 +174,75 @@ func runOuts(values []string, scriptRun bool) (dir string, samples []sampleOut, 
 	return dir, samples, errors.Join(errs...)
 }
 
-// sampleOut is one --out json=FILE or csv=FILE.
-type sampleOut struct{ format, path string }
+// sampleOut is one --out json=FILE or csv=FILE: its file ("-" is
+// stdout; a name ending in .gz is written gzip-compressed, as k6 does),
+// and for csv its timestamps' format and flush interval (0: every
+// second).
+type sampleOut struct {
+	format, path, timeFormat string
+	saveInterval             time.Duration
+}
+
+// csvOut reads k6's csv output argument: a file name, or
+// fileName=F,timeFormat=T,saveInterval=D (any of them), over
+// K6_CSV_FILENAME, K6_CSV_TIME_FORMAT and K6_CSV_SAVE_INTERVAL, over k6's
+// defaults (file.csv, unix, 1s).
+func csvOut(arg string, getenv func(string) string) (sampleOut, error) {
+	o := sampleOut{format: script.SampleFormatCSV, path: "file.csv", timeFormat: "unix"}
+	set := func(k, v, from string) error {
+		switch k {
+		case "fileName":
+			o.path = v
+		case "timeFormat":
+			if err := script.CheckCSVTimeFormat(v); err != nil {
+				return fmt.Errorf("%s: %w", from, err)
+			}
+			o.timeFormat = v
+		case "saveInterval":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%s: saveInterval %q: want a positive duration such as 1s", from, v)
+			}
+			o.saveInterval = d
+		default:
+			return fmt.Errorf("%s: unknown option %q: want fileName, timeFormat or saveInterval", from, k)
+		}
+		return nil
+	}
+	var errs []error
+	for _, e := range []struct{ key, env string }{{"fileName", "K6_CSV_FILENAME"}, {"timeFormat", "K6_CSV_TIME_FORMAT"}, {"saveInterval", "K6_CSV_SAVE_INTERVAL"}} {
+		if v := getenv(e.env); v != "" {
+			errs = append(errs, set(e.key, v, e.env))
+		}
+	}
+	switch {
+	case arg == "":
+	case !strings.Contains(arg, "="):
+		o.path = arg
+	default:
+		for pair := range strings.SplitSeq(arg, ",") {
+			k, v, _ := strings.Cut(pair, "=")
+			if v == "" {
+				errs = append(errs, fmt.Errorf("%q: want KEY=VALUE", pair))
+				continue
+			}
+			errs = append(errs, set(k, v, k))
+		}
+	}
+	return o, errors.Join(errs...)
+}
 
 // openSampleOutputs creates the files of the sample outputs (making their
 // directories), before the run: one that cannot be created is a usage
 // error before any load. The caller closes the returned files.
 func openSampleOutputs(outs []sampleOut, stdout io.Writer) ([]script.SampleOutput, func() error, error) {
 	var files []*os.File
+	var gzips []*gzip.Writer // closed first: a gzip stream's end is written on close
 	closeAll := func() error {
 		var errs []error
+		for _, gz := range gzips {
+			errs = append(errs, gz.Close())
+		}
 		for _, f := range files {
 			errs = append(errs, f.Close())
 		}
@@ -163,8 +250,9 @@ func openSampleOutputs(outs []sampleOut, stdout io.Writer) ([]script.SampleOutpu
 	}
 	var res []script.SampleOutput
 	for _, o := range outs {
+		so := script.SampleOutput{Format: o.format, W: stdout, TimeFormat: o.timeFormat, SaveInterval: o.saveInterval}
 		if o.path == "-" {
-			res = append(res, script.SampleOutput{Format: o.format, W: stdout})
+			res = append(res, so)
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
@@ -176,8 +264,14 @@ func openSampleOutputs(outs []sampleOut, stdout io.Writer) ([]script.SampleOutpu
 			_ = closeAll()
 			return nil, nil, fmt.Errorf("--out %s=%s: %w", o.format, o.path, err)
 		}
+		so.W = f
 		files = append(files, f)
-		res = append(res, script.SampleOutput{Format: o.format, W: f})
+		if strings.HasSuffix(o.path, ".gz") {
+			gz := gzip.NewWriter(f)
+			so.W = gz
+			gzips = append(gzips, gz)
+		}
+		res = append(res, so)
 	}
 	return res, closeAll, nil
 }

@@ -108,12 +108,12 @@ func TestK6SymlinkRunsTheServerBenchInvocation(t *testing.T) {
 	if v, ok := sum.Metrics["checks"]["value"].(float64); !ok || v != 1 {
 		t.Errorf("metrics.checks.value = %v, want 1 (a rate's value, as k6's export names it)", sum.Metrics["checks"]["value"])
 	}
-	// The expression is written without its spaces (k6 keeps the
-	// script's text).
+	// The expression is named as the script wrote it, spaces kept, as
+	// k6 keys it.
 	th, _ := sum.Metrics["llamacpp_completions_truncated_rate"]["thresholds"].(map[string]any)
-	failed, ok := th["rate<0.8"].(bool)
+	failed, ok := th["rate < 0.8"].(bool)
 	if !ok || len(th) != 1 {
-		t.Fatalf("metrics.llamacpp_completions_truncated_rate.thresholds = %v, want {\"rate<0.8\": bool}", th)
+		t.Fatalf("metrics.llamacpp_completions_truncated_rate.thresholds = %v, want {\"rate < 0.8\": bool}", th)
 	}
 	want := exitcode.OK
 	if failed {

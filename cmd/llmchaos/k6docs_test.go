@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,23 @@ func k6DocsStandIn(t *testing.T) string {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<html><head><title>stand-in</title></head><body><h1>hello</h1></body></html>")
+	})
+	mux.HandleFunc("GET /html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, standInShop)
+	})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil || r.PostForm.Get("csrftoken") != "tok-123" ||
+			r.PostForm.Get("login") != "admin" || r.PostForm.Get("password") != "123" || r.PostForm.Get("remember") != "on" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<html><body><h2>Welcome, admin!</h2><a href="/logout?from=login">Log out</a></body></html>`)
+	})
+	mux.HandleFunc("GET /logout", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html><body><p id=\"bye\">Logged out from "+html.EscapeString(r.URL.Query().Get("from"))+"</p></body></html>")
 	})
 	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(30 * time.Millisecond)
@@ -60,6 +78,39 @@ func k6DocsStandIn(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// standInShop is the stand-in's HTML page: links (relative, absolute,
+// with credentials and a port), data-* attributes, a login form the
+// stand-in's POST /login accepts, and a table.
+const standInShop = `<!DOCTYPE html>
+<html lang="en">
+<head><title>stand-in shop</title>
+<link rel="stylesheet preload" href="/static/style.css">
+<meta name="csrf-token" content="tok-123">
+</head>
+<body>
+<h1 class="title main">Products</h1>
+<ul id="products">
+ <li data-id="1" data-unit-price="9.5" data-tags='["a","b"]' data-new="true"><a href="/p/1?ref=list#top">Lamp</a></li>
+ <li data-id="2"><a href="https://user:pw@other.example:8443/p/2">Chair</a></li>
+ <li data-id="3" class="sold-out"><a href="p/3">Desk</a></li>
+</ul>
+<form id="login" action="/login" method="POST">
+ <input type="hidden" name="csrftoken" value="tok-123">
+ <input type="text" name="login" value="">
+ <input type="password" name="password">
+ <input type="checkbox" name="remember" checked="checked">
+ <select name="lang"><option value="en" selected>English</option><option>French</option></select>
+ <textarea name="note">hello</textarea>
+ <input type="submit" name="go" value="Go">
+</form>
+<table id="prices">
+ <thead><tr><th>item</th><th>price</th></tr></thead>
+ <tbody><tr><td>Lamp</td><td>9.5</td></tr><tr><td>Chair</td><td colspan="2">sold</td></tr></tbody>
+</table>
+</body>
+</html>
+`
 
 // expectedExit reads a script's "// expect: exit N" header.
 var expectedExit = regexp.MustCompile(`(?m)^// expect: exit (\d+)$`)

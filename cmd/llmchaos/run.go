@@ -163,7 +163,7 @@ itself failed.
 				}
 			}
 			var err error
-			if c.Out, c.SampleOuts, err = runOuts(outs, isScript(c.File)); err != nil {
+			if c.Out, c.SampleOuts, err = runOuts(outs, isScript(c.File), os.Getenv); err != nil {
 				errs = append(errs, err)
 			}
 			if remoteWrite != "" {

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
@@ -24,7 +23,7 @@ import (
 
 // optedInPods gives the test a namespace of the control plane labelled
 // llmchaos.io/target=true with n Ready pods labelled app=vllm.
-func optedInPods(t *testing.T, c *k8stest.Cluster, n int) (ns string, core kubernetes.Interface) {
+func optedInPods(t *testing.T, c *k8stest.Cluster, n int) (ns string, core *kube.Clientset) {
 	t.Helper()
 	ns, core = c.Namespace(t), c.Client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

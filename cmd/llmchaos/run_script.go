@@ -60,7 +60,7 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SummaryMode, "summary-mode", script.SummaryCompact, "for a script: the end-of-test summary, as k6's: "+strings.Join(script.SummaryModes, ", ")+" (full adds the per-endpoint and per-phase sections; disabled: no summary, no handleSummary, no --summary-export)")
 	fs.BoolVar(&f.NoSummary, "no-summary", false, "for a script: no end-of-test summary, no handleSummary and no --summary-export (--summary-mode disabled)")
 	fs.BoolVar(&f.NoThresholds, "no-thresholds", false, "for a script: do not check the thresholds (the script's and --threshold's), as k6's")
-	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http and SSE requests (each on a new connection), as k6's")
+	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http, SSE and k6/x/llm requests (each on a new connection), as k6's")
 	fs.BoolVar(&f.NoVUConnectionReuse, "no-vu-connection-reuse", false, "for a script: each VU's k6/http and SSE connections are its own and closed at the end of each of its iterations, as k6's")
 	fs.BoolVar(&f.IncludeSystemEnv, "include-system-env-vars", true, "for a script: put the process environment in __ENV (with -e over it); =false: only -e's, as k6's")
 	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
@@ -254,7 +254,12 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	if err != nil {
 		return usageError(err)
 	}
-	defer closeSamples()
+	samplesClosed := false
+	defer func() {
+		if !samplesClosed {
+			_ = closeSamples()
+		}
+	}()
 	cfg.SampleOutputs = samples
 	var obs *runObservers
 	cfg.Observe = func(clients []js.ClientInfo) *observe.Options { return scriptObserveOptions(c, clients, stderr) }
@@ -271,6 +276,10 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	var hc *historyCheck
 	cfg.Judged = func(doc *report.Document) { hc = c.History.check(ctx, "llmchaos run", doc, c.Summary, stdout, stderr) }
 	doc, runErr := script.Run(ctx, cfg)
+	samplesClosed = true
+	if err := closeSamples(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("--out: %w", err))
+	}
 	if cfg.SaveRequests != nil {
 		err := cfg.SaveRequests.Flush()
 		if cerr := saveFile.Close(); err == nil && cerr != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,8 +20,10 @@ import (
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/sim/router"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
+	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
@@ -41,6 +44,12 @@ type simOptions struct {
 	ReplicaIndex   int // set by the supervisor for its children; -1 otherwise
 	ListenFD       int // set by the supervisor for its children: serve on this inherited socket; 0 otherwise
 	EarlyRoleChunk bool
+	// Router, Migrate and MigrateSpan run a migrating router in front of
+	// the replicas (sim/router).
+	Router         string
+	Migrate        string
+	MigrateSpan    int
+	RouterAddrFile string
 }
 
 // defaultSimOptions returns the flag defaults.
@@ -52,6 +61,7 @@ func defaultSimOptions() simOptions {
 		StartupTime:  5 * time.Second,
 		StopGrace:    supervisor.DefaultStopGrace,
 		ReplicaIndex: -1,
+		MigrateSpan:  router.DefaultSpan,
 	}
 }
 
@@ -107,6 +117,10 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.DurationVar(&o.StartupTime, "startup-time", o.StartupTime, "model load time: /health answers 503 this long after start")
 	fs.DurationVar(&o.StopGrace, "stop-grace", o.StopGrace, "with --replicas: time a replica has to exit after SIGTERM before SIGKILL")
 	fs.StringVar(&o.StateFile, "state-file", o.StateFile, "with --replicas: JSON file of replica states, rewritten on every change")
+	fs.StringVar(&o.Router, "router", o.Router, "with --replicas and --state-file: also serve a router on this address (host:port) that spreads requests over the serving replicas and migrates a stream whose replica dies (--migrate)")
+	fs.StringVar(&o.Migrate, "migrate", o.Migrate, "with --router: how a broken stream continues on another replica: clean (from the token it reached, the same answer), duplicate (--migrate-span tokens early: resent), drop (--migrate-span tokens late: lost), or empty (cut, no migration)")
+	fs.IntVar(&o.MigrateSpan, "migrate-span", o.MigrateSpan, "with --migrate duplicate or drop: the tokens resent or lost")
+	fs.StringVar(&o.RouterAddrFile, "router-addr-file", o.RouterAddrFile, "with --router: write the router's address (host:port) to this file once it serves (for --router 127.0.0.1:0)")
 	fs.BoolVar(&o.EarlyRoleChunk, "early-role-chunk", o.EarlyRoleChunk, "send a chat stream's role-only first chunk before prefill, as the simulator once did (default: with the first token, as vLLM and llama.cpp send it)")
 	fs.StringVar(&o.AdminTokenFile, "admin-token-file", o.AdminTokenFile, "file holding the bearer token of /admin/* (admin API off without it)")
 	fs.IntVar(&o.ReplicaIndex, "replica-index", o.ReplicaIndex, "set by the supervisor: index of this replica, for logs")
@@ -200,6 +214,19 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 		}
 		if o.ListenFD != 0 {
 			bad("--listen-fd is for the supervisor's children, not with --replicas")
+		}
+	}
+	switch {
+	case o.Router != "" && (o.Replicas == 0 || o.StateFile == ""):
+		bad("--router needs --replicas and --state-file (the router reads which replicas serve from it)")
+	case o.Router == "" && (fs.Changed("migrate") || fs.Changed("migrate-span") || fs.Changed("router-addr-file")):
+		bad("--migrate, --migrate-span and --router-addr-file need --router")
+	case o.Router != "":
+		if _, _, err := net.SplitHostPort(o.Router); err != nil {
+			bad("--router %q: want host:port, e.g. 127.0.0.1:8100", o.Router)
+		}
+		if _, err := router.New(router.Config{Mode: o.Migrate, Span: o.MigrateSpan, Upstreams: func() []string { return nil }}); err != nil {
+			bad("--migrate: %v", err)
 		}
 	}
 	if o.AdminTokenFile != "" {
@@ -348,7 +375,66 @@ func runSupervisor(ctx context.Context, o simOptions, stderr io.Writer, log *slo
 	}
 	log.Info("supervising replicas", "replicas", o.Replicas, "base_port", o.BasePort, "vgpu_dir", o.VGPUDir,
 		"share_gpu", o.ShareGPU, "state_file", o.StateFile)
-	return supervisor.Run(ctx, sopts)
+	if o.Router == "" {
+		return supervisor.Run(ctx, sopts)
+	}
+	stop, err := serveRouter(o, host, log)
+	if err != nil {
+		return err
+	}
+	err = supervisor.Run(ctx, sopts)
+	return errors.Join(err, stop())
+}
+
+// serveRouter serves the migrating router on o.Router in front of the
+// replicas the state file says serve, and returns the function that stops
+// it.
+func serveRouter(o simOptions, host string, log *slog.Logger) (stop func() error, err error) {
+	rt, err := router.New(router.Config{Mode: o.Migrate, Span: o.MigrateSpan, Logger: log.With("component", "router"),
+		Upstreams: func() []string {
+			rs, err := replicastate.Read(o.StateFile)
+			if err != nil {
+				return nil
+			}
+			var ups []string
+			for _, r := range rs {
+				if r.State == replicastate.StateServing {
+					ups = append(ups, "http://"+net.JoinHostPort(host, strconv.Itoa(r.Port)))
+				}
+			}
+			return ups
+		}})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	ln, err := net.Listen("tcp", o.Router)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --router: %w", err)
+	}
+	if f := o.RouterAddrFile; f != "" {
+		tmp := f + ".tmp"
+		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("sim: --router-addr-file: %w", err)
+		}
+		if err := os.Rename(tmp, f); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("sim: --router-addr-file: %w", err)
+		}
+	}
+	srv := &http.Server{Handler: rt, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	log.Info("router serving", "addr", ln.Addr().String(), "migrate", o.Migrate)
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(ctx)
+		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}, nil
 }
 
 // childArgs returns the arguments of replica s: `sim` with the engine flags of

@@ -16,6 +16,7 @@ import (
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/testutil"
 	"github.com/llmchaos/llmchaos/sim"
+	"github.com/llmchaos/llmchaos/sim/router"
 	"github.com/llmchaos/llmchaos/sim/supervisor"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
@@ -113,6 +114,10 @@ func TestSimFlagErrors(t *testing.T) {
 		{name: "missing token file", args: []string{"--admin-token-file", filepath.Join(dir, "nope")}, want: []string{"--admin-token-file", "no such file"}},
 		{name: "empty token file", args: []string{"--admin-token-file", empty}, want: []string{"--admin-token-file", "empty"}},
 		{name: "gpu without a ledger", args: []string{"--gpu", "1"}, want: []string{"--gpu needs --vgpu-dir"}},
+		{name: "router alone", args: []string{"--router", "127.0.0.1:0"}, want: []string{"--router needs --replicas and --state-file"}},
+		{name: "migrate without router", args: []string{"--migrate", "clean"}, want: []string{"--migrate, --migrate-span and --router-addr-file need --router"}},
+		{name: "unknown migrate", args: []string{"--replicas", "2", "--state-file", "s.json", "--router", "127.0.0.1:0", "--migrate", "teleport"}, want: []string{"--migrate", "teleport"}},
+		{name: "router address", args: []string{"--replicas", "2", "--state-file", "s.json", "--router", "nohost"}, want: []string{"--router \"nohost\""}},
 		{name: "unknown flag", args: []string{"--gpus", "2"}, want: []string{"gpus"}},
 	}
 	for _, tt := range tests {
@@ -193,7 +198,7 @@ func TestChildArgsRoundTrip(t *testing.T) {
 	want := simOptions{
 		Engine: parent.Engine, Listen: slot.Addr, VGPUDir: parent.VGPUDir, GPU: slot.GPU,
 		StartupTime: parent.StartupTime, AdminTokenFile: parent.AdminTokenFile, ReplicaIndex: slot.Index,
-		RestartDelay: child.RestartDelay, StopGrace: child.StopGrace, EarlyRoleChunk: true,
+		RestartDelay: child.RestartDelay, StopGrace: child.StopGrace, EarlyRoleChunk: true, MigrateSpan: router.DefaultSpan,
 	}
 	if child != want {
 		t.Errorf("child options = %+v, want %+v", child, want)

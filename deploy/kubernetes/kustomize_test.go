@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -133,7 +134,11 @@ func apply(t *testing.T, c *k8stest.Cluster, objs []*unstructured.Unstructured) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := restmapper.GetAPIGroupResources(c.Client(t).Discovery())
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(disc)
 	if err != nil {
 		t.Fatal(err)
 	}

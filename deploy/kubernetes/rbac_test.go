@@ -127,7 +127,7 @@ func TestRBACGrantsExactlyTheCallsTheToolMakes(t *testing.T) {
 func TestServiceAccountMayMakeEachCallAndNoOther(t *testing.T) {
 	c := k8stest.Start(t)
 	apply(t, c, render(t))
-	admin := c.Client(t)
+	admin := c.Clientset(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 

@@ -10,7 +10,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llmchaos/llmchaos/internal/kube"
@@ -47,7 +46,7 @@ type LineFunc func(shard int, line []byte)
 // or already ended) is followed once, its log kept whole and each line
 // handed to lines.
 type following struct {
-	client kubernetes.Interface
+	client *kube.Clientset
 	logs   Follower
 	lines  LineFunc
 	n      int
@@ -122,7 +121,7 @@ type followedLog struct {
 
 // follow starts following the shards of job (n of them) in the
 // background, until every stream ended or ctx does.
-func follow(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, logs Follower, lines LineFunc) *following {
+func follow(ctx context.Context, client *kube.Clientset, job *batchv1.Job, n int, logs Follower, lines LineFunc) *following {
 	f := &following{client: client, logs: logs, lines: lines, n: n, started: map[int]bool{}, shards: make([]*followedLog, n)}
 	for i := range f.shards {
 		f.shards[i] = &followedLog{LineLog: LineLog{Shard: i, Fn: lines}}

@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/report"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // LogSource reads the log of a shard's load container: what it wrote to
@@ -22,7 +23,7 @@ type LogSource interface {
 
 // PodLogs reads logs through the API server (pods/log).
 type PodLogs struct {
-	Client kubernetes.Interface
+	Client *kube.Clientset
 }
 
 var _ LogSource = PodLogs{}

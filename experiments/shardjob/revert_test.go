@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
@@ -78,7 +77,7 @@ func jobConfig(ns, kubeconfig, run string) shardjob.Config {
 }
 
 // runObjects returns the names of the Jobs and the pods labelled with run.
-func runObjects(t *testing.T, client kubernetes.Interface, ns, run string) (jobs, pods []string) {
+func runObjects(t *testing.T, client *kube.Clientset, ns, run string) (jobs, pods []string) {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: kube.LabelRun + "=" + run}
 	jl, err := client.BatchV1().Jobs(ns).List(t.Context(), sel)

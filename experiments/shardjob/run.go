@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
@@ -203,7 +202,7 @@ func end(ctx context.Context, cl *kube.Cluster, ref JobRef, entry *faults.Entry,
 
 // waitFinished watches job until it has finished (its Complete or Failed
 // condition is true) and returns it as it is then.
-func waitFinished(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {
+func waitFinished(ctx context.Context, client *kube.Clientset, job *batchv1.Job) (*batchv1.Job, error) {
 	jobs := client.BatchV1().Jobs(job.Namespace)
 	for {
 		if finished(job) {
@@ -268,7 +267,7 @@ func finished(job *batchv1.Job) bool {
 }
 
 // shardPods lists the pods of job.
-func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) ([]corev1.Pod, error) {
+func shardPods(ctx context.Context, client *kube.Clientset, job *batchv1.Job) ([]corev1.Pod, error) {
 	list, err := client.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: batchv1.ControllerUidLabel + "=" + string(job.UID),
 	})
@@ -282,7 +281,7 @@ func shardPods(ctx context.Context, client kubernetes.Interface, job *batchv1.Jo
 // Job's pods (each load gets SIGTERM, stops as on Ctrl-C and writes its
 // report), waits up to StopGrace for their followed logs to end, and
 // returns the shards whose followed logs hold a report.
-func stopFollowed(ctx context.Context, client kubernetes.Interface, job *batchv1.Job, n int, fl *following, keep bool) []Shard {
+func stopFollowed(ctx context.Context, client *kube.Clientset, job *batchv1.Job, n int, fl *following, keep bool) []Shard {
 	ctx, cancel := context.WithTimeout(ctx, StopGrace)
 	defer cancel()
 	bg := metav1.DeletePropagationBackground

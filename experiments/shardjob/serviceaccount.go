@@ -6,13 +6,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // CheckServiceAccount returns an error saying what to do when service
 // account name does not exist in namespace ns: the Job controller could
 // not create the shard pods, and the Job would wait for them forever.
-func CheckServiceAccount(ctx context.Context, client kubernetes.Interface, ns, name string) error {
+func CheckServiceAccount(ctx context.Context, client *kube.Clientset, ns, name string) error {
 	_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -36,6 +36,8 @@ type Spec struct {
 	StopConditions []StopCondition `yaml:"stop_conditions,omitempty" json:"stop_conditions,omitempty" doc:"Thresholds (\"metric{tags}: expr\") evaluated live over a rolling window; the first that fails aborts the run and reverts every fault."`
 	Thresholds     Thresholds      `yaml:"thresholds,omitempty" json:"thresholds,omitempty" doc:"k6-style thresholds evaluated over the whole run: metric{tag:value,...} mapped to a list of expressions (strings or {threshold, abortOnFail, delayAbortEval})."`
 	Recovery       Recovery        `yaml:"recovery,omitempty" json:"recovery,omitzero" doc:"How recovery_time is measured after each fault's revert."`
+	// Probes asks for consistency probes alongside the load (Probes).
+	Probes *Probes `yaml:"probes,omitempty" json:"probes,omitempty" doc:"Consistency probes: a low steady stream of fixed prompts at temperature 0 with a seed, sent alongside the load and recorded apart from it (class probe); each answer is compared with the prompt's baseline reference (output_consistency, output_divergence_at, output_distinct_answers). probes: {} sends them with the defaults."`
 	// BlastRadius bounds how much a run may break at once: the timeline
 	// must keep within it, and a game day refuses manual faults beyond it.
 	BlastRadius *BlastRadius `yaml:"blast_radius,omitempty" json:"blast_radius,omitempty" doc:"Limits on how much may be broken at once: the fault timeline must keep within them, and llmchaos gameday refuses a fault injected by hand beyond them."`
@@ -84,11 +86,21 @@ type SimTarget struct {
 	GPUMemoryUtilization float64  `yaml:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty" doc:"Share of the GPU for weights and KV cache, in (0, 1]."`
 	MeanOutputTokens     int      `yaml:"mean_output_tokens,omitempty" json:"mean_output_tokens,omitempty" doc:"Mean output length of requests that do not set ignore_eos."`
 	Divergence           string   `yaml:"divergence,omitempty" json:"divergence,omitempty" doc:"What makes output differ from the deterministic greedy answer of (prompt, seed): preempt (a preempted sequence recomputes into another continuation) or batch (at near-tie tokens the batch size decides). Default: never."`
+	Migrate              string   `yaml:"migrate,omitempty" json:"migrate,omitempty" doc:"Serve the replicas behind the simulator's router (llmchaos sim --router), the target's one endpoint, which migrates a stream whose replica dies to another replica, as Dynamo's request migration does: clean (it continues the same answer from the token it reached), duplicate (it resends 4 tokens the client has) or drop (it skips 4). Needs 2 replicas or more. Default: no router, each replica an endpoint."`
 	StartupTime          Duration `yaml:"startup_time,omitempty" json:"startup_time,omitempty" doc:"Model load time: /health answers 503 this long after a replica starts. Default 5s."`
 	RestartDelay         Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty" doc:"Wait after a replica exits before the supervisor restarts it. Default 2s."`
 	// Seed seeds the simulator's output text and lengths. Unset: the
 	// experiment's seed.
 	Seed *int64 `yaml:"seed,omitempty" json:"seed,omitempty" doc:"Seed of the simulator's output text and lengths. Default: the experiment's seed."`
+}
+
+// EndpointCount is the number of endpoints the simulator gives the load:
+// its router with migrate, else each replica.
+func (t SimTarget) EndpointCount() int {
+	if t.Migrate != "" {
+		return 1
+	}
+	return max(t.Replicas, DefaultSimReplicas)
 }
 
 // LLMTarget is an OpenAI-compatible service that is already running. URL

@@ -54,6 +54,10 @@ func (s Spec) WithDefaults() Spec {
 	if out.Recovery.Hold == 0 {
 		out.Recovery.Hold = Duration(DefaultRecoveryHold)
 	}
+	if out.Probes != nil {
+		p := out.Probes.WithDefaults()
+		out.Probes = &p
+	}
 	if out.Recovery.LatencyBand == 0 {
 		out.Recovery.LatencyBand = DefaultRecoveryLatencyBand
 	}
@@ -251,6 +255,15 @@ func (s Spec) clone() Spec {
 	if s.Seed != nil {
 		v := *s.Seed
 		out.Seed = &v
+	}
+	if s.Probes != nil {
+		p := *s.Probes
+		p.Prompts = slices.Clone(p.Prompts)
+		if p.Seed != nil {
+			v := *p.Seed
+			p.Seed = &v
+		}
+		out.Probes = &p
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func (s *Spec) scriptModel() string {
 func (s *Spec) scriptEndpoints() int {
 	switch {
 	case s.Target.Sim != nil && s.Target.Sim.Replicas > 0:
-		return s.Target.Sim.Replicas
+		return s.Target.Sim.EndpointCount()
 	case s.Target.LLM != nil:
 		return len(s.Target.LLM.Endpoints())
 	}

@@ -122,6 +122,7 @@ func (s *Spec) checker(zeros map[string]bool, dir string) *validator {
 	v.stopConditions()
 	v.thresholds()
 	v.recovery()
+	v.probes()
 	v.goodput()
 	v.schedule()
 	v.blastRadius()
@@ -210,10 +211,17 @@ func (v *validator) simTarget(t SimTarget) {
 	switch {
 	case t.Replicas < 0 || t.Replicas > 64:
 		v.iss.add(p+".replicas", "%d: want 1 to 64", t.Replicas)
-	case t.Replicas == 0:
-		v.endpoints = DefaultSimReplicas
 	default:
-		v.endpoints = t.Replicas
+		v.endpoints = t.EndpointCount()
+	}
+	switch t.Migrate {
+	case simconfig.MigrateOff:
+	case simconfig.MigrateClean, simconfig.MigrateDuplicate, simconfig.MigrateDrop:
+		if t.Replicas < 2 {
+			v.iss.add(p+".migrate", "a stream migrates to another replica: want replicas: 2 or more")
+		}
+	default:
+		v.iss.add(p+".migrate", "%q: want %s, %s or %s", t.Migrate, simconfig.MigrateClean, simconfig.MigrateDuplicate, simconfig.MigrateDrop)
 	}
 	if t.StartupTime < 0 {
 		v.iss.add(p+".startup_time", "%v is negative", t.StartupTime)
@@ -843,6 +851,10 @@ func (v *validator) flagThreshold(path, s string) {
 		return
 	}
 	if len(ths) > 0 {
+		if probeMetric(ths[0].Metric) {
+			v.iss.add(path, "%s is computed from the consistency probes once the run ended: it cannot be checked live or in the steady state; put it under thresholds", ths[0].Metric)
+			return
+		}
 		v.tags(path, false, s, ths[0].Tags)
 		_, exprs, _ := strings.Cut(s, ":")
 		if i := strings.IndexByte(s, '}'); i >= 0 && strings.Contains(s[:i], ":") {
@@ -941,7 +953,10 @@ func (v *validator) tags(path string, key bool, text string, t assertions.Tags) 
 	if (t.Phase == "fault" || t.Phase == "recovery") && len(v.s.Faults) == 0 {
 		v.iss.addAt(path, key, at("phase", t.Phase), fmt.Sprintf("phase:%s selects nothing: the experiment declares no faults", t.Phase))
 	}
-	if t.Class != "" && v.class != "" && t.Class != v.class {
+	if t.Class == ProbeClass && v.s.Probes == nil {
+		v.iss.addAt(path, key, at("class", t.Class), "class:probe selects nothing: the experiment sends no probes; add probes: {} to send them")
+	}
+	if t.Class != "" && t.Class != ProbeClass && v.class != "" && t.Class != v.class {
 		v.iss.addAt(path, key, at("class", t.Class), fmt.Sprintf("class:%s selects nothing: the workload's requests have class %s", t.Class, v.class))
 	}
 	if t.Fault != "" && (t.Phase == report.PhaseBaseline || t.Phase == report.PhaseAfter) {
@@ -1033,12 +1048,22 @@ func (v *validator) thresholds() {
 	slices.Sort(keys)
 	for _, k := range keys {
 		p := child("thresholds", k)
-		_, tags, err := assertions.ParseKeyIn(v.metrics, k)
+		metric, tags, err := assertions.ParseKeyIn(v.metrics, k)
 		keyOK := err == nil
 		if err != nil {
 			v.parseErrors(p, true, 0, err)
 		} else {
 			v.tags(p, true, k, tags)
+		}
+		if keyOK && probeMetric(metric) {
+			if v.s.Probes == nil {
+				v.iss.addKey(p, "%s is measured by consistency probes, and the experiment sends none: add probes: {} (or probes: {rate: 2, prompts: [...]})", metric)
+			}
+			for j, e := range v.s.Thresholds[k] {
+				if e.AbortOnFail {
+					v.iss.add(index(p, j)+".abortOnFail", "%s is computed once the run ended: it cannot abort the run", metric)
+				}
+			}
 		}
 		es := v.s.Thresholds[k]
 		if len(es) == 0 {

@@ -64,6 +64,8 @@ func zeroRules() []zeroRule {
 		{"faults[].params.probability", func() string {
 			return "0: a fault that never acts tests nothing: want more than 0 and at most 1, or leave the key out to act on every request"
 		}},
+		{"probes.rate", replacedBy(DefaultProbeRate, "want more than 0")},
+		{"probes.max_tokens", replacedBy(DefaultProbeMaxTokens, "want 1 or more")},
 		{"faults[].params.status", replacedBy(503, "want an error status (400 to 599)")},
 	}
 }

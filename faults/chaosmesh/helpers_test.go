@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
@@ -29,7 +28,7 @@ import (
 type env struct {
 	c    *k8stest.Cluster
 	ns   string
-	core kubernetes.Interface
+	core *kube.Clientset
 	dyn  dynamic.Interface
 }
 

@@ -99,7 +99,7 @@ func (f *Fault) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, 
 	if err != nil {
 		return nil, f.wrap(err)
 	}
-	if err := checkInstalled(cl, f.c.Kind); err != nil {
+	if err := checkInstalled(ctx, cl, f.c.Kind); err != nil {
 		return nil, f.wrap(err)
 	}
 	pods, err := t.PodTarget.Pods(ctx, cl.Client)
@@ -192,9 +192,9 @@ func (f *Fault) object(names []string) *unstructured.Unstructured {
 
 // checkInstalled returns an error wrapping ErrNotInstalled unless the
 // cluster serves k.
-func checkInstalled(cl *kube.Cluster, k Kind) error {
+func checkInstalled(ctx context.Context, cl *kube.Cluster, k Kind) error {
 	gv := Group + "/" + Version
-	list, err := cl.Client.Discovery().ServerResourcesForGroupVersion(gv)
+	list, err := cl.Client.ServerResourcesForGroupVersion(ctx, gv)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: the cluster serves no %s API (install Chaos Mesh, e.g. with its Helm chart, or use the proxy's network faults)", ErrNotInstalled, gv)
 	}

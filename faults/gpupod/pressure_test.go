@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
@@ -28,7 +27,7 @@ import (
 type env struct {
 	c    *k8stest.Cluster
 	ns   string
-	core kubernetes.Interface
+	core *kube.Clientset
 }
 
 func newEnv(t *testing.T) *env {
@@ -48,7 +47,7 @@ func (e *env) servers(t *testing.T, n int) []*corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	_, err := e.core.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}, metav1.CreateOptions{})
+	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func (e *env) balloons(t *testing.T) []corev1.Pod {
 // aheadLog records specs and checks that the pod each names does not exist
 // yet when it is recorded.
 type aheadLog struct {
-	core  kubernetes.Interface
+	core  *kube.Clientset
 	mu    sync.Mutex
 	refs  []gpupod.PodRef
 	early []string
@@ -219,7 +218,7 @@ func TestBalloonPodsRunOnTheTargetsNodes(t *testing.T) {
 func TestBalloonPinnedByVisibleDevices(t *testing.T) {
 	e := newEnv(t)
 	e.servers(t, 1)
-	_, err := e.core.NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-cdi"}, Handler: "nvidia-cdi"}, metav1.CreateOptions{})
+	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-cdi"}, Handler: "nvidia-cdi"}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (p *DuplicateParams) Validate() error {
 
 func (p *DuplicateParams) build(seed uint64) runtimeToxic {
 	c := corruptFate{kind: corruptDuplicate, after: p.AfterTokens, span: p.Events, gap: p.Gap}
-	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { c.by = self; f.setCorrupt(c) })
+	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { cc := c; cc.by = self; f.setCorrupt(cc) })
 }
 
 func duplicateType() faults.Type {
@@ -143,7 +143,7 @@ func (p *DropParams) Validate() error {
 
 func (p *DropParams) build(seed uint64) runtimeToxic {
 	c := corruptFate{kind: corruptDrop, after: p.AfterTokens, span: p.Events}
-	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { c.by = self; f.setCorrupt(c) })
+	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { cc := c; cc.by = self; f.setCorrupt(cc) })
 }
 
 func dropType() faults.Type {
@@ -208,7 +208,7 @@ func (p *PositionParams) Validate() error {
 
 func (p PositionParams) buildKind(seed uint64, kind corruptKind) runtimeToxic {
 	c := corruptFate{kind: kind, after: p.AfterTokens}
-	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { c.by = self; f.setCorrupt(c) })
+	return newL7Toxic(p.RequestMatch, seed, func(f *fate, self *l7Toxic) { cc := c; cc.by = self; f.setCorrupt(cc) })
 }
 
 func (p *ReorderParams) build(seed uint64) runtimeToxic { return p.buildKind(seed, corruptReorder) }

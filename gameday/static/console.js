@@ -122,6 +122,13 @@ const chartDefs = [
       return out;
     },
   },
+  {
+    id: 'chart-consistency', title: 'Output consistency (probes)', unit: '% of probes', probes: true,
+    note: "probes that gave their prompt's baseline reference / probes compared, by the second each answer ended", lines: () => {
+      if (!S.frames.some(f => f && f.probes)) return [];
+      return [frameLine('consistent', '#2ca02c', f => (f.probes && f.probes.compared ? 100 * f.probes.consistent / f.probes.compared : null))];
+    },
+  },
   { id: 'chart-inflight', title: 'Requests in flight', unit: 'requests', lines: () => [frameLine('mean', '#2f6fb3', f => f.in_flight), frameLine('max', '#7aa7dc', f => f.in_flight_max, true)] },
   { id: 'chart-tokens', title: 'Output tokens', unit: 'per second', lines: () => [frameLine('tokens/s', '#8f3fb8', f => f.tokens)] },
   { id: 'chart-server-kv', title: 'Server: KV cache usage', unit: '%', server: true, lines: () => serverLines('kv_cache_usage_perc', 100) },
@@ -171,7 +178,7 @@ function drawCharts() {
   const { bands, marks } = windows();
   for (const c of charts) {
     const lines = c.def.lines();
-    if (c.def.server) c.chart.fig.hidden = lines.length === 0;
+    if (c.def.server || c.def.probes) c.chart.fig.hidden = lines.length === 0;
     c.chart.draw(xMax, lines, bands, marks);
   }
 }
@@ -200,6 +207,27 @@ function applyState(st) {
   renderActive();
   renderTimeline();
   renderLoad();
+  renderConsistency();
+}
+
+// renderConsistency shows the probes' consistency per phase so far and,
+// per prompt that got another answer than its baseline reference, the
+// most common one set against it.
+function renderConsistency() {
+  const c = S.state.consistency, box = $('consistency');
+  box.hidden = !c;
+  if (!c) return;
+  const pct = w => (w.consistency == null ? '—' : (100 * w.consistency).toFixed(2) + '%');
+  const rows = (c.windows || []).map(w => `<tr class="${w.consistency != null && w.consistency < 1 ? 'failed' : ''}"><td>${esc(w.phase)}${w.fault ? ' (' + esc(w.fault) + ')' : ''}</td><td class="num">${w.compared}</td><td class="num">${pct(w)}</td><td class="num">${w.divergence_at_min == null ? '—' : w.divergence_at_min}</td></tr>`).join('');
+  const diffs = (c.divergent || []).map(d => {
+    const cut = d.diff.cut ? '…' : '';
+    const where = d.answer.phase + (d.answer.fault ? ' (' + d.answer.fault + ')' : '');
+    return `<li><div class="prompt">${esc(d.prompt)}</div><div class="diff mono"><div><span class="tag">reference</span>${cut}${esc(d.diff.before)}<del>${esc(d.diff.reference)}</del></div>` +
+      `<div><span class="tag">answer</span>${cut}${esc(d.diff.before)}<ins>${esc(d.diff.answer)}</ins></div></div>` +
+      `<p class="hint">${d.answer.count}×, first at +${fmtS(d.answer.first_at_s)} in ${esc(where)}; leaves the reference at ${esc(c.unit)} ${d.answer.at}</p></li>`;
+  }).join('');
+  $('consistency-windows').innerHTML = rows;
+  $('divergent').innerHTML = diffs || '<li class="muted">every probe gave its reference so far</li>';
 }
 
 function renderStatus() {

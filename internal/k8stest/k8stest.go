@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // RequireEnv names the environment variable that, set to 1, makes Start fail
@@ -284,8 +286,21 @@ func (c *Cluster) Config() *rest.Config {
 	return rest.CopyConfig(c.config)
 }
 
-// Client returns an admin clientset, failing t if it cannot be made.
-func (c *Cluster) Client(t testing.TB) kubernetes.Interface {
+// Client returns an admin clientset (llmchaos's own, as the code under
+// test uses), failing t if it cannot be made.
+func (c *Cluster) Client(t testing.TB) *kube.Clientset {
+	t.Helper()
+	client, err := kube.NewClientset(c.Config())
+	if err != nil {
+		t.Fatalf("k8stest: clientset for %s: %v", c.Kubeconfig, err)
+	}
+	return client
+}
+
+// Clientset returns client-go's admin clientset, for tests that reach API
+// groups llmchaos's own (Client) leaves out (authorization, node, ...),
+// failing t if it cannot be made.
+func (c *Cluster) Clientset(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	client, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {

@@ -8,14 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
 // WaitPods is kube.WaitPods for tests: when ctx ends first, the error
 // lists the pods last seen with their phase, readiness, IP and node.
-func WaitPods(ctx context.Context, client kubernetes.Interface, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
+func WaitPods(ctx context.Context, client *kube.Clientset, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
 	pods, err := kube.WaitPods(ctx, client, ns, selector, cond)
 	if err != nil {
 		return pods, fmt.Errorf("%w; last seen: %s", err, DescribePods(pods))
@@ -26,7 +25,7 @@ func WaitPods(ctx context.Context, client kubernetes.Interface, ns, selector str
 // WaitEndpointSlices watches the EndpointSlices of Service service in
 // namespace ns until cond holds for them, and returns them (copies, sorted by
 // name). When ctx ends first the error lists the addresses last seen.
-func WaitEndpointSlices(ctx context.Context, client kubernetes.Interface, ns, service string, cond func([]*discoveryv1.EndpointSlice) bool) ([]*discoveryv1.EndpointSlice, error) {
+func WaitEndpointSlices(ctx context.Context, client *kube.Clientset, ns, service string, cond func([]*discoveryv1.EndpointSlice) bool) ([]*discoveryv1.EndpointSlice, error) {
 	eps, err := kube.WaitList(ctx, kube.EndpointSlicesListWatch(client, ns, service), &discoveryv1.EndpointSlice{}, cond)
 	if err != nil {
 		return eps, fmt.Errorf("endpointslices of service %s/%s: %w; last seen ready addresses: %v",

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -55,7 +54,7 @@ func (a Access) Connect() (*Cluster, error) { return Connect(a.Kubeconfig, a.Con
 // target that names none is in.
 type Cluster struct {
 	// Client is the typed clientset (pods, jobs, namespaces, ...).
-	Client kubernetes.Interface
+	Client *Clientset
 	// Dynamic reaches custom resources (Chaos Mesh's objects).
 	Dynamic dynamic.Interface
 	// Config is their configuration.
@@ -128,7 +127,7 @@ func newCluster(cfg *rest.Config, ns, source string) (*Cluster, error) {
 		cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	}
 	cfg.UserAgent = "llmchaos"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := NewClientset(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %s: clientset: %w", source, err)
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -41,7 +40,7 @@ func (e Endpoint) Name() string {
 // EndpointSlices, or of the pods a label selector matches.
 type Discovery struct {
 	// Client is the cluster's clientset.
-	Client kubernetes.Interface
+	Client *Clientset
 	// Namespace is where the Service and the pods are.
 	Namespace string
 	// Service names the Service whose EndpointSlices list the endpoints;
@@ -107,7 +106,7 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 
 // EndpointSlicesListWatch lists and watches the EndpointSlices of Service
 // service in namespace ns.
-func EndpointSlicesListWatch(client kubernetes.Interface, ns, service string) cache.ListerWatcher {
+func EndpointSlicesListWatch(client *Clientset, ns, service string) cache.ListerWatcher {
 	return cache.NewFilteredListWatchFromClient(client.DiscoveryV1().RESTClient(), "endpointslices", ns,
 		func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service })
 }

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -65,7 +64,7 @@ func DescribePods(pods []*corev1.Pod) string {
 
 // PodsListWatch lists and watches the pods of namespace ns that match the
 // label selector.
-func PodsListWatch(client kubernetes.Interface, ns, selector string) cache.ListerWatcher {
+func PodsListWatch(client *Clientset, ns, selector string) cache.ListerWatcher {
 	return cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", ns,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 }
@@ -105,7 +104,7 @@ func (t PodTarget) Problems() []error {
 // (labelled app.kubernetes.io/managed-by=llmchaos: GPU balloons, load
 // shards) are left out even when the selector matches them, so that no
 // fault ever picks its own helpers.
-func (t PodTarget) Pods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, error) {
+func (t PodTarget) Pods(ctx context.Context, client *Clientset) ([]corev1.Pod, error) {
 	list, err := client.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: t.Selector})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", t, err)
@@ -117,7 +116,7 @@ func (t PodTarget) Pods(ctx context.Context, client kubernetes.Interface) ([]cor
 
 // Wait watches the pods of t (as Pods lists them: llmchaos's own left out)
 // until cond holds for them, as WaitPods.
-func (t PodTarget) Wait(ctx context.Context, client kubernetes.Interface, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
+func (t PodTarget) Wait(ctx context.Context, client *Clientset, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
 	return WaitPods(ctx, client, t.Namespace, t.Selector, func(pods []*corev1.Pod) bool {
 		return cond(slices.DeleteFunc(pods, Managed))
 	})
@@ -136,7 +135,7 @@ func OptedIn(labels map[string]string) bool { return labels[LabelTarget] == "tru
 
 // NamespaceOptedIn reads namespace ns and reports whether it is labelled
 // llmchaos.io/target=true.
-func NamespaceOptedIn(ctx context.Context, client kubernetes.Interface, ns string) (bool, error) {
+func NamespaceOptedIn(ctx context.Context, client *Clientset, ns string) (bool, error) {
 	n, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		return false, err
@@ -149,7 +148,7 @@ func NamespaceOptedIn(ctx context.Context, client kubernetes.Interface, ns strin
 // the namespace only when some pod is not labelled itself (a Role bound in
 // the namespace may not read namespaces). The error names the pods refused
 // and says how to opt them in.
-func CheckOptIn(ctx context.Context, client kubernetes.Interface, ns string, pods []corev1.Pod) error {
+func CheckOptIn(ctx context.Context, client *Clientset, ns string, pods []corev1.Pod) error {
 	var out []string
 	for _, p := range pods {
 		if !OptedIn(p.Labels) {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -42,7 +41,7 @@ func WaitList[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, exa
 // WaitPods watches the pods of namespace ns that match selector ("" for
 // all) until cond holds for them, as WaitList, and returns them (sorted by
 // name); the error names the pods' selector and namespace.
-func WaitPods(ctx context.Context, client kubernetes.Interface, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
+func WaitPods(ctx context.Context, client *Clientset, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
 	pods, err := WaitList(ctx, PodsListWatch(client, ns, selector), &corev1.Pod{}, cond)
 	if err != nil {
 		return pods, fmt.Errorf("pods %q in %s: %w", selector, ns, err)

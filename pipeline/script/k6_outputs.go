@@ -2,6 +2,7 @@ package script
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -37,6 +38,33 @@ var SampleFormats = []string{SampleFormatJSON, SampleFormatCSV}
 type SampleOutput struct {
 	Format string
 	W      io.Writer
+	// TimeFormat is the CSV timestamps' format, by k6's name (its
+	// timeFormat option; CSVTimeFormats): "" is unix.
+	TimeFormat string
+	// SaveInterval is how often the output is flushed (k6's
+	// saveInterval); 0 is every second.
+	SaveInterval time.Duration
+}
+
+// csvTimeFormats are the CSV output's timestamp formats by k6's names.
+var csvTimeFormats = map[string]func(time.Time) string{
+	"unix":         func(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) },
+	"unix_milli":   func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) },
+	"unix_micro":   func(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) },
+	"unix_nano":    func(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) },
+	"rfc3339":      func(t time.Time) string { return t.Format(time.RFC3339) },
+	"rfc3339_nano": func(t time.Time) string { return t.Format(time.RFC3339Nano) },
+}
+
+// CSVTimeFormats lists the CSV output's timestamp formats, sorted.
+func CSVTimeFormats() []string { return slices.Sorted(maps.Keys(csvTimeFormats)) }
+
+// CheckCSVTimeFormat reports whether name is a CSV timestamp format.
+func CheckCSVTimeFormat(name string) error {
+	if _, ok := csvTimeFormats[name]; !ok {
+		return fmt.Errorf("time format %q: want one of %s", name, strings.Join(CSVTimeFormats(), ", "))
+	}
+	return nil
 }
 
 // csvSystemTags are k6's default system tags, sorted: the tag columns of
@@ -66,8 +94,11 @@ type sampleStream struct {
 type sampleWriter struct {
 	format string
 	buf    *bufio.Writer
-	csv    *csv.Writer // csv only
+	csv    *csv.Writer            // csv only
+	stamp  func(time.Time) string // csv only: the timestamp column
 	row    []string
+	every  time.Duration // how often it is flushed
+	last   time.Time     // when it was last flushed
 }
 
 // newSampleStream starts writing to outs (the CSV header is written at
@@ -80,11 +111,17 @@ func newSampleStream(outs []SampleOutput, reg *metrics.Registry, ths []assertion
 	for _, th := range ths {
 		s.ths[th.Metric] = append(s.ths[th.Metric], th)
 	}
+	tick := sampleFlushInterval
 	for _, o := range outs {
-		w := &sampleWriter{format: o.Format, buf: bufio.NewWriterSize(o.W, 64<<10)}
+		w := &sampleWriter{format: o.Format, buf: bufio.NewWriterSize(o.W, 64<<10), every: cmp.Or(o.SaveInterval, sampleFlushInterval), last: time.Now()}
+		tick = min(tick, w.every)
 		switch o.Format {
 		case SampleFormatJSON:
 		case SampleFormatCSV:
+			if err := CheckCSVTimeFormat(cmp.Or(o.TimeFormat, "unix")); err != nil {
+				return nil, fmt.Errorf("sample output csv: %w", err)
+			}
+			w.stamp = csvTimeFormats[cmp.Or(o.TimeFormat, "unix")]
 			w.csv = csv.NewWriter(w.buf)
 			header := append([]string{"metric_name", "timestamp", "metric_value"}, csvSystemTags...)
 			w.row = make([]string, len(header)+2)
@@ -101,12 +138,12 @@ func newSampleStream(outs []SampleOutput, reg *metrics.Registry, ths []assertion
 		s.outs = append(s.outs, w)
 	}
 	s.wg.Go(func() {
-		t := time.NewTicker(sampleFlushInterval)
+		t := time.NewTicker(tick)
 		defer t.Stop()
 		for {
 			select {
-			case <-t.C:
-				s.flush()
+			case now := <-t.C:
+				s.flushDue(now)
 			case <-s.done:
 				return
 			}
@@ -134,12 +171,29 @@ func (s *sampleStream) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.outs {
-		if w.csv != nil {
-			w.csv.Flush()
-			s.note(w.csv.Error())
-		}
-		s.note(w.buf.Flush())
+		s.flushOne(w)
 	}
+}
+
+// flushDue flushes the outputs whose interval has passed at now.
+func (s *sampleStream) flushDue(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.outs {
+		if now.Sub(w.last) >= w.every-w.every/10 { // a tick early by jitter still counts
+			w.last = now
+			s.flushOne(w)
+		}
+	}
+}
+
+// flushOne writes w's buffered lines out; s.mu is held.
+func (s *sampleStream) flushOne(w *sampleWriter) {
+	if w.csv != nil {
+		w.csv.Flush()
+		s.note(w.csv.Error())
+	}
+	s.note(w.buf.Flush())
 }
 
 // note keeps the first error.
@@ -214,21 +268,22 @@ func (s *sampleStream) metricLine(name string) jsonMetric {
 	for _, th := range s.ths[name] {
 		key := th.Key()
 		if key == name {
-			d.Thresholds = append(d.Thresholds, th.Expr.String())
+			d.Thresholds = append(d.Thresholds, k6ThresholdSource(th))
 			continue
 		}
 		if seenSub[key] {
 			continue
 		}
 		seenSub[key] = true
-		suffix := strings.TrimSuffix(strings.TrimPrefix(key, name+"{"), "}")
+		sub := k6MetricName(th)
+		suffix := strings.TrimSuffix(strings.TrimPrefix(sub, name+"{"), "}")
 		tags := map[string]string{}
 		for kv := range strings.SplitSeq(suffix, ",") {
 			if k, v, ok := strings.Cut(kv, ":"); ok {
-				tags[strings.TrimSpace(k)] = strings.TrimSpace(v)
+				tags[strings.Trim(strings.TrimSpace(k), `"'`)] = strings.Trim(strings.TrimSpace(v), `"'`)
 			}
 		}
-		d.Submetrics = append(d.Submetrics, jsonSubmetric{Name: key, Suffix: suffix, Tags: tags})
+		d.Submetrics = append(d.Submetrics, jsonSubmetric{Name: sub, Suffix: suffix, Tags: tags})
 	}
 	return jsonMetric{Type: "Metric", Data: d, Metric: name}
 }
@@ -255,7 +310,7 @@ func (s *sampleStream) writeJSON(w *sampleWriter, v any) {
 // columns, the other tags as extra_tags (NAME=VALUE joined by &, sorted).
 func (s *sampleStream) writeCSV(w *sampleWriter, name string, tags map[string]string, v float64, at time.Time) {
 	row := w.row
-	row[0], row[1], row[2] = name, strconv.FormatInt(at.Unix(), 10), strconv.FormatFloat(v, 'f', 6, 64)
+	row[0], row[1], row[2] = name, w.stamp(at), strconv.FormatFloat(v, 'f', 6, 64)
 	for i, t := range csvSystemTags {
 		row[3+i] = tags[t]
 	}

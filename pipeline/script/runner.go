@@ -403,7 +403,7 @@ func (r *run) finish(interrupted bool, teardownErr error) (*report.Document, err
 	printDefault := true
 	if r.vu0 != nil {
 		state := js.SummaryState{IsStdOutTTY: cfg.StdoutTTY, IsStdErrTTY: cfg.StderrTTY, TestRunDurationMs: float64(end) / float64(time.Millisecond)}
-		data := summaryData(doc, sh, r.sumOpts, state, r.data)
+		data := summaryData(doc, r.ths, sh, r.sumOpts, state, r.data)
 		var herr error
 		printDefault, herr = handleSummary(context.WithoutCancel(r.ctx), r.vu0, data, cfg.Stdout, cfg.Stderr)
 		werr = errors.Join(werr, herr)
@@ -467,10 +467,12 @@ func summaryOptions(opts Options, text *report.TextOptions) (js.SummaryOptions, 
 
 // sampleVUs records the vus and vus_max gauges now and every second (as
 // k6 does) until the returned stop, which records them a last time.
+// They carry the test-wide tags (options.tags, --tag), as k6's do.
 func (r *run) sampleVUs() (stop func()) {
+	tags := recording.Tags{Extra: recording.ExtraTags(r.opts.Tags)}
 	sample := func() {
-		_ = r.sh.AddSample(js.MetricVUs, recording.Tags{}, float64(r.sh.Exec.Active()))
-		_ = r.sh.AddSample(js.MetricVUsMax, recording.Tags{}, float64(r.sh.Exec.Initialized()))
+		_ = r.sh.AddSample(js.MetricVUs, tags, float64(r.sh.Exec.Active()))
+		_ = r.sh.AddSample(js.MetricVUsMax, tags, float64(r.sh.Exec.Initialized()))
 	}
 	sample()
 	done := make(chan struct{})
@@ -490,7 +492,7 @@ func (r *run) sampleVUs() (stop func()) {
 	return func() {
 		close(done)
 		wg.Wait()
-		_ = r.sh.AddSample(js.MetricVUsMax, recording.Tags{}, float64(r.sh.Exec.Initialized()))
+		_ = r.sh.AddSample(js.MetricVUsMax, tags, float64(r.sh.Exec.Initialized()))
 	}
 }
 

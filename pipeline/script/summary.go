@@ -22,7 +22,10 @@ import (
 // the run's table that has data or thresholds, with k6's value names,
 // computed from the same recorded run the thresholds were evaluated on.
 // The built-in LLM metrics appear only when LLM requests were sent.
-func summaryData(doc *report.Document, sh *js.Shared, opts js.SummaryOptions, state js.SummaryState, setupJSON string) js.SummaryData {
+// Thresholds are named as k6 names them, by the script's text
+// (k6MetricName, k6ThresholdSource); ths are the run's thresholds, whose
+// outcomes doc holds.
+func summaryData(doc *report.Document, ths []assertions.Threshold, sh *js.Shared, opts js.SummaryOptions, state js.SummaryState, setupJSON string) js.SummaryData {
 	d := js.SummaryData{
 		RootGroup: sh.Checks(), Options: opts, State: state,
 		Metrics: map[string]js.SummaryMetric{},
@@ -44,20 +47,41 @@ func summaryData(doc *report.Document, sh *js.Shared, opts js.SummaryOptions, st
 			d.Metrics[m.Name] = sm
 		}
 	}
-	for key, ths := range byKey {
-		m, ok := sum.Metrics.Lookup(ths[0].Metric)
+	written := map[string]assertions.Threshold{}
+	for _, th := range ths {
+		if k := th.Key() + "\x00" + th.Expr.String(); written[k].Metric == "" {
+			written[k] = th
+		}
+	}
+	for key, results := range byKey {
+		m, ok := sum.Metrics.Lookup(results[0].Metric)
 		if !ok {
 			continue
 		}
 		sm, ok := d.Metrics[key]
 		if !ok {
-			sm, _ = summaryMetric(m, sum, src, ths[0].Tags, opts.SummaryTrendStats)
+			sm, _ = summaryMetric(m, sum, src, results[0].Tags, opts.SummaryTrendStats)
 		}
 		sm.Thresholds = map[string]js.SummaryThreshold{}
-		for _, th := range ths {
-			sm.Thresholds[th.Expr] = js.SummaryThreshold{OK: th.OK}
+		name := ""
+		for _, res := range results {
+			expr := res.Expr
+			if th, ok := written[key+"\x00"+res.Expr]; ok {
+				expr = k6ThresholdSource(th)
+				if name == "" {
+					name = k6MetricName(th)
+				}
+			}
+			prev, seen := sm.Thresholds[expr] // several expressions with one text hold only if all do
+			sm.Thresholds[expr] = js.SummaryThreshold{OK: res.OK && (!seen || prev.OK)}
 		}
-		d.Metrics[key] = sm
+		if name == "" {
+			name = key
+		}
+		if name != key {
+			delete(d.Metrics, key)
+		}
+		d.Metrics[name] = sm
 	}
 	return d
 }
@@ -192,4 +216,29 @@ func writeSummaryFile(path string, content []byte) error {
 		_, err := w.Write(content)
 		return err
 	})
+}
+
+// k6MetricName is the name k6 gives a threshold's metric or submetric:
+// the key as the script's options wrote it, the text between its braces
+// trimmed, as k6's registry names a submetric; a threshold from elsewhere
+// (--threshold) has its canonical key.
+func k6MetricName(th assertions.Threshold) string {
+	if th.SourceKey == "" {
+		return th.Key()
+	}
+	name, inner, ok := strings.Cut(strings.TrimSpace(th.SourceKey), "{")
+	if !ok {
+		return name
+	}
+	return name + "{" + strings.TrimSpace(strings.TrimSuffix(inner, "}")) + "}"
+}
+
+// k6ThresholdSource is the threshold's expression as the script wrote it
+// (k6 keys thresholds by their text), or its canonical form when it has
+// none.
+func k6ThresholdSource(th assertions.Threshold) string {
+	if th.Source != "" {
+		return th.Source
+	}
+	return th.Expr.String()
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -255,6 +256,13 @@ func (s *server) notReady() *apiError {
 	}
 }
 
+// ResumeHeader is the request header a migrating router (sim/router)
+// sends with a request it moved to this replica after another died
+// mid-stream: the number of tokens of the answer generated before, which
+// this replica takes as context and continues after (sim.Request's
+// ResumeFrom).
+const ResumeHeader = "X-Llmchaos-Resume-From"
+
 func (s *server) handleCompletion(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var received time.Time
@@ -275,6 +283,14 @@ func (s *server) handleCompletion(chat bool) http.HandlerFunc {
 		if e != nil {
 			writeError(w, e)
 			return
+		}
+		if v := r.Header.Get(ResumeHeader); v != "" {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 {
+				writeError(w, paramError(ResumeHeader, fmt.Sprintf("%s: %q is not a token count", ResumeHeader, v)))
+				return
+			}
+			p.req.ResumeFrom = k
 		}
 		if e := s.faults.draw(p.req.PromptTokens, s.cfg.MaxModelLen); e != nil {
 			writeError(w, e)

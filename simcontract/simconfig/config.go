@@ -110,6 +110,15 @@ const (
 	DivergenceBatch   = "batch"
 )
 
+// Migration modes of the simulator's router (llmchaos sim --router
+// --migrate): how a stream whose replica died continues on another.
+const (
+	MigrateOff       = ""
+	MigrateClean     = "clean"     // from the token it reached: the same answer
+	MigrateDuplicate = "duplicate" // a span early: the client gets it twice
+	MigrateDrop      = "drop"      // a span late: the client never gets it
+)
+
 // Latency model names accepted in Config.Latency.
 const (
 	// LatencyProfile prices each engine step with the roofline Profile.

@@ -101,6 +101,11 @@ type Options struct {
 	// from error texts.
 	Headers http.Header
 
+	// NoKeepAlive sends every request on a new connection, with
+	// "Connection: close", and closes it after the response (k6's
+	// noConnectionReuse). Default false: connections are pooled.
+	NoKeepAlive bool
+
 	// Seed makes generated x-request-id values repeatable across runs.
 	Seed uint64
 
@@ -329,10 +334,11 @@ func New(opts Options) (*Client, error) {
 		// Connections in use never exceed Concurrency; the headroom covers
 		// connections still being torn down after a cancel or an error, so
 		// that a new request dials instead of waiting for them.
-		MaxConnsPerHost: opts.Concurrency + opts.Concurrency/8 + 8,
-		IdleConnTimeout: 90 * time.Second,
-		ReadBufferSize:  clientReadBuffer,
-		Protocols:       &protos,
+		MaxConnsPerHost:   opts.Concurrency + opts.Concurrency/8 + 8,
+		IdleConnTimeout:   90 * time.Second,
+		ReadBufferSize:    clientReadBuffer,
+		Protocols:         &protos,
+		DisableKeepAlives: opts.NoKeepAlive,
 	}
 	c.fresh = c.tr.Clone()
 	c.fresh.DisableKeepAlives = true

@@ -526,7 +526,7 @@ func (l *evLoop) dial(r *evReq, fresh bool) {
 		l.end(r)
 		return
 	}
-	cn := &evConn{loop: l, fd: fd, tgt: r.tgt, noReuse: fresh, dialAt: now, state: connDialing}
+	cn := &evConn{loop: l, fd: fd, tgt: r.tgt, noReuse: fresh || l.c.opts.NoKeepAlive, dialAt: now, state: connDialing}
 	for fd >= len(l.conns) {
 		l.conns = append(l.conns, make([]*evConn, max(len(l.conns), 64))...)
 	}

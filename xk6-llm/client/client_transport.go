@@ -191,6 +191,9 @@ func (c *Client) staticHeader() []byte {
 			b = append(b, "\r\n"...)
 		}
 	}
+	if c.opts.NoKeepAlive {
+		b = append(b, "Connection: close\r\n"...)
+	}
 	return b
 }
 

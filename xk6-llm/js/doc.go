@@ -4,8 +4,9 @@
 // goroutine-safe), `export const options`, `export default function`,
 // `setup()`, `teardown(data)` and `handleSummary(data)`, and the modules of
 // the explicit table in modules.go (`k6`, `k6/data`, `k6/execution`,
-// `k6/metrics`, `k6/timers`, `k6/x/llm`, `k6/http`, `k6/x/sse` with its
-// alias `k6/experimental/sse`, and `k6/x/summary`, which the k6-summary
+// `k6/metrics`, `k6/timers`, `k6/encoding`, `k6/crypto`, `k6/html`,
+// `k6/x/llm`, `k6/http`, `k6/x/sse` with its alias `k6/experimental/sse`,
+// and `k6/x/summary`, which the k6-summary
 // jslib's URL also names). TypeScript modules (.ts) are transpiled in-process with
 // esbuild, with a source map that keeps positions in the .ts file.
 //

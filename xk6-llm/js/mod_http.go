@@ -425,6 +425,7 @@ func (m *httpModule) response(spec *httpSpec, res *httpResult) *sobek.Object {
 		}
 		return parsed
 	})
+	m.htmlMethods(o, res)
 	return o
 }
 

@@ -33,6 +33,7 @@ func moduleTable() map[string]module {
 		{name: "k6/timers", exports: timerNames, new: newTimersModule},
 		{name: "k6/encoding", exports: []string{"b64encode", "b64decode"}, new: newEncodingModule},
 		{name: "k6/crypto", exports: cryptoExports(), new: newCryptoModule},
+		{name: "k6/html", exports: []string{"parseHTML"}, new: newHTMLModule},
 		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
 	}
 	m := make(map[string]module, len(list))

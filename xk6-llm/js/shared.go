@@ -103,8 +103,8 @@ type SharedOptions struct {
 	// SLO are the per-request SLOs of the goodput metric (none: goodput
 	// counts every ok request).
 	SLO recording.SLO
-	// NoConnectionReuse (k6's noConnectionReuse) sends every k6/http and
-	// SSE request on a new connection. NoVUConnectionReuse (k6's
+	// NoConnectionReuse (k6's noConnectionReuse) sends every k6/http,
+	// SSE and k6/x/llm request on a new connection. NoVUConnectionReuse (k6's
 	// noVUConnectionReuse) gives each VU its own connections, closed at
 	// the end of each of its iterations, as k6's VUs do.
 	NoConnectionReuse, NoVUConnectionReuse bool
@@ -232,6 +232,7 @@ func (s *Shared) client(k clientKey) (*client.Client, error) {
 	}
 	c, err := client.New(client.Options{
 		Clock: s.Clock, Concurrency: 1024, Seed: s.seed, APIKeyEnv: k.apiKeyEnv, APIKey: k.apiKey, RequestTimeout: k.timeout,
+		NoKeepAlive: s.httpO.noReuse,
 		Getenv: func(name string) string {
 			if v, ok := s.Env[name]; ok {
 				return v

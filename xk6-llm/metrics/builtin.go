@@ -9,6 +9,8 @@ const (
 	UnitRequests = "requests" // request counts
 	UnitPerS     = "1/s"      // per-second figures
 	UnitBytes    = "B"        // byte counts (k6's data_sent, data_received)
+	UnitPosition = "position" // a 0-based place in an answer: a token's, or a character's
+	UnitAnswers  = "answers"  // counts of distinct answers
 )
 
 // Builtin returns the table of built-in metrics, in documentation order
@@ -76,6 +78,12 @@ func Builtin() []Metric {
 			JSONKey: "usage_mismatch_rate", Description: "chunks and usage differ by more than max(2, 5 %)"},
 		{Name: "integrity_error_rate", Series: SeriesCompletion, Kind: Rate, Unit: UnitRatio, Builtin: true, Default: true, Compare: CompareValue,
 			JSONKey: "integrity_error_rate", Description: "share of finished requests failed with an integrity_* class: a stream that arrived but was corrupted (events after finish, no [DONE], id or model changed, a foreign choice, text re-sent at a resume point, more chunks than usage tokens, stop with no content, bad UTF-8 or JSON); the per-class counts say which and what to suspect"},
+		{Name: "output_consistency", Kind: Rate, Unit: UnitRatio, Builtin: true,
+			Description: "share of consistency probes (probes:) whose answer equals their prompt's reference, the answer most baseline probes gave; by phase and fault; in the baseline it is the engine's own agreement (below 1: not deterministic even idle)"},
+		{Name: "output_divergence_at", Kind: Trend, Unit: UnitPosition, Builtin: true,
+			Description: "per probe that left its reference: where its answer first differs, the index of the first differing token when the stream gives one token per chunk (usage equals chunks), else of the first differing character"},
+		{Name: "output_distinct_answers", Kind: Trend, Unit: UnitAnswers, Builtin: true,
+			Description: "per probe prompt: how many different answers its probes gave in the selection (1: all alike); max<=1 says every prompt kept one answer"},
 		{Name: "requests", Series: SeriesCompletion, Kind: Counter, Unit: UnitRequests, Builtin: true, Default: true,
 			JSONKey: "sent", PromName: "llmchaos_requests_total",
 			PromHelp:    "Requests that ended, by outcome (ok, failed, cancelled, dropped) and error_class.",
