@@ -155,7 +155,7 @@ func (c *Cluster) LabelNamespace(t testing.TB, ns, key, value string) {
 // Role of rules bound to it (both named name too).
 func (c *Cluster) CreateServiceAccount(t testing.TB, ns, name string, rules []rbacv1.PolicyRule) {
 	t.Helper()
-	client := c.Client(t)
+	client := c.Clientset(t) // RBAC: a group kube.Clientset does not reach
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
