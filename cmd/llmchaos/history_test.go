@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
@@ -85,32 +84,14 @@ func TestLoadHistoryRegression(t *testing.T) {
 	if saved.Verdict != report.VerdictFail || len(saved.Regressions) == 0 {
 		t.Fatalf("run.json: verdict %q, regressions %+v", saved.Verdict, saved.Regressions)
 	}
-	jb, err := os.ReadFile(junitPath)
-	if err != nil {
-		t.Fatal(err)
+	ju := readJUnit(t, junitPath)
+	if len(ju.Suites) != 1 {
+		t.Fatalf("junit: %d testsuites, want 1", len(ju.Suites))
 	}
-	var ju struct {
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Cases []struct {
-				Classname string    `xml:"classname,attr"`
-				Name      string    `xml:"name,attr"`
-				Failure   *struct{} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(jb, &ju); err != nil || len(ju.Suites) != 1 {
-		t.Fatalf("junit: %v\n%s", err, jb)
-	}
-	failing := map[string]bool{}
-	for _, c := range ju.Suites[0].Cases {
-		if c.Failure != nil && c.Classname == "regression" {
-			failing[c.Name] = true
-		}
-	}
+	failing := regressionCases(t, junitPath)
 	for _, r := range saved.Regressions {
 		if !failing[r.Figure] {
-			t.Errorf("junit has no failing testcase for regressed %s:\n%s", r.Figure, jb)
+			t.Errorf("junit has no failing testcase for regressed %s (failing: %v)", r.Figure, failing)
 		}
 	}
 	if ju.Failures != len(saved.Regressions) {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,34 +54,25 @@ func TestScriptRunHistoryRegression(t *testing.T) {
 	if doc.Verdict != report.VerdictFail || len(doc.Regressions) == 0 {
 		t.Fatalf("run.json: verdict %q, regressions %+v", doc.Verdict, doc.Regressions)
 	}
-	jb, err := os.ReadFile(junitPath)
-	if err != nil {
-		t.Fatal(err)
+	failing := regressionCases(t, junitPath)
+	for _, r := range doc.Regressions {
+		if !failing[r.Figure] {
+			t.Errorf("junit has no failing testcase for regressed %s (failing: %v)", r.Figure, failing)
+		}
 	}
-	var ju struct {
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Cases []struct {
-				Classname string    `xml:"classname,attr"`
-				Name      string    `xml:"name,attr"`
-				Failure   *struct{} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(jb, &ju); err != nil {
-		t.Fatalf("junit: %v\n%s", err, jb)
-	}
+}
+
+// regressionCases returns the names of the failing testcases of class
+// regression in the JUnit file at path: one per regressed figure.
+func regressionCases(t *testing.T, path string) map[string]bool {
+	t.Helper()
 	failing := map[string]bool{}
-	for _, s := range ju.Suites {
+	for _, s := range readJUnit(t, path).Suites {
 		for _, c := range s.Cases {
 			if c.Failure != nil && c.Classname == "regression" {
 				failing[c.Name] = true
 			}
 		}
 	}
-	for _, r := range doc.Regressions {
-		if !failing[r.Figure] {
-			t.Errorf("junit has no failing testcase for regressed %s:\n%s", r.Figure, jb)
-		}
-	}
+	return failing
 }
