@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -104,6 +105,14 @@ func (r *run) finish(rec *recording.Recorder, stats engine.RunStats) (*Outcome, 
 		doc.SetAbort(&a)
 	}
 	r.obs.observeDoc(doc, end)
+	if !aborted && doc.ShardsLost > 0 {
+		// The figures leave the lost shards' requests out: the run cannot
+		// read as a pass (nor as a plain threshold failure), whatever its
+		// thresholds say of the rest.
+		doc.SetAbort(&report.Abort{Cause: report.AbortError,
+			Detail: fmt.Sprintf("%d shard(s) of workload.shards handed back no report whole: the figures leave their requests out", doc.ShardsLost)})
+		aborted = true
+	}
 	if !aborted && !allOK(doc.SteadyState.After) {
 		doc.Verdict = report.VerdictFail
 		r.obs.event(report.EventSourceSteadyState, "not_steady_after", "", failedProbes(doc.SteadyState.After))

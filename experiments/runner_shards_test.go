@@ -559,6 +559,9 @@ func TestRunShardedLoadCountsALostShard(t *testing.T) {
 	if d.ShardsLost != 1 {
 		t.Fatalf("shards_lost %d, want 1\n%s", d.ShardsLost, out.String())
 	}
+	if d.Verdict != report.VerdictAborted || d.Abort == nil || d.Abort.Cause != report.AbortError {
+		t.Errorf("verdict %q (abort %+v), want aborted by an error: a run missing a shard's requests never reads as a pass", d.Verdict, d.Abort)
+	}
 	if len(o.Shards) != 3 || o.Shards[1] != nil || o.Shards[0] == nil || o.Shards[2] == nil {
 		t.Fatalf("shard reports %v, want shard 1's alone missing", o.Shards)
 	}

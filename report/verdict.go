@@ -48,7 +48,8 @@ const (
 	// program embedding the runner cancelled it).
 	AbortInterrupted = "interrupted"
 	// AbortError: the run failed (a panic, a fault it could not journal)
-	// and was stopped.
+	// and was stopped, or its figures are not whole (a shard of a sharded
+	// load handed back no report).
 	AbortError = "error"
 	// AbortScript: a k6-style script called exec.test.abort();
 	// Abort.Detail is the reason it gave.
