@@ -47,7 +47,10 @@ var layers = []struct {
 	{"experiments/shardjob", []string{"faults", "report", "internal"}},
 	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal/field"}},
 	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal", "internal/field"}},
-	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm", "internal/field"}},
+	// The capacity search measures a load; the capacity file it writes is
+	// read by experiments/spec, which owns every step of an experiment's
+	// resolution.
+	{"capacity", []string{"pipeline", "report", "assertions", "xk6-llm", "internal/field"}},
 	{"history", []string{"report", "assertions", "xk6-llm", "internal/field"}},
 	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal", "internal/field"}},
 	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm", "internal/field"}},

@@ -111,7 +111,7 @@ func TestRunPromQLSteadyState(t *testing.T) {
 			exp := testSpec(srv.URL, time.Second, httpErrorFault("errors", 300*time.Millisecond, 200*time.Millisecond))
 			exp.SteadyState = []spec.Probe{{PromQL: &tt.probe}}
 			var out bytes.Buffer
-			o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+			o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 			if err != nil {
 				t.Fatalf("Run: %v\n%s", err, out.String())
 			}
@@ -148,7 +148,7 @@ func TestRunPromQLStopCondition(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	start := time.Now()
-	o, err := Run(context.Background(), exp, Options{
+	o, err := runSpec(context.Background(), exp, Options{
 		RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f}),
 		Observe: ObserveOptions{RemoteWriteURL: prom.WriteURL(), RemoteWriteInterval: 200 * time.Millisecond},
 	})
@@ -180,7 +180,7 @@ func TestRunPromQLStopConditionUnreachableIsNotJudged(t *testing.T) {
 		Interval: spec.Duration(200 * time.Millisecond),
 	}}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

@@ -248,7 +248,7 @@ func (r *run) startProbes(ctx context.Context, clock *recording.RunClock) (stop 
 	for i, e := range r.endpoints {
 		targets[i] = e.load
 	}
-	pr, err := newProber(cfg.WithDefaults(), r.p.wc.API != workload.APICompletions, r.model, targets, clock, copts, r.p.spec.Workload.GraceOrDefault())
+	pr, err := newProber(*cfg, r.p.wc.API != workload.APICompletions, r.model, targets, clock, copts, r.p.spec.Workload.Grace.D())
 	if err != nil {
 		r.judge.fail(err)
 		return func() {}

@@ -43,7 +43,7 @@ func BenchmarkProbeCost(b *testing.B) {
 		return s
 	}
 	run := func(probes bool) *hdrhistogram.Histogram {
-		o, err := Run(context.Background(), exp(probes), Options{RunDir: b.TempDir(), Progress: -1})
+		o, err := runSpec(context.Background(), exp(probes), Options{RunDir: b.TempDir(), Progress: -1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 		items, ips := s.Resolve(sel.Overrides)
 		ps = append(ps, ips...)
 		for _, it := range items {
-			item := Item{SuiteItem: it, Name: it.Spec.Metadata.Name, Suite: s.File()}
+			item := Item{SuiteItem: it, Name: it.Experiment.Spec.Metadata.Name, Suite: s.File()}
 			ps = append(ps, it.Warnings...)
 			if ok, why := s.Tags.Match(it.Tags); !ok {
 				item.Filtered = "the suite's tags: " + why
@@ -157,7 +157,7 @@ func (p *Plan) dirName(i int) string {
 // WriteDryRun writes the whole plan as Run would carry it out: the
 // suite's settings, the experiments in order with their tags, overrides
 // and selection, then each selected experiment's own plan
-// (experiments.DryRun) with its run directory under dir. It starts nothing
+// (experiments.DryRunExperiment) with its run directory under dir. It starts nothing
 // and changes nothing.
 func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) error {
 	var b strings.Builder
@@ -197,7 +197,7 @@ func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) er
 		fmt.Fprintf(w, "\n── %d. %s ──\n", i+1, it.Name)
 		opts := base
 		opts.File, opts.RunDir, opts.Seed = it.File, filepath.Join(dir, p.dirName(i)), nil
-		if err := experiments.DryRun(w, it.Spec, opts); err != nil {
+		if err := experiments.DryRunExperiment(w, it.Experiment, opts); err != nil {
 			return fmt.Errorf("experiment %s (%s): %w", it.Name, it.File, err)
 		}
 	}

@@ -17,7 +17,9 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check experiment and suite files without running them",
 		Long: `validate loads each experiment file as llmchaos run would: strict YAML (or JSON)
 decoding, then the semantic checks (targets, workload, faults and their
-params, thresholds, stop conditions). It changes nothing and starts nothing.
+params, thresholds, stop conditions), and a rate given as a share of a
+measured capacity (rate: 80%) read from its capacity file. It changes
+nothing and starts nothing.
 
 A suite file (kind: Suite) is checked itself, then every experiment it lists
 is loaded and checked with the suite's target and overrides applied, as
@@ -53,7 +55,7 @@ func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 			}
 			continue
 		}
-		_, warns, err := spec.Load(f)
+		_, warns, err := spec.LoadExperiment(f, spec.LoadOptions{})
 		var ps spec.Problems
 		switch {
 		case err == nil:

@@ -39,7 +39,10 @@ func Parse(name string, data []byte) (*Spec, Problems, error) {
 
 // parse decodes and validates data and returns the spec (partly filled
 // when there are errors) and every problem, in file order, and the
-// resolved experiment when there is no error.
+// resolved experiment when there is no error. o's steps are made on the
+// decoded spec and the result is checked once; only when that finds a
+// problem are the spec's states before each step checked too, to say
+// which step brought it in (attribute).
 func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experiment) {
 	doc, ps := readDocument(name, data, docExperiment)
 	if doc == nil {
@@ -54,11 +57,25 @@ func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experimen
 	var (
 		v       *validator
 		applied *CapacityApplied
+		states  []Spec // the spec before each step, and after the last
+		refused Problems
+		zeros   map[string]bool
 	)
 	iss := doc.decode(spec, func(dec *decoder) issues {
+		zeros = dec.zeros
+		for _, st := range o.Steps {
+			states = append(states, spec.clone())
+			if err := st.Apply(spec); err != nil {
+				refused = problemsOf(err)
+				return nil
+			}
+		}
+		if len(o.Steps) > 0 {
+			states = append(states, spec.clone())
+		}
 		o.apply(spec)
 		var capIss issues
-		if o.ApplyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
+		if o.applyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
 			a, err := ApplyCapacity(spec, spec.Workload.CapacityPath(baseDir(name)))
 			if err != nil {
 				capIss.add("workload.capacity", "%s", err)
@@ -69,11 +86,73 @@ func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experimen
 		v = spec.checker(dec.zeros, baseDir(name))
 		return append(capIss, v.iss...)
 	})
-	ps = doc.problems(iss)
+	if refused != nil {
+		ps = append(doc.problems(iss), refused...)
+		ps.sort()
+		return spec, ps, nil
+	}
+	ps = attribute(doc, iss, o.Steps, states, zeros)
 	if ps.Err() != nil || v == nil {
 		return spec, ps, nil
 	}
 	return spec, ps, experimentOf(spec, name, v, applied, ps.Warnings())
+}
+
+// attribute places the problems iss of a spec made by steps from its
+// file: each that the spec before the first step has, or that no state
+// has (a problem of the file's decoding, of its capacity), at its
+// position in the file; each other one where the step that brought it in
+// (the first after whose change it holds) says. states are the spec
+// before each step and after the last; zeros the file's explicit zeros.
+func attribute(doc *document, iss issues, steps []Step, states []Spec, zeros map[string]bool) Problems {
+	if len(steps) == 0 || len(iss) == 0 {
+		return doc.problems(iss)
+	}
+	seen := make([]map[string]bool, len(states))
+	for i := range states {
+		seen[i] = map[string]bool{}
+		for _, is := range states[i].check(zeros, baseDir(doc.name)) {
+			seen[i][is.path+"\x00"+is.msg] = true
+		}
+	}
+	ps := make(Problems, 0, len(iss))
+	for _, is := range iss {
+		key := is.path + "\x00" + is.msg
+		step := -1
+		if !seen[0][key] {
+			for i := 1; i < len(states); i++ {
+				if seen[i][key] {
+					step = i - 1
+					break
+				}
+			}
+		}
+		if step < 0 || steps[step].Blame == nil {
+			ps = append(ps, doc.locate(is))
+			continue
+		}
+		ps = append(ps, steps[step].Blame(Problem{File: doc.name, Path: is.path, Msg: is.msg, Severity: is.sev}))
+	}
+	ps.sort()
+	return ps
+}
+
+// problemsOf returns err as problems: its own when it is a Problems or a
+// Problem, those of the errors it joins, else one problem of its message.
+func problemsOf(err error) Problems {
+	switch e := err.(type) {
+	case Problems:
+		return e
+	case Problem:
+		return Problems{e}
+	case interface{ Unwrap() []error }:
+		var ps Problems
+		for _, x := range e.Unwrap() {
+			ps = append(ps, problemsOf(x)...)
+		}
+		return ps
+	}
+	return Problems{{Msg: err.Error()}}
 }
 
 // docKind says, for the messages of readDocument, what a file holds.

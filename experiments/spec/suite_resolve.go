@@ -10,7 +10,8 @@ import (
 )
 
 // SuiteItem is one experiment of a suite, resolved: loaded from its file,
-// with the suite's target and the overrides applied, checked again.
+// with the suite's target and the overrides applied, and resolved once
+// (Experiment) as llmchaos run resolves an experiment.
 type SuiteItem struct {
 	// Entry is the index of the suite's entry that lists it (a directory
 	// entry lists several).
@@ -18,9 +19,9 @@ type SuiteItem struct {
 	// File is the experiment file's path (the suite file's directory
 	// joined with the entry's path).
 	File string
-	// Spec is the experiment with the suite's target and the overrides
-	// applied; no defaults filled in.
-	Spec *Spec
+	// Experiment is the experiment with the suite's target and the
+	// overrides applied, resolved: what the suite runs.
+	Experiment *Experiment
 	// Overrides are the overrides applied: the suite's, the entry's and
 	// the extra ones merged.
 	Overrides Overrides
@@ -28,9 +29,9 @@ type SuiteItem struct {
 	Tags []string
 	// Weight is the entry's weight in the suite's score.
 	Weight float64
-	// Warnings are the experiment file's warnings that still hold with
-	// the suite applied (those the suite brings in are among Resolve's
-	// problems).
+	// Warnings are the experiment's warnings with the suite applied: the
+	// file's own at their place in it, those the suite brings in where
+	// the suite writes what brought them in.
 	Warnings Problems
 }
 
@@ -82,15 +83,63 @@ func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
 	return items, ps
 }
 
-// resolveOne loads the experiment file f of entry i and applies the suite
-// to it.
+// resolveOne loads the experiment file f of entry i with the suite
+// applied to it (the suite's target, its overrides merged with the
+// entry's, then extra) and resolves it once.
 func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Problems) {
 	e := s.Experiments[i]
 	p := index("experiments", i)
 	if k, err := FileKind(f); err == nil && k == KindSuite {
 		return nil, Problems{s.at(p+".path", SeverityError, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
 	}
-	exp, warns, err := LoadWith(f, LoadOptions{Capacity: extra.Capacity})
+	what := func(q Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Msg) }
+	var steps []Step
+	if s.Target != nil {
+		steps = append(steps, Step{
+			Apply: func(exp *Spec) error { exp.Target = s.Target.clone(); return nil },
+			Blame: func(q Problem) Problem { return s.at("target", q.Severity, "with the suite's target, %s", what(q)) },
+		})
+	}
+	file := s.Overrides.Merge(e.Overrides)
+	oPath := p + ".overrides"
+	if e.Overrides.IsZero() {
+		oPath = "overrides"
+	}
+	if !file.IsZero() {
+		steps = append(steps, Step{
+			Apply: func(exp *Spec) error {
+				err := file.Apply(exp)
+				if err == nil {
+					return nil
+				}
+				var ps Problems
+				for _, oe := range overrideErrors(err) {
+					ps = append(ps, s.at(oPath+"."+oe.Key, SeverityError, "%s: %s", f, oe.Msg))
+				}
+				return ps
+			},
+			Blame: func(q Problem) Problem { return s.at(oPath, q.Severity, "with these overrides, %s", what(q)) },
+		})
+	}
+	if !extra.IsZero() {
+		steps = append(steps, Step{
+			Apply: func(exp *Spec) error {
+				err := extra.Apply(exp)
+				if err == nil {
+					return nil
+				}
+				var ps Problems
+				for _, oe := range overrideErrors(err) {
+					ps = append(ps, Problem{Path: "--" + strings.ReplaceAll(oe.Key, "_", "-"), Msg: fmt.Sprintf("%s: %s", f, oe.Msg)})
+				}
+				return ps
+			},
+			Blame: func(q Problem) Problem {
+				return Problem{Path: "command-line overrides", Msg: what(q), Severity: q.Severity}
+			},
+		})
+	}
+	x, warns, err := LoadExperiment(f, LoadOptions{Capacity: extra.Capacity, Steps: steps})
 	if err != nil {
 		var eps Problems
 		if errors.As(err, &eps) {
@@ -98,81 +147,11 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Proble
 		}
 		return nil, Problems{s.at(p+".path", SeverityError, "%v", err)}
 	}
-	var ps Problems
-	seen := problemSet(exp.Validate())
-	// Each step's new problems are the step's doing: they are shown where
-	// the step is written.
-	step := func(where func(Problem) Problem) bool {
-		now := exp.Validate()
-		bad := false
-		for _, q := range now {
-			if seen[q.Path+"\x00"+q.Msg] {
-				continue
-			}
-			seen[q.Path+"\x00"+q.Msg] = true
-			ps = append(ps, where(q))
-			bad = bad || q.Severity == SeverityError
-		}
-		return !bad
-	}
-	what := func(q Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Msg) }
-	if s.Target != nil {
-		t := *s.Target
-		exp.Target = t.clone()
-		if !step(func(q Problem) Problem { return s.at("target", q.Severity, "with the suite's target, %s", what(q)) }) {
-			return nil, ps
-		}
-	}
-	file := s.Overrides.Merge(e.Overrides)
-	oPath := p + ".overrides"
-	if e.Overrides.IsZero() {
-		oPath = "overrides"
-	}
-	if err := file.Apply(exp); err != nil {
-		for _, oe := range overrideErrors(err) {
-			ps = append(ps, s.at(oPath+"."+oe.Key, SeverityError, "%s: %s", f, oe.Msg))
-		}
-		return nil, ps
-	}
-	if !step(func(q Problem) Problem { return s.at(oPath, q.Severity, "with these overrides, %s", what(q)) }) {
-		return nil, ps
-	}
-	if !extra.IsZero() {
-		if err := extra.Apply(exp); err != nil {
-			for _, oe := range overrideErrors(err) {
-				ps = append(ps, Problem{Path: "--" + strings.ReplaceAll(oe.Key, "_", "-"), Msg: fmt.Sprintf("%s: %s", f, oe.Msg)})
-			}
-			return nil, ps
-		}
-		if !step(func(q Problem) Problem {
-			return Problem{Path: "command-line overrides", Msg: what(q), Severity: q.Severity}
-		}) {
-			return nil, ps
-		}
-	}
-	// The file's own warnings (with their positions) that still hold once
-	// the suite is applied; the suite's own doing is in ps.
-	still := problemSet(exp.Validate())
-	var kept Problems
-	for _, w := range warns {
-		if still[w.Path+"\x00"+w.Msg] {
-			kept = append(kept, w)
-		}
-	}
 	return &SuiteItem{
-		Entry: i, File: f, Spec: exp, Overrides: file.Merge(extra),
-		Tags: mergeTags(e.Tags, AutoTags(exp)), Weight: e.WeightOrDefault(),
-		Warnings: kept,
-	}, ps
-}
-
-// problemSet keys problems by path and message.
-func problemSet(ps Problems) map[string]bool {
-	m := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		m[p.Path+"\x00"+p.Msg] = true
-	}
-	return m
+		Entry: i, File: f, Experiment: x, Overrides: file.Merge(extra),
+		Tags: mergeTags(e.Tags, AutoTags(&x.Spec)), Weight: e.WeightOrDefault(),
+		Warnings: warns,
+	}, nil
 }
 
 // overrideErrors returns the *OverrideErrors joined in err.

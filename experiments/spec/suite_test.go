@@ -165,7 +165,7 @@ experiments:
 			t.Fatalf("items %d, problems %v", len(items), ps)
 		}
 		it := items[0]
-		e := it.Spec
+		e := it.Experiment.Spec
 		if e.Workload.Duration.D() != 20*time.Second || e.Faults[0].At.D() != 5*time.Second || e.Faults[0].Duration.D() != 5*time.Second {
 			t.Errorf("time_scale 0.5: duration %v, fault at %v for %v; want 20s, 5s, 5s", e.Workload.Duration, e.Faults[0].At, e.Faults[0].Duration)
 		}
@@ -195,7 +195,7 @@ experiments:
 		items, ps := suite(t, "experiments:\n  - {path: exp, tags: [all]}\n").Resolve(Overrides{})
 		var names []string
 		for _, it := range items {
-			names = append(names, it.Spec.Metadata.Name)
+			names = append(names, it.Experiment.Spec.Metadata.Name)
 		}
 		// bad.yaml is listed too, and its problem is in its own file.
 		if want := []string{"kill", "lat", "other"}; !slices.Equal(names, want) {

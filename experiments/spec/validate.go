@@ -556,9 +556,9 @@ func (v *validator) capacityRate(w Workload) {
 // (the pods of an Indexed Job) whose request lines the runner follows
 // live, so stop conditions, abortOnFail thresholds and threshold probes
 // of the steady state work; but the shards get the workload as llmchaos
-// load flags, which a script, a trace, a dataset, stages, a ramp, a
-// closed loop, a capacity share, an API key or headers do not travel in
-// yet.
+// load flags (of the workload as resolved: a capacity share is a rate
+// then), which a script, a trace, a dataset, stages, a ramp or a closed
+// loop do not travel in yet.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
@@ -579,7 +579,7 @@ func (v *validator) shards(w Workload) {
 		set bool
 	}{
 		{"script", w.Script != ""}, {"trace", w.Trace != ""}, {"dataset", w.Dataset != ""}, {"stages", len(w.Stages) > 0}, {"ramp", w.Ramp != nil},
-		{"concurrency", w.Concurrency > 0}, {"capacity", w.Capacity != ""},
+		{"concurrency", w.Concurrency > 0},
 	} {
 		if k.set {
 			v.iss.add("workload."+k.key, "not supported with workload.shards yet (the shards get the workload as llmchaos load flags): use an open-loop rate, or shards: 1")
