@@ -28,7 +28,9 @@ var layers = []struct {
 	// Field paths and the problems keyed by them, which every front end
 	// names its own way.
 	{"internal/field", nil},
-	{"internal", nil},
+	// internal/kube's pod target keys its problems by field, as the fault
+	// params that hold it do.
+	{"internal", []string{"internal/field"}},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
 	// that nothing but cmd imports it).
@@ -40,7 +42,9 @@ var layers = []struct {
 	{"assertions", []string{"xk6-llm", "internal/field"}},
 	{"report", []string{"assertions", "xk6-llm", "internal/junit", "internal/field"}},
 	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field"}},
-	{"faults", []string{"simcontract", "internal"}},
+	// A fault family checks its params and keys each problem by its
+	// field (faults[i].params.KEY in an experiment file).
+	{"faults", []string{"simcontract", "internal", "internal/field"}},
 	// The run pipelines (load, script), above what they combine and below
 	// everything that calls them.
 	{"pipeline", []string{"telemetry", "report", "assertions", "xk6-llm", "internal/field"}},

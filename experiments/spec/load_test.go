@@ -183,6 +183,18 @@ func TestLoadPositions(t *testing.T) {
 			want: []string{`t.yaml:8:83: faults[0].params.latency: latency: 0s, want more than 0`},
 		},
 		{
+			// A problem of a nested key is at that key's value, named by
+			// its path: the fault family keys it by field.
+			name: "fault params: nested key",
+			src:  edit(8, "  - {name: kill, type: replica.kill, at: 10s, duration: 10s, params: {select: {mode: count, value: 0}}}"),
+			want: []string{`t.yaml:8:100: faults[0].params.select.value: select.value: 0, mode count needs at least 1`},
+		},
+		{
+			name: "fault params: a key that depends on another",
+			src:  edit(8, "  - {name: kill, type: replica.kill, at: 10s, duration: 10s, params: {via: engine}}"),
+			want: []string{`t.yaml:8:76: faults[0].params.via: via: engine is for the docker and kubernetes drivers, not process`},
+		},
+		{
 			name: "fault params: unknown key",
 			src:  edit(8, "  - {name: slow, type: network.latency, at: 10s, duration: 10s, params: {latency: 100ms, jiter: 5ms}}"),
 			want: []string{`t.yaml:8:90: faults[0].params.jiter: unknown key "jiter"; did you mean "jitter"?`},

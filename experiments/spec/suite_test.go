@@ -220,7 +220,7 @@ experiments:
 		{"a threshold naming no fault of the experiment", "overrides:\n  thresholds: {\"e2e{fault:nope}\": [\"p(99)<1s\"]}\nexperiments:\n  - {path: exp/lat.yaml}\n", Overrides{},
 			[]string{`DIR/s.yaml:5:3: overrides: with these overrides, DIR/exp/lat.yaml: thresholds["e2e{fault:nope}"]: fault "nope" is not declared under faults (declared: slow)`}},
 		{"the suite's target does not fit a fault", "target: {llm: {url: \"http://127.0.0.1:9/v1\"}}\nexperiments:\n  - {path: exp/kill.yaml}\n", Overrides{},
-			[]string{"DIR/s.yaml:4:10: target: with the suite's target, DIR/exp/kill.yaml: faults[0].params: target: the process driver needs"}},
+			[]string{"DIR/s.yaml:4:10: target: with the suite's target, DIR/exp/kill.yaml: faults[0].params.target: target: the process driver needs"}},
 		{"the command line's overrides", "experiments:\n  - {path: exp/lat.yaml}\n", Overrides{Duration: Duration(5 * time.Second)},
 			[]string{"--duration: DIR/exp/lat.yaml: 5s: the load would end before fault(s) slow (10s to 20s) end"}},
 		{"an experiment's own problem stays in its file", "experiments:\n  - {path: exp/bad.yaml}\n", Overrides{},

@@ -762,28 +762,30 @@ func (v *validator) faultParams(i int, p string, f Fault, ft FaultType) {
 		ft.FromKubernetes(params, v.s.Target.Kubernetes.Env())
 	}
 	// Checked even when some keys did not decode, so that every problem
-	// shows at once; a message about a key that did not decode would only
-	// repeat its problem.
-	err := ft.Check(params)
-	if err == nil {
-		return
-	}
-	for _, m := range problemMessages(err) {
-		q := p
-		for k := range f.Params {
-			if strings.HasPrefix(m, k+":") || strings.HasPrefix(m, k+" ") {
-				q = child(p, k)
-				break
-			}
-		}
-		if q != p && v.dec.broken[q] {
+	// shows at once; a problem of a key that did not decode would only
+	// repeat its problem. The type keys each problem by its field under
+	// the params.
+	for _, q := range ft.Check(params) {
+		path := string(q.Path.Under(field.Path(p)))
+		if v.brokenUnder(path, p) {
 			continue
 		}
-		if fromKube && v.kubeBroken && strings.HasPrefix(m, "target") {
+		if fromKube && v.kubeBroken && within(string(q.Path), "target") {
 			continue // the target's pods, whose problems are reported at target.kubernetes
 		}
-		v.iss.add(q, "%s", m)
+		v.iss.add(path, "%s", oneLine(q.Message(nil)))
 	}
+}
+
+// brokenUnder reports whether the value at path, or a key above it up to
+// (not including) root, did not decode.
+func (v *validator) brokenUnder(path, root string) bool {
+	for q := path; q != root && q != ""; q = parentPath(q) {
+		if v.dec.broken[q] {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) steadyState() {

@@ -108,7 +108,7 @@ func TestValidateRules(t *testing.T) {
 			s.Faults[0].Target = nil
 			s.Faults[0].Params = map[string]any{"percent": 200}
 		}, []string{
-			"faults[0].params: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)",
+			"faults[0].params.netns: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)",
 			"faults[0].params.percent: percent: must be in (0, 100], got 200",
 		}},
 		{"params of the wrong type", func(s *Spec) { s.Faults[0].Params["latency"] = 100 },
@@ -227,7 +227,7 @@ func TestFaultTypes(t *testing.T) {
 			if len(iss) > 0 {
 				t.Fatalf("good params do not decode: %+v", iss)
 			}
-			if err := ft.Check(p); err != nil {
+			if err := ft.Check(p).Err(); err != nil {
 				t.Errorf("good params: %v", err)
 			}
 			p = ft.NewParams()
@@ -236,8 +236,8 @@ func TestFaultTypes(t *testing.T) {
 			for _, is := range iss {
 				msgs = append(msgs, is.msg)
 			}
-			if err := ft.Check(p); err != nil {
-				msgs = append(msgs, problemMessages(err)...)
+			for _, q := range ft.Check(p) {
+				msgs = append(msgs, q.Error())
 			}
 			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, tt.wantBad) }) {
 				t.Errorf("bad params: problems %q, want one starting %q", msgs, tt.wantBad)

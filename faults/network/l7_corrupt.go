@@ -3,8 +3,6 @@ package network
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -84,17 +82,17 @@ func (p *DuplicateParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *DuplicateParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.Events < 1 {
-		errs = append(errs, fmt.Errorf("events: %d, want 1 or more", p.Events))
+		ps.AddNamed("events", ": %d, want 1 or more", p.Events)
 	}
 	if p.AfterTokens < p.Events {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want at least events (%d): only delivered events can be sent again", p.AfterTokens, p.Events))
+		ps.AddNamed("after_tokens", ": %d, want at least events (%d): only delivered events can be sent again", p.AfterTokens, p.Events)
 	}
 	if p.Gap < 0 {
-		errs = append(errs, fmt.Errorf("gap: %v, want 0 or more", p.Gap))
+		ps.AddNamed("gap", ": %v, want 0 or more", p.Gap)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *DuplicateParams) build(seed uint64) runtimeToxic {
@@ -131,14 +129,14 @@ func (p *DropParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *DropParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
 	if p.Events < 1 {
-		errs = append(errs, fmt.Errorf("events: %d, want 1 or more", p.Events))
+		ps.AddNamed("events", ": %d, want 1 or more", p.Events)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *DropParams) build(seed uint64) runtimeToxic {
@@ -199,11 +197,11 @@ func (p *FlipParams) withDefaults() ProxyParams   { return &FlipParams{p.Positio
 
 // Validate implements ProxyParams.
 func (p *PositionParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p PositionParams) buildKind(seed uint64, kind corruptKind) runtimeToxic {

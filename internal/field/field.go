@@ -132,6 +132,13 @@ func (ps *Problems) Add(p Path, format string, args ...any) {
 	*ps = append(*ps, Errorf(p, format, args...))
 }
 
+// AddNamed appends the problem of field p whose message opens with the
+// field's name as the front end names it; format is what follows the
+// name (": %v, want more than 0").
+func (ps *Problems) AddNamed(p Path, format string, args ...any) {
+	*ps = append(*ps, Errorf(p, "%s"+format, append([]any{p}, args...)...))
+}
+
 // Err returns ps as an error, nil when it holds no problem.
 func (ps Problems) Err() error {
 	if len(ps) == 0 {

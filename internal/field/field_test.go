@@ -43,6 +43,23 @@ func TestProblemNamedByFrontEnd(t *testing.T) {
 	}
 }
 
+// A problem added with its field's name first names the field as the
+// front end does, wherever it stands.
+func TestAddNamedOpensWithTheField(t *testing.T) {
+	t.Parallel()
+	var ps Problems
+	ps.AddNamed(Path("select").Key("value"), ": %d, want 1 or more", 0)
+	if len(ps) != 1 || ps[0].Path != "select.value" || ps[0].Error() != "select.value: 0, want 1 or more" {
+		t.Fatalf("AddNamed: %+v (%q)", ps, ps.Error())
+	}
+	if got, want := ps.Under("faults[0].params")[0].Error(), "faults[0].params.select.value: 0, want 1 or more"; got != want {
+		t.Errorf("Under: %q, want %q", got, want)
+	}
+	if got, want := ps[0].Message(func(f Path) string { return "<" + string(f) + ">" }), "<select.value>: 0, want 1 or more"; got != want {
+		t.Errorf("named by a front end: %q, want %q", got, want)
+	}
+}
+
 func TestOfFindsProblemsThroughJoinsAndWrappers(t *testing.T) {
 	t.Parallel()
 	var ps Problems
