@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 )
 
@@ -77,7 +78,7 @@ func TestValidatePromQL(t *testing.T) {
 				t.Fatalf("test file lacks %q", tt.old)
 			}
 			_, _, err := spec.Parse("t.yaml", []byte(strings.Replace(promqlFile, tt.old, tt.new, 1)))
-			var ps spec.Problems
+			var ps field.Problems
 			if !errors.As(err, &ps) {
 				t.Fatalf("Parse: got %v, want Problems", err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // DefaultName is a suite's name when no suite file names it and it is not
@@ -62,9 +63,9 @@ type Selection struct {
 // suite file also names the plan, as does a single directory. Problems
 // hold everything wrong, in the files where it is; the error is for a
 // path that cannot be read at all.
-func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
+func Load(args []string, sel Selection) (*Plan, field.Problems, error) {
 	p := &Plan{Name: DefaultName, Files: args, HealthTimeout: spec.DefaultSuiteHealthTimeout, ContinueOnFail: true}
-	var ps spec.Problems
+	var ps field.Problems
 	suites, dirs := 0, 0
 	settingsFrom := ""
 	for _, arg := range args {
@@ -80,7 +81,9 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 				return nil, nil, fmt.Errorf("suite: %w", err)
 			}
 			if len(files) == 0 {
-				ps = append(ps, spec.Problem{File: arg, Msg: "the directory holds no experiment file (*.yaml)"})
+				p := field.Errorf("", "the directory holds no experiment file (*.yaml)")
+				p.File = arg
+				ps = append(ps, p)
 				continue
 			}
 			dirs++
@@ -95,10 +98,10 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 				break
 			}
 			suites++
-			var warns spec.Problems
+			var warns field.Problems
 			s, warns, err = spec.LoadSuite(arg)
 			if err != nil {
-				if eps, ok := err.(spec.Problems); ok {
+				if eps, ok := err.(field.Problems); ok {
 					ps = append(ps, eps...)
 					continue
 				}
@@ -130,7 +133,7 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 		return nil, ps, nil
 	}
 	if len(p.Items) == 0 {
-		return nil, append(ps, spec.Problem{Msg: "no experiment to run: give a directory of experiment files, a suite file or experiment files"}), nil
+		return nil, append(ps, field.Errorf("", "no experiment to run: give a directory of experiment files, a suite file or experiment files")), nil
 	}
 	return p, ps, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -279,7 +280,7 @@ func classify(out *experiments.Outcome, err error) (Status, int, string) {
 		if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 			return StatusRevertFailed, exitcode.RevertFailed, err.Error()
 		}
-		var ps spec.Problems
+		var ps field.Problems
 		if errors.As(err, &ps) {
 			return StatusError, exitcode.Usage, err.Error()
 		}

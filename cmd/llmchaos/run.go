@@ -15,6 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
@@ -328,7 +329,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 // loadError prints every problem of an invalid experiment file to stderr,
 // one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
 func loadError(err error, stderr io.Writer) error {
-	var ps spec.Problems
+	var ps field.Problems
 	if !errors.As(err, &ps) {
 		return err
 	}
@@ -348,7 +349,7 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 		return withCode(exitcode.RevertFailed, err)
 	}
-	var ps spec.Problems
+	var ps field.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}
@@ -374,8 +375,10 @@ func (c runConfig) overrideSteps() []spec.Step {
 	}
 	return []spec.Step{{
 		Apply: c.overrides,
-		Blame: func(q spec.Problem) spec.Problem {
-			return spec.Problem{Path: "with --duration/--threshold/--rate", Msg: q.File + ": " + q.Path + ": " + q.Msg, Severity: q.Severity}
+		Blame: func(q field.Problem) field.Problem {
+			p := field.Errorf("with --duration/--threshold/--rate", "%s: %s: %s", q.File, q.Path, q.Message(nil))
+			p.Warning = q.Warning
+			return p
 		},
 	}}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -56,7 +57,7 @@ func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 			continue
 		}
 		_, warns, err := spec.LoadExperiment(f, spec.LoadOptions{})
-		var ps spec.Problems
+		var ps field.Problems
 		switch {
 		case err == nil:
 			for _, w := range warns {
@@ -83,7 +84,7 @@ func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 // reports whether they are all valid.
 func validateSuite(f string, stdout io.Writer) bool {
 	s, warns, err := spec.LoadSuite(f)
-	var ps spec.Problems
+	var ps field.Problems
 	switch {
 	case errors.As(err, &ps):
 		for _, p := range ps {

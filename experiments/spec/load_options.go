@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // LoadOptions change what LoadExperiment resolves: settings given from
@@ -32,13 +34,13 @@ type LoadOptions struct {
 type Step struct {
 	// Apply makes the change. An error says that it cannot be made: the
 	// experiment is then not resolved, and the error is among the
-	// problems (as they are when it is a Problems or a Problem, else as
+	// problems (as they are when it is a field.Problems or a field.Problem, else as
 	// one problem of its message).
 	Apply func(*Spec) error
 	// Blame places a problem the step brings in, one the experiment does
 	// not have before it: p has the experiment file as File, its key path
 	// and message, and no position (nil: kept as it is).
-	Blame func(p Problem) Problem
+	Blame func(p field.Problem) field.Problem
 }
 
 // apply sets what o gives on a decoded spec.
@@ -60,8 +62,8 @@ func absPath(p string) string {
 // (Experiment): o's steps made and its settings applied, the capacity
 // file read for a rate given as a share, every check run once, each
 // problem with its file:line:col. The problems returned are warnings; an
-// error is a Problems.
-func LoadExperiment(path string, o LoadOptions) (*Experiment, Problems, error) {
+// error is a field.Problems.
+func LoadExperiment(path string, o LoadOptions) (*Experiment, field.Problems, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
@@ -72,7 +74,7 @@ func LoadExperiment(path string, o LoadOptions) (*Experiment, Problems, error) {
 // ParseExperiment is LoadExperiment of a file's contents; name is the
 // file name used in problems and for relative paths ("" : the working
 // directory's).
-func ParseExperiment(name string, data []byte, o LoadOptions) (*Experiment, Problems, error) {
+func ParseExperiment(name string, data []byte, o LoadOptions) (*Experiment, field.Problems, error) {
 	o.applyCapacity = true
 	_, ps, x := parse(name, data, o)
 	if err := ps.Err(); err != nil {

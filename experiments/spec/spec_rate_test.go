@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // capacityDoc is an experiment whose workload line is given.
@@ -70,7 +72,7 @@ func TestRateAsAShareOfCapacity(t *testing.T) {
 				t.Fatalf("valid, want %q", tt.want)
 			}
 			var lines []string
-			for _, p := range err.(Problems) {
+			for _, p := range err.(field.Problems) {
 				lines = append(lines, p.Error())
 			}
 			if len(lines) != len(tt.want) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // SuiteItem is one experiment of a suite, resolved: loaded from its file,
@@ -32,7 +34,7 @@ type SuiteItem struct {
 	// Warnings are the experiment's warnings with the suite applied: the
 	// file's own at their place in it, those the suite brings in where
 	// the suite writes what brought them in.
-	Warnings Problems
+	Warnings field.Problems
 }
 
 // Resolve loads every experiment the suite lists, in order (a directory
@@ -46,9 +48,9 @@ type SuiteItem struct {
 // the experiment file and its key. What extra breaks has no position in a
 // file (it came from the command line). An item with errors is left out
 // of the result.
-func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
+func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, field.Problems) {
 	var items []SuiteItem
-	var ps Problems
+	var ps field.Problems
 	base := filepath.Dir(s.file)
 	for i, e := range s.Experiments {
 		p := index("experiments", i)
@@ -58,16 +60,16 @@ func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
 		}
 		files := []string{path}
 		if fi, err := os.Stat(path); err != nil {
-			ps = append(ps, s.at(p+".path", SeverityError, "%s: %v", path, errors.Unwrap(err)))
+			ps = append(ps, s.at(p+".path", false, "%s: %v", path, errors.Unwrap(err)))
 			continue
 		} else if fi.IsDir() {
 			list, err := ExperimentFiles(path)
 			if err != nil {
-				ps = append(ps, s.at(p+".path", SeverityError, "directory %s: %v", path, err))
+				ps = append(ps, s.at(p+".path", false, "directory %s: %v", path, err))
 				continue
 			}
 			if len(list) == 0 {
-				ps = append(ps, s.at(p+".path", SeverityError, "directory %s holds no experiment file (*.yaml)", path))
+				ps = append(ps, s.at(p+".path", false, "directory %s holds no experiment file (*.yaml)", path))
 				continue
 			}
 			files = list
@@ -86,18 +88,20 @@ func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
 // resolveOne loads the experiment file f of entry i with the suite
 // applied to it (the suite's target, its overrides merged with the
 // entry's, then extra) and resolves it once.
-func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Problems) {
+func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, field.Problems) {
 	e := s.Experiments[i]
 	p := index("experiments", i)
 	if k, err := FileKind(f); err == nil && k == KindSuite {
-		return nil, Problems{s.at(p+".path", SeverityError, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
+		return nil, field.Problems{s.at(p+".path", false, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
 	}
-	what := func(q Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Msg) }
+	what := func(q field.Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Message(nil)) }
 	var steps []Step
 	if s.Target != nil {
 		steps = append(steps, Step{
 			Apply: func(exp *Spec) error { exp.Target = s.Target.clone(); return nil },
-			Blame: func(q Problem) Problem { return s.at("target", q.Severity, "with the suite's target, %s", what(q)) },
+			Blame: func(q field.Problem) field.Problem {
+				return s.at("target", q.Warning, "with the suite's target, %s", what(q))
+			},
 		})
 	}
 	file := s.Overrides.Merge(e.Overrides)
@@ -112,13 +116,15 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Proble
 				if err == nil {
 					return nil
 				}
-				var ps Problems
+				var ps field.Problems
 				for _, oe := range overrideErrors(err) {
-					ps = append(ps, s.at(oPath+"."+oe.Key, SeverityError, "%s: %s", f, oe.Msg))
+					ps = append(ps, s.at(oPath+"."+oe.Key, false, "%s: %s", f, oe.Msg))
 				}
 				return ps
 			},
-			Blame: func(q Problem) Problem { return s.at(oPath, q.Severity, "with these overrides, %s", what(q)) },
+			Blame: func(q field.Problem) field.Problem {
+				return s.at(oPath, q.Warning, "with these overrides, %s", what(q))
+			},
 		})
 	}
 	if !extra.IsZero() {
@@ -128,24 +134,24 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Proble
 				if err == nil {
 					return nil
 				}
-				var ps Problems
+				var ps field.Problems
 				for _, oe := range overrideErrors(err) {
-					ps = append(ps, Problem{Path: "--" + strings.ReplaceAll(oe.Key, "_", "-"), Msg: fmt.Sprintf("%s: %s", f, oe.Msg)})
+					ps = append(ps, problemAt("", 0, 0, "--"+strings.ReplaceAll(oe.Key, "_", "-"), fmt.Sprintf("%s: %s", f, oe.Msg), false))
 				}
 				return ps
 			},
-			Blame: func(q Problem) Problem {
-				return Problem{Path: "command-line overrides", Msg: what(q), Severity: q.Severity}
+			Blame: func(q field.Problem) field.Problem {
+				return problemAt("", 0, 0, "command-line overrides", what(q), q.Warning)
 			},
 		})
 	}
 	x, warns, err := LoadExperiment(f, LoadOptions{Capacity: extra.Capacity, Steps: steps})
 	if err != nil {
-		var eps Problems
+		var eps field.Problems
 		if errors.As(err, &eps) {
 			return nil, eps
 		}
-		return nil, Problems{s.at(p+".path", SeverityError, "%v", err)}
+		return nil, field.Problems{s.at(p+".path", false, "%v", err)}
 	}
 	return &SuiteItem{
 		Entry: i, File: f, Experiment: x, Overrides: file.Merge(extra),
@@ -169,13 +175,14 @@ func overrideErrors(err error) []*OverrideError {
 	return []*OverrideError{{Key: "overrides", Msg: err.Error()}}
 }
 
-// at returns a problem at key path p of the suite file.
-func (s *Suite) at(p string, sev Severity, format string, args ...any) Problem {
-	is := issue{path: p, offset: -1, msg: fmt.Sprintf(format, args...), sev: sev}
+// at returns a problem at key path p of the suite file (a warning when
+// warn is set).
+func (s *Suite) at(p string, warn bool, format string, args ...any) field.Problem {
+	is := issue{path: p, offset: -1, msg: fmt.Sprintf(format, args...), warn: warn}
 	if s.doc != nil {
 		return s.doc.locate(is)
 	}
-	return Problem{File: s.file, Path: p, Msg: is.msg, Severity: sev}
+	return problemAt(s.file, 0, 0, p, is.msg, warn)
 }
 
 // clone returns a copy of t that shares nothing mutable with it.

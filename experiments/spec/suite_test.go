@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // suiteLines parses a suite file's text and returns its problems as
@@ -15,13 +17,13 @@ import (
 func suiteLines(t *testing.T, src string) []string {
 	t.Helper()
 	_, warns, err := ParseSuite("s.yaml", []byte(src))
-	var ps Problems
+	var ps field.Problems
 	switch {
 	case err == nil:
 		ps = warns
 	case errors.As(err, &ps):
 	default:
-		t.Fatalf("not a Problems error: %v", err)
+		t.Fatalf("not a field.Problems error: %v", err)
 	}
 	out := make([]string, len(ps))
 	for i, p := range ps {
@@ -83,7 +85,7 @@ func TestLoadSuitePositions(t *testing.T) {
 // An experiment file given to Load when it is a suite file says so, once.
 func TestLoadOfASuiteFileSaysSo(t *testing.T) {
 	_, _, err := Parse("s.yaml", []byte(baseSuite))
-	var ps Problems
+	var ps field.Problems
 	if !errors.As(err, &ps) || len(ps) != 1 || !strings.Contains(ps[0].Error(), "s.yaml:2:7: kind: this is a suite file (kind: Suite): run it with llmchaos suite") {
 		t.Errorf("problems %v, want one saying it is a suite file", err)
 	}
@@ -201,7 +203,7 @@ experiments:
 		if want := []string{"kill", "lat", "other"}; !slices.Equal(names, want) {
 			t.Errorf("experiments %v, want %v", names, want)
 		}
-		if len(ps) != 1 || ps[0].File != filepath.Join(dir, "exp/bad.yaml") || ps[0].Line != 6 || !strings.Contains(ps[0].Msg, `unknown key "rat"`) {
+		if len(ps) != 1 || ps[0].File != filepath.Join(dir, "exp/bad.yaml") || ps[0].Line != 6 || !strings.Contains(ps[0].Message(nil), `unknown key "rat"`) {
 			t.Errorf("problems %v, want bad.yaml:6's unknown key", ps)
 		}
 	})
@@ -415,15 +417,15 @@ func FuzzParseSuite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var (
 			s     *Suite
-			warns Problems
+			warns field.Problems
 			err   error
 		)
 		boundedAlloc(t, "ParseSuite", func() { s, warns, err = ParseSuite("fuzz.yaml", data) })
 		ps := warns
 		if err != nil {
 			var ok bool
-			if ps, ok = err.(Problems); !ok {
-				t.Fatalf("error %T %v, want Problems", err, err)
+			if ps, ok = err.(field.Problems); !ok {
+				t.Fatalf("error %T %v, want field.Problems", err, err)
 			}
 			if s != nil {
 				t.Fatalf("a suite with errors")

@@ -29,8 +29,8 @@ import (
 // Validate checks s without changing it (it fills no defaults: that is
 // WithDefaults) and returns every problem found, errors and warnings, in
 // path order; nil when there is none. A spec is valid when
-// Validate().Err() is nil. Problems of a spec built in code carry key paths
-// but no file positions; Load's carry both.
+// Validate().Err() is nil. The problems of a spec built in code carry key
+// paths but no file positions; Load's carry both.
 //
 // It checks: apiVersion and kind; the name; exactly one target kind and its
 // settings; proxies; the workload as `llmchaos load` would run it; steady
@@ -43,22 +43,22 @@ import (
 // is an error (it would not run as written); a fault that leaves less than
 // the recovery hold before the load ends is a warning (its recovery cannot
 // be seen, so it will report recovered: false).
-func (s *Spec) Validate() Problems { return s.ValidateFile("") }
+func (s *Spec) Validate() field.Problems { return s.ValidateFile("") }
 
 // ValidateFile is Validate for the spec of the experiment file at file:
 // the relative paths it holds (workload.script) are resolved from the
 // file's directory ("" file: the working directory), as the runner
 // resolves them.
-func (s *Spec) ValidateFile(file string) Problems {
+func (s *Spec) ValidateFile(file string) field.Problems {
 	iss := s.check(nil, baseDir(file))
 	if len(iss) == 0 {
 		return nil
 	}
-	ps := make(Problems, len(iss))
+	ps := make(field.Problems, len(iss))
 	for i, is := range iss {
-		ps[i] = Problem{Path: is.path, Msg: is.msg, Severity: is.sev}
+		ps[i] = problemAt("", 0, 0, is.path, is.msg, is.warn)
 	}
-	ps.sort()
+	sortProblems(ps)
 	return ps
 }
 

@@ -166,24 +166,6 @@ func TestValidateFillsNothing(t *testing.T) {
 	}
 }
 
-func TestProblemsErr(t *testing.T) {
-	warn := Problems{{Path: "a", Msg: "w", Severity: SeverityWarning}}
-	if warn.Err() != nil {
-		t.Errorf("warnings alone are an error")
-	}
-	both := append(warn, Problem{File: "f.yaml", Line: 3, Col: 7, Path: "b", Msg: "e"})
-	err := both.Err()
-	if err == nil {
-		t.Fatal("an error is not an error")
-	}
-	if got, want := err.Error(), "warning: a: w\nf.yaml:3:7: b: e"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
-	}
-	if got := len(both.Errors()); got != 1 {
-		t.Errorf("Errors() has %d, want 1", got)
-	}
-}
-
 // Every fault type faults/network, faults/replica, faults/gpu and
 // faults/chaosmesh define is
 // in FaultTypes, its params decode, and Check accepts good params and
