@@ -51,14 +51,20 @@ func countResolution(t *testing.T, f func()) (decodes, validations int64) {
 	return d.Load(), v.Load()
 }
 
-// useBinaryAsHelper makes the verbs run in the test's process start their
-// helpers (proxies) from the built llmchaos.
-func useBinaryAsHelper(t *testing.T) {
+// oneFaultSetup serves the simulator, makes the verbs run in the test's
+// process start their helpers (proxies) from the built llmchaos, and
+// writes oneFaultExperiment with the workload given into a directory of
+// its own; it returns the file.
+func oneFaultSetup(t *testing.T, workload string) string {
 	t.Helper()
 	bin := needBinary(t)
 	old := ownExecutable
 	ownExecutable = func() (string, error) { return bin, nil }
 	t.Cleanup(func() { ownExecutable = old })
+	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
+	file := filepath.Join(t.TempDir(), "one-fault.yaml")
+	writeFile(t, file, oneFaultExperiment(url, workload))
+	return file
 }
 
 // checkFaultRan fails the test unless the run.json at path records the
@@ -102,11 +108,7 @@ func checkOnce(t *testing.T, decodes, validations int64) {
 // command line's overrides too, which change the file before its one
 // resolution.
 func TestRunResolvesOnce(t *testing.T) {
-	useBinaryAsHelper(t)
-	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
-	dir := t.TempDir()
-	file := filepath.Join(dir, "one-fault.yaml")
-	writeFile(t, file, oneFaultExperiment(url, "{preset: chat, rate: 20, duration: 4s, input_tokens: 16, output_tokens: 4}"))
+	file := oneFaultSetup(t, "{preset: chat, rate: 20, duration: 4s, input_tokens: 16, output_tokens: 4}")
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -134,11 +136,9 @@ func TestRunResolvesOnce(t *testing.T) {
 // once and its arrival config validated once, for the plan, the health
 // check and the run.
 func TestSuiteResolvesOnce(t *testing.T) {
-	useBinaryAsHelper(t)
-	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
-	dir := t.TempDir()
+	file := oneFaultSetup(t, "{preset: chat, rate: 50%, capacity: capacity.json, duration: 4s, input_tokens: 16, output_tokens: 4}")
+	dir := filepath.Dir(file)
 	writeFile(t, filepath.Join(dir, "capacity.json"), `{"kind":"llmchaos-capacity","version":1,"mode":"rate","unit":"req/s","status":"found","workload":{"preset":"chat"},"knee":{"load":40}}`)
-	writeFile(t, filepath.Join(dir, "one-fault.yaml"), oneFaultExperiment(url, "{preset: chat, rate: 50%, capacity: capacity.json, duration: 4s, input_tokens: 16, output_tokens: 4}"))
 	suiteFile := filepath.Join(dir, "suite.yaml")
 	writeFile(t, suiteFile, `apiVersion: llmchaos/v1
 kind: Suite
@@ -167,12 +167,8 @@ experiments:
 // once (the game day's load lasts until it is ended, --max-duration here,
 // and is paced live, without a second check).
 func TestGameDayResolvesOnce(t *testing.T) {
-	useBinaryAsHelper(t)
-	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
-	dir := t.TempDir()
-	file := filepath.Join(dir, "one-fault.yaml")
-	writeFile(t, file, oneFaultExperiment(url, "{preset: chat, rate: 20, duration: 5s, input_tokens: 16, output_tokens: 4}"))
-	out := filepath.Join(dir, "run")
+	file := oneFaultSetup(t, "{preset: chat, rate: 20, duration: 5s, input_tokens: 16, output_tokens: 4}")
+	out := filepath.Join(filepath.Dir(file), "run")
 	var code int
 	decodes, validations := countResolution(t, func() {
 		g := startCmd(t, "gameday", file, "--no-guard", "--no-scrape", "--max-duration", "5s", "--out", out)

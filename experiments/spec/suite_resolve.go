@@ -110,40 +110,20 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, field.
 		oPath = "overrides"
 	}
 	if !file.IsZero() {
-		steps = append(steps, Step{
-			Apply: func(exp *Spec) error {
-				err := file.Apply(exp)
-				if err == nil {
-					return nil
-				}
-				var ps field.Problems
-				for _, oe := range overrideErrors(err) {
-					ps = append(ps, s.at(oPath+"."+oe.Key, false, "%s: %s", f, oe.Msg))
-				}
-				return ps
-			},
-			Blame: func(q field.Problem) field.Problem {
+		steps = append(steps, overrideStep(file,
+			func(oe *OverrideError) field.Problem { return s.at(oPath+"."+oe.Key, false, "%s: %s", f, oe.Msg) },
+			func(q field.Problem) field.Problem {
 				return s.at(oPath, q.Warning, "with these overrides, %s", what(q))
-			},
-		})
+			}))
 	}
 	if !extra.IsZero() {
-		steps = append(steps, Step{
-			Apply: func(exp *Spec) error {
-				err := extra.Apply(exp)
-				if err == nil {
-					return nil
-				}
-				var ps field.Problems
-				for _, oe := range overrideErrors(err) {
-					ps = append(ps, problemAt("", 0, 0, "--"+strings.ReplaceAll(oe.Key, "_", "-"), fmt.Sprintf("%s: %s", f, oe.Msg), false))
-				}
-				return ps
+		steps = append(steps, overrideStep(extra,
+			func(oe *OverrideError) field.Problem {
+				return problemAt("", 0, 0, "--"+strings.ReplaceAll(oe.Key, "_", "-"), fmt.Sprintf("%s: %s", f, oe.Msg), false)
 			},
-			Blame: func(q field.Problem) field.Problem {
+			func(q field.Problem) field.Problem {
 				return problemAt("", 0, 0, "command-line overrides", what(q), q.Warning)
-			},
-		})
+			}))
 	}
 	x, warns, err := LoadExperiment(f, LoadOptions{Capacity: extra.Capacity, Steps: steps})
 	if err != nil {
@@ -158,6 +138,24 @@ func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, field.
 		Tags: mergeTags(e.Tags, AutoTags(&x.Spec)), Weight: e.WeightOrDefault(),
 		Warnings: warns,
 	}, nil
+}
+
+// overrideStep is the step that applies o: an override that cannot apply
+// is the problem refused makes of it, one the overrides bring in is placed
+// by blame.
+func overrideStep(o Overrides, refused func(*OverrideError) field.Problem, blame func(field.Problem) field.Problem) Step {
+	return Step{
+		Apply: func(exp *Spec) error {
+			var ps field.Problems
+			if err := o.Apply(exp); err != nil {
+				for _, oe := range overrideErrors(err) {
+					ps = append(ps, refused(oe))
+				}
+			}
+			return ps.Err()
+		},
+		Blame: blame,
+	}
 }
 
 // overrideErrors returns the *OverrideErrors joined in err.
