@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/sim"
 )
 
 // probesExperiment is a short experiment with consistency probes: one fault
@@ -46,10 +47,17 @@ thresholds:
 // binary and returns its exit code, its output and its run.json.
 func runProbes(t *testing.T, target, fault string) (int, string, *report.Document) {
 	t.Helper()
+	return runProbesOf(t, probesExperiment, target, fault)
+}
+
+// runProbesOf is runProbes with another experiment of probesExperiment's
+// form.
+func runProbesOf(t *testing.T, experiment, target, fault string) (int, string, *report.Document) {
+	t.Helper()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "probes.yaml")
-	if err := os.WriteFile(file, fmt.Appendf(nil, probesExperiment, target, fault), 0o644); err != nil {
+	if err := os.WriteFile(file, fmt.Appendf(nil, experiment, target, fault), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "run"), "--progress", "0")
@@ -457,6 +465,40 @@ func TestRunProbesMigration(t *testing.T) {
 		}
 		if !diverged {
 			t.Errorf("no probe's answer got the resent span: %+v", doc.Consistency.Prompts)
+		}
+	})
+}
+
+// Against the simulator through stream.resume, which drops a stream's
+// upstream after 8 tokens and resumes it on a fresh request: a faithful
+// resume (every stream of the window; the load asks for exactly its
+// max_tokens, so a fresh answer is as long as the first) keeps every
+// answer whole and the run passes with consistency 1.0 and no integrity
+// error; one that sends 4 delivered tokens again is found as
+// integrity_resume_repeat by the checks and as a longer answer by the
+// probes, and the run fails naming output_consistency{phase:fault}.
+func TestRunProbesStreamResume(t *testing.T) {
+	exp := strings.Replace(probesExperiment, "output_tokens: 24}", "output_tokens: 24, ignore_eos: true}", 1)
+	t.Run("faithful", func(t *testing.T) {
+		code, out, doc := runProbesOf(t, exp, simTarget, "type: stream.resume, params: {after_tokens: 8, gap: 50ms}")
+		if code != exitcode.OK {
+			t.Fatalf("exit %d, want 0:\n%s", code, out)
+		}
+		checkClean(t, doc, out)
+		if f := doc.Faults; len(f) != 1 || f[0].RequestsActedOn == nil || *f[0].RequestsActedOn == 0 || !f[0].RevertOK {
+			t.Errorf("faults %+v: want the resume to have acted and been reverted", f)
+		}
+	})
+	t.Run("resend", func(t *testing.T) {
+		code, out, doc := runProbesOf(t, exp, simTarget, "type: stream.resume, params: {probability: 0.5, after_tokens: 8, resend: 4, gap: 400ms}")
+		checkDiverged(t, code, out, doc)
+		if !strings.Contains(out, "integrity_resume_repeat") {
+			t.Errorf("the report does not name integrity_resume_repeat:\n%s", out)
+		}
+		for _, p := range doc.Consistency.Prompts {
+			if d := p.Divergent; d != nil && len(d.Text) != len(p.Reference)+4*sim.BytesPerToken {
+				t.Errorf("prompt %q: divergent answer %q, want the reference %q with 4 tokens twice", p.Prompt, d.Text, p.Reference)
+			}
 		}
 	})
 }

@@ -32,6 +32,7 @@ func Types() []faults.Type {
 		reorderType(),
 		spliceType(),
 		flipType(),
+		resumeType(),
 		netnsLossType(),
 		netnsPartitionType(),
 		netnsBandwidthType(),
