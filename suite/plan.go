@@ -175,7 +175,7 @@ func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) er
 		if it.Filtered != "" {
 			mark = "skip"
 		}
-		fmt.Fprintf(&b, "  %s %2d. %s (%s) tags [%s]", mark, i+1, it.Name, it.File, strings.Join(it.Tags, ", "))
+		fmt.Fprintf(&b, "  %s %2d. %s (%s) tags [%s]", mark, i+1, it.Name, shownPath(it.File), strings.Join(it.Tags, ", "))
 		if it.Weight != spec.DefaultSuiteWeight {
 			fmt.Fprintf(&b, " weight %g", it.Weight)
 		}
@@ -202,4 +202,18 @@ func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) er
 		}
 	}
 	return nil
+}
+
+// shownPath is how a terminal line names an experiment file: relative to
+// the working directory where that is shorter ("experiments/catalog/x.yaml"
+// rather than a checkout's absolute path), else as given.
+func shownPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && len(rel) < len(p) {
+		return rel
+	}
+	return p
 }

@@ -150,7 +150,8 @@ func (r *suiteRun) run(ctx context.Context) error {
 			continue
 		}
 		n++
-		fmt.Fprintf(r.opts.Out, "\n═══ suite %s: experiment %d of %d: %s (%s) ═══\n", r.p.Name, n, total, it.Name, it.File)
+		head := fmt.Sprintf("═══ suite %s: experiment %d of %d: %s (%s) ═══", r.p.Name, n, total, it.Name, shownPath(it.File))
+		fmt.Fprintf(r.opts.Out, "\n%s\n", report.FitLine(head))
 		if r.ran && it.Spec.Target.LLM != nil {
 			h := r.waitHealthy(ctx, it)
 			e.Health = h

@@ -500,3 +500,20 @@ func TestRunRegressionFailsTheExperiment(t *testing.T) {
 		t.Errorf("JUnit lacks the failing regression testcase:\n%s", b.String())
 	}
 }
+
+func TestShownPathIsRelativeWhereShorter(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(wd, "experiments", "catalog", "network-latency.yaml")
+	if got, want := shownPath(deep), filepath.Join("experiments", "catalog", "network-latency.yaml"); got != want {
+		t.Errorf("shownPath(%q) = %q, want %q", deep, got, want)
+	}
+	if got := shownPath("x.yaml"); got != "x.yaml" {
+		t.Errorf("a relative path is shown as given, got %q", got)
+	}
+	if got := shownPath("/x.yaml"); got != "/x.yaml" {
+		t.Errorf("shownPath(/x.yaml) = %q, want it as given (shorter than a relative path)", got)
+	}
+}
