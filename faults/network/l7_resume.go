@@ -38,8 +38,8 @@ const TypeStreamResume = "stream.resume"
 type ResumeParams struct {
 	RequestMatch `yaml:",inline"`
 	AfterTokens  int           `json:"after_tokens,omitempty" yaml:"after_tokens,omitempty" doc:"token events delivered before the upstream connection is dropped" unit:"tokens" default:"8"`
-	Resend       int           `json:"resend,omitempty" yaml:"resend,omitempty" doc:"token events already delivered sent again at the resume point (0: a faithful migration)" unit:"events" default:"0"`
-	Gap          time.Duration `json:"gap,omitempty" yaml:"gap,omitempty" doc:"pause between the dropped connection and the fresh request (a router noticing the lost replica)" default:"100ms"`
+	Resend       int           `json:"resend,omitempty" yaml:"resend,omitempty" doc:"delivered token events sent again at the resume point" unit:"events" default:"0"`
+	Gap          time.Duration `json:"gap,omitempty" yaml:"gap,omitempty" doc:"pause before the fresh request (the router noticing the loss)" default:"100ms"`
 }
 
 // Type implements ProxyParams.
@@ -78,8 +78,8 @@ func (p *ResumeParams) build(seed uint64) runtimeToxic {
 }
 
 func resumeType() faults.Type {
-	return toxicType[ResumeParams](TypeStreamResume, "drop an SSE stream's upstream mid-stream and resume it on a fresh upstream request, as a migrating router",
-		true, faults.Sustained, "after_tokens: 8\nresend: 4\nprobability: 0.2")
+	return toxicType[ResumeParams](TypeStreamResume, "resume an SSE stream on a fresh upstream request (router migration)", true,
+		faults.Sustained, "after_tokens: 8\nresend: 4\nprobability: 0.2")
 }
 
 // errResumeFailed ends a stream whose resume failed: the client's
