@@ -106,7 +106,7 @@ func TestLoadPositions(t *testing.T) {
 		{
 			name: "list where a mapping is wanted",
 			src:  edit(5, "  sim: [2]"),
-			want: []string{`t.yaml:5:8: target.sim: got a list, want a mapping with keys replicas, model, latency, ttft, itl, max_num_seqs, max_waiting, max_model_len, gpu_memory, gpu_memory_utilization, mean_output_tokens, divergence, migrate, startup_time, restart_delay, seed`},
+			want: []string{`t.yaml:5:8: target.sim: got a list, want a mapping with keys replicas, model, latency, ttft, itl, max_num_seqs, max_waiting, max_model_len, gpu_memory, gpu_memory_utilization, mean_output_tokens, divergence, divergence_min_batch, migrate, startup_time, restart_delay, seed`},
 		},
 		{
 			name: "duration without a unit",

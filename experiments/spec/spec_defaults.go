@@ -199,6 +199,9 @@ func (t SimTarget) EngineConfig() (simconfig.Config, error) {
 	if t.Divergence != "" {
 		c.Divergence = t.Divergence
 	}
+	if t.DivergenceMinBatch != 0 {
+		c.DivergenceMinBatch = t.DivergenceMinBatch
+	}
 	if t.Seed != nil {
 		c.Seed = *t.Seed
 	}

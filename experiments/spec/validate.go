@@ -238,6 +238,13 @@ func (v *validator) simTarget(t SimTarget) {
 	default:
 		v.iss.add(p+".divergence", "%q: want %s or %s (or leave it out: never)", t.Divergence, simconfig.DivergencePreempt, simconfig.DivergenceBatch)
 	}
+	switch {
+	case t.DivergenceMinBatch == 0:
+	case t.Divergence != simconfig.DivergenceBatch:
+		v.iss.add(p+".divergence_min_batch", "applies to divergence: batch only; add divergence: batch")
+	case t.DivergenceMinBatch < 2:
+		v.iss.add(p+".divergence_min_batch", "%d: want 2 or more (a lone sequence is the reference)", t.DivergenceMinBatch)
+	}
 	switch t.Latency {
 	case "", simconfig.LatencyProfile, simconfig.LatencyConstant:
 	default:

@@ -22,6 +22,8 @@ const (
 	TypeStreamFlip      = "stream.flip"
 )
 
+// (stream.resume, which also acts through corruptBody, is in l7_resume.go.)
+
 // corruptKind is what a corruption toxic does to a stream.
 type corruptKind uint8
 
@@ -32,14 +34,15 @@ const (
 	corruptReorder
 	corruptSplice
 	corruptFlip
+	corruptResume
 )
 
 // corruptFate is the corruption a request drew (part of fate).
 type corruptFate struct {
 	kind  corruptKind
 	after int           // token events delivered before it acts
-	span  int           // events duplicated or dropped
-	gap   time.Duration // pause before a duplicated span
+	span  int           // events duplicated or dropped (resume: sent again)
+	gap   time.Duration // pause before a duplicated span (resume: before the fresh request)
 	by    *l7Toxic
 }
 
@@ -254,6 +257,7 @@ type corruptBody struct {
 	recent [][]byte // the last c.span token events (duplicate)
 	held   []byte   // the token event reorder holds back
 	acted  bool
+	resume resumeState
 }
 
 func newCorruptBody(ctx context.Context, src io.Reader, f *fate) *corruptBody {
@@ -263,6 +267,12 @@ func newCorruptBody(ctx context.Context, src io.Reader, f *fate) *corruptBody {
 // Read implements io.Reader.
 func (b *corruptBody) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
+		if b.resume.due {
+			if err := b.move(); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if b.err != nil {
 			if len(b.held) > 0 {
 				b.emit(b.held)
@@ -285,7 +295,11 @@ func (b *corruptBody) Read(p []byte) (int, error) {
 			}
 			ev := append([]byte(nil), b.pend[:end]...)
 			b.pend = b.pend[end:]
-			b.event(ev)
+			if b.resume.on {
+				b.continued(ev)
+			} else {
+				b.event(ev)
+			}
 		}
 	}
 	s := &b.out[0]
@@ -341,12 +355,19 @@ func (b *corruptBody) event(ev []byte) {
 		b.held = nil
 		return
 	}
-	if !isTokenEvent(ev) {
+	token := isTokenEvent(ev)
+	if token {
+		b.tokens++
+	}
+	if b.c.kind == corruptResume {
+		b.resumeEvent(ev, token)
+		return
+	}
+	if !token {
 		b.emit(ev)
 		return
 	}
-	i := b.tokens // this token event's index
-	b.tokens++
+	i := b.tokens - 1 // this token event's index
 	switch c := b.c; c.kind {
 	case corruptDuplicate:
 		b.emit(ev)

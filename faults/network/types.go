@@ -33,6 +33,7 @@ func Types() []faults.Type {
 		reorderType(),
 		spliceType(),
 		flipType(),
+		resumeType(),
 		netnsLossType(),
 		netnsPartitionType(),
 		netnsBandwidthType(),
