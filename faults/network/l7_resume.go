@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // TypeStreamResume cuts a stream from its upstream and resumes it on a
@@ -59,17 +60,17 @@ func (p *ResumeParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *ResumeParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 1 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 1 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 1 or more", p.AfterTokens)
 	}
 	if p.Resend < 0 || p.Resend > p.AfterTokens {
-		errs = append(errs, fmt.Errorf("resend: %d, want 0 to after_tokens (%d): only delivered events can be sent again", p.Resend, p.AfterTokens))
+		ps.AddNamed("resend", ": %d, want 0 to %s (%d): only delivered events can be sent again", p.Resend, field.Path("after_tokens"), p.AfterTokens)
 	}
 	if p.Gap < 0 {
-		errs = append(errs, fmt.Errorf("gap: %v, want 0 or more", p.Gap))
+		ps.AddNamed("gap", ": %v, want 0 or more", p.Gap)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *ResumeParams) build(seed uint64) runtimeToxic {
