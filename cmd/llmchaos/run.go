@@ -376,7 +376,11 @@ func (c runConfig) overrideSteps() []spec.Step {
 	return []spec.Step{{
 		Apply: c.overrides,
 		Blame: func(q field.Problem) field.Problem {
-			p := field.Errorf("with --duration/--threshold/--rate", "%s: %s: %s", q.File, q.Path, q.Message(nil))
+			what := "with --duration/--threshold/--rate the experiment is invalid"
+			if q.Warning {
+				what = "with --duration/--threshold/--rate"
+			}
+			p := field.Errorf("", "%s: %s: %s: %s", what, q.File, q.Path, q.Message(nil))
 			p.Warning = q.Warning
 			return p
 		},
