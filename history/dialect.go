@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx"
-	_ "modernc.org/sqlite"             // registers database/sql driver "sqlite" (pure Go)
+	_ "github.com/lib/pq"  // registers database/sql driver "postgres"
+	_ "modernc.org/sqlite" // registers database/sql driver "sqlite" (pure Go)
 )
 
 // dialect is what differs between the SQL databases a store runs on. The
@@ -46,7 +46,7 @@ var (
 		unixMicros: true,
 	}
 	postgresDialect = dialect{
-		name: "postgres", driver: "pgx", begin: "BEGIN",
+		name: "postgres", driver: "postgres", begin: "BEGIN",
 		// 0x6c6c6d6368616f73 is "llmchaos".
 		lock: "SELECT pg_advisory_xact_lock(7812726016436957043)",
 		migrationsTable: `CREATE TABLE IF NOT EXISTS llmchaos_schema_migrations (

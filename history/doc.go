@@ -11,7 +11,7 @@
 // encodes them) and the whole run.json, gzip-compressed. Two implementations share one
 // SQL layer: an embedded SQLite file (pure Go, modernc.org/sqlite, so the
 // static binary needs no cgo; .llmchaos/history.db by default) and
-// PostgreSQL (github.com/jackc/pgx/v5) for a team sharing one history. Open
+// PostgreSQL (github.com/lib/pq) for a team sharing one history. Open
 // picks one from a path or URL. The schema is versioned: each migration is
 // one numbered SQL file per dialect (migrations/), applied once, in order,
 // under a lock, and recorded in llmchaos_schema_migrations.

@@ -75,7 +75,7 @@ func resolve(location string) (d dialect, dsn, shown string, err error) {
 		if err != nil {
 			return d, "", "", fmt.Errorf("history: %s: not a PostgreSQL URL: %w", redactURL(location), err)
 		}
-		return postgresDialect, location, u.Redacted(), nil
+		return postgresDialect, withSSLModeDefault(location, u, os.Getenv("PGSSLMODE")), u.Redacted(), nil
 	case strings.Contains(location, "://"):
 		return d, "", "", fmt.Errorf("history %q: want a postgres:// URL or a file path for SQLite", redactURL(location))
 	}
@@ -93,6 +93,21 @@ func resolve(location string) (d dialect, dsn, shown string, err error) {
 	}
 	dsn = fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", p, busyTimeoutMs)
 	return sqliteDialect, dsn, p, nil
+}
+
+// withSSLModeDefault is location (parsed as u), with sslmode=prefer added
+// when neither it nor PGSSLMODE (envMode) names one: libpq's default (TLS
+// when the server offers it, else plain), which the driver's own default,
+// require, is not.
+func withSSLModeDefault(location string, u *url.URL, envMode string) string {
+	q := u.Query()
+	if q.Has("sslmode") || envMode != "" {
+		return location
+	}
+	q.Set("sslmode", "prefer")
+	v := *u
+	v.RawQuery = q.Encode()
+	return v.String()
 }
 
 // CheckLocation reports a location Open cannot take (a URL of another

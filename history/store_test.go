@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -372,5 +374,40 @@ func TestSQLiteConcurrentWriters(t *testing.T) {
 	runs, err := a.List(t.Context(), Query{})
 	if err != nil || len(runs) != 8 {
 		t.Fatalf("after 8 concurrent records: %d runs, %v", len(runs), err)
+	}
+}
+
+// TestPostgresURLWithoutSSLMode: a URL that names no sslmode reaches a
+// server without TLS (libpq's default, prefer: TLS only when offered),
+// while sslmode=require refuses it, saying why; an sslmode in the URL or
+// in PGSSLMODE is left as it is.
+func TestPostgresURLWithoutSSLMode(t *testing.T) {
+	srv := pgtest.Start(t)
+	loc := srv.NewDatabase(t)
+	bare := strings.TrimSuffix(loc, "?sslmode=disable")
+	if bare == loc {
+		t.Fatalf("test database URL %s: want one ending in ?sslmode=disable", loc)
+	}
+	s := open(t, bare)
+	if _, err := Record(t.Context(), s, synthRun(t, synth{seed: 1, n: 20}), RecordOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(t.Context(), bare+"?sslmode=require")
+	if err == nil || !strings.Contains(err.Error(), "SSL") {
+		t.Errorf("sslmode=require against a server without TLS = %v, want an SSL error", err)
+	}
+	for _, tt := range []struct{ location, env, want string }{
+		{"postgres://u@h/db", "", "postgres://u@h/db?sslmode=prefer"},
+		{"postgres://u@h/db?connect_timeout=5", "", "postgres://u@h/db?connect_timeout=5&sslmode=prefer"},
+		{"postgres://u@h/db?sslmode=verify-full", "", "postgres://u@h/db?sslmode=verify-full"},
+		{"postgres://u@h/db", "disable", "postgres://u@h/db"},
+	} {
+		u, err := url.Parse(tt.location)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := withSSLModeDefault(tt.location, u, tt.env); got != tt.want {
+			t.Errorf("withSSLModeDefault(%s, PGSSLMODE=%q) = %s, want %s", tt.location, tt.env, got, tt.want)
+		}
 	}
 }

@@ -1,21 +1,10 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
-	"regexp"
 	"strconv"
-	"strings"
-
-	xfont "golang.org/x/image/font"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Plot geometry, in SVG user units. The page scales each plot to the width
@@ -118,38 +107,6 @@ type timePlot struct {
 	SVG template.HTML
 }
 
-// hexColor parses "#rrggbb".
-func hexColor(s string, alpha uint8) color.Color {
-	v, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 16, 32)
-	if err != nil {
-		return color.Black
-	}
-	c := color.NRGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: alpha}
-	return c
-}
-
-// newPlot returns an empty plot in the report's style: a white
-// background, the axes' lines and ticks in the axis colour, their labels
-// in the report's font and text colour, no padding.
-func newPlot() *plot.Plot {
-	p := plot.New()
-	p.BackgroundColor = color.White
-	axisCol, textCol := hexColor(colAxis, 255), hexColor(colText, 255)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.LineStyle.Color = axisCol
-		a.LineStyle.Width = 0.8
-		a.Tick.LineStyle.Color = axisCol
-		a.Tick.LineStyle.Width = 0.8
-		a.Tick.Length = 4
-		a.Tick.Label.Font = sans(plotFontSize)
-		a.Tick.Label.Color = textCol
-		a.Label.TextStyle.Font = sans(plotFontSize)
-		a.Label.TextStyle.Color = textCol
-		a.Padding = 0
-	}
-	return p
-}
-
 // maxY returns the largest finite y of tp's lines, at least tp.yMin, and
 // 1 when that is not above 0.
 func (tp *timePlot) maxY() float64 {
@@ -167,153 +124,81 @@ func (tp *timePlot) maxY() float64 {
 	return ymax
 }
 
-func sans(size vg.Length) font.Font {
-	return font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
+// lineStyleOf is the stroke of a plot line: its colour, 1.6 wide unless
+// it says otherwise, dashed if it says so.
+func lineStyleOf(color string, width float64, dashed bool) lineStyle {
+	if width == 0 {
+		width = 1.6
+	}
+	ls := lineStyle{color: color, width: width}
+	if dashed {
+		ls.dashes = []float64{5, 3}
+	}
+	return ls
 }
 
 // render draws tp over [0, dur] seconds with the bands shaded beneath its
 // lines, as inline SVG.
-func (tp *timePlot) render(dur float64, bands []band) (err error) {
-	defer func() {
-		// gonum/plot panics on geometry it cannot draw; a report must
-		// still be written, so that becomes this plot's error.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot %s: %v", tp.ID, r)
-		}
-	}()
-	p := newPlot()
-	p.X.Label.Text = "seconds"
-	p.X.Label.Padding = 2
-	p.X.Min, p.X.Max = 0, math.Max(dur, 1)
-
+func (tp *timePlot) render(dur float64, bands []band) error {
 	ymax := tp.maxY()
-	p.Y.Min, p.Y.Max = 0, ymax*1.15 // headroom for the bands' labels
-	p.X.Tick.Marker = niceTicks{n: 6}
-	// The y axis's labels are drawn in a gutter of fixed width, so that
-	// every plot's data area starts at the same x and fault windows line
-	// up from one plot to the next.
-	p.Y.Tick.Marker = unlabelled{niceTicks{n: 4}}
-
-	p.Add(&gridPlotter{below: ymax, style: draw.LineStyle{Color: hexColor(colGrid, 255), Width: 0.8}})
-	p.Add(&bandPlotter{bands: bands})
-	for _, l := range tp.Lines {
-		w := l.Width
-		if w == 0 {
-			w = 1.6
-		}
-		sty := draw.LineStyle{Color: hexColor(l.Color, 255), Width: vg.Length(w)}
-		if l.Dashed {
-			sty.Dashes = []vg.Length{5, 3}
-		}
-		p.Add(&linePlotter{pts: decimate(l.pts, plotWidth), style: sty})
-	}
-	p.Add(&bandLabels{bands: bands}, &yLabels{ticker: niceTicks{n: 4}, style: p.Y.Tick.Label})
-
-	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotHeight))
-	p.Draw(draw.Crop(draw.New(c), plotGutter, -6, 0, 0))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
+	xmax, top := math.Max(dur, 1), ymax*1.15 // headroom for the bands' labels
+	c, err := newChart(plotWidth, plotHeight, 0, xmax, 0, top, niceTicks{n: 6}.ticks(0, xmax), niceTicks{n: 4}.ticks(0, top), "seconds")
+	if err != nil {
 		return fmt.Errorf("plot %s: %w", tp.ID, err)
 	}
-	tp.SVG = template.HTML(inlineSVG(b.String(), tp.Title)) //nolint:gosec // drawn here; vgsvg escapes its text
+	c.gridLines(ymax)
+	c.bands(bands)
+	for _, l := range tp.Lines {
+		c.dataLines(lineStyleOf(l.Color, l.Width, l.Dashed), decimate(l.pts, plotWidth))
+	}
+	c.bandLabels(bands)
+	c.yLabels()
+	tp.SVG = c.svg(tp.Title)
 	return nil
 }
 
-var (
-	svgOpen    = regexp.MustCompile(`(?s)^.*?<svg[^>]*>`)
-	svgFontFam = regexp.MustCompile(`font-family:Liberation Sans;`)
-)
-
-// inlineSVG turns a vgsvg document into an element for an HTML page: no
-// XML prolog, no namespace declarations (the HTML parser puts <svg> in the
-// SVG namespace itself), a viewBox that scales to its container, and fonts
-// that fall back to the metric-compatible Arial and Helvetica where
-// Liberation Sans is not installed.
-func inlineSVG(doc, label string) string {
-	open := fmt.Sprintf(`<svg class="plot" viewBox="0 0 %d %d" preserveAspectRatio="xMidYMid meet" role="img" aria-label="%s">`,
-		plotWidth, plotHeight, template.HTMLEscapeString(label))
-	doc = svgOpen.ReplaceAllLiteralString(doc, open)
-	return svgFontFam.ReplaceAllLiteralString(doc, `font-family:'Liberation Sans',Arial,Helvetica,sans-serif;`)
-}
-
-// bandPlotter shades the bands over the whole height of the plot.
-type bandPlotter struct{ bands []band }
-
-var _ plot.Plotter = (*bandPlotter)(nil)
-
-func (bp *bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	for _, b := range bp.bands {
+// bands shades the bands over the whole height of the data area; a
+// marker is a dashed line.
+func (c *chart) bands(bands []band) {
+	for _, b := range bands {
 		if b.marker {
-			x := trX(math.Min(math.Max(b.from, p.X.Min), p.X.Max))
-			c.StrokeLine2(draw.LineStyle{Color: hexColor(b.color, 200), Width: 1, Dashes: []vg.Length{3, 2}}, x, c.Min.Y, x, c.Max.Y)
+			x := c.x(math.Min(math.Max(b.from, c.xmin), c.xmax))
+			c.polyline(lineStyle{color: b.color, opacity: 200.0 / 255, width: 1, dashes: []float64{3, 2}}, [][2]float64{{x, c.top}, {x, c.bottom}})
 			continue
 		}
-		x0, x1 := bandX(trX, p, b)
-		c.FillPolygon(hexColor(b.color, b.alpha), []vg.Point{
-			{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y},
-		})
+		x0, x1 := c.bandX(b)
+		c.fillRect(b.color, float64(b.alpha)/255, x0, c.top, x1, c.bottom)
 	}
 }
 
-// bandX is where band b starts and ends on the canvas; a window too short
-// to see is still a line.
-func bandX(trX func(float64) vg.Length, p *plot.Plot, b band) (x0, x1 vg.Length) {
-	x0, x1 = trX(math.Max(b.from, p.X.Min)), trX(math.Min(b.to, p.X.Max))
+// bandX is where band b starts and ends in the data area; a window too
+// short to see is still a line.
+func (c *chart) bandX(b band) (x0, x1 float64) {
+	x0, x1 = c.x(math.Max(b.from, c.xmin)), c.x(math.Min(b.to, c.xmax))
 	if x1-x0 < 1 {
 		x1 = x0 + 1
 	}
 	return x0, x1
 }
 
-// bandLabels writes the bands' labels at the top of the plot, in the
-// headroom above the data, over everything else.
-type bandLabels struct{ bands []band }
-
-var _ plot.Plotter = (*bandLabels)(nil)
-
-func (bl *bandLabels) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	sty := draw.TextStyle{
-		Color: hexColor(colFaultText, 255), Font: sans(plotFontSize - 1),
-		XAlign: draw.XLeft, YAlign: draw.YTop, Handler: plot.DefaultTextHandler,
-	}
-	sty.Font.Weight = xfont.WeightBold
-	for _, b := range bl.bands {
+// bandLabels writes the bands' labels at the top of the data area, in the
+// headroom above the data, over everything else; a marker's at the
+// bottom, beside its line.
+func (c *chart) bandLabels(bands []band) {
+	ts := textStyle{color: colFaultText, size: plotFontSize - 1, bold: true, xAlign: alignLeft, yAlign: alignTop}
+	for _, b := range bands {
 		if b.label == "" {
 			continue
 		}
 		if b.marker {
-			ms := sty
-			ms.Color, ms.YAlign = hexColor(b.color, 255), draw.YBottom
-			ms.Font.Weight = xfont.WeightNormal
-			x := trX(math.Min(math.Max(b.from, p.X.Min), p.X.Max))
-			c.FillText(ms, vg.Point{X: x + 2, Y: c.Min.Y + 2}, b.label)
+			ms := ts
+			ms.color, ms.yAlign, ms.bold = b.color, alignBottom, false
+			x := c.x(math.Min(math.Max(b.from, c.xmin), c.xmax))
+			c.text(ms, x+2, c.bottom-2, b.label)
 			continue
 		}
-		x0, _ := bandX(trX, p, b)
-		c.FillText(sty, vg.Point{X: x0 + 3, Y: c.Max.Y - 2}, b.label)
-	}
-}
-
-// yLabels writes the y axis's tick labels right-aligned in the gutter
-// left of the axis.
-type yLabels struct {
-	ticker plot.Ticker
-	style  draw.TextStyle
-}
-
-var _ plot.Plotter = (*yLabels)(nil)
-
-func (yl *yLabels) Plot(c draw.Canvas, p *plot.Plot) {
-	_, trY := p.Transforms(&c)
-	sty := yl.style
-	sty.XAlign, sty.YAlign = draw.XRight, draw.YCenter
-	x := c.Min.X - p.Y.Tick.Length - 3
-	for _, tk := range yl.ticker.Ticks(p.Y.Min, p.Y.Max) {
-		if tk.Label != "" {
-			c.FillText(sty, vg.Point{X: x, Y: trY(tk.Value)}, tk.Label)
-		}
+		x0, _ := c.bandX(b)
+		c.text(ts, x0+3, c.top+2, b.label)
 	}
 }
 
@@ -321,20 +206,18 @@ func (yl *yLabels) Plot(c draw.Canvas, p *plot.Plot) {
 // power of ten) labelled without needless digits: "0", "2.5", "400", "12k".
 type niceTicks struct{ n int }
 
-var _ plot.Ticker = niceTicks{}
-
-func (nt niceTicks) Ticks(lo, hi float64) []plot.Tick {
+func (nt niceTicks) ticks(lo, hi float64) []tick {
 	if !(hi > lo) || math.IsInf(hi-lo, 0) {
-		return []plot.Tick{{Value: lo, Label: tickLabel(lo, 1)}}
+		return []tick{{value: lo, label: tickLabel(lo, 1)}}
 	}
 	step := niceStep((hi - lo) / float64(max(nt.n, 1)))
-	var out []plot.Tick
+	var out []tick
 	for k := math.Ceil(lo/step - 1e-9); k*step <= hi+step*1e-9; k++ {
 		v := k * step
 		if v == 0 {
 			v = 0 // not -0
 		}
-		out = append(out, plot.Tick{Value: v, Label: tickLabel(v, step)})
+		out = append(out, tick{value: v, label: tickLabel(v, step)})
 	}
 	return out
 }
@@ -361,76 +244,6 @@ func tickLabel(v, step float64) string {
 		dec++
 	}
 	return strconv.FormatFloat(v, 'f', dec, 64)
-}
-
-// unlabelled is a Ticker's ticks without their labels: gonum then keeps no
-// room for them (yLabels draws them in the gutter).
-type unlabelled struct{ plot.Ticker }
-
-var _ plot.Ticker = unlabelled{}
-
-func (u unlabelled) Ticks(lo, hi float64) []plot.Tick {
-	ts := u.Ticker.Ticks(lo, hi)
-	for i := range ts {
-		ts[i].Label = ""
-	}
-	return ts
-}
-
-// gridPlotter draws horizontal grid lines at the y axis's major ticks up
-// to below, the data's top (none in the headroom, where labels go).
-type gridPlotter struct {
-	below float64
-	style draw.LineStyle
-}
-
-var _ plot.Plotter = (*gridPlotter)(nil)
-
-func (g *gridPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	_, trY := p.Transforms(&c)
-	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
-		if tk.IsMinor() || tk.Value == p.Y.Min || tk.Value > g.below {
-			continue
-		}
-		y := trY(tk.Value)
-		if y >= c.Min.Y && y <= c.Max.Y {
-			c.StrokeLine2(g.style, c.Min.X, y, c.Max.X, y)
-		}
-	}
-}
-
-// linePlotter draws a line through its points, broken where a point's y
-// is NaN; a point alone between breaks is drawn as a dot.
-type linePlotter struct {
-	pts   []point
-	style draw.LineStyle
-}
-
-var _ plot.Plotter = (*linePlotter)(nil)
-
-func (lp *linePlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	var segs [][]vg.Point
-	var cur []vg.Point
-	flush := func() {
-		if len(cur) == 1 {
-			c.DrawGlyph(draw.GlyphStyle{Color: lp.style.Color, Radius: lp.style.Width * 1.2, Shape: draw.CircleGlyph{}}, cur[0])
-		} else if len(cur) > 1 {
-			segs = append(segs, cur)
-		}
-		cur = nil
-	}
-	for _, pt := range lp.pts {
-		if math.IsNaN(pt.y) || math.IsInf(pt.y, 0) || math.IsNaN(pt.x) {
-			flush()
-			continue
-		}
-		cur = append(cur, vg.Point{X: trX(pt.x), Y: trY(pt.y)})
-	}
-	flush()
-	if len(segs) > 0 {
-		c.StrokeLines(lp.style, c.ClipLinesXY(segs...)...)
-	}
 }
 
 // decimate thins a line of more than 2n points to at most 2n: the points

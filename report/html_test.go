@@ -583,16 +583,16 @@ func TestNiceTicks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, tk := range (niceTicks{n: tt.n}).Ticks(tt.lo, tt.hi) {
-			got = append(got, tk.Label)
+		for _, tk := range (niceTicks{n: tt.n}).ticks(tt.lo, tt.hi) {
+			got = append(got, tk.label)
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("ticks(%v, %v, %d) = %q, want %q", tt.lo, tt.hi, tt.n, got, tt.want)
 		}
 	}
-	for _, tk := range (niceTicks{n: 4}).Ticks(-1, 1) {
-		if tk.Label == "-0" || tk.Label == "-0.0" {
-			t.Errorf("tick label %q", tk.Label)
+	for _, tk := range (niceTicks{n: 4}).ticks(-1, 1) {
+		if tk.label == "-0" || tk.label == "-0.0" {
+			t.Errorf("tick label %q", tk.label)
 		}
 	}
 }
@@ -683,7 +683,7 @@ func TestHTMLGameDayMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	for _, want := range []string{">N1<", ">load<", "note N1", "— by alice", "stroke-dasharray:3,2"} {
+	for _, want := range []string{">N1<", ">load<", "note N1", "— by alice", `stroke-dasharray="3,2"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

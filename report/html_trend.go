@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"html/template"
@@ -10,12 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	xfont "golang.org/x/image/font"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Trend is what a trend page shows: per experiment, figures of its runs
@@ -254,10 +247,14 @@ func verdictStrip(e TrendExperiment, anchor string, from, to float64) (*timePlot
 		return nil, nil
 	}
 	tp := &timePlot{ID: anchor + "-verdict", Title: "Verdict", Note: "green pass · red fail · amber aborted · grey no verdict; a ring marks a regression against the history"}
-	err := tp.renderWith(from, to, e.Marks, 70, func(p *plot.Plot) {
-		p.Y.Min, p.Y.Max = 0, 1
-		p.Y.Tick.Marker = plot.ConstantTicks(nil)
-		p.Add(&verdictPlotter{runs: e.Runs})
+	err := tp.renderWith(from, to, 0, 1, nil, e.Marks, 70, func(c *chart) {
+		for _, r := range e.Runs {
+			x, y := c.x(unixS(r.At)), c.y(0.5)
+			c.mark(glyphDot, verdictColor(r.Verdict), 5, x, y)
+			if r.Regressed != nil && *r.Regressed {
+				c.mark(glyphRing, colFailed, 8, x, y)
+			}
+		}
 	})
 	return tp, err
 }
@@ -265,60 +262,44 @@ func verdictStrip(e TrendExperiment, anchor string, from, to float64) (*timePlot
 // renderTrend draws tp over [from, to] seconds since the epoch, with the
 // marks as dashed vertical lines and a dot at each value.
 func (tp *timePlot) renderTrend(from, to float64, marks []TrendMark) error {
-	return tp.renderWith(from, to, marks, plotHeight, func(p *plot.Plot) {
-		ymax := tp.maxY()
-		p.Y.Min, p.Y.Max = 0, ymax*1.15 // headroom for the marks' labels
-		p.Y.Tick.Marker = unlabelled{niceTicks{n: 4}}
-		p.Add(&gridPlotter{below: ymax, style: draw.LineStyle{Color: hexColor(colGrid, 255), Width: 0.8}})
+	ymax := tp.maxY()
+	top := ymax * 1.15 // headroom for the marks' labels
+	return tp.renderWith(from, to, 0, top, niceTicks{n: 4}.ticks(0, top), marks, plotHeight, func(c *chart) {
+		c.gridLines(ymax)
 		for _, l := range tp.Lines {
-			sty := draw.LineStyle{Color: hexColor(l.Color, 255), Width: 1.6}
-			p.Add(&linePlotter{pts: l.pts, style: sty}, &dotPlotter{pts: l.pts, color: l.Color})
+			c.dataLines(lineStyleOf(l.Color, 0, false), l.pts)
+			for _, pt := range l.pts {
+				if finite(pt.y) && c.inside([2]float64{c.x(pt.x), c.y(pt.y)}) {
+					c.mark(glyphDot, l.Color, 2.4, c.x(pt.x), c.y(pt.y))
+				}
+			}
 		}
-		p.Add(&yLabels{ticker: niceTicks{n: 4}, style: p.Y.Tick.Label})
+		c.yLabels()
 	})
 }
 
 // renderWith draws a plot over time of the given height: the axes in the
-// report's style, dates on the x axis, what fill adds, then the marks on
-// top.
-func (tp *timePlot) renderWith(from, to float64, marks []TrendMark, height vg.Length, fill func(*plot.Plot)) (err error) {
-	defer func() {
-		// gonum/plot panics on geometry it cannot draw: that plot's error.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot %s: %v", tp.ID, r)
-		}
-	}()
-	p := newPlot() // no axis labels: Label.Text stays empty
-	p.X.Min, p.X.Max = from, to
-	p.X.Tick.Marker = dateTicks{}
-	fill(p)
-	p.Add(&markPlotter{marks: marks})
-	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, height))
-	p.Draw(draw.Crop(draw.New(c), plotGutter, -6, 0, 0))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
+// report's style, dates on the x axis, y from ymin to ymax with yTicks,
+// what fill adds, then the marks on top.
+func (tp *timePlot) renderWith(from, to, ymin, ymax float64, yTicks []tick, marks []TrendMark, height float64, fill func(*chart)) error {
+	c, err := newChart(plotWidth, height, from, to, ymin, ymax, dateTicks(from, to), yTicks, "")
+	if err != nil {
 		return fmt.Errorf("plot %s: %w", tp.ID, err)
 	}
-	svg := inlineSVG(b.String(), tp.Title)
-	if height != plotHeight {
-		svg = strings.Replace(svg, fmt.Sprintf(`viewBox="0 0 %d %d"`, plotWidth, plotHeight), fmt.Sprintf(`viewBox="0 0 %d %d"`, plotWidth, int(height)), 1)
-	}
-	tp.SVG = template.HTML(svg) //nolint:gosec // drawn here; vgsvg escapes its text
+	fill(c)
+	c.trendMarks(marks)
+	tp.SVG = c.svg(tp.Title)
 	return nil
 }
-
-// dateTicks labels the x axis (seconds since the epoch) with about six
-// ticks at round instants: dates for a span of days, times of day for
-// hours, with seconds for minutes.
-type dateTicks struct{}
-
-var _ plot.Ticker = dateTicks{}
 
 // tickSteps are the steps dateTicks chooses from, in seconds.
 var tickSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600,
 	86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 182 * 86400, 364 * 86400}
 
-func (dateTicks) Ticks(lo, hi float64) []plot.Tick {
+// dateTicks labels an x axis of seconds since the epoch with about six
+// ticks at round instants: dates for a span of days, times of day for
+// hours, with seconds for minutes.
+func dateTicks(lo, hi float64) []tick {
 	span := hi - lo
 	if !(span > 0) {
 		return nil
@@ -340,74 +321,32 @@ func (dateTicks) Ticks(lo, hi float64) []plot.Tick {
 			layout = "Jan 2 15:04"
 		}
 	}
-	var out []plot.Tick
+	var out []tick
 	for x := math.Ceil(lo/step) * step; x <= hi; x += step {
-		out = append(out, plot.Tick{Value: x, Label: time.Unix(int64(x), 0).UTC().Format(layout)})
+		out = append(out, tick{value: x, label: time.Unix(int64(x), 0).UTC().Format(layout)})
 	}
 	return out
 }
 
-// dotPlotter marks each value of a line with a dot: runs are discrete.
-type dotPlotter struct {
-	pts   []point
-	color string
-}
-
-var _ plot.Plotter = (*dotPlotter)(nil)
-
-func (dp *dotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	sty := draw.GlyphStyle{Color: hexColor(dp.color, 255), Radius: 2.4, Shape: draw.CircleGlyph{}}
-	for _, pt := range dp.pts {
-		if math.IsNaN(pt.y) || math.IsInf(pt.y, 0) {
-			continue
-		}
-		c.DrawGlyph(sty, vg.Point{X: trX(pt.x), Y: trY(pt.y)})
-	}
-}
-
-// verdictPlotter draws a run's verdict as a dot in its colour, ringed
-// when the run regressed against its history.
-type verdictPlotter struct{ runs []TrendRun }
-
-var _ plot.Plotter = (*verdictPlotter)(nil)
-
-func (vp *verdictPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for _, r := range vp.runs {
-		at := vg.Point{X: trX(unixS(r.At)), Y: trY(0.5)}
-		c.DrawGlyph(draw.GlyphStyle{Color: hexColor(verdictColor(r.Verdict), 255), Radius: 5, Shape: draw.CircleGlyph{}}, at)
-		if r.Regressed != nil && *r.Regressed {
-			c.DrawGlyph(draw.GlyphStyle{Color: hexColor(colFailed, 255), Radius: 8, Shape: draw.RingGlyph{}}, at)
-		}
-	}
-}
-
-// markPlotter draws each mark as a dashed vertical line, labelled at the
-// top.
-type markPlotter struct{ marks []TrendMark }
-
-var _ plot.Plotter = (*markPlotter)(nil)
-
-func (mp *markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	line := draw.LineStyle{Color: hexColor(colMark, 255), Width: 1, Dashes: []vg.Length{4, 3}}
-	sty := draw.TextStyle{Color: hexColor(colMark, 255), Font: sans(plotFontSize - 1), XAlign: draw.XLeft, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
-	sty.Font.Weight = xfont.WeightBold
-	for _, m := range mp.marks {
+// trendMarks draws each mark as a dashed vertical line, labelled at the
+// top where the plot is tall enough.
+func (c *chart) trendMarks(marks []TrendMark) {
+	line := lineStyle{color: colMark, width: 1, dashes: []float64{4, 3}}
+	ts := textStyle{color: colMark, size: plotFontSize - 1, bold: true, xAlign: alignLeft, yAlign: alignTop}
+	for _, m := range marks {
 		x := unixS(m.At)
-		if x < p.X.Min || x > p.X.Max {
+		if x < c.xmin || x > c.xmax {
 			continue
 		}
-		cx := trX(x)
-		c.StrokeLine2(line, cx, c.Min.Y, cx, c.Max.Y)
-		if c.Max.Y-c.Min.Y > 60 {
+		cx := c.x(x)
+		c.polyline(line, [][2]float64{{cx, c.top}, {cx, c.bottom}})
+		if c.bottom-c.top > 60 {
 			// Right of the line, or left of it where it would run off.
-			at, st := vg.Point{X: cx + 3, Y: c.Max.Y - 2}, sty
-			if cx+3+sty.Width(m.Label) > c.Max.X {
-				at.X, st.XAlign = cx-3, draw.XRight
+			at, st := cx+3, ts
+			if cx+3+ts.width(m.Label) > c.right {
+				at, st.xAlign = cx-3, alignRight
 			}
-			c.FillText(st, at, m.Label)
+			c.text(st, at, c.top+2, m.Label)
 		}
 	}
 }

@@ -1,18 +1,10 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
 	"strings"
-
-	xfont "golang.org/x/image/font"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // XYPlot is a plot of lines over a numeric x axis other than the run
@@ -78,16 +70,7 @@ func PageStyle() template.CSS {
 }
 
 // SVG draws p as an inline <svg class="plot"> element.
-func (p XYPlot) SVG() (svg template.HTML, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot %s: %v", p.Title, r)
-		}
-	}()
-	pl := newPlot()
-	pl.X.Label.Text = p.XLabel
-	pl.X.Label.Padding = 2
-
+func (p XYPlot) SVG() (template.HTML, error) {
 	xmax, ymax, markY := 0.0, p.YMin, 0.0
 	for _, l := range p.Lines {
 		for i := range l.X {
@@ -116,20 +99,16 @@ func (p XYPlot) SVG() (svg template.HTML, err error) {
 	if !(ymax > 0) {
 		ymax = 1
 	}
-	pl.X.Min, pl.X.Max = 0, xmax*1.05
-	pl.Y.Min, pl.Y.Max = 0, ymax*1.15 // headroom for the marks' labels
-	pl.X.Tick.Marker = niceTicks{n: 6}
-	pl.Y.Tick.Marker = unlabelled{niceTicks{n: 4}}
-
-	pl.Add(&gridPlotter{below: ymax, style: draw.LineStyle{Color: hexColor(colGrid, 255), Width: 0.8}})
+	right, top := xmax*1.05, ymax*1.15 // headroom for the marks' labels
+	c, err := newChart(plotWidth, plotHeight, 0, right, 0, top, niceTicks{n: 6}.ticks(0, right), niceTicks{n: 4}.ticks(0, top), p.XLabel)
+	if err != nil {
+		return "", fmt.Errorf("plot %s: %w", p.Title, err)
+	}
+	c.gridLines(ymax)
 	for i, l := range p.Lines {
-		c := l.Color
-		if c == "" {
-			c = lineColor(i)
-		}
-		sty := draw.LineStyle{Color: hexColor(c, 255), Width: 1.6}
-		if l.Dashed {
-			sty.Dashes = []vg.Length{5, 3}
+		col := l.Color
+		if col == "" {
+			col = lineColor(i)
 		}
 		pts := make([]point, 0, len(l.X))
 		for j := range l.X {
@@ -139,95 +118,72 @@ func (p XYPlot) SVG() (svg template.HTML, err error) {
 			}
 			pts = append(pts, point{l.X[j], y})
 		}
-		pl.Add(&linePlotter{pts: pts, style: sty})
+		c.dataLines(lineStyleOf(col, 0, l.Dashed), pts)
 		if l.Dots {
-			pl.Add(&xyDotPlotter{pts: pts, color: hexColor(c, 255), top: pl.Y.Max})
+			c.xyDots(pts, col)
 		}
 	}
-	pl.Add(&xyMarkPlotter{marks: p.Marks}, &yLabels{ticker: niceTicks{n: 4}, style: pl.Y.Tick.Label})
-
-	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotHeight))
-	pl.Draw(draw.Crop(draw.New(c), plotGutter, -6, 0, 0))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", fmt.Errorf("plot %s: %w", p.Title, err)
-	}
-	return template.HTML(inlineSVG(b.String(), p.Title)), nil //nolint:gosec // drawn here; vgsvg escapes its text
+	c.xyMarks(p.Marks)
+	c.yLabels()
+	return c.svg(p.Title), nil
 }
 
 func xyFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// xyDotPlotter marks each point; a point above the plot's top is a
-// triangle on the top edge.
-type xyDotPlotter struct {
-	pts   []point
-	color color.Color
-	top   float64
-}
-
-var _ plot.Plotter = (*xyDotPlotter)(nil)
-
-func (dp *xyDotPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for _, pt := range dp.pts {
-		if !xyFinite(pt.x) || !xyFinite(pt.y) {
+// xyDots marks each point; a point above the plot's top is a triangle on
+// the top edge.
+func (c *chart) xyDots(pts []point, color string) {
+	for _, pt := range pts {
+		if !xyFinite(pt.x) || !xyFinite(pt.y) || pt.x < c.xmin || pt.x > c.xmax || pt.y < c.ymin {
 			continue
 		}
-		sty := draw.GlyphStyle{Color: dp.color, Radius: 2.6, Shape: draw.CircleGlyph{}}
-		y := trY(pt.y)
-		if pt.y > dp.top {
-			sty.Shape, sty.Radius, y = draw.TriangleGlyph{}, 3.4, c.Max.Y-4
+		if pt.y > c.ymax {
+			c.mark(glyphTriangle, color, 3.4, c.x(pt.x), c.top+4)
+			continue
 		}
-		c.DrawGlyph(sty, vg.Point{X: trX(pt.x), Y: y})
+		c.mark(glyphDot, color, 2.6, c.x(pt.x), c.y(pt.y))
 	}
 }
 
-// xyMarkPlotter draws the marks across the plot, each labelled at an end:
-// a vertical one at the top, a horizontal one at the left, above the
-// line.
-type xyMarkPlotter struct{ marks []XYMark }
-
-var _ plot.Plotter = (*xyMarkPlotter)(nil)
-
-func (mp *xyMarkPlotter) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for _, m := range mp.marks {
+// xyMarks draws the marks across the plot, each labelled at an end: a
+// vertical one at the top, a horizontal one at the left, above the line.
+func (c *chart) xyMarks(marks []XYMark) {
+	for _, m := range marks {
 		col := m.Color
 		if col == "" {
 			col = colMuted
 		}
-		sty := draw.LineStyle{Color: hexColor(col, 255), Width: 1.2}
+		ls := lineStyle{color: col, width: 1.2}
 		if m.Dashed {
-			sty.Dashes = []vg.Length{4, 3}
+			ls.dashes = []float64{4, 3}
 		}
-		txt := draw.TextStyle{Color: hexColor(col, 255), Font: sans(plotFontSize - 1), Handler: plot.DefaultTextHandler}
-		txt.Font.Weight = xfont.WeightBold
+		ts := textStyle{color: col, size: plotFontSize - 1, bold: true}
 		if m.Vertical {
-			if m.At < p.X.Min || m.At > p.X.Max {
+			if m.At < c.xmin || m.At > c.xmax {
 				continue
 			}
-			x := trX(m.At)
-			c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+			x := c.x(m.At)
+			c.polyline(ls, [][2]float64{{x, c.top}, {x, c.bottom}})
 			if m.Label != "" {
-				txt.XAlign, txt.YAlign = draw.XLeft, draw.YTop
-				if x > c.Min.X+(c.Max.X-c.Min.X)*0.7 {
-					txt.XAlign = draw.XRight
+				ts.xAlign, ts.yAlign = alignLeft, alignTop
+				if x > c.left+(c.right-c.left)*0.7 {
+					ts.xAlign = alignRight
 					x -= 6
 				}
-				c.FillText(txt, vg.Point{X: x + 3, Y: c.Max.Y - 2}, m.Label)
+				c.text(ts, x+3, c.top+2, m.Label)
 			}
 			continue
 		}
-		if m.At < p.Y.Min || m.At > p.Y.Max {
+		if m.At < c.ymin || m.At > c.ymax {
 			continue
 		}
-		y := trY(m.At)
-		c.StrokeLine2(sty, c.Min.X, y, c.Max.X, y)
+		y := c.y(m.At)
+		c.polyline(ls, [][2]float64{{c.left, y}, {c.right, y}})
 		if m.Label != "" {
 			// At the left, above the line: the low loads lie well below a
 			// bound, and the knee's mark is usually to the right.
-			txt.XAlign, txt.YAlign = draw.XLeft, draw.YBottom
-			c.FillText(txt, vg.Point{X: c.Min.X + 3, Y: y + 2}, m.Label)
+			ts.xAlign, ts.yAlign = alignLeft, alignBottom
+			c.text(ts, c.left+3, y-2, m.Label)
 		}
 	}
 }

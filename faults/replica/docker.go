@@ -12,12 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/events"
-	"github.com/moby/moby/client"
-
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/docker"
 )
 
 // Docker is the docker driver: replicas are containers, found by label or
@@ -28,12 +24,11 @@ import (
 //
 // The engine is found as the docker CLI finds it (DOCKER_HOST,
 // DOCKER_TLS_VERIFY, DOCKER_CERT_PATH; the local socket by default), and
-// the API version is negotiated with it on the first call (the client's
-// default; DOCKER_API_VERSION pins one). A client is made for each call, so
-// the driver holds no connection between faults.
+// the API version is negotiated with it on the first call
+// (DOCKER_API_VERSION pins one): internal/docker. A client is made for each
+// call, so the driver holds no connection between faults.
 type Docker struct {
-	t    TargetParams
-	opts []client.Opt
+	t TargetParams
 }
 
 var (
@@ -42,8 +37,8 @@ var (
 )
 
 // NewDocker returns the docker driver of t, which must be valid and name the
-// docker driver. opts are added to client.FromEnv (a host, an HTTP client).
-func NewDocker(t TargetParams, opts ...client.Opt) (*Docker, error) {
+// docker driver.
+func NewDocker(t TargetParams) (*Docker, error) {
 	t = t.WithDefaults()
 	if t.Driver != DriverDocker {
 		return nil, fmt.Errorf("docker driver: target names driver %q", t.Driver)
@@ -51,13 +46,13 @@ func NewDocker(t TargetParams, opts ...client.Opt) (*Docker, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("docker driver: %w", err)
 	}
-	return &Docker{t: t, opts: slices.Clone(opts)}, nil
+	return &Docker{t: t}, nil
 }
 
 // dockerClient returns a client of the engine configured from the
 // environment; the caller closes it.
-func dockerClient(opts []client.Opt) (*client.Client, error) {
-	cli, err := client.New(append([]client.Opt{client.FromEnv}, opts...)...)
+func dockerClient() (*docker.Client, error) {
+	cli, err := docker.FromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
@@ -84,23 +79,22 @@ func shortID(id string) string {
 // opt-in label, and if a named container does not exist (or does not match
 // the labels too).
 func (d *Docker) Targets(ctx context.Context) ([]Target, error) {
-	cli, err := dockerClient(d.opts)
+	cli, err := dockerClient()
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	f := client.Filters{}
-	for k, v := range d.t.Labels {
-		f.Add("label", k+"="+v)
+	f := docker.Filters{}
+	for _, k := range slices.Sorted(maps.Keys(d.t.Labels)) {
+		f["label"] = append(f["label"], k+"="+d.t.Labels[k])
 	}
-	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	items, err := cli.ContainerList(ctx, true, f)
 	if err != nil {
 		return nil, fmt.Errorf("docker driver: list containers (%s): %w", d.t, err)
 	}
-	items := res.Items
 	if len(d.t.Containers) > 0 {
 		var (
-			keep    []container.Summary
+			keep    []docker.Container
 			missing []string
 		)
 		for _, want := range d.t.Containers {
@@ -108,7 +102,7 @@ func (d *Docker) Targets(ctx context.Context) ([]Target, error) {
 			for _, c := range items {
 				if containerMatches(c, want) {
 					found = true
-					if !slices.ContainsFunc(keep, func(k container.Summary) bool { return k.ID == c.ID }) {
+					if !slices.ContainsFunc(keep, func(k docker.Container) bool { return k.ID == c.ID }) {
 						keep = append(keep, c)
 					}
 				}
@@ -154,7 +148,7 @@ func (d *Docker) Targets(ctx context.Context) ([]Target, error) {
 
 // containerMatches reports whether c is the container want names: by name,
 // full id or id prefix.
-func containerMatches(c container.Summary, want string) bool {
+func containerMatches(c docker.Container, want string) bool {
 	if strings.HasPrefix(c.ID, want) {
 		return true
 	}
@@ -168,12 +162,12 @@ func containerMatches(c container.Summary, want string) bool {
 
 // containerUp reports whether c serves: running, not paused, and not
 // failing or still starting its health check.
-func containerUp(c container.Summary) bool {
-	if c.State != container.StateRunning {
+func containerUp(c docker.Container) bool {
+	if c.State != docker.StateRunning {
 		return false
 	}
 	if c.Health != nil {
-		return c.Health.Status != container.Unhealthy && c.Health.Status != container.Starting
+		return c.Health.Status != docker.HealthUnhealthy && c.Health.Status != docker.HealthStarting
 	}
 	// Engines before API 1.52 tell the health only in the status text.
 	return !strings.Contains(c.Status, "(unhealthy)") && !strings.Contains(c.Status, "(health: starting)")
@@ -203,7 +197,7 @@ type DockerSpec struct {
 // and starts it when it stays stopped (a stop, or a kill that the restart
 // policy leaves alone).
 func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Action) (faults.Undo, error) {
-	cli, err := dockerClient(d.opts)
+	cli, err := dockerClient()
 	if err != nil {
 		return nil, err
 	}
@@ -237,12 +231,11 @@ func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Ac
 	if err != nil {
 		return nil, err
 	}
-	opts := d.opts
-	undo := func(ctx context.Context) error { return ensureRunning(ctx, opts, data) }
+	undo := func(ctx context.Context) error { return ensureRunning(ctx, data) }
 	secs := graceSeconds(a.Grace)
 	switch {
 	case a.Kind == ActionKill && a.Via == ViaEngine:
-		if _, err := cli.ContainerKill(ctx, t.Container, client.ContainerKillOptions{Signal: spec.Signal}); err != nil {
+		if err := cli.ContainerKill(ctx, t.Container, spec.Signal); err != nil {
 			return nil, fmt.Errorf("docker kill: %w", err)
 		}
 	case a.Kind == ActionKill:
@@ -250,17 +243,17 @@ func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Ac
 			return nil, err
 		}
 	case a.Kind == ActionStop:
-		if _, err := cli.ContainerStop(ctx, t.Container, client.ContainerStopOptions{Timeout: &secs}); err != nil {
+		if err := cli.ContainerStop(ctx, t.Container, secs); err != nil {
 			return nil, fmt.Errorf("docker stop: %w", err)
 		}
 	case a.Kind == ActionRestart:
 		// docker restart, in its two steps: once the stop is done the fault
 		// is in place; a start that fails leaves it for the revert, which
 		// starts the container or fails loudly, as after a stop.
-		if _, err := cli.ContainerStop(ctx, t.Container, client.ContainerStopOptions{Timeout: &secs}); err != nil {
+		if err := cli.ContainerStop(ctx, t.Container, secs); err != nil {
 			return nil, fmt.Errorf("docker restart: stop: %w", err)
 		}
-		if _, err := cli.ContainerStart(ctx, t.Container, client.ContainerStartOptions{}); err != nil && ctx.Err() == nil {
+		if err := cli.ContainerStart(ctx, t.Container); err != nil && ctx.Err() == nil {
 			return undo, nil // ensureRunning tries again and says why it cannot
 		}
 	}
@@ -268,14 +261,13 @@ func (d *Docker) Apply(ctx context.Context, log faults.RevertLog, t Target, a Ac
 }
 
 // pause pauses the container t, after journaling how to unpause it.
-func (d *Docker) pause(ctx context.Context, cli *client.Client, log faults.RevertLog, t Target) (faults.Undo, error) {
+func (d *Docker) pause(ctx context.Context, cli *docker.Client, log faults.RevertLog, t Target) (faults.Undo, error) {
 	data, err := journal(log, KindDockerUnpause, DockerSpec{ID: t.Container, Name: t.ID}, "pause", t.ID)
 	if err != nil {
 		return nil, err
 	}
-	opts := d.opts
-	undo := func(ctx context.Context) error { return unpause(ctx, opts, data) }
-	if _, err := cli.ContainerPause(ctx, t.Container, client.ContainerPauseOptions{}); err != nil {
+	undo := func(ctx context.Context) error { return unpause(ctx, data) }
+	if err := cli.ContainerPause(ctx, t.Container); err != nil {
 		err = fmt.Errorf("docker pause: %w", err)
 		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
 			err = errors.Join(err, uerr)
@@ -286,12 +278,12 @@ func (d *Docker) pause(ctx context.Context, cli *client.Client, log faults.Rever
 }
 
 // mainPID returns the host pid of the running container t's main process.
-func mainPID(ctx context.Context, cli *client.Client, t Target) (int, error) {
-	res, err := cli.ContainerInspect(ctx, t.Container, client.ContainerInspectOptions{})
+func mainPID(ctx context.Context, cli *docker.Client, t Target) (int, error) {
+	res, err := cli.ContainerInspect(ctx, t.Container)
 	if err != nil {
 		return 0, fmt.Errorf("docker inspect: %w", err)
 	}
-	st := res.Container.State
+	st := res.State
 	if st == nil || !st.Running || st.Pid <= 0 {
 		return 0, fmt.Errorf("container %s is not running: %w", t.ID, ErrGone)
 	}
@@ -306,13 +298,13 @@ func graceSeconds(g time.Duration) int {
 // revertDockerUnpause is the Reverter of KindDockerUnpause, with the engine
 // found from the environment.
 func revertDockerUnpause(ctx context.Context, data json.RawMessage) error {
-	return unpause(ctx, nil, data)
+	return unpause(ctx, data)
 }
 
 // revertDockerStart is the Reverter of KindDockerStart, with the engine
 // found from the environment.
 func revertDockerStart(ctx context.Context, data json.RawMessage) error {
-	return ensureRunning(ctx, nil, data)
+	return ensureRunning(ctx, data)
 }
 
 // dockerPoll is how often ensureRunning looks at the container.
@@ -323,7 +315,7 @@ const dockerPoll = 100 * time.Millisecond
 // it when it is stopped, until it runs or the spec's timeout ends. A
 // container that is gone counts as reverted; one that does not run in
 // time is an error naming its state.
-func ensureRunning(ctx context.Context, opts []client.Opt, data json.RawMessage) error {
+func ensureRunning(ctx context.Context, data json.RawMessage) error {
 	var s DockerSpec
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindDockerStart, err)
@@ -337,7 +329,7 @@ func ensureRunning(ctx context.Context, opts []client.Opt, data json.RawMessage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cli, err := dockerClient(opts)
+	cli, err := dockerClient()
 	if err != nil {
 		return err
 	}
@@ -345,24 +337,24 @@ func ensureRunning(ctx context.Context, opts []client.Opt, data json.RawMessage)
 	var last error
 	state := "unknown"
 	for {
-		res, err := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		res, err := cli.ContainerInspect(ctx, s.ID)
 		switch {
-		case cerrdefs.IsNotFound(err):
+		case docker.IsNotFound(err):
 			return nil
 		case err != nil:
 			last = err
-		case res.Container.State == nil:
+		case res.State == nil:
 			last = errors.New("the engine reports no state")
 		default:
-			st := res.Container.State
-			state = string(st.Status)
+			st := res.State
+			state = st.Status
 			switch {
 			case st.Running && !st.Restarting:
 				return nil
 			case st.Restarting:
 				// The restart policy is at work.
 			default:
-				if _, err := cli.ContainerStart(ctx, s.ID, client.ContainerStartOptions{}); err != nil {
+				if err := cli.ContainerStart(ctx, s.ID); err != nil {
 					last = fmt.Errorf("docker start: %w", err)
 				}
 			}
@@ -381,7 +373,7 @@ func ensureRunning(ctx context.Context, opts []client.Opt, data json.RawMessage)
 
 // unpause unpauses the container a DockerSpec names. A container that is
 // gone, or not paused (any more), counts as reverted.
-func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error {
+func unpause(ctx context.Context, data json.RawMessage) error {
 	var s DockerSpec
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s spec: %w", KindDockerUnpause, err)
@@ -389,13 +381,13 @@ func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error
 	if s.ID == "" {
 		return fmt.Errorf("%s spec: no container id", KindDockerUnpause)
 	}
-	cli, err := dockerClient(opts)
+	cli, err := dockerClient()
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	_, err = cli.ContainerUnpause(ctx, s.ID, client.ContainerUnpauseOptions{})
-	if cerrdefs.IsNotFound(err) {
+	err = cli.ContainerUnpause(ctx, s.ID)
+	if docker.IsNotFound(err) {
 		return nil
 	}
 	if err == nil {
@@ -404,11 +396,11 @@ func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error
 		return awaitUnpaused(ctx, cli, s)
 	}
 	// The engine refuses to unpause a container that is not paused: look.
-	res, ierr := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
-	if cerrdefs.IsNotFound(ierr) {
+	res, ierr := cli.ContainerInspect(ctx, s.ID)
+	if docker.IsNotFound(ierr) {
 		return nil
 	}
-	if ierr == nil && res.Container.State != nil && !res.Container.State.Paused {
+	if ierr == nil && res.State != nil && !res.State.Paused {
 		return nil
 	}
 	return fmt.Errorf("unpause container %s (%s): %w", s.Name, shortID(s.ID), err)
@@ -416,15 +408,15 @@ func unpause(ctx context.Context, opts []client.Opt, data json.RawMessage) error
 
 // awaitUnpaused waits (a few seconds at most) until the container of s no
 // longer reads paused; a container that is gone counts as unpaused.
-func awaitUnpaused(ctx context.Context, cli *client.Client, s DockerSpec) error {
+func awaitUnpaused(ctx context.Context, cli *docker.Client, s DockerSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for {
-		res, err := cli.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		res, err := cli.ContainerInspect(ctx, s.ID)
 		switch {
-		case cerrdefs.IsNotFound(err):
+		case docker.IsNotFound(err):
 			return nil
-		case err == nil && (res.Container.State == nil || !res.Container.State.Paused):
+		case err == nil && (res.State == nil || !res.State.Paused):
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("unpause container %s (%s): the engine answered, but it still reads paused", s.Name, shortID(s.ID))
@@ -443,57 +435,62 @@ var dockerEventActions = []string{"die", "start", "restart", "oom", "pause", "un
 // ones only) until ctx ends or the stream fails. Event times are the
 // engine's.
 func (d *Docker) Watch(ctx context.Context, ready func(), emit func(Event)) error {
-	cli, err := dockerClient(d.opts)
+	cli, err := dockerClient()
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	f := client.Filters{}
-	f.Add("type", "container")
-	f.Add("event", dockerEventActions...)
-	f.Add("label", OptInLabel+"="+OptInLabelValue)
+	f := docker.Filters{
+		"type":  {"container"},
+		"event": dockerEventActions,
+		"label": {OptInLabel + "=" + OptInLabelValue},
+	}
 	for _, k := range slices.Sorted(maps.Keys(d.t.Labels)) {
-		f.Add("label", k+"="+d.t.Labels[k])
+		f["label"] = append(f["label"], k+"="+d.t.Labels[k])
 	}
 	if len(d.t.Containers) > 0 {
-		f.Add("container", d.t.Containers...)
+		f["container"] = d.t.Containers
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Events returns once the engine has answered the subscription (a
-	// failed one reports on res.Err): from here on no event is missed.
-	res := cli.Events(ctx, client.EventsListOptions{Filters: f})
+	// Events returns once the engine has answered the subscription: from
+	// here on no event is missed.
+	stream, err := cli.Events(ctx, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("docker events: %w", err)
+	}
+	defer stream.Close()
 	if ready != nil {
 		ready()
 	}
 	for {
-		select {
-		case m := <-res.Messages:
-			if e, ok := dockerEvent(m); ok {
-				emit(e)
-			}
-		case err := <-res.Err:
+		m, err := stream.Next()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("docker events: %w", err)
 		}
+		if e, ok := dockerEvent(m); ok {
+			emit(e)
+		}
 	}
 }
 
 // dockerEvent turns an engine event into a replica event.
-func dockerEvent(m events.Message) (Event, bool) {
+func dockerEvent(m docker.Event) (Event, bool) {
 	at := time.Unix(m.Time, 0)
 	if m.TimeNano != 0 {
 		at = time.Unix(0, m.TimeNano)
 	}
 	attrs := m.Actor.Attributes
 	e := Event{At: at, Replica: attrs["name"], Detail: "id " + shortID(m.Actor.ID),
-		Object: "container " + m.Actor.ID, Occurrence: string(m.Action) + "@" + strconv.FormatInt(at.UnixNano(), 10)}
+		Object: "container " + m.Actor.ID, Occurrence: m.Action + "@" + strconv.FormatInt(at.UnixNano(), 10)}
 	if e.Replica == "" {
 		e.Replica = shortID(m.Actor.ID)
 	}
-	action := string(m.Action)
+	action := m.Action
 	switch {
 	case action == "die":
 		e.Kind = EventExit

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/events"
-
+	"github.com/llmchaos/llmchaos/internal/docker"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
@@ -68,14 +67,14 @@ func TestStateEvents(t *testing.T) {
 func TestDockerEvent(t *testing.T) {
 	const id = "0123456789abcdef0123"
 	at := time.Unix(100, 5)
-	msg := func(action string, attrs map[string]string) events.Message {
+	msg := func(action string, attrs map[string]string) docker.Event {
 		attrs["name"] = "sim-1"
-		return events.Message{Type: events.ContainerEventType, Action: events.Action(action),
-			Actor: events.Actor{ID: id, Attributes: attrs}, Time: 100, TimeNano: at.UnixNano()}
+		return docker.Event{Type: "container", Action: action,
+			Actor: docker.Actor{ID: id, Attributes: attrs}, Time: 100, TimeNano: at.UnixNano()}
 	}
 	tests := []struct {
 		name string
-		in   events.Message
+		in   docker.Event
 		want Event
 		ok   bool
 	}{

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "github.com/lib/pq" // database/sql driver "postgres"
 )
 
 // Bounds of the waits: initdb and the first start of a cluster take a few
@@ -238,7 +238,7 @@ func freePort() (int, error) {
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("test_%d", s.dbs.Add(1))
-	db, err := sql.Open("pgx", s.URL)
+	db, err := sql.Open("postgres", s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
