@@ -82,15 +82,32 @@ func TestClientsetMakesEachCallOfItsResources(t *testing.T) {
 	if err != nil || patched.Annotations["a"] != "1" {
 		t.Fatalf("Patch: %v, %v", patched.Annotations, err)
 	}
-	patched.Labels["b"] = "2"
-	updated, err := pods.Update(ctx, patched, metav1.UpdateOptions{})
-	if err != nil || updated.Labels["b"] != "2" {
-		t.Fatalf("Update: %v, %v", updated.Labels, err)
-	}
-	updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: "llmchaos.io/test", Status: corev1.ConditionTrue})
-	st, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if err != nil || !hasCondition(st, "llmchaos.io/test") {
-		t.Fatalf("UpdateStatus: %v, %v", st.Status.Conditions, err)
+	// The scheduler and the node's agent also write the pod, so an update
+	// made from a copy they overtook is a conflict: read it again and retry,
+	// as a controller does (a few times at most).
+	var updated, st *corev1.Pod
+	for try := 0; ; try++ {
+		cur, err := pods.Get(ctx, "p", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Get before Update: %v", err)
+		}
+		cur.Labels["b"] = "2"
+		updated, err = pods.Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && try < 10 {
+			continue
+		}
+		if err != nil || updated.Labels["b"] != "2" {
+			t.Fatalf("Update: %v, %v", updated, err)
+		}
+		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: "llmchaos.io/test", Status: corev1.ConditionTrue})
+		st, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && try < 10 {
+			continue
+		}
+		if err != nil || !hasCondition(st, "llmchaos.io/test") {
+			t.Fatalf("UpdateStatus: %v, %v", st, err)
+		}
+		break
 	}
 	if _, err := pods.Update(ctx, patched, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("Update of a stale pod: %v, want Conflict", err)
