@@ -185,7 +185,9 @@ export default function () {
   eq(s.ok, true, 'streamed ok');
   eq(s.outputTokens, 20, 'streamed tokens');
   eq(s.itl.count, 19, 'itl.count');
-  eq(s.itl.p50 > 0 && s.itl.p50 <= s.itl.max, true, 'itl p50 in (0, max]: ' + JSON.stringify(s.itl));
+  // A gap can be 0 when tokens reach a busy client in one read, so the
+  // p50 is only bounded by [0, max].
+  eq(typeof s.itl.p50 === 'number' && s.itl.p50 >= 0 && s.itl.p50 <= s.itl.max, true, 'itl p50 in [0, max]: ' + JSON.stringify(s.itl));
   eq(s.itl.max <= s.e2e - s.ttft, true, 'itl max within e2e - ttft');
 
   const j = client.chat({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, ignore_eos: true, stream: false });
