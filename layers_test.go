@@ -28,7 +28,9 @@ var layers = []struct {
 	// Field paths and the problems keyed by them, which every front end
 	// names its own way.
 	{"internal/field", nil},
-	{"internal", nil},
+	// internal/kube's pod target keys its problems by field, as the fault
+	// params that hold it do.
+	{"internal", []string{"internal/field"}},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
 	// that nothing but cmd imports it).
@@ -40,14 +42,19 @@ var layers = []struct {
 	{"assertions", []string{"xk6-llm", "internal/field"}},
 	{"report", []string{"assertions", "xk6-llm", "internal/junit", "internal/field"}},
 	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field"}},
-	{"faults", []string{"simcontract", "internal"}},
+	// A fault family checks its params and keys each problem by its
+	// field (faults[i].params.KEY in an experiment file).
+	{"faults", []string{"simcontract", "internal", "internal/field"}},
 	// The run pipelines (load, script), above what they combine and below
 	// everything that calls them.
 	{"pipeline", []string{"telemetry", "report", "assertions", "xk6-llm", "internal/field"}},
 	{"experiments/shardjob", []string{"faults", "report", "internal"}},
 	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal/field"}},
 	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal", "internal/field"}},
-	{"capacity", []string{"experiments/spec", "pipeline", "report", "assertions", "xk6-llm", "internal/field"}},
+	// The capacity search measures a load; the capacity file it writes is
+	// read by experiments/spec, which owns every step of an experiment's
+	// resolution.
+	{"capacity", []string{"pipeline", "report", "assertions", "xk6-llm", "internal/field"}},
 	{"history", []string{"report", "assertions", "xk6-llm", "internal/field"}},
 	{"suite", []string{"experiments", "experiments/spec", "pipeline", "report", "internal/junit", "internal", "internal/field"}},
 	{"gameday", []string{"experiments", "experiments/spec", "faults", "telemetry", "report", "xk6-llm", "internal/field"}},

@@ -28,7 +28,7 @@ func TestGameDayManualRevertRecovery(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, Live: live})
+		o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, Live: live})
 		done <- result{o, err}
 	}()
 	t.Cleanup(func() {

@@ -13,8 +13,8 @@ import (
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
-// CheckHealth checks, without load and without faults, whether exp's
-// target is healthy now: what a suite checks after an experiment, before
+// CheckHealth checks, without load and without faults, whether the
+// resolved experiment x's target is healthy now: what a suite checks after an experiment, before
 // it starts the next. For an llm target it runs the experiment's own
 // checks that need no load: the pre-flight check of each endpoint
 // (load.Preflight: the model listed, else one max_tokens 1 request
@@ -26,9 +26,9 @@ import (
 //
 // A target.sim is started afresh by each run and stopped after it, so
 // there is nothing to check between runs: CheckHealth returns no record.
-// The error is only for an invalid spec (a Problems).
-func CheckHealth(ctx context.Context, exp *spec.Spec, opts Options) ([]report.ProbeRecord, error) {
-	p, err := newPlan(exp, opts.File, opts.Seed)
+// The error is only for an experiment that cannot be planned.
+func CheckHealth(ctx context.Context, x *spec.Experiment, opts Options) ([]report.ProbeRecord, error) {
+	p, err := planOf(x, opts.Seed)
 	if err != nil {
 		return nil, err
 	}

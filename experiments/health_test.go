@@ -61,7 +61,7 @@ func TestCheckHealth(t *testing.T) {
 	}
 	ctx := context.Background()
 	t.Run("healthy", func(t *testing.T) {
-		recs, err := CheckHealth(ctx, withProbe(healthy, "llmchaos-sim"), Options{})
+		recs, err := CheckHealth(ctx, resolved(t, withProbe(healthy, "llmchaos-sim"), ""), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestCheckHealth(t *testing.T) {
 		}
 	})
 	t.Run("health answers 503", func(t *testing.T) {
-		recs, err := CheckHealth(ctx, withProbe(engine.URL, "m"), Options{NoPreflight: true})
+		recs, err := CheckHealth(ctx, resolved(t, withProbe(engine.URL, "m"), ""), Options{NoPreflight: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,13 +80,13 @@ func TestCheckHealth(t *testing.T) {
 			t.Errorf("records %+v, want the /health probe failed with 503", recs)
 		}
 		sick.Store(false)
-		recs, _ = CheckHealth(ctx, withProbe(engine.URL, "m"), Options{NoPreflight: true})
+		recs, _ = CheckHealth(ctx, resolved(t, withProbe(engine.URL, "m"), ""), Options{NoPreflight: true})
 		if !allOK(recs) {
 			t.Errorf("records %+v once /health answers 200, want held", recs)
 		}
 	})
 	t.Run("requests answered 503", func(t *testing.T) {
-		recs, err := CheckHealth(ctx, withProbe(overloaded.URL, "m"), Options{})
+		recs, err := CheckHealth(ctx, resolved(t, withProbe(overloaded.URL, "m"), ""), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,16 +97,9 @@ func TestCheckHealth(t *testing.T) {
 	t.Run("sim target", func(t *testing.T) {
 		s := withProbe(healthy, "")
 		s.Target = spec.Target{Sim: &spec.SimTarget{Replicas: 1}}
-		recs, err := CheckHealth(ctx, s, Options{})
+		recs, err := CheckHealth(ctx, resolved(t, s, ""), Options{})
 		if err != nil || recs != nil {
 			t.Errorf("CheckHealth of a target.sim = %+v, %v; want nothing checked", recs, err)
-		}
-	})
-	t.Run("invalid spec", func(t *testing.T) {
-		s := withProbe(healthy, "")
-		s.Kind = "Suite"
-		if _, err := CheckHealth(ctx, s, Options{}); err == nil {
-			t.Error("CheckHealth of an invalid spec: no error")
 		}
 	})
 }

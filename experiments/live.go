@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
@@ -127,16 +128,21 @@ func (p *plan) makeLive(l *Control) error {
 	if math.IsInf(rate, 1) {
 		return errors.New("a game day's load needs a finite rate")
 	}
-	if users > 0 {
-		a.Duration = l.opts.MaxDuration
-	} else {
-		a = workload.ArrivalConfig{
+	switch a.Mode() {
+	case workload.ModeRate, workload.ModeClosed:
+		// The experiment's shape, checked when it was resolved, as long
+		// as the game day lasts.
+		a = a.Lasting(l.opts.MaxDuration)
+	default:
+		// A ramp or stages become a rate, their highest, changed live.
+		var ps field.Problems
+		a, ps = workload.ArrivalConfig{
 			Rate: rate, Arrival: a.Arrival, Burstiness: a.Burstiness, Duration: l.opts.MaxDuration,
 			Requests: a.Requests, MaxInFlight: a.MaxInFlight, OnSaturation: a.OnSaturation,
-		}.WithDefaults()
-	}
-	if err := a.Validate(); err != nil {
-		return fmt.Errorf("game day load: %w", err)
+		}.WithDefaults().Checked()
+		if err := ps.Err(); err != nil {
+			return fmt.Errorf("game day load: %w", err)
+		}
 	}
 	p.ac = a
 	l.load = engine.NewLiveLoad(rate, users)

@@ -10,13 +10,14 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/report"
 )
 
 // InvalidFaultError is a fault to inject by hand that is not valid: its
 // problems name the key they are about (fault.params.latency).
 type InvalidFaultError struct {
-	Problems spec.Problems
+	Problems field.Problems
 }
 
 func (e *InvalidFaultError) Error() string {
@@ -78,13 +79,13 @@ func (l *Control) Inject(mf ManualFault, by string) (ActiveFault, error) {
 	}
 	sf := spec.Fault{Name: mf.Name, Type: mf.Type, Duration: spec.Duration(mf.Duration), Target: mf.Target, Params: mf.Params}
 	if mf.Duration < 0 {
-		return ActiveFault{}, &InvalidFaultError{Problems: spec.Problems{{Path: "fault.duration", Msg: fmt.Sprintf("%v is negative", mf.Duration)}}}
+		return ActiveFault{}, &InvalidFaultError{Problems: field.Problems{field.Errorf("fault.duration", "%v is negative", mf.Duration)}}
 	}
 	if ps := r.p.spec.ValidateFault(sf); len(ps) > 0 {
 		return ActiveFault{}, &InvalidFaultError{Problems: ps}
 	}
 	if r.faults.hasName(mf.Name) {
-		return ActiveFault{}, &InvalidFaultError{Problems: spec.Problems{{Path: "fault.name", Msg: fmt.Sprintf("a fault named %q was already injected in this run: fault names must be unique", mf.Name)}}}
+		return ActiveFault{}, &InvalidFaultError{Problems: field.Problems{field.Errorf("fault.name", "a fault named %q was already injected in this run: fault names must be unique", mf.Name)}}
 	}
 	floor := r.p.spec.BlastRadius.Floor()
 	if floor > 0 && ft.Family == replica.Family {
@@ -100,7 +101,7 @@ func (l *Control) Inject(mf ManualFault, by string) (ActiveFault, error) {
 		Name: mf.Name, Type: mf.Type, PlannedAtS: now.Seconds(), PlannedDurationS: mf.Duration.Seconds(), RevertOK: true, By: by,
 	})
 	if !ok {
-		return ActiveFault{}, &InvalidFaultError{Problems: spec.Problems{{Path: "fault.name", Msg: fmt.Sprintf("a fault named %q was already injected in this run", mf.Name)}}}
+		return ActiveFault{}, &InvalidFaultError{Problems: field.Problems{field.Errorf("fault.name", "a fault named %q was already injected in this run", mf.Name)}}
 	}
 	pf.index = i
 	f, target, err := r.build(pf, r.simEnv())

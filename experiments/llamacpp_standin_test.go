@@ -231,7 +231,7 @@ func runStandIn(t *testing.T, srv *llamaServer) (*Outcome, string) {
 	exp.Thresholds = ths
 	exp.Recovery = spec.Recovery{Window: spec.Duration(time.Second), Hold: spec.Duration(time.Second)}
 	var out bytes.Buffer
-	oc, err := Run(t.Context(), exp, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
+	oc, err := runSpec(t.Context(), exp, Options{RunDir: t.TempDir(), Out: &out, Progress: -1, NoGuard: true,
 		Observe: ObserveOptions{Scrape: true, ScrapeInterval: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

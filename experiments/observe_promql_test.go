@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 )
 
@@ -77,7 +78,7 @@ func TestValidatePromQL(t *testing.T) {
 				t.Fatalf("test file lacks %q", tt.old)
 			}
 			_, _, err := spec.Parse("t.yaml", []byte(strings.Replace(promqlFile, tt.old, tt.new, 1)))
-			var ps spec.Problems
+			var ps field.Problems
 			if !errors.As(err, &ps) {
 				t.Fatalf("Parse: got %v, want Problems", err)
 			}
@@ -111,7 +112,7 @@ func TestRunPromQLSteadyState(t *testing.T) {
 			exp := testSpec(srv.URL, time.Second, httpErrorFault("errors", 300*time.Millisecond, 200*time.Millisecond))
 			exp.SteadyState = []spec.Probe{{PromQL: &tt.probe}}
 			var out bytes.Buffer
-			o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+			o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 			if err != nil {
 				t.Fatalf("Run: %v\n%s", err, out.String())
 			}
@@ -148,7 +149,7 @@ func TestRunPromQLStopCondition(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	start := time.Now()
-	o, err := Run(context.Background(), exp, Options{
+	o, err := runSpec(context.Background(), exp, Options{
 		RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": f}),
 		Observe: ObserveOptions{RemoteWriteURL: prom.WriteURL(), RemoteWriteInterval: 200 * time.Millisecond},
 	})
@@ -180,7 +181,7 @@ func TestRunPromQLStopConditionUnreachableIsNotJudged(t *testing.T) {
 		Interval: spec.Duration(200 * time.Millisecond),
 	}}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

@@ -95,7 +95,7 @@ func TestRunObservesLiveMetricsAndServer(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := Run(ctx, exp, opts)
+		o, err := runSpec(ctx, exp, opts)
 		done <- result{o, err}
 	}()
 
@@ -179,7 +179,7 @@ func TestRunWithoutObserversStartsNone(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
 	out := &urlCatcher{url: make(chan string, 1)}
-	o, err := Run(context.Background(), testSpec(srv.URL, 500*time.Millisecond), Options{RunDir: t.TempDir(), Out: out})
+	o, err := runSpec(context.Background(), testSpec(srv.URL, 500*time.Millisecond), Options{RunDir: t.TempDir(), Out: out})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

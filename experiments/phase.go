@@ -165,6 +165,32 @@ func (t *timeline) atLocked(d time.Duration) (phase, fault string) {
 	return m.phase, m.fault
 }
 
+// shaped returns the phase and fault of an answer that streamed from
+// from to to (a consistency probe's): the last fault phase in force at
+// any time of [from, to], for a fault in force while the answer streamed
+// shaped it, whether it struck mid-stream or was reverted under it; else
+// the phase at to.
+func (t *timeline) shaped(from, to time.Duration) (phase, fault string) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	phase, fault = t.atLocked(to)
+	if phase == PhaseFault {
+		return phase, fault
+	}
+	first, _ := slices.BinarySearchFunc(t.marks, from, func(m phaseMark, d time.Duration) int {
+		if m.at <= d {
+			return -1
+		}
+		return 1
+	})
+	for i := max(first-1, 0); i < len(t.marks) && t.marks[i].at <= to; i++ {
+		if m := t.marks[i]; m.phase == PhaseFault {
+			phase, fault = m.phase, m.fault
+		}
+	}
+	return phase, fault
+}
+
 // within returns the phase and fault that hold over all of [from, to),
 // and whether one does (no change inside the span).
 func (t *timeline) within(from, to time.Duration) (phase, fault string, ok bool) {

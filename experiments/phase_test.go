@@ -60,6 +60,28 @@ func TestTimelinePhases(t *testing.T) {
 		}
 	}
 
+	// An answer counts in the last fault window it streamed in: one that
+	// ended in a recovery or after, but was under way while a fault was in
+	// force, counts in that fault.
+	for _, tc := range []struct {
+		from, to     time.Duration
+		phase, fault string
+	}{
+		{1 * s, 2 * s, PhaseBaseline, ""},
+		{9 * s, 11 * s, PhaseFault, "a"},  // struck mid-stream
+		{11 * s, 14 * s, PhaseFault, "b"}, // ended in b's window
+		{14 * s, 21 * s, PhaseFault, "a"}, // a reverted under it: a, not the recovery
+		{19 * s, 27 * s, PhaseFault, "a"}, // from a's window into after
+		{21 * s, 24 * s, PhaseRecovery, "a"},
+		{24 * s, 27 * s, PhaseAfter, ""},
+		{29 * s, 99 * s, PhaseFault, "c"},
+		{36 * s, 38 * s, PhaseRecovery, "c"},
+	} {
+		if p, f := tl.shaped(tc.from, tc.to); p != tc.phase || f != tc.fault {
+			t.Errorf("shaped(%v, %v) = %s/%s, want %s/%s", tc.from, tc.to, p, f, tc.phase, tc.fault)
+		}
+	}
+
 	if p, f, ok := tl.within(21*s, 24*s); !ok || p != PhaseRecovery || f != "a" {
 		t.Errorf("within(21s, 24s) = %s %s %v, want recovery a true", p, f, ok)
 	}

@@ -91,7 +91,7 @@ func TestRunWorkloadPreflightFalse(t *testing.T) {
 			idle := newFakeFault(t, "idle", nil)
 			exp := testSpec(srv.URL, 600*time.Millisecond, httpErrorFault("idle", 200*time.Millisecond, 100*time.Millisecond))
 			exp.Workload.Preflight = tt.preflight
-			_, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"idle": idle})})
+			_, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"idle": idle})})
 			_, refused := errors.AsType[*load.PreflightError](err)
 			if refused != tt.refused {
 				t.Fatalf("Run: err = %v, want a pre-flight refusal %v", err, tt.refused)

@@ -25,9 +25,11 @@ const (
 // probeAnswer is what one probe brought back.
 //
 // A probe counts in the phase (and fault) in force when its answer ended,
-// not when it was sent as the load's results do: an answer in flight when
-// a fault struck (a replica killed, a proxy corrupting) was shaped by it,
-// and says nothing of the phase before.
+// not when it was sent as the load's results do, unless a fault was in
+// force at some time while it streamed: then it counts in that fault's
+// window (the last one's). An answer in flight when a fault struck (a
+// replica killed, a proxy corrupting) or was reverted was shaped by it,
+// and says nothing of the baseline or of the recovery after.
 type probeAnswer struct {
 	seq      int
 	prompt   int
@@ -66,9 +68,10 @@ type prober struct {
 	targets []string
 	route   func(int) (string, string, error)
 	// tag sets a probe's phase, fault and endpoint tag at its send time;
-	// phaseAt is the phase and fault at a time of the run clock.
+	// phaseOf is the phase and fault an answer that streamed between two
+	// times of the run clock counts in (timeline.shaped).
 	tag     func(at time.Duration, tags *recording.Tags)
-	phaseAt func(at time.Duration) (phase, fault string)
+	phaseOf func(from, to time.Duration) (phase, fault string)
 	c       *client.Client
 	clock   *recording.RunClock
 	rec     *recording.Recorder
@@ -200,7 +203,7 @@ func (p *prober) send(ctx context.Context, seq int, at time.Duration) {
 	}
 	p.rec.RequestEnded(res.End)
 	p.rec.Record(res)
-	phase, fault := p.phaseAt(res.End)
+	phase, fault := p.phaseOf(now, res.End)
 	a := probeAnswer{seq: seq, prompt: p.promptOf(seq), at: res.End, phase: phase, fault: fault, endpoint: res.Tags.Endpoint,
 		answered: res.Outcome == recording.OutcomeOK || (res.Outcome == recording.OutcomeFailed && recording.IsIntegrity(res.Class)),
 		text:     out.Text, chunks: chunks,
@@ -248,7 +251,7 @@ func (r *run) startProbes(ctx context.Context, clock *recording.RunClock) (stop 
 	for i, e := range r.endpoints {
 		targets[i] = e.load
 	}
-	pr, err := newProber(cfg.WithDefaults(), r.p.wc.API != workload.APICompletions, r.model, targets, clock, copts, r.p.spec.Workload.GraceOrDefault())
+	pr, err := newProber(*cfg, r.p.wc.API != workload.APICompletions, r.model, targets, clock, copts, r.p.spec.Workload.Grace.D())
 	if err != nil {
 		r.judge.fail(err)
 		return func() {}
@@ -256,7 +259,7 @@ func (r *run) startProbes(ctx context.Context, clock *recording.RunClock) (stop 
 	if r.kube != nil && r.kube.t.URL == "" {
 		pr.route = r.kube.route
 	}
-	pr.phaseAt = r.tl.at
+	pr.phaseOf = r.tl.shaped
 	pr.tag = func(at time.Duration, tags *recording.Tags) {
 		tags.Phase, tags.Fault = r.tl.at(at)
 		if u, ok := r.tagURL[tags.Endpoint]; ok {

@@ -3,7 +3,10 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +22,26 @@ import (
 // BenchmarkProbeCost measures what consistency probes at their default
 // rate cost the load they run beside: the load's TTFT p99 against a
 // simulator (constant latency, so that the figure is the client's and the
-// server's queueing, not the model's), in runs with and without probes
-// taken in turn, A B A B…, so that a drift of the machine falls on both.
-// It pools each arm's TTFT histograms and prints their p99 and its change
-// (target: under 1 %), and the spread of the p99 between the runs without
-// probes, which says how much of a change this machine can resolve.
+// server's queueing, not the model's), in runs with and without probes.
+//
+// One run's p99 rests on its few slowest requests, and a busy machine
+// moves it by more than the 1 % to resolve, so the figure is the median of
+// many paired comparisons: probeCostPairs pairs of runs of
+// probeCostRequests requests each (after a warm-up run that is left out),
+// the two runs of a pair back to back and their order alternating from
+// one pair to the next (A B, B A, …), so that a drift of the machine falls
+// on both arms. Each pair gives the relative change of the p99 with probes;
+// the median of those changes is the figure (target: under 1 %), printed
+// with its standard error (from the changes' interquartile range) and the
+// change of the p99 of all requests of each arm pooled. The machine's load
+// average before and after is printed beside it: a figure measured on a
+// loaded machine says less.
 func BenchmarkProbeCost(b *testing.B) {
-	const pairs = 4
+	const (
+		rate              = 50
+		probeCostRequests = 500 // per run: 10 s at rate
+		probeCostPairs    = 9
+	)
 	cfg := sim.DefaultConfig()
 	cfg.Latency, cfg.TTFT, cfg.ITL, cfg.MeanOutputTokens = sim.LatencyConstant, 20*time.Millisecond, 2*time.Millisecond, 32
 	url := servertest.Start(b, server.Options{Config: cfg}) + "/v1"
@@ -34,7 +50,8 @@ func BenchmarkProbeCost(b *testing.B) {
 			APIVersion: spec.APIVersion, Kind: spec.KindExperiment,
 			Metadata: spec.Metadata{Name: "probe-cost"},
 			Target:   spec.Target{LLM: &spec.LLMTarget{URL: url, Model: cfg.Model}},
-			Workload: spec.Workload{Rate: spec.PerSecondRate(50), Arrival: "constant", Duration: spec.Duration(6 * time.Second),
+			Workload: spec.Workload{Rate: spec.PerSecondRate(rate), Arrival: "constant",
+				Duration:    spec.Duration(time.Duration(probeCostRequests) * time.Second / rate),
 				InputTokens: mustDistB(b, "64"), OutputTokens: mustDistB(b, "32")},
 		}
 		if probes {
@@ -43,26 +60,34 @@ func BenchmarkProbeCost(b *testing.B) {
 		return s
 	}
 	run := func(probes bool) *hdrhistogram.Histogram {
-		o, err := Run(context.Background(), exp(probes), Options{RunDir: b.TempDir(), Progress: -1})
+		o, err := runSpec(context.Background(), exp(probes), Options{RunDir: b.TempDir(), Progress: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if probes && (o.Doc.Consistency == nil || o.Doc.Consistency.Answered == 0) {
 			b.Fatalf("no probe answered: %+v", o.Doc.Consistency)
 		}
-		if n := o.Doc.Requests.Sent; n != 300 {
-			b.Fatalf("the load sent %d requests, want its own 300 (probes are not in its figures)", n)
+		if n := o.Doc.Requests.Sent; n != probeCostRequests {
+			b.Fatalf("the load sent %d requests, want its own %d (probes are not in its figures)", n, probeCostRequests)
 		}
 		return o.Doc.Summary().Histogram(recording.MetricTTFT, recording.TagFilter{})
 	}
+	loadBefore := loadAverage()
 	var without, with []*hdrhistogram.Histogram
 	for b.Loop() {
 		without, with = nil, nil
-		for range pairs {
-			without = append(without, run(false))
-			with = append(with, run(true))
+		run(false) // warm-up: connections, the simulator's first steps
+		for i := range probeCostPairs {
+			if i%2 == 0 {
+				without = append(without, run(false))
+				with = append(with, run(true))
+			} else {
+				with = append(with, run(true))
+				without = append(without, run(false))
+			}
 		}
 	}
+	loadAfter := loadAverage()
 	pooled := func(hs []*hdrhistogram.Histogram) float64 {
 		all := hdrhistogram.New(hs[0].LowestTrackableValue(), hs[0].HighestTrackableValue(), int(hs[0].SignificantFigures()))
 		for _, h := range hs {
@@ -70,27 +95,66 @@ func BenchmarkProbeCost(b *testing.B) {
 		}
 		return ttftMs(all)
 	}
-	var perRun []float64
-	for _, h := range without {
-		perRun = append(perRun, ttftMs(h))
+	changes := make([]float64, probeCostPairs)
+	var perA, perB []float64
+	for i := range probeCostPairs {
+		a, c := ttftMs(without[i]), ttftMs(with[i])
+		perA, perB = append(perA, a), append(perB, c)
+		changes[i] = 100 * (c - a) / a
 	}
+	sorted := slices.Clone(changes)
+	slices.Sort(sorted)
+	median := quantileSorted(sorted, 0.5)
+	iqr := quantileSorted(sorted, 0.75) - quantileSorted(sorted, 0.25)
+	// The standard error of a median of n draws is about 1.2533 σ/√n, and
+	// σ ≈ IQR/1.349 for a normal spread.
+	stderr := 1.2533 * (iqr / 1.349) / math.Sqrt(probeCostPairs)
 	a, c := pooled(without), pooled(with)
-	diff := 100 * (c - a) / a
-	spread := 100 * (slices.Max(perRun) - slices.Min(perRun)) / a
+	pooledChange := 100 * (c - a) / a
+	b.ReportMetric(median, "%-ttft-p99-change-median")
+	b.ReportMetric(stderr, "%-ttft-p99-change-stderr")
+	b.ReportMetric(pooledChange, "%-ttft-p99-change-pooled")
 	b.ReportMetric(a, "ttft-p99-ms-without")
 	b.ReportMetric(c, "ttft-p99-ms-with")
-	b.ReportMetric(diff, "%-ttft-p99-change")
-	b.ReportMetric(spread, "%-spread-without")
 	verdict := "within"
-	if diff >= 1 {
+	if median >= 1 {
 		verdict = "OVER"
 	}
-	b.Logf("probes at %g/s beside 50 req/s: the load's TTFT p99 %.2f ms without, %.2f ms with (%d runs of each, pooled): %+.2f %% (%s the 1 %% target); the p99 of single runs without probes spread %.1f %%",
-		spec.DefaultProbeRate, a, c, pairs, diff, verdict, spread)
-	b.Logf("p99 per run, ms: without %s", fmtMs(perRun))
-	if spread >= 1 {
-		b.Logf("this machine's own run-to-run spread (%.1f %%) is larger than the 1 %% target: the change above is noise here; run make bench on a quiet machine to resolve it", spread)
+	b.Logf("probes at %g/s beside %d req/s: the load's TTFT p99 changes by %+.2f %% ± %.2f %% (median of %d A/B pairs of %d requests per run; %s the 1 %% target)",
+		spec.DefaultProbeRate, rate, median, stderr, probeCostPairs, probeCostRequests, verdict)
+	b.Logf("pooled over all runs: %.3f ms without, %.3f ms with (%+.2f %%); load average %s before, %s after",
+		a, c, pooledChange, loadBefore, loadAfter)
+	b.Logf("p99 per pair, ms: without %s", fmtMs(perA))
+	b.Logf("p99 per pair, ms: with    %s", fmtMs(perB))
+	b.Logf("change per pair, %%: %s", fmtMs(changes))
+	if 2*stderr >= 1 {
+		b.Logf("the pairs' own spread (± %.2f %% standard error) is not small beside the 1 %% target: "+
+			"run make bench on a quieter machine to resolve the change", stderr)
 	}
+}
+
+// quantileSorted is the q-quantile of sorted xs, interpolated.
+func quantileSorted(xs []float64, q float64) float64 {
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
+}
+
+// loadAverage returns the machine's 1-minute load average ("?" where it
+// cannot be read).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }
 
 // ttftMs is a TTFT histogram's p99 in milliseconds (it records

@@ -46,7 +46,7 @@ func TestRunWithProbes(t *testing.T) {
 		},
 	}
 	var buf bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &buf, Progress: -1})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &buf, Progress: -1})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, buf.String())
 	}

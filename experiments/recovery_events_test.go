@@ -38,7 +38,7 @@ func TestRecoveredEventsMatchTable(t *testing.T) {
 		httpErrorFault("third", 7*time.Second, 500*time.Millisecond), // long after second recovered
 	)
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out,
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out,
 		hooks: fakeBuilds(map[string]faults.Fault{"first": first, "second": second, "third": third})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())

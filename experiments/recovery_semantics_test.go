@@ -227,7 +227,7 @@ func TestRunInstantaneousRecovery(t *testing.T) {
 		Duration: spec.Duration(2500 * time.Millisecond), Params: map[string]any{"target": map[string]any{"pid_file": "/nonexistent/pid"}}})
 	exp.Thresholds = spec.Thresholds{"recovery_time{fault:kill}": {{Threshold: "max<2500ms"}}}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"kill": kill})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"kill": kill})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

@@ -208,13 +208,14 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic while %s: %v\n%s", e.Where, e.Value, e.Stack)
 }
 
-// Run runs an experiment: it validates exp, resolves the target
-// (starting the simulator for target.sim), puts fault proxies in front of
-// the endpoints when proxy faults need them, checks the steady state,
-// starts the load, injects and reverts the faults on schedule on the run
-// clock, checks stop conditions every second, checks the steady state
-// after the load, computes recovery_time per fault and evaluates the
-// thresholds. It returns the Outcome with the report, whose verdict the
+// RunExperiment runs the resolved experiment x (spec.Experiment, which
+// every verb that runs an experiment resolves once and passes on): it
+// resolves the target (starting the simulator for target.sim), puts fault
+// proxies in front of the endpoints when proxy faults need them, checks
+// the steady state, starts the load, injects and reverts the faults on
+// schedule on the run clock, checks stop conditions every second, checks
+// the steady state after the load, computes recovery_time per fault and
+// evaluates the thresholds. It returns the Outcome with the report, whose verdict the
 // caller turns into an exit code.
 //
 // Revert is guaranteed: every fault is recorded in the write-ahead journal
@@ -225,27 +226,8 @@ func (e *PanicError) Error() string {
 // joined into the returned *RevertError (the Outcome is still returned);
 // the fault stays pending in the journal for `llmchaos recover`.
 //
-// The error is a Problems for an invalid spec, and otherwise non-nil when
-// the run could not be set up, a revert failed, or the runner panicked.
-func Run(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
-	if exp == nil {
-		if opts.Live != nil {
-			opts.Live.finish()
-		}
-		return nil, errNoSpec
-	}
-	x, err := spec.Resolve(exp, opts.File)
-	if err != nil {
-		if opts.Live != nil {
-			opts.Live.finish()
-		}
-		return nil, err
-	}
-	return RunExperiment(ctx, x, opts)
-}
-
-// RunExperiment is Run of the resolved experiment x (spec.Resolve), which
-// every verb that runs an experiment resolves once and passes on.
+// The error is non-nil when the run could not be set up, a revert
+// failed, or the runner panicked.
 func RunExperiment(ctx context.Context, x *spec.Experiment, opts Options) (*Outcome, error) {
 	if opts.Live != nil {
 		defer opts.Live.finish()

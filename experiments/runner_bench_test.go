@@ -76,7 +76,7 @@ func BenchmarkFaultTimeline(b *testing.B) {
 			httpErrorFault("errors", 800*time.Millisecond, 700*time.Millisecond),
 			httpErrorFault("idle", 2*time.Second, 300*time.Millisecond))
 		var out bytes.Buffer
-		o, err := Run(context.Background(), exp, Options{RunDir: b.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
+		o, err := runSpec(context.Background(), exp, Options{RunDir: b.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
 		if err != nil {
 			b.Fatalf("Run: %v\n%s", err, out.String())
 		}

@@ -28,7 +28,7 @@ func TestCatalogIsValid(t *testing.T) {
 				checkCatalogSuite(t, f)
 				return
 			}
-			exp, warns, err := spec.Load(f)
+			x, warns, err := spec.LoadExperiment(f, spec.LoadOptions{})
 			if err != nil {
 				t.Fatalf("invalid:\n%v", err)
 			}
@@ -37,7 +37,7 @@ func TestCatalogIsValid(t *testing.T) {
 			}
 			// And it resolves into a plan, as run and --dry-run need.
 			var out bytes.Buffer
-			if err := DryRun(&out, exp, Options{File: f}); err != nil {
+			if err := DryRunExperiment(&out, x, Options{File: f}); err != nil {
 				t.Fatalf("DryRun: %v", err)
 			}
 		})
@@ -62,7 +62,7 @@ func checkCatalogSuite(t *testing.T, f string) {
 	}
 	for _, it := range items {
 		var out bytes.Buffer
-		if err := DryRun(&out, it.Spec, Options{File: it.File}); err != nil {
+		if err := DryRunExperiment(&out, it.Experiment, Options{File: it.File}); err != nil {
 			t.Errorf("%s: DryRun: %v", it.File, err)
 		}
 	}
@@ -76,7 +76,7 @@ func TestDryRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never")
 	var out bytes.Buffer
 	seed := uint64(42)
-	if err := DryRun(&out, exp, Options{RunDir: dir, Seed: &seed}); err != nil {
+	if err := dryRunSpec(&out, exp, Options{RunDir: dir, Seed: &seed}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -113,7 +113,7 @@ func TestPreflightNetns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(netnsRunDir, "llmchaos-demo")); err == nil {
 		t.Skip("the namespace llmchaos-demo exists on this machine")
 	}
-	p, err := newPlan(exp, "", nil)
+	p, err := planSpec(exp, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -206,4 +207,47 @@ func fakeBuilds(fs map[string]faults.Fault) *testHooks {
 // needs to validate.
 func httpErrorFault(name string, at, dur time.Duration) spec.Fault {
 	return spec.Fault{Name: name, Type: "http.error", At: spec.Duration(at), Duration: spec.Duration(dur), Params: map[string]any{"status": 500}}
+}
+
+// runSpec resolves exp, the experiment of opts.File, as every verb
+// resolves one before it runs it (spec.Resolve), and runs it.
+func runSpec(ctx context.Context, exp *spec.Spec, opts Options) (*Outcome, error) {
+	x, err := spec.Resolve(exp, opts.File)
+	if err != nil {
+		if opts.Live != nil {
+			opts.Live.finish()
+		}
+		return nil, err
+	}
+	return RunExperiment(ctx, x, opts)
+}
+
+// dryRunSpec is runSpec's dry run.
+func dryRunSpec(w io.Writer, exp *spec.Spec, opts Options) error {
+	x, err := spec.Resolve(exp, opts.File)
+	if err != nil {
+		return err
+	}
+	return DryRunExperiment(w, x, opts)
+}
+
+// planSpec resolves exp, the experiment of file, and plans it; seed,
+// when not nil, replaces the experiment's.
+func planSpec(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
+	x, err := spec.Resolve(exp, file)
+	if err != nil {
+		return nil, err
+	}
+	return planOf(x, seed)
+}
+
+// resolved is exp, the experiment of file, resolved; the test fails when
+// it is invalid.
+func resolved(t testing.TB, exp *spec.Spec, file string) *spec.Experiment {
+	t.Helper()
+	x, err := spec.Resolve(exp, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

@@ -52,7 +52,7 @@ func TestLiveRun(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, Live: live})
+		o, err := runSpec(context.Background(), exp, Options{RunDir: dir, Out: &out, Live: live})
 		done <- result{o, err}
 	}()
 	t.Cleanup(func() {

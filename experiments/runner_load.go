@@ -44,7 +44,7 @@ func (r *run) load(ctx context.Context) (engine.RunStats, error) {
 		route = r.kube.route
 	}
 	l, err := load.Run(ctx, load.Config{
-		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.GraceOrDefault(),
+		Targets: targets, Model: r.model, Arrival: p.ac, Workload: p.wc, Seed: p.seed, Grace: p.spec.Workload.Grace.D(),
 		Client: copts, Recorder: recording.Options{SLO: p.slo, SaveRequests: r.opts.SaveRequests}, Observe: r.obs.observeOptions(p, r.endpoints),
 		Tagger: r.tag, Route: route, Live: r.liveLoad(), Switch: r.liveSwitch(), NoPreflight: r.opts.NoPreflight || p.spec.Workload.PreflightOff(), Warn: func(w string) { r.out.println("warning: " + w) },
 		Alongside: func(pr *pipeline.Run) func(engine.RunStats, error) {

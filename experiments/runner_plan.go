@@ -79,16 +79,6 @@ func (pf *plannedFault) params(env spec.TargetEnv) (any, error) {
 	return spec.DecodeParamsIn(pf.index, pf.spec, pf.ft, env)
 }
 
-// newPlan resolves exp (spec.Resolve) and plans it. seed, when not nil,
-// replaces the experiment's.
-func newPlan(exp *spec.Spec, file string, seed *uint64) (*plan, error) {
-	x, err := spec.Resolve(exp, file)
-	if err != nil {
-		return nil, err
-	}
-	return planOf(x, seed)
-}
-
 // planOf plans the resolved experiment x. seed, when not nil, replaces
 // the experiment's.
 func planOf(x *spec.Experiment, seed *uint64) (*plan, error) {
@@ -303,20 +293,11 @@ func (p *plan) endpointCount() int {
 	return len(p.spec.Target.LLM.Endpoints())
 }
 
-// DryRun writes the plan of exp to w as Run would carry it out, with
-// opts' seed: the target, the proxies, the load, the steady state, the
-// schedule of faults on the run clock, the stop conditions and the
-// thresholds. It starts nothing and changes nothing (no run directory
-// either). file is the experiment file's path, for relative paths.
-func DryRun(w io.Writer, exp *spec.Spec, opts Options) error {
-	x, err := spec.Resolve(exp, opts.File)
-	if err != nil {
-		return err
-	}
-	return DryRunExperiment(w, x, opts)
-}
-
-// DryRunExperiment is DryRun of the resolved experiment x.
+// DryRunExperiment writes the plan of the resolved experiment x to w as
+// RunExperiment would carry it out, with opts' seed: the target, the
+// proxies, the load, the steady state, the schedule of faults on the run
+// clock, the stop conditions and the thresholds. It starts nothing and
+// changes nothing (no run directory either).
 func DryRunExperiment(w io.Writer, x *spec.Experiment, opts Options) error {
 	p, err := planOf(x, opts.Seed)
 	if err != nil {
@@ -424,7 +405,7 @@ func (p *plan) write(w io.Writer, opts Options) error {
 		fmt.Fprintf(&b, "  %8s  %s\n", fmtOffset(e.at), e.text)
 	}
 	if d := p.loadDuration(); d > 0 {
-		grace := p.spec.Workload.GraceOrDefault().String()
+		grace := p.spec.Workload.Grace.D().String()
 		if p.script != nil {
 			grace = "each scenario's gracefulStop"
 		}

@@ -65,7 +65,7 @@ func TestRunWatchesProcessTargets(t *testing.T) {
 		Name: "kill", Type: "replica.kill", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(1500 * time.Millisecond),
 		Params: map[string]any{"target": map[string]any{"pid_file": pidFile}},
 	})
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir()})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestDryRunListsReplicaTargets(t *testing.T) {
 			Params: map[string]any{"target": map[string]any{"cmdline": "^" + name + "$"}}},
 	)
 	var out strings.Builder
-	if err := DryRun(&out, exp, Options{}); err != nil {
+	if err := dryRunSpec(&out, exp, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -152,7 +152,7 @@ func TestRunRestartWithoutSupervisor(t *testing.T) {
 		Name: "bounce", Type: "replica.restart", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(500 * time.Millisecond),
 		Params: map[string]any{"target": map[string]any{"pid_file": pidFile}, "grace": "1s", "timeout": "1s"},
 	})
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), RevertTimeout: 3 * time.Second})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), RevertTimeout: 3 * time.Second})
 	if _, ok := errors.AsType[*RevertError](err); !ok {
 		t.Fatalf("Run = %v, want a *RevertError (exit 97)", err)
 	}

@@ -64,7 +64,7 @@ func TestRunSavesEveryRequestWithItsPhase(t *testing.T) {
 	defer f.Close()
 	w := recording.NewRequestWriter(f)
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, SaveRequests: w, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, Out: &out, SaveRequests: w, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

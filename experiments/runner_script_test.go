@@ -48,7 +48,7 @@ func TestRunScriptWorkload(t *testing.T) {
 	exp, file := shortScriptLatency(t)
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Progress: -1})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Progress: -1})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -116,7 +116,7 @@ func TestRunScriptWorkloadStopCondition(t *testing.T) {
 	exp.Thresholds = nil
 	dir := t.TempDir()
 	start := time.Now()
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Progress: -1})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Progress: -1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

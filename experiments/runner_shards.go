@@ -23,6 +23,7 @@ import (
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // ShardLiveLag is how far behind the run clock the live checks of a
@@ -251,11 +252,14 @@ func apiKeyEnv(t spec.KubernetesTarget) []corev1.EnvVar {
 }
 
 // shardLoadArgs are the `llmchaos load` flags of every shard: the
-// target, the model, the seed and the workload of the experiment.
-// Workload keys a shard cannot take yet are refused by validation.
+// target, the model, the seed, and the workload as the experiment
+// resolved it (the plan's configs: its preset, its defaults and a rate
+// from its capacity file already in them), so that a shard resolves
+// nothing the runner did not. Workload keys a shard cannot take yet are
+// refused by validation.
 func (r *run) shardLoadArgs() ([]string, error) {
 	p := r.p
-	w := p.spec.Workload
+	w, wc, ac := p.spec.Workload, p.wc, p.ac
 	var a []string
 	add := func(flag, v string) { a = append(a, flag, v) }
 	if r.followsPods() {
@@ -277,63 +281,63 @@ func (r *run) shardLoadArgs() ([]string, error) {
 		}
 	}
 	add("--seed", strconv.FormatInt(int64(p.seed), 10))
-	if w.Rate.Unresolved() {
-		return nil, fmt.Errorf("workload.rate %s: not resolved from a capacity", w.Rate)
+	float := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	switch ac.Mode() {
+	case workload.ModeRate:
+		add("--rate", float(ac.Rate))
+	case workload.ModeClosed:
+		// A preset's closed loop (validation refuses one written
+		// with shards): each shard runs its share of the users.
+		add("--concurrency", strconv.Itoa(ac.Concurrency))
+	default:
+		return nil, fmt.Errorf("workload.shards: the load's shape is %s, which shards do not take yet", ac.Mode())
 	}
-	if w.Rate != (spec.Rate{}) {
-		add("--rate", strconv.FormatFloat(w.Rate.PerSecond, 'f', -1, 64))
-	}
-	str := map[string]string{"--workload": w.Preset, "--class": w.Class, "--api": w.API, "--arrival": w.Arrival, "--on-saturation": w.OnSaturation}
-	for _, f := range []string{"--workload", "--class", "--api", "--arrival", "--on-saturation"} {
-		if v := str[f]; v != "" {
-			add(f, v)
+	for _, s := range []struct{ flag, v string }{
+		{"--think-time", ac.ThinkTime.String()},
+		{"--class", wc.Name}, {"--api", string(wc.API)}, {"--arrival", string(ac.Arrival)}, {"--on-saturation", string(ac.OnSaturation)},
+		{"--input-tokens", wc.InputTokens.String()}, {"--output-tokens", wc.OutputTokens.String()}, {"--turns", wc.Turns.String()},
+		{"--cancel-after-tokens", wc.CancelAfterTokens.String()}, {"--session-think-time", wc.ThinkTime.String()},
+		{"--cancel-after", wc.CancelAfter.String()},
+	} {
+		if s.v != "" {
+			add(s.flag, s.v)
 		}
 	}
-	if w.Burstiness != 0 {
-		add("--burstiness", strconv.FormatFloat(w.Burstiness, 'f', -1, 64))
-	}
-	for _, d := range []struct {
+	for _, f := range []struct {
 		flag string
-		v    spec.Duration
-	}{{"--duration", w.Duration}, {"--timeout", w.Timeout}, {"--ttft-timeout", w.TTFTTimeout}, {"--idle-timeout", w.IdleTimeout}} {
-		if d.v != 0 {
-			add(d.flag, d.v.String())
+		v    float64
+	}{{"--burstiness", ac.Burstiness}, {"--prefix-share", wc.PrefixShare}} {
+		if f.v != 0 {
+			add(f.flag, float(f.v))
 		}
 	}
-	add("--grace", w.GraceOrDefault().String())
 	for _, i := range []struct {
 		flag string
 		v    int
-	}{{"--requests", w.Requests}, {"--max-in-flight", w.MaxInFlight}, {"--min-tokens", w.MinTokens}, {"--prefix-count", w.PrefixCount}, {"--prefix-tokens", w.PrefixTokens}} {
+	}{{"--requests", ac.Requests}, {"--max-in-flight", ac.MaxInFlight}, {"--min-tokens", wc.MinTokens}, {"--prefix-count", wc.PrefixCount}, {"--prefix-tokens", wc.PrefixTokens}} {
 		if i.v != 0 {
 			add(i.flag, strconv.Itoa(i.v))
 		}
 	}
-	for _, d := range []struct {
-		flag string
-		v    spec.Dist
-	}{{"--input-tokens", w.InputTokens}, {"--input-tokens", w.PromptTokens}, {"--output-tokens", w.OutputTokens}, {"--turns", w.Turns}, {"--cancel-after-tokens", w.CancelAfterTokens}} {
-		if d.v != (spec.Dist{}) {
-			add(d.flag, d.v.String())
-		}
+	if ac.Duration != 0 {
+		add("--duration", ac.Duration.String())
 	}
-	for _, d := range []struct {
-		flag string
-		v    spec.DurationDist
-	}{{"--session-think-time", w.SessionThinkTime}, {"--cancel-after", w.CancelAfter}} {
-		if d.v != (spec.DurationDist{}) {
-			add(d.flag, d.v.String())
-		}
+	if wc.CancelShare != 0 {
+		add("--cancel-rate", float(100*wc.CancelShare)+"%")
 	}
-	if w.PrefixShare != 0 {
-		add("--prefix-share", strconv.FormatFloat(w.PrefixShare, 'f', -1, 64))
-	}
-	if w.CancelShare != 0 {
-		add("--cancel-rate", strconv.FormatFloat(100*w.CancelShare, 'f', -1, 64)+"%")
-	}
-	if w.IgnoreEOS {
+	if wc.IgnoreEOS {
 		a = append(a, "--ignore-eos")
 	}
+	// The client's settings, which are not the workload's configs.
+	for _, d := range []struct {
+		flag string
+		v    spec.Duration
+	}{{"--timeout", w.Timeout}, {"--ttft-timeout", w.TTFTTimeout}, {"--idle-timeout", w.IdleTimeout}} {
+		if d.v != 0 {
+			add(d.flag, d.v.String())
+		}
+	}
+	add("--grace", w.Grace.D().String())
 	if r.opts.NoPreflight || w.PreflightOff() {
 		a = append(a, "--no-preflight")
 	}

@@ -3,6 +3,7 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
+	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
 // The shards' load flags: with a target.kubernetes without url, the
@@ -31,7 +33,7 @@ func TestShardLoadArgsOfAKubernetesTarget(t *testing.T) {
 	exp.Target.Kubernetes.Kubeconfig, exp.Target.Kubernetes.Context = "/home/me/.kube/config", "lab"
 	exp.Workload = spec.Workload{Rate: spec.PerSecondRate(30), Duration: spec.Duration(10 * time.Second), InputTokens: mustDist("16"), OutputTokens: mustDist("8"), Shards: 3}
 	exp.StopConditions, exp.SteadyState, exp.Faults, exp.Thresholds = nil, nil, nil, nil
-	p, err := newPlan(exp, "exp.yaml", nil)
+	p, err := planSpec(exp, "exp.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +77,72 @@ func TestShardLoadArgsOfAKubernetesTarget(t *testing.T) {
 	}
 }
 
+// The shards get the workload as the experiment resolved it: the preset
+// expanded into its settings (no --workload for a shard to resolve again),
+// the defaults filled in, and a rate given as a share of a measured
+// capacity already in requests per second.
+func TestShardLoadArgsAreTheResolvedWorkload(t *testing.T) {
+	dir := t.TempDir()
+	capFile := `{"kind":"llmchaos-capacity","version":1,"mode":"rate","unit":"req/s","status":"found","workload":{"preset":"chat"},"knee":{"load":40}}`
+	exp := `apiVersion: llmchaos/v1
+kind: Experiment
+metadata: {name: sharded}
+target: {kubernetes: {selector: app=llmchaos-sim, url: "http://lb.example/v1"}}
+workload: {preset: chat, rate: 50%, capacity: capacity.json, duration: 20s, shards: 3, output_tokens: 32}
+`
+	if err := os.WriteFile(filepath.Join(dir, "capacity.json"), []byte(capFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(file, []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, _, err := spec.LoadExperiment(file, spec.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planOf(x, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(p, Options{}, t.TempDir(), nil)
+	r.model = "m"
+	r.endpoints = []*endpoint{{url: "http://lb.example/v1", load: "http://lb.example/v1"}}
+	a, err := r.shardLoadArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := func(name string) string {
+		i := slices.Index(a, name)
+		if i < 0 || i+1 >= len(a) {
+			return ""
+		}
+		return a[i+1]
+	}
+	chat, err := workload.LookupPreset("chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ flag, want string }{
+		{"--rate", "20"}, {"--duration", "20s"}, {"--class", "chat"}, {"--api", "chat"},
+		{"--arrival", string(chat.Arrival.Arrival)}, {"--burstiness", "1"}, {"--on-saturation", "wait"},
+		{"--input-tokens", chat.Workload.InputTokens.String()}, {"--output-tokens", "fixed:32"},
+		{"--grace", "30s"}, {"--seed", "1"},
+	} {
+		if got := flag(tt.flag); got != tt.want {
+			t.Errorf("%s %q, want %q (args %q)", tt.flag, got, tt.want, a)
+		}
+	}
+	if d, err := workload.ParseDist(flag("--input-tokens")); err != nil || d != chat.Workload.InputTokens {
+		t.Errorf("--input-tokens %q reads back as %v (%v), want the preset's %v", flag("--input-tokens"), d, err, chat.Workload.InputTokens)
+	}
+	for _, f := range []string{"--workload", "--ramp", "--stages", "--concurrency"} {
+		if slices.Contains(a, f) {
+			t.Errorf("args %q hold %s", a, f)
+		}
+	}
+}
+
 // A sharded experiment whose load goes to the pods themselves: 3 shards
 // (local processes of the real binary) each follow the pods of the
 // target (llmchaos load --kubernetes-*), which run on a node whose pod
@@ -100,7 +168,7 @@ func TestRunShardedLoadFollowsThePods(t *testing.T) {
 	dir := t.TempDir()
 	var out, saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -203,7 +271,7 @@ func TestShardLoadArgsCarryTheKeyAndHeaders(t *testing.T) {
 	t.Setenv("VLLM_KEY", "k")
 	exp.Workload = spec.Workload{Rate: spec.PerSecondRate(30), Duration: spec.Duration(10 * time.Second), InputTokens: mustDist("16"), OutputTokens: mustDist("8"), Shards: 3}
 	exp.StopConditions, exp.SteadyState, exp.Faults, exp.Thresholds = nil, nil, nil, nil
-	p, err := newPlan(exp, "exp.yaml", nil)
+	p, err := planSpec(exp, "exp.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestRunShardedLoadOnARealNode(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	o, err := Run(ctx, exp, Options{RunDir: dir, File: file, Out: &out, ShardImage: n.Image, ShardStartIn: 5 * time.Second})
+	o, err := runSpec(ctx, exp, Options{RunDir: dir, File: file, Out: &out, ShardImage: n.Image, ShardStartIn: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

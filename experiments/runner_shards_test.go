@@ -74,7 +74,7 @@ func shardedSpec(t *testing.T, c *k8stest.Cluster, ns, url string, d time.Durati
 	exp.SteadyState = slices.DeleteFunc(exp.SteadyState, func(p spec.Probe) bool { return p.Threshold != "" })
 	seed := uint64(11)
 	exp.Seed = &seed
-	p, err := newPlan(exp, file, nil)
+	p, err := planSpec(exp, file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 	dir := t.TempDir()
 	var out, saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -325,7 +325,7 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 	access := kube.Access{Kubeconfig: c.Kubeconfig}
 	js.kube = &KubernetesShards{Cluster: cl, Access: access, Namespace: ns, Image: "llmchaos:dev", RunID: "sharded", Logs: js}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, Shards: js, ShardStartIn: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -419,7 +419,7 @@ func TestRunShardedLoadStopsLive(t *testing.T) {
 	shards := &LocalShards{Binary: llmchaosBinary(t)}
 	var out, saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -499,7 +499,7 @@ func TestRunShardedLoadSendsTheKeyAndHeaders(t *testing.T) {
 	k.APIKeyEnv, k.APIKeySecret, k.Headers = "LLMCHAOS_TEST_KEY", "llm-key/token", map[string]string{"X-Team": "qa"}
 	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}, "error_rate": {{Threshold: "rate==0"}}}
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: &LocalShards{Binary: llmchaosBinary(t)}, ShardStartIn: 3 * time.Second})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: &LocalShards{Binary: llmchaosBinary(t)}, ShardStartIn: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -548,7 +548,7 @@ func TestRunShardedLoadCountsALostShard(t *testing.T) {
 	shards := &killingShards{LocalShards: &LocalShards{Binary: llmchaosBinary(t)}, kill: 1, after: 2 * time.Second}
 	var out, saved bytes.Buffer
 	reqs := recording.NewRequestWriter(&saved)
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &out, Shards: shards, ShardStartIn: 3 * time.Second, SaveRequests: reqs})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

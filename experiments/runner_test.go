@@ -63,7 +63,7 @@ func TestRunNormalEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"errors": errs, "idle": idle})})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -156,7 +156,7 @@ func TestRunRevertsOnCancel(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	o, err := Run(ctx, exp, Options{RunDir: t.TempDir(), hooks: hooks})
+	o, err := runSpec(ctx, exp, Options{RunDir: t.TempDir(), hooks: hooks})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestRunRevertsOnPanic(t *testing.T) {
 			panic("boom in the load")
 		}
 	}
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: hooks})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: hooks})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "boom in the load" {
 		t.Fatalf("Run error = %v, want a *PanicError with the panic's value", err)
@@ -206,7 +206,7 @@ func TestRunRevertsOnStopCondition(t *testing.T) {
 	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("errors", 500*time.Millisecond, 8*time.Second))
 	exp.StopConditions = []spec.StopCondition{{Threshold: "error_rate: rate<0.3"}}
 	start := time.Now()
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -232,7 +232,7 @@ func TestRunNotSteadyBefore(t *testing.T) {
 		f := newFakeFault(t, "errors", nil)
 		exp := testSpec(srv.URL, 2*time.Second, httpErrorFault("errors", 500*time.Millisecond, time.Second))
 		exp.SteadyState = []spec.Probe{{HTTP: &spec.HTTPProbe{URL: spec.TemplateTarget + "/health"}}}
-		o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+		o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -252,7 +252,7 @@ func TestRunNotSteadyBefore(t *testing.T) {
 		f := newFakeFault(t, "errors", nil)
 		exp := testSpec(srv.URL, 5*time.Second, httpErrorFault("errors", time.Second, time.Second))
 		exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.01"}}
-		o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
+		o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), hooks: fakeBuilds(map[string]faults.Fault{"errors": f})})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -275,7 +275,7 @@ func TestRunInjectFailure(t *testing.T) {
 	f.injectErr = errors.New("target refused")
 	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("broken", 300*time.Millisecond, 500*time.Millisecond))
 	dir := t.TempDir()
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"broken": f})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"broken": f})})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -304,7 +304,7 @@ func TestRunRevertFailure(t *testing.T) {
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("stuck", 300*time.Millisecond, 500*time.Millisecond))
 	dir := t.TempDir()
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"stuck": failingUndo{}})})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"stuck": failingUndo{}})})
 	var re *RevertError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), `"stuck"`) || !strings.Contains(err.Error(), "iptables is gone") || !strings.Contains(err.Error(), "llmchaos recover --run-dir") {
 		t.Fatalf("Run error = %v, want a *RevertError naming the fault, its error and how to recover", err)
@@ -331,7 +331,7 @@ func TestRunRefusesARunDirWithPendingFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := testSpec("http://127.0.0.1:1", time.Second)
-	_, err = Run(context.Background(), exp, Options{RunDir: dir})
+	_, err = runSpec(context.Background(), exp, Options{RunDir: dir})
 	if err == nil || !strings.Contains(err.Error(), `"left-over"`) || !strings.Contains(err.Error(), "llmchaos recover --run-dir") {
 		t.Errorf("Run = %v, want a refusal naming the pending fault and recover", err)
 	}
@@ -346,7 +346,7 @@ func TestRunRealProxyFault(t *testing.T) {
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 2500*time.Millisecond,
 		spec.Fault{Name: "unavailable", Type: "http.error", At: spec.Duration(500 * time.Millisecond), Duration: spec.Duration(time.Second), Params: map[string]any{"status": 503}})
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir()})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -397,7 +397,7 @@ workload: {rate: 20, duration: 1s, input_tokens: 16, output_tokens: 4}
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &progress})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), File: file, Out: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}

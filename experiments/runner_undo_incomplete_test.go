@@ -28,7 +28,7 @@ func TestInjectWithIncompleteUndoStaysPending(t *testing.T) {
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("half", 300*time.Millisecond, 300*time.Millisecond))
 	dir := t.TempDir()
-	_, err := Run(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"half": halfFault{}})})
+	_, err := runSpec(context.Background(), exp, Options{RunDir: dir, hooks: fakeBuilds(map[string]faults.Fault{"half": halfFault{}})})
 	if _, ok := errors.AsType[*RevertError](err); !ok {
 		t.Errorf("Run error = %v, want a RevertError", err)
 	}

@@ -281,7 +281,7 @@ func TestRunKillsAPodAndFollowsItsReplacement(t *testing.T) {
 
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, hooks: &testHooks{dial: pn.dial}})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out, hooks: &testHooks{dial: pn.dial}})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -327,7 +327,7 @@ func TestRunKillsAPodBehindAURL(t *testing.T) {
 
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o, err := Run(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out})
+	o, err := runSpec(context.Background(), exp, Options{RunDir: dir, File: file, Out: &out})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -361,7 +361,7 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 	exp, file := podKillSpec(t, c, ns)
 
 	var out bytes.Buffer
-	err := DryRun(&out, exp, Options{File: file})
+	err := dryRunSpec(&out, exp, Options{File: file})
 	var refused *DryRunRefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "llmchaos.io/target=true") {
 		t.Fatalf("dry run on pods not opted in: %v, want a DryRunRefusedError naming the label\n%s", err, out.String())
@@ -380,7 +380,7 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 		run.Workload.Duration = spec.Duration(5 * time.Second)
 		run.Faults[0].At, run.Faults[0].Duration = spec.Duration(time.Second), spec.Duration(time.Second)
 		run.Thresholds = nil
-		o, err := Run(context.Background(), &run, Options{RunDir: t.TempDir(), File: file})
+		o, err := runSpec(context.Background(), &run, Options{RunDir: t.TempDir(), File: file})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -391,7 +391,7 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 
 	c.LabelNamespace(t, ns, replica.OptInLabel, replica.OptInLabelValue)
 	out.Reset()
-	if err := DryRun(&out, exp, Options{File: file}); err != nil {
+	if err := dryRunSpec(&out, exp, Options{File: file}); err != nil {
 		t.Fatalf("dry run with the namespace opted in: %v\n%s", err, out.String())
 	}
 	for _, p := range pods {
@@ -405,7 +405,7 @@ func TestKubernetesRefusalsAndDryRun(t *testing.T) {
 
 	exp.Faults[0].Params["select"] = map[string]any{"mode": "one", "min_available": 3}
 	out.Reset()
-	err = DryRun(&out, exp, Options{File: file})
+	err = dryRunSpec(&out, exp, Options{File: file})
 	if !errors.As(err, &refused) || !errors.Is(err, faults.ErrMinAvailable) {
 		t.Errorf("dry run with min_available 3 of 3 Ready: %v, want a refusal\n%s", err, out.String())
 	}

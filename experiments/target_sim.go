@@ -88,7 +88,7 @@ func simArgs(t spec.SimTarget, env spec.SimEnv) ([]string, error) {
 		"--mean-output-tokens", strconv.Itoa(c.MeanOutputTokens),
 	}
 	if c.Divergence != "" {
-		args = append(args, "--divergence", c.Divergence)
+		args = append(args, "--divergence", c.Divergence, "--divergence-min-batch", strconv.Itoa(c.DivergenceMinBatch))
 	}
 	if c.Latency == simconfig.LatencyConstant {
 		args = append(args, "--ttft", c.TTFT.String(), "--itl", c.ITL.String())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // SelectMode says how many of the matching targets a fault acts on.
@@ -51,29 +53,34 @@ func (s Selection) WithDefaults() Selection {
 	return s
 }
 
-// Validate reports every problem with s at once; call it after WithDefaults.
-func (s Selection) Validate() error {
-	var errs []error
+// Validate reports every problem with s at once (Problems); call it after
+// WithDefaults.
+func (s Selection) Validate() error { return s.Problems().Err() }
+
+// Problems returns every problem with s, keyed by its field under the
+// params (select.value); call it after WithDefaults.
+func (s Selection) Problems() field.Problems {
+	var ps field.Problems
 	switch s.Mode {
 	case SelectOne, SelectAll:
 		if s.Value != 0 {
-			errs = append(errs, fmt.Errorf("select.value: %d given, but mode %s takes no value (only count and percent do)", s.Value, s.Mode))
+			ps.AddNamed("select.value", ": %d given, but mode %s takes no value (only count and percent do)", s.Value, s.Mode)
 		}
 	case SelectCount:
 		if s.Value < 1 {
-			errs = append(errs, fmt.Errorf("select.value: %d, mode count needs at least 1", s.Value))
+			ps.AddNamed("select.value", ": %d, mode count needs at least 1", s.Value)
 		}
 	case SelectPercent:
 		if s.Value < 1 || s.Value > 100 {
-			errs = append(errs, fmt.Errorf("select.value: %d, mode percent needs 1 to 100", s.Value))
+			ps.AddNamed("select.value", ": %d, mode percent needs 1 to 100", s.Value)
 		}
 	default:
-		errs = append(errs, fmt.Errorf("select.mode: %q, want one, all, count or percent", s.Mode))
+		ps.AddNamed("select.mode", ": %q, want one, all, count or percent", s.Mode)
 	}
 	if s.MinAvailable < 0 {
-		errs = append(errs, fmt.Errorf("select.min_available: %d must not be negative", s.MinAvailable))
+		ps.AddNamed("select.min_available", ": %d must not be negative", s.MinAvailable)
 	}
-	return errors.Join(errs...)
+	return ps
 }
 
 // String describes s as it is written in an experiment file.

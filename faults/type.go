@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Lifetime says how a fault behaves in time: an instantaneous fault acts
@@ -122,9 +124,12 @@ type Type struct {
 	// and required tags document them (Params).
 	NewParams func() any
 	// Check validates decoded params as the fault will run them: the
-	// type's defaults are applied to a copy first. It reports every
-	// problem, joined, each message starting with the key it is about.
-	Check func(params any) error
+	// type's defaults are applied to a copy first. It returns every
+	// problem keyed by its field under the params (latency,
+	// select.value; "" for the params as a whole), which the experiment
+	// file reports at faults[i].params.KEY and a console under its own
+	// names: no front end reads the key out of a message.
+	Check func(params any) field.Problems
 	// FromSim, when set, fills in (in place) what params leave out and a
 	// run against the built-in simulator provides.
 	FromSim func(params any, env SimEnv)
@@ -138,6 +143,18 @@ type Type struct {
 	// Reverters returns the reverter of every RevertSpec kind the type's
 	// faults may write in the journal (a new map on every call).
 	Reverters func() map[string]Reverter
+}
+
+// ParamProblems returns the problems of a params check's error (a
+// Validate method's, or a constructor's that validates): the field
+// problems it holds, and any other error as a problem of the params as a
+// whole.
+func ParamProblems(err error) field.Problems {
+	ps, rest := field.Of(err)
+	for _, e := range rest {
+		ps = append(ps, field.Errorf("", "%w", e))
+	}
+	return ps
 }
 
 // Param documents one key of a fault type's params.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/report"
 )
 
@@ -86,7 +87,7 @@ type Result struct {
 // run does: its file (or cfg.Spec, or DefaultExperiment) checked once, a
 // rate given as a share of a measured capacity set from its capacity file,
 // its faults' params decoded. The problems returned are warnings.
-func Load(cfg Config) (*spec.Experiment, spec.Problems, error) {
+func Load(cfg Config) (*spec.Experiment, field.Problems, error) {
 	switch {
 	case cfg.Spec != nil:
 		x, err := spec.Resolve(cfg.Spec, cfg.File)

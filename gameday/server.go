@@ -346,7 +346,7 @@ func actionError(w http.ResponseWriter, err error, fallback int) {
 		if ie, ok := errors.AsType[*experiments.InvalidFaultError](err); ok {
 			b := &errorBody{}
 			for _, p := range ie.Problems {
-				b.Problems = append(b.Problems, problem{Path: p.Path, Message: p.Msg})
+				b.Problems = append(b.Problems, problem{Path: string(p.Path), Message: p.Message(nil)})
 			}
 			writeError(w, http.StatusBadRequest, err.Error(), b)
 			return

@@ -85,9 +85,13 @@ func BenchmarkGamedayStream(b *testing.B) {
 			o   *experiments.Outcome
 			err error
 		}
+		x, _, err := Load(Config{Spec: exp})
+		if err != nil {
+			b.Fatal(err)
+		}
 		done := make(chan result, 1)
 		go func() {
-			o, err := experiments.Run(context.Background(), exp, experiments.Options{
+			o, err := experiments.RunExperiment(context.Background(), x, experiments.Options{
 				RunDir: b.TempDir(), Live: live, NoPreflight: true,
 				Observe: experiments.ObserveOptions{Scrape: true, ScrapeInterval: time.Second, Warn: func(error) {}},
 			})

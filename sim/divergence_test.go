@@ -89,6 +89,22 @@ func TestDivergenceBatch(t *testing.T) {
 	}
 }
 
+// Divergence batch with a minimum batch: a batch smaller than
+// DivergenceMinBatch keeps the reference answer, one that size leaves it.
+func TestDivergenceMinBatch(t *testing.T) {
+	cfg := constantConfig()
+	ref := divergenceRun(t, cfg, 0)
+	cfg.Divergence = DivergenceBatch
+	cfg.DivergenceMinBatch = 17
+	if got := divergenceRun(t, cfg, 15); !reflect.DeepEqual(got, ref) {
+		t.Errorf("min batch 17, batch of 16: answer differs at token %d", firstDiff(got, ref))
+	}
+	cfg.DivergenceMinBatch = 16
+	if got := divergenceRun(t, cfg, 15); firstDiff(got, ref) < 0 {
+		t.Error("min batch 16, batch of 16: the answer is the reference")
+	}
+}
+
 // Divergence preempt: a sequence that was preempted and recomputed goes on
 // with another continuation from the token it had reached; without the mode
 // preemption leaves the answer as it was.

@@ -90,5 +90,6 @@
 // "preempt" gives a sequence preempted and recomputed another continuation
 // from the token it had reached; "batch" lets the batch size decide the
 // token at near-tie positions (3 % of them), as kernels that are not batch
-// invariant do, so the same prompt answers differently under load.
+// invariant do, so the same prompt answers differently under load;
+// Config.DivergenceMinBatch is the smallest batch that does.
 package sim

@@ -686,7 +686,7 @@ func (e *Engine) admit(t time.Duration, s *Stream) {
 
 // emit produces s's next token at t and reports whether s is now finished.
 func (e *Engine) emit(t time.Duration, s *Stream) bool {
-	if e.cfg.Divergence == DivergenceBatch {
+	if e.cfg.Divergence == DivergenceBatch && len(e.running) >= e.cfg.DivergenceMinBatch {
 		s.divergeAtTie(s.generated, len(e.running))
 	}
 	s.generated++

@@ -6,14 +6,15 @@
 // experiment's own report.
 //
 // Load turns the command line's arguments into a Plan: every experiment
-// resolved (the suite's target and overrides applied, checked again),
-// tagged and selected. Run carries it out: for each experiment in order,
-// it waits the suite's settle time after the one before, checks that the
-// target is healthy again (experiments.CheckHealth, polled until the
-// suite's health timeout; when it never is, the experiment is skipped
-// with the reason), runs it (experiments.Run, which reverts every fault
-// it injects, on a signal too) into a directory of its own, writes its
-// run.json and report.html, scores it (report.ComputeScore) and hands
+// resolved once (spec.Experiment: the suite's target and overrides
+// applied, its capacity file read), tagged and selected. Run carries it
+// out: for each experiment in order, it waits the suite's settle time
+// after the one before, checks that the target is healthy again
+// (experiments.CheckHealth, polled until the suite's health timeout; when
+// it never is, the experiment is skipped with the reason), runs it
+// (experiments.RunExperiment, which reverts every fault it injects, on a
+// signal too) into a directory of its own, writes its run.json and
+// report.html, scores it (report.ComputeScore) and hands
 // its report to the Recorder, if any. A cancelled context (Ctrl-C) stops
 // the experiment running and the suite; the experiments left are marked
 // not run, and the record is still complete.

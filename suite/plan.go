@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // DefaultName is a suite's name when no suite file names it and it is not
@@ -62,9 +63,9 @@ type Selection struct {
 // suite file also names the plan, as does a single directory. Problems
 // hold everything wrong, in the files where it is; the error is for a
 // path that cannot be read at all.
-func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
+func Load(args []string, sel Selection) (*Plan, field.Problems, error) {
 	p := &Plan{Name: DefaultName, Files: args, HealthTimeout: spec.DefaultSuiteHealthTimeout, ContinueOnFail: true}
-	var ps spec.Problems
+	var ps field.Problems
 	suites, dirs := 0, 0
 	settingsFrom := ""
 	for _, arg := range args {
@@ -80,7 +81,9 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 				return nil, nil, fmt.Errorf("suite: %w", err)
 			}
 			if len(files) == 0 {
-				ps = append(ps, spec.Problem{File: arg, Msg: "the directory holds no experiment file (*.yaml)"})
+				p := field.Errorf("", "the directory holds no experiment file (*.yaml)")
+				p.File = arg
+				ps = append(ps, p)
 				continue
 			}
 			dirs++
@@ -95,10 +98,10 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 				break
 			}
 			suites++
-			var warns spec.Problems
+			var warns field.Problems
 			s, warns, err = spec.LoadSuite(arg)
 			if err != nil {
-				if eps, ok := err.(spec.Problems); ok {
+				if eps, ok := err.(field.Problems); ok {
 					ps = append(ps, eps...)
 					continue
 				}
@@ -113,7 +116,7 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 		items, ips := s.Resolve(sel.Overrides)
 		ps = append(ps, ips...)
 		for _, it := range items {
-			item := Item{SuiteItem: it, Name: it.Spec.Metadata.Name, Suite: s.File()}
+			item := Item{SuiteItem: it, Name: it.Experiment.Spec.Metadata.Name, Suite: s.File()}
 			ps = append(ps, it.Warnings...)
 			if ok, why := s.Tags.Match(it.Tags); !ok {
 				item.Filtered = "the suite's tags: " + why
@@ -130,7 +133,7 @@ func Load(args []string, sel Selection) (*Plan, spec.Problems, error) {
 		return nil, ps, nil
 	}
 	if len(p.Items) == 0 {
-		return nil, append(ps, spec.Problem{Msg: "no experiment to run: give a directory of experiment files, a suite file or experiment files"}), nil
+		return nil, append(ps, field.Errorf("", "no experiment to run: give a directory of experiment files, a suite file or experiment files")), nil
 	}
 	return p, ps, nil
 }
@@ -157,7 +160,7 @@ func (p *Plan) dirName(i int) string {
 // WriteDryRun writes the whole plan as Run would carry it out: the
 // suite's settings, the experiments in order with their tags, overrides
 // and selection, then each selected experiment's own plan
-// (experiments.DryRun) with its run directory under dir. It starts nothing
+// (experiments.DryRunExperiment) with its run directory under dir. It starts nothing
 // and changes nothing.
 func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) error {
 	var b strings.Builder
@@ -175,7 +178,7 @@ func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) er
 		if it.Filtered != "" {
 			mark = "skip"
 		}
-		fmt.Fprintf(&b, "  %s %2d. %s (%s) tags [%s]", mark, i+1, it.Name, it.File, strings.Join(it.Tags, ", "))
+		fmt.Fprintf(&b, "  %s %2d. %s (%s) tags [%s]", mark, i+1, it.Name, shownPath(it.File), strings.Join(it.Tags, ", "))
 		if it.Weight != spec.DefaultSuiteWeight {
 			fmt.Fprintf(&b, " weight %g", it.Weight)
 		}
@@ -197,9 +200,23 @@ func (p *Plan) WriteDryRun(w io.Writer, dir string, base experiments.Options) er
 		fmt.Fprintf(w, "\n── %d. %s ──\n", i+1, it.Name)
 		opts := base
 		opts.File, opts.RunDir, opts.Seed = it.File, filepath.Join(dir, p.dirName(i)), nil
-		if err := experiments.DryRun(w, it.Spec, opts); err != nil {
+		if err := experiments.DryRunExperiment(w, it.Experiment, opts); err != nil {
 			return fmt.Errorf("experiment %s (%s): %w", it.Name, it.File, err)
 		}
 	}
 	return nil
+}
+
+// shownPath is how a terminal line names an experiment file: relative to
+// the working directory where that is shorter ("experiments/catalog/x.yaml"
+// rather than a checkout's absolute path), else as given.
+func shownPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && len(rel) < len(p) {
+		return rel
+	}
+	return p
 }

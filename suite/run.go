@@ -13,6 +13,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -59,10 +60,10 @@ type Options struct {
 	// Labels are passed to the Recorder and kept in the record.
 	Labels map[string]string
 
-	// runOne replaces experiments.Run in tests.
-	runOne func(ctx context.Context, exp *spec.Spec, opts experiments.Options) (*experiments.Outcome, error)
+	// runOne replaces experiments.RunExperiment in tests.
+	runOne func(ctx context.Context, x *spec.Experiment, opts experiments.Options) (*experiments.Outcome, error)
 	// checkHealth replaces experiments.CheckHealth in tests.
-	checkHealth func(ctx context.Context, exp *spec.Spec, opts experiments.Options) ([]report.ProbeRecord, error)
+	checkHealth func(ctx context.Context, x *spec.Experiment, opts experiments.Options) ([]report.ProbeRecord, error)
 }
 
 // Run runs the plan's experiments in order and returns the suite's record,
@@ -90,7 +91,7 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Record, error) {
 		opts.HealthInterval = DefaultHealthInterval
 	}
 	if opts.runOne == nil {
-		opts.runOne = experiments.Run
+		opts.runOne = experiments.RunExperiment
 	}
 	if opts.checkHealth == nil {
 		opts.checkHealth = experiments.CheckHealth
@@ -101,7 +102,7 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Record, error) {
 	}}
 	for i, it := range p.Items {
 		r.rec.Experiments = append(r.rec.Experiments, ExperimentRecord{
-			Index: i + 1, Name: it.Name, File: it.File, Description: it.Spec.Metadata.Description, Tags: it.Tags,
+			Index: i + 1, Name: it.Name, File: it.File, Description: it.Experiment.Spec.Metadata.Description, Tags: it.Tags,
 			Weight: it.Weight, Overrides: it.Overrides.Describe(), Status: StatusNotRun,
 		})
 		if it.Filtered != "" {
@@ -150,8 +151,9 @@ func (r *suiteRun) run(ctx context.Context) error {
 			continue
 		}
 		n++
-		fmt.Fprintf(r.opts.Out, "\n═══ suite %s: experiment %d of %d: %s (%s) ═══\n", r.p.Name, n, total, it.Name, it.File)
-		if r.ran && it.Spec.Target.LLM != nil {
+		head := fmt.Sprintf("═══ suite %s: experiment %d of %d: %s (%s) ═══", r.p.Name, n, total, it.Name, shownPath(it.File))
+		fmt.Fprintf(r.opts.Out, "\n%s\n", report.FitLine(head))
+		if r.ran && it.Experiment.Spec.Target.LLM != nil {
 			h := r.waitHealthy(ctx, it)
 			e.Health = h
 			if ctx.Err() != nil {
@@ -212,7 +214,7 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	}
 	started := time.Now().UTC()
 	e.StartedAt = &started
-	out, err := r.opts.runOne(ctx, it.Spec, opts)
+	out, err := r.opts.runOne(ctx, it.Experiment, opts)
 	e.DurationS = time.Since(started).Seconds()
 	status, code, reason := classify(out, err)
 	e.Status, e.ExitCode, e.Reason = status, intPtr(code), reason
@@ -271,14 +273,14 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	}
 }
 
-// classify maps how experiments.Run ended to a status, an exit code and a
+// classify maps how experiments.RunExperiment ended to a status, an exit code and a
 // reason, as `llmchaos run` maps it to its exit code.
 func classify(out *experiments.Outcome, err error) (Status, int, string) {
 	if err != nil {
 		if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 			return StatusRevertFailed, exitcode.RevertFailed, err.Error()
 		}
-		var ps spec.Problems
+		var ps field.Problems
 		if errors.As(err, &ps) {
 			return StatusError, exitcode.Usage, err.Error()
 		}
@@ -343,7 +345,7 @@ func (r *suiteRun) waitHealthy(ctx context.Context, it Item) *HealthRecord {
 	for {
 		h.Attempts++
 		cctx, cancel := context.WithDeadline(ctx, deadline.Add(time.Second))
-		probes, err := r.opts.checkHealth(cctx, it.Spec, opts)
+		probes, err := r.opts.checkHealth(cctx, it.Experiment, opts)
 		cancel()
 		if err != nil {
 			probes = append(probes, report.ProbeRecord{Probe: "health check", Detail: err.Error()})

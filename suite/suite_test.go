@@ -237,7 +237,7 @@ func fakePlan(t *testing.T, n int) *Plan {
 }
 
 // healthy is a health check that finds the target healthy.
-func healthy(context.Context, *spec.Spec, experiments.Options) ([]report.ProbeRecord, error) {
+func healthy(context.Context, *spec.Experiment, experiments.Options) ([]report.ProbeRecord, error) {
 	return []report.ProbeRecord{{Probe: "fake", OK: true}}, nil
 }
 
@@ -261,7 +261,7 @@ func TestRunInterrupted(t *testing.T) {
 	calls := 0
 	dir := t.TempDir()
 	rec, err := Run(ctx, p, Options{Dir: dir, checkHealth: healthy,
-		runOne: func(ctx context.Context, _ *spec.Spec, opts experiments.Options) (*experiments.Outcome, error) {
+		runOne: func(ctx context.Context, _ *spec.Experiment, opts experiments.Options) (*experiments.Outcome, error) {
 			calls++
 			cancel(sigCause{}) // Ctrl-C during the first experiment
 			return outcome(report.VerdictAborted, report.InterruptAbort(context.Cause(ctx))), nil
@@ -313,7 +313,7 @@ func TestRunContinueOnFail(t *testing.T) {
 			results := []*experiments.Outcome{outcome(report.VerdictPass, nil), outcome(report.VerdictFail, nil), outcome(report.VerdictPass, nil)}
 			i := 0
 			rec, err := Run(context.Background(), p, Options{Dir: t.TempDir(), checkHealth: healthy,
-				runOne: func(context.Context, *spec.Spec, experiments.Options) (*experiments.Outcome, error) {
+				runOne: func(context.Context, *spec.Experiment, experiments.Options) (*experiments.Outcome, error) {
 					i++
 					return results[i-1], nil
 				}})
@@ -429,7 +429,7 @@ func TestRunRecordsEachRun(t *testing.T) {
 	rec := &recorder{err: errors.New("history is read-only")}
 	n := 0
 	r, err := Run(context.Background(), p, Options{Dir: t.TempDir(), checkHealth: healthy, Recorder: rec, Labels: map[string]string{"commit": "abc123"},
-		runOne: func(context.Context, *spec.Spec, experiments.Options) (*experiments.Outcome, error) {
+		runOne: func(context.Context, *spec.Experiment, experiments.Options) (*experiments.Outcome, error) {
 			o := outcome(report.VerdictPass, nil)
 			o.Doc.Name = fmt.Sprintf("run%d", n)
 			n++
@@ -464,7 +464,7 @@ func TestRunRegressionFailsTheExperiment(t *testing.T) {
 	n := 0
 	dir := t.TempDir()
 	r, err := Run(context.Background(), p, Options{Dir: dir, checkHealth: healthy, Recorder: rec,
-		runOne: func(context.Context, *spec.Spec, experiments.Options) (*experiments.Outcome, error) {
+		runOne: func(context.Context, *spec.Experiment, experiments.Options) (*experiments.Outcome, error) {
 			o := outcome(report.VerdictPass, nil)
 			o.Doc.Name = fmt.Sprintf("run%d", n)
 			n++
@@ -498,5 +498,22 @@ func TestRunRegressionFailsTheExperiment(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `name="regression ttft p99{phase:baseline}"`) || !strings.Contains(b.String(), `type="regression"`) {
 		t.Errorf("JUnit lacks the failing regression testcase:\n%s", b.String())
+	}
+}
+
+func TestShownPathIsRelativeWhereShorter(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(wd, "experiments", "catalog", "network-latency.yaml")
+	if got, want := shownPath(deep), filepath.Join("experiments", "catalog", "network-latency.yaml"); got != want {
+		t.Errorf("shownPath(%q) = %q, want %q", deep, got, want)
+	}
+	if got := shownPath("x.yaml"); got != "x.yaml" {
+		t.Errorf("a relative path is shown as given, got %q", got)
+	}
+	if got := shownPath("/x.yaml"); got != "/x.yaml" {
+		t.Errorf("shownPath(/x.yaml) = %q, want it as given (shorter than a relative path)", got)
 	}
 }

@@ -152,6 +152,12 @@ func TestDocsCodeBlocks(t *testing.T) {
 	}
 	for _, b := range blocks {
 		t.Run(b.name(), func(t *testing.T) {
+			// Each block runs in its own directory on its own ports, so
+			// the blocks run side by side (go test's -parallel bounds
+			// how many); one that sets an environment variable cannot.
+			if !strings.Contains(b.marker, " env=") {
+				t.Parallel()
+			}
 			checkDocBlock(t, root, b)
 		})
 	}

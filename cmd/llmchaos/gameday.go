@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -111,7 +110,7 @@ func runGameday(ctx context.Context, c gamedayConfig, stdout, stderr io.Writer) 
 	if err := gameday.CheckHolders(c.Holders); err != nil {
 		return usageError(fmt.Errorf("--token: %w", err))
 	}
-	helper, err := os.Executable()
+	helper, err := ownExecutable()
 	if err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
@@ -223,27 +224,15 @@ var ownExecutable = os.Executable
 // ended to the command's exit code; a run that produced a report is then
 // recorded into the history (see historyConfig.finish).
 func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (result error) {
-	// One resolution (spec.LoadExperiment): the file checked once, its
-	// capacity applied, its faults' params decoded once; the command
-	// line's overrides, when given, resolve it again.
-	x, warns, err := spec.LoadExperiment(c.File, spec.LoadOptions{Capacity: c.Capacity})
+	// One resolution (spec.LoadExperiment): the command line's overrides
+	// made on the file, the result checked once, its capacity applied,
+	// its faults' params decoded once.
+	x, warns, err := spec.LoadExperiment(c.File, spec.LoadOptions{Capacity: c.Capacity, Steps: c.overrideSteps()})
 	if err != nil {
 		return usageError(loadError(err, stderr))
 	}
 	for _, w := range warns {
 		fmt.Fprintln(stderr, w.Error())
-	}
-	if c.Duration != 0 || len(c.Thresholds) > 0 || c.Rate != "" {
-		exp := x.Spec
-		if err := c.overrideRate(&exp); err != nil {
-			return usageError(err)
-		}
-		if err := c.overrides(&exp, warns, stderr); err != nil {
-			return usageError(err)
-		}
-		if x, err = spec.Resolve(&exp, c.File); err != nil {
-			return usageError(err)
-		}
 	}
 	c.reportCapacity(x, stdout, stderr)
 	progress := c.Progress
@@ -340,7 +329,7 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 // loadError prints every problem of an invalid experiment file to stderr,
 // one per line as FILE:LINE:COL: KEY: MESSAGE, and returns a short error.
 func loadError(err error, stderr io.Writer) error {
-	var ps spec.Problems
+	var ps field.Problems
 	if !errors.As(err, &ps) {
 		return err
 	}
@@ -360,7 +349,7 @@ func runError(err error) error {
 	if _, ok := errors.AsType[*experiments.RevertError](err); ok {
 		return withCode(exitcode.RevertFailed, err)
 	}
-	var ps spec.Problems
+	var ps field.Problems
 	if errors.As(err, &ps) {
 		return usageError(err)
 	}
@@ -373,19 +362,38 @@ func runError(err error) error {
 	return withCode(exitcode.Internal, err)
 }
 
-// overrides applies --duration, --rate and --threshold to exp (the first
-// two as spec.Overrides, which suites apply too), then validates it
-// again: a problem the overrides brought in is an error (a warning is
-// printed, once). With --duration, a fault that would not fit in the new
-// load is an error that names every such fault and the shortest duration
-// that keeps them all, rather than a fault silently dropped: a smoke run
-// is meant to exercise the same faults.
-func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writer) error {
+// overrideSteps are the changes --duration, --rate and --threshold make
+// to the experiment file (none when none is given), made before it is
+// resolved: a problem they bring in is shown as theirs. With --duration, a
+// fault that would not fit in the new load is an error that names every
+// such fault and the shortest duration that keeps them all, rather than a
+// fault silently dropped: a smoke run is meant to exercise the same
+// faults.
+func (c runConfig) overrideSteps() []spec.Step {
 	if c.Duration == 0 && len(c.Thresholds) == 0 && c.Rate == "" {
 		return nil
 	}
+	return []spec.Step{{
+		Apply: c.overrides,
+		Blame: func(q field.Problem) field.Problem {
+			what := "with --duration/--threshold/--rate the experiment is invalid"
+			if q.Warning {
+				what = "with --duration/--threshold/--rate"
+			}
+			p := field.Errorf("", "%s: %s: %s: %s", what, q.File, q.Path, q.Message(nil))
+			p.Warning = q.Warning
+			return p
+		},
+	}}
+}
+
+// overrides applies --rate, --duration and --threshold to exp (the first
+// two as spec.Overrides, which suites apply too).
+func (c runConfig) overrides(exp *spec.Spec) error {
+	if err := c.overrideRate(exp); err != nil {
+		return err
+	}
 	var errs []error
-	// --rate is applied before, with its capacity file (overrideRate).
 	if err := (spec.Overrides{Duration: spec.Duration(c.Duration)}).Apply(exp); err != nil {
 		errs = append(errs, flagOverrideErrors(err)...)
 	}
@@ -396,7 +404,7 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 		cancel()
 		if err == nil {
 			reg = plan.Metrics
-		} // else the validation below reports it
+		} // else the experiment's check reports it
 	}
 	for _, arg := range c.Thresholds {
 		ths, err := assertions.ParseIn(reg, arg)
@@ -411,32 +419,13 @@ func (c runConfig) overrides(exp *spec.Spec, warns spec.Problems, stderr io.Writ
 			exp.Thresholds[th.Key()] = append(exp.Thresholds[th.Key()], spec.ThresholdEntry{Threshold: th.Expr.String()})
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	seen := map[string]bool{}
-	for _, w := range warns {
-		seen[w.Path+"\x00"+w.Msg] = true
-	}
-	var bad []string
-	for _, p := range exp.ValidateFile(c.File) {
-		switch {
-		case p.Severity != spec.SeverityWarning:
-			bad = append(bad, p.Error())
-		case !seen[p.Path+"\x00"+p.Msg]:
-			fmt.Fprintf(stderr, "llmchaos run: with --duration/--threshold/--rate: %s\n", p.Error())
-		}
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("with --duration/--threshold/--rate the experiment is invalid: %s", strings.Join(bad, "; "))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // overrideRate applies --rate: workload.rate becomes the value given; a
 // share of the capacity takes its file from --capacity, else from the
-// workload's capacity. The experiment is validated again afterwards
-// (overrides), which catches a workload that has another load shape.
+// workload's capacity. The experiment's check then catches a workload
+// that has another load shape.
 func (c runConfig) overrideRate(exp *spec.Spec) error {
 	if c.Rate == "" {
 		return nil
@@ -446,15 +435,12 @@ func (c runConfig) overrideRate(exp *spec.Spec) error {
 		return fmt.Errorf("--rate %w", err)
 	}
 	exp.Workload.Rate = r
+	// A share takes --capacity in place of the workload's capacity
+	// (spec.LoadOptions.Capacity).
 	switch {
 	case !r.IsShare():
 		exp.Workload.Capacity = ""
-	case c.Capacity != "":
-		exp.Workload.Capacity = c.Capacity
-		if abs, err := filepath.Abs(c.Capacity); err == nil {
-			exp.Workload.Capacity = abs
-		}
-	case exp.Workload.Capacity == "":
+	case c.Capacity == "" && exp.Workload.Capacity == "":
 		return fmt.Errorf("--rate %s is a share of a measured capacity: give the capacity file with --capacity FILE (llmchaos capacity --out FILE writes one)", c.Rate)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/sim"
 )
 
 // probesExperiment is a short experiment with consistency probes: one fault
@@ -46,10 +47,17 @@ thresholds:
 // binary and returns its exit code, its output and its run.json.
 func runProbes(t *testing.T, target, fault string) (int, string, *report.Document) {
 	t.Helper()
+	return runProbesOf(t, probesExperiment, target, fault)
+}
+
+// runProbesOf is runProbes with another experiment of probesExperiment's
+// form.
+func runProbesOf(t *testing.T, experiment, target, fault string) (int, string, *report.Document) {
+	t.Helper()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "probes.yaml")
-	if err := os.WriteFile(file, fmt.Appendf(nil, probesExperiment, target, fault), 0o644); err != nil {
+	if err := os.WriteFile(file, fmt.Appendf(nil, experiment, target, fault), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "run"), "--progress", "0")
@@ -171,52 +179,174 @@ func TestRunProbesSimulator(t *testing.T) {
 	})
 }
 
-// Against the simulator with --divergence preempt: a replica frozen for
-// 3 s piles up more sequences than its small KV cache holds, and those
-// preempted and recomputed take another continuation; the probes find it
-// after the freeze while the baseline agreed with itself.
-//
-// Whether a probe is among the sequences preempted after the freeze is a
-// matter of chance (it passed 8 runs in 9 on a busy machine), so it runs
-// only as a soak check (LLMCHAOS_SOAK=1); the simulator's own
-// TestDivergencePreempt checks the mode deterministically.
-func TestRunProbesSimulatorPreemption(t *testing.T) {
-	if os.Getenv("LLMCHAOS_SOAK") != "1" {
-		t.Skip("probabilistic (a probe must be among the preempted sequences): set LLMCHAOS_SOAK=1 to run it")
-	}
+// pileUpExperiment freezes the one replica of the simulator (%[1]s: its
+// settings) for 3 s while the load and the probes go on, so that every
+// request sent meanwhile (about 30 of the load, 15 probes) runs in one
+// batch when it thaws; before, the load (constant arrivals, 10 a second,
+// 64 tokens each) and the probes keep a handful of sequences running.
+const pileUpExperiment = `apiVersion: llmchaos/v1
+kind: Experiment
+metadata: {name: pile-up}
+target:
+  sim: {replicas: 1, startup_time: 500ms, latency: constant, ttft: 20ms, itl: 5ms, %[1]s}
+workload: {rate: 10, arrival: constant, duration: 10s, input_tokens: 16, output_tokens: 64, ignore_eos: true}
+recovery: {window: 1s, hold: 1s}
+probes: {rate: 5, max_tokens: 64}
+faults:
+  - {name: freeze, type: replica.pause, at: 3s, duration: 3s}
+thresholds:
+  "output_consistency{phase:baseline}": ["rate==1"]
+  "output_consistency{phase:fault}": ["rate==1"]
+  integrity_error_rate: ["rate==0"]
+  requests_lost: ["count==0"]
+`
+
+// runPileUp runs pileUpExperiment with the simulator settings sim and
+// returns its exit code, output and run.json.
+func runPileUp(t *testing.T, sim string) (int, string, *report.Document) {
+	t.Helper()
+	return runPileUpOf(t, pileUpExperiment, sim)
+}
+
+// runPileUpOf is runPileUp with another experiment of pileUpExperiment's
+// form.
+func runPileUpOf(t *testing.T, experiment, sim string) (int, string, *report.Document) {
+	t.Helper()
 	bin := needBinary(t)
-	target := "sim: {replicas: 1, startup_time: 500ms, latency: constant, ttft: 20ms, itl: 5ms, gpu_memory: 17.3GiB, max_model_len: 1024, divergence: preempt}"
-	src := strings.NewReplacer("rate: 10, duration: 9s, input_tokens: 16, output_tokens: 24", "rate: 10, duration: 10s, input_tokens: 300, output_tokens: 150",
-		"max_tokens: 24", "max_tokens: 64").Replace(probesExperiment) + "  output_consistency: [\"rate==1\"]\n"
 	dir := t.TempDir()
-	file := filepath.Join(dir, "probes.yaml")
-	if err := os.WriteFile(file, fmt.Appendf(nil, src, target, "type: replica.pause"), 0o644); err != nil {
+	file := filepath.Join(dir, "pile-up.yaml")
+	if err := os.WriteFile(file, fmt.Appendf(nil, experiment, sim), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "run"), "--progress", "0")
+	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err == nil {
-		t.Fatalf("the run passed: preemption changed no probe's answer:\n%s", out.String())
+	err := cmd.Run()
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	doc, err := report.Read(filepath.Join(dir, "run", "run.json"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, out.String())
 	}
-	c := doc.Consistency
-	base := window(t, doc, report.PhaseBaseline)
-	if base.Consistency == nil || *base.Consistency != 1 {
-		t.Errorf("baseline %+v: the simulator is deterministic before the freeze", base)
+	if doc.Consistency == nil {
+		t.Fatalf("run.json has no consistency section:\n%s", out.String())
 	}
-	diverged := 0
-	for _, w := range c.Windows {
-		if w.Phase != report.PhaseBaseline {
-			diverged += w.Compared - w.Consistent
+	return code, out.String(), doc
+}
+
+// checkPileUpDiverged checks that a pile-up run failed naming
+// output_consistency{phase:fault} beside a clean baseline: answers changed
+// only in what ran when the replica thawed (probes sent while it was
+// frozen: they count in the freeze's window), well-formed (no integrity
+// error: only a comparison with the reference finds them).
+func checkPileUpDiverged(t *testing.T, code int, out string, doc *report.Document) {
+	t.Helper()
+	if code != exitcode.Thresholds {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitcode.Thresholds, out)
+	}
+	for _, want := range []string{"✓ output_consistency{phase:baseline}", "✗ output_consistency{phase:fault}", "✓ integrity_error_rate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the verdict has no %q:\n%s", want, out)
 		}
 	}
-	if diverged == 0 {
-		t.Errorf("no probe diverged during or after the freeze: %+v\n%s", c.Windows, out.String())
+	if w := window(t, doc, report.PhaseBaseline); w.Consistency == nil || *w.Consistency != 1 || w.Compared == 0 {
+		t.Errorf("baseline window %+v: want every probe consistent", w)
 	}
+	if w := window(t, doc, report.PhaseFault); w.Consistency == nil || *w.Consistency >= 1 || w.DivergenceAtMin == nil || w.Fault != "freeze" {
+		t.Errorf("fault window %+v: want consistency below 1, a divergence position, fault freeze", w)
+	}
+	// A prompt's most common divergent answer may be one a probe sent just
+	// after the thaw gave (it joined the batch): recovery(freeze), never
+	// earlier.
+	found := false
+	for _, p := range doc.Consistency.Prompts {
+		if p.BaselineAgreement != 1 {
+			t.Errorf("prompt %q: baseline agreement %v, want 1 (a light load keeps the reference)", p.Prompt, p.BaselineAgreement)
+		}
+		if d := p.Divergent; d != nil {
+			if (d.Phase != report.PhaseFault && d.Phase != report.PhaseRecovery) || d.Fault != "freeze" || len(d.Text) != len(p.Reference) {
+				t.Errorf("prompt %q: divergent answer first given in %s(%s), %d bytes (reference %d): want fault(freeze) or its recovery, as long",
+					p.Prompt, d.Phase, d.Fault, len(d.Text), len(p.Reference))
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no prompt has a divergent answer: %+v", doc.Consistency.Prompts)
+	}
+	if doc.Quality.IntegrityErrorRate != 0 {
+		t.Errorf("integrity error rate %v: a changed continuation is a well-formed stream", doc.Quality.IntegrityErrorRate)
+	}
+}
+
+// checkPileUpClean checks that a pile-up run without divergence passed
+// with every compared probe consistent, the piled-up ones included.
+func checkPileUpClean(t *testing.T, code int, out string, doc *report.Document) {
+	t.Helper()
+	if code != exitcode.OK {
+		t.Fatalf("exit %d, want 0: without divergence nothing changes an answer:\n%s", code, out)
+	}
+	for _, w := range doc.Consistency.Windows {
+		if w.Compared > 0 && (w.Consistency == nil || *w.Consistency != 1) {
+			t.Errorf("window %s(%s): %d of %d consistent", w.Phase, w.Fault, w.Consistent, w.Compared)
+		}
+	}
+	if w := window(t, doc, report.PhaseFault); w.Compared == 0 {
+		t.Errorf("fault window %+v: no probe of the pile-up was compared", w)
+	}
+}
+
+// Against the simulator with --divergence batch: the batch a frozen
+// replica's pile-up makes when it thaws (some 45 sequences) changes the
+// answers at near-tie tokens, which the probes find in the freeze's window
+// (they were sent while it was frozen) while the baseline's light load (a
+// handful of sequences, below divergence_min_batch 16) kept every answer
+// the reference. Nothing here is left to chance: the pile-up is at least
+// 16 sequences whatever the machine's speed, the tie positions of the
+// probes' prompts are fixed, and the baseline never reaches 16 sequences.
+// Without the mode the same run passes.
+func TestRunProbesSimulatorBatchDivergence(t *testing.T) {
+	t.Run("batch", func(t *testing.T) {
+		code, out, doc := runPileUp(t, "divergence: batch, divergence_min_batch: 16")
+		checkPileUpDiverged(t, code, out, doc)
+	})
+	t.Run("off", func(t *testing.T) {
+		code, out, doc := runPileUp(t, "max_num_seqs: 256") // the default: the simulator as it comes
+		checkPileUpClean(t, code, out, doc)
+	})
+}
+
+// Against the simulator with --divergence preempt: while its one replica
+// is frozen for 4 s, some 20 probes pile up (5 a second; the load sends
+// only a few short requests), and when it thaws they are all admitted
+// (2 KV blocks each) and grow together towards 10 blocks each (128
+// tokens, every answer capped at max_tokens) in a KV cache of about 106
+// blocks: it runs out after some 50 tokens, and the newest sequences, the
+// piled probes, are preempted with tokens generated, and recompute into
+// another continuation. Before the freeze at most a handful of probes run
+// at once (some 60 blocks at most), so none is preempted and the baseline
+// agrees with itself. Without the mode the same run keeps every answer.
+func TestRunProbesSimulatorPreemption(t *testing.T) {
+	exp := strings.NewReplacer(
+		"workload: {rate: 10, arrival: constant, duration: 10s, input_tokens: 16, output_tokens: 64, ignore_eos: true}",
+		"workload: {rate: 2, arrival: constant, duration: 11s, input_tokens: 16, output_tokens: 2}",
+		"probes: {rate: 5, max_tokens: 64}", "probes: {rate: 5, max_tokens: 128}",
+		"at: 3s, duration: 3s", "at: 3s, duration: 4s",
+	).Replace(pileUpExperiment)
+	const sim = "gpu_memory: 16.85GiB, max_model_len: 1024, mean_output_tokens: 100000"
+	t.Run("preempt", func(t *testing.T) {
+		code, out, doc := runPileUpOf(t, exp, sim+", divergence: preempt")
+		checkPileUpDiverged(t, code, out, doc)
+	})
+	t.Run("off", func(t *testing.T) {
+		code, out, doc := runPileUpOf(t, exp, sim)
+		checkPileUpClean(t, code, out, doc)
+	})
 }
 
 // engineAnswer is the in-test engine's greedy answer to a prompt: words
@@ -457,6 +587,40 @@ func TestRunProbesMigration(t *testing.T) {
 		}
 		if !diverged {
 			t.Errorf("no probe's answer got the resent span: %+v", doc.Consistency.Prompts)
+		}
+	})
+}
+
+// Against the simulator through stream.resume, which drops a stream's
+// upstream after 8 tokens and resumes it on a fresh request: a faithful
+// resume (every stream of the window; the load asks for exactly its
+// max_tokens, so a fresh answer is as long as the first) keeps every
+// answer whole and the run passes with consistency 1.0 and no integrity
+// error; one that sends 4 delivered tokens again is found as
+// integrity_resume_repeat by the checks and as a longer answer by the
+// probes, and the run fails naming output_consistency{phase:fault}.
+func TestRunProbesStreamResume(t *testing.T) {
+	exp := strings.Replace(probesExperiment, "output_tokens: 24}", "output_tokens: 24, ignore_eos: true}", 1)
+	t.Run("faithful", func(t *testing.T) {
+		code, out, doc := runProbesOf(t, exp, simTarget, "type: stream.resume, params: {after_tokens: 8, gap: 50ms}")
+		if code != exitcode.OK {
+			t.Fatalf("exit %d, want 0:\n%s", code, out)
+		}
+		checkClean(t, doc, out)
+		if f := doc.Faults; len(f) != 1 || f[0].RequestsActedOn == nil || *f[0].RequestsActedOn == 0 || !f[0].RevertOK {
+			t.Errorf("faults %+v: want the resume to have acted and been reverted", f)
+		}
+	})
+	t.Run("resend", func(t *testing.T) {
+		code, out, doc := runProbesOf(t, exp, simTarget, "type: stream.resume, params: {probability: 0.5, after_tokens: 8, resend: 4, gap: 400ms}")
+		checkDiverged(t, code, out, doc)
+		if !strings.Contains(out, "integrity_resume_repeat") {
+			t.Errorf("the report does not name integrity_resume_repeat:\n%s", out)
+		}
+		for _, p := range doc.Consistency.Prompts {
+			if d := p.Divergent; d != nil && len(d.Text) != len(p.Reference)+4*sim.BytesPerToken {
+				t.Errorf("prompt %q: divergent answer %q, want the reference %q with 4 tokens twice", p.Prompt, d.Text, p.Reference)
+			}
 		}
 	})
 }

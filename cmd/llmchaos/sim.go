@@ -108,6 +108,7 @@ func addSimFlags(fs *pflag.FlagSet, o *simOptions) {
 	fs.Float64Var(&e.GPUUtilization, "gpu-memory-utilization", e.GPUUtilization, "share of the GPU for weights + KV cache, in (0, 1]")
 	fs.IntVar(&e.MeanOutputTokens, "mean-output-tokens", e.MeanOutputTokens, "mean output length when a request does not set ignore_eos")
 	fs.StringVar(&e.Divergence, "divergence", e.Divergence, "what makes output differ from the deterministic greedy answer of (prompt, seed): preempt (a preempted sequence recomputes into another continuation), batch (at near-tie tokens the batch size decides), or empty (never)")
+	fs.IntVar(&e.DivergenceMinBatch, "divergence-min-batch", e.DivergenceMinBatch, "with --divergence batch: smallest batch that changes near-tie tokens")
 	fs.StringVar(&o.VGPUDir, "vgpu-dir", o.VGPUDir, "vGPU ledger directory shared with other replicas and balloons (default: an in-process GPU; with --replicas a private temporary directory)")
 	fs.IntVar(&o.GPU, "gpu", o.GPU, "vGPU index; with --replicas the first index (replica i runs on GPU+i)")
 	fs.BoolVar(&o.ShareGPU, "share-gpu", o.ShareGPU, "with --replicas: run every replica on the one vGPU --gpu instead of one each")
@@ -457,6 +458,7 @@ func childArgs(o simOptions, s supervisor.Slot) []string {
 		"--gpu-memory-utilization", strconv.FormatFloat(e.GPUUtilization, 'g', -1, 64),
 		"--mean-output-tokens", strconv.Itoa(e.MeanOutputTokens),
 		"--divergence", e.Divergence,
+		"--divergence-min-batch", strconv.Itoa(e.DivergenceMinBatch),
 		"--vgpu-dir", o.VGPUDir,
 		"--gpu", strconv.Itoa(s.GPU),
 		"--startup-time", o.StartupTime.String(),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmchaos/llmchaos/capacity"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"io"
 	"os"
@@ -209,9 +208,7 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	if c.FailFast {
 		plan.ContinueOnFail = false
 	}
-	if err := applySuiteCapacity(plan, stdout, c.Summary.Quiet); err != nil {
-		return usageError(err)
-	}
+	reportSuiteCapacity(plan, stdout, stderr, c.Summary.Quiet)
 	if plan.Runs() == 0 {
 		return usageError(fmt.Errorf("--tags/--skip-tags and the suite's tags leave none of its %d experiment(s) to run", len(plan.Items)))
 	}
@@ -236,7 +233,7 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	if base.Helper, err = os.Executable(); err != nil {
+	if base.Helper, err = ownExecutable(); err != nil {
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}
 	rec, runErr := suite.Run(ctx, plan, suite.Options{
@@ -304,25 +301,20 @@ func suiteFailure(rec *suite.Record) string {
 	return strings.Join(parts, ", ")
 }
 
-// applySuiteCapacity sets the rate of each experiment whose workload.rate
-// is a share of a measured capacity (rate: 80%) from its capacity file
-// (suite --capacity, else its workload.capacity), as llmchaos run does,
-// and says what it set.
-func applySuiteCapacity(plan *suite.Plan, stdout io.Writer, quiet bool) error {
-	var errs []error
-	for i := range plan.Items {
-		it := &plan.Items[i]
-		if it.Filtered != "" || !it.Spec.Workload.Rate.IsShare() {
+// reportSuiteCapacity says what the capacity file set the rate of each
+// selected experiment whose workload.rate is a share of a measured
+// capacity (rate: 80%) to, as llmchaos run does, with its warnings.
+func reportSuiteCapacity(plan *suite.Plan, stdout, stderr io.Writer, quiet bool) {
+	for _, it := range plan.Items {
+		a := it.Experiment.Capacity
+		if it.Filtered != "" || a == nil {
 			continue
 		}
-		a, _, err := capacity.ApplyOwn(it.Spec, it.File)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", it.File, err))
-			continue
+		for _, w := range a.Warnings {
+			fmt.Fprintf(stderr, "llmchaos suite: %s: warning: %s\n", it.Name, w)
 		}
 		if !quiet {
 			fmt.Fprintf(stdout, "llmchaos suite: %s: workload.rate %s\n", it.Name, a)
 		}
 	}
-	return errors.Join(errs...)
 }

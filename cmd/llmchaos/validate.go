@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -17,7 +18,9 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check experiment and suite files without running them",
 		Long: `validate loads each experiment file as llmchaos run would: strict YAML (or JSON)
 decoding, then the semantic checks (targets, workload, faults and their
-params, thresholds, stop conditions). It changes nothing and starts nothing.
+params, thresholds, stop conditions), and a rate given as a share of a
+measured capacity (rate: 80%) read from its capacity file. It changes
+nothing and starts nothing.
 
 A suite file (kind: Suite) is checked itself, then every experiment it lists
 is loaded and checked with the suite's target and overrides applied, as
@@ -53,8 +56,8 @@ func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 			}
 			continue
 		}
-		_, warns, err := spec.Load(f)
-		var ps spec.Problems
+		_, warns, err := spec.LoadExperiment(f, spec.LoadOptions{})
+		var ps field.Problems
 		switch {
 		case err == nil:
 			for _, w := range warns {
@@ -81,7 +84,7 @@ func runValidate(_ context.Context, files []string, stdout io.Writer) error {
 // reports whether they are all valid.
 func validateSuite(f string, stdout io.Writer) bool {
 	s, warns, err := spec.LoadSuite(f)
-	var ps spec.Problems
+	var ps field.Problems
 	switch {
 	case errors.As(err, &ps):
 		for _, p := range ps {

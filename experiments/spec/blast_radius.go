@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // BlastRadius bounds how much of the service a run may break at once. The
@@ -93,7 +95,7 @@ func (v *validator) blastRadius() {
 // not checked against the load (a game day's load ends when it is told);
 // a Duration of 0 means "until reverted by hand". The problems' paths
 // start at "fault" (fault.params.latency, fault.target.endpoints[0]).
-func (s *Spec) ValidateFault(f Fault) Problems {
+func (s *Spec) ValidateFault(f Fault) field.Problems {
 	if f.Duration == 0 {
 		f.Duration = Duration(time.Hour) // until reverted: any length will do here
 	}
@@ -107,13 +109,13 @@ func (s *Spec) ValidateFault(f Fault) Problems {
 		v.proxies[px.Name] = px
 	}
 	v.fault(0, f)
-	var ps Problems
+	var ps field.Problems
 	for _, is := range v.iss {
-		if is.sev == SeverityWarning {
+		if is.warn {
 			continue
 		}
 		path := "fault" + is.path[len("faults[0]"):]
-		ps = append(ps, Problem{Path: path, Msg: is.msg, Severity: is.sev})
+		ps = append(ps, problemAt("", 0, 0, path, is.msg, false))
 	}
 	return ps
 }

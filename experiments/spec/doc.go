@@ -38,9 +38,10 @@
 // Decoding is strict: an unknown key is an error that names the nearest
 // known key, a value of the wrong type is an error, a key given twice is an
 // error, and all of them are reported at once, with every semantic problem
-// found in the parts that did decode, as Problems in file order. Each
-// Problem has the file, line and column (in characters, from 1), the key
-// path (faults[1].params.latency) and a message saying what to do. A
+// found in the parts that did decode, as field.Problems (the one problem
+// type of every front end) in file order. Each has the file, line and
+// column (in characters, from 1), the key path (faults[1].params.latency)
+// and a message saying what to do. A
 // threshold's grammar error points at the offending character inside the
 // string. Warnings (a fault whose recovery cannot be observed) do not make
 // a file invalid.

@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // WriteFaultTypes writes one line per fault type (name, family, lifetime,
 // summary) under a header: `llmchaos faults`.
 func WriteFaultTypes(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tFAMILY\tLIFETIME\tSUMMARY")
+	rows := [][]string{{"TYPE", "FAMILY", "LIFETIME", "SUMMARY"}}
 	for _, t := range FaultTypeList() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Family, t.Lifetime, t.Summary)
+		rows = append(rows, []string{t.Name, t.Family, string(t.Lifetime), t.Summary})
 	}
-	return tw.Flush()
+	_, err := io.WriteString(w, hangingTable("", rows))
+	return err
 }
 
 // WriteFaultType writes what `llmchaos faults TYPE` shows of fault type
@@ -30,22 +30,92 @@ func WriteFaultType(w io.Writer, name string) error {
 		}
 		return fmt.Errorf("%s; `llmchaos faults` lists them", msg)
 	}
-	fmt.Fprintf(w, "%s (%s, %s): %s.\n", t.Name, t.Family, t.Lifetime, t.Summary)
-	fmt.Fprintf(w, "Acts on: %s.\n\nParams:\n", targetText(t))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  KEY\tTYPE\tDEFAULT\tUNIT\tREQUIRED\tDESCRIPTION")
+	var b strings.Builder
+	b.WriteString(wrapText(fmt.Sprintf("%s (%s, %s): %s.", t.Name, t.Family, t.Lifetime, t.Summary), "  "))
+	b.WriteString(wrapText(fmt.Sprintf("Acts on: %s.", targetText(t)), "  "))
+	b.WriteString("\nParams:\n")
+	rows := [][]string{{"KEY", "TYPE", "DEFAULT", "UNIT", "REQUIRED", "DESCRIPTION"}}
 	for _, p := range t.Params() {
 		req := "no"
 		if p.Required {
 			req = "yes"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, orDash(p.Default), orDash(p.Unit), req, p.Doc)
+		rows = append(rows, []string{p.Name, p.Type, orDash(p.Default), orDash(p.Unit), req, p.Doc})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\nExample:\n\n%s", exampleFault(t))
+	b.WriteString(hangingTable("  ", rows))
+	fmt.Fprintf(&b, "\nExample:\n\n%s", exampleFault(t))
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// refWidth is the widest line of the fault reference, as of every
+// terminal line llmchaos prints.
+const refWidth = 120
+
+// hangingTable lays rows out in columns two spaces apart, each line
+// starting with indent, and wraps the last column (free text) at word
+// boundaries to keep lines within refWidth, its continuation lines
+// starting under the column.
+func hangingTable(indent string, rows [][]string) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	n := len(rows[0])
+	widths := make([]int, n-1)
+	for _, r := range rows {
+		for i := range n - 1 {
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	lead := utf8.RuneCountInString(indent)
+	for _, w := range widths {
+		lead += w + 2
+	}
+	room := max(refWidth-lead, 30)
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(indent)
+		for i := range n - 1 {
+			b.WriteString(r[i] + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(r[i])+2))
+		}
+		for j, line := range wrapWords(r[n-1], room) {
+			if j > 0 {
+				b.WriteString(strings.Repeat(" ", lead))
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// wrapText wraps s within refWidth, continuation lines starting with
+// indent, and ends it with a newline.
+func wrapText(s, indent string) string {
+	lines := wrapWords(s, refWidth)
+	if len(lines) > 1 {
+		rest := strings.Join(lines[1:], " ")
+		lines = append(lines[:1], wrapWords(rest, refWidth-utf8.RuneCountInString(indent))...)
+	}
+	return strings.Join(lines, "\n"+indent) + "\n"
+}
+
+// wrapWords breaks s into lines of at most width runes at spaces (a word
+// longer than width stands on a line of its own).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line := ""
+	for word := range strings.FieldsSeq(s) {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
 }
 
 // targetText says where faults of type t act.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // readmePath is the fault reference page (docs/faults.md) seen from this
@@ -57,17 +58,63 @@ func TestWriteFaultType(t *testing.T) {
 	}
 }
 
-// `llmchaos faults` lists every fault type, one per line after the header.
+// `llmchaos faults` lists every fault type, one per row after the header
+// (a long summary wraps onto indented lines).
 func TestWriteFaultTypes(t *testing.T) {
 	var b strings.Builder
 	if err := WriteFaultTypes(&b); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
+		if !strings.HasPrefix(l, " ") {
+			lines = append(lines, l)
+		}
+	}
 	if got, want := len(lines), len(FaultTypes())+1; got != want {
-		t.Errorf("%d lines, want %d:\n%s", got, want, b.String())
+		t.Errorf("%d rows, want %d:\n%s", got, want, b.String())
 	}
 	if !strings.HasPrefix(lines[1], "network.latency ") || !strings.Contains(lines[1], "sustained") {
 		t.Errorf("first type line %q, want network.latency, sustained", lines[1])
+	}
+}
+
+// Every line of `llmchaos faults` and of `llmchaos faults TYPE` fits the
+// 120 columns of a terminal: long summaries and param descriptions wrap
+// under their column, and no word is lost to the wrapping.
+func TestFaultReferenceFitsTheTerminal(t *testing.T) {
+	check := func(what, out string, words []string) {
+		t.Helper()
+		for i, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > refWidth {
+				t.Errorf("%s: line %d is %d columns wide:\n%s", what, i+1, n, l)
+			}
+		}
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, w := range words {
+			if !strings.Contains(flat, strings.Join(strings.Fields(w), " ")) {
+				t.Errorf("%s lacks %q", what, w)
+			}
+		}
+	}
+	var b strings.Builder
+	if err := WriteFaultTypes(&b); err != nil {
+		t.Fatal(err)
+	}
+	var summaries []string
+	for _, ft := range FaultTypeList() {
+		summaries = append(summaries, ft.Summary)
+	}
+	check("llmchaos faults", b.String(), summaries)
+	for _, ft := range FaultTypeList() {
+		b.Reset()
+		if err := WriteFaultType(&b, ft.Name); err != nil {
+			t.Fatal(err)
+		}
+		var docs []string
+		for _, p := range ft.Params() {
+			docs = append(docs, p.Doc)
+		}
+		check("llmchaos faults "+ft.Name, b.String(), docs)
 	}
 }

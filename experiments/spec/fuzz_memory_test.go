@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // fuzzAllocLimit is the most one call of a loader may allocate for one
@@ -43,7 +45,7 @@ func TestLoadersRefuseDeepInputsWithinMemory(t *testing.T) {
 	for _, in := range deepInputs() {
 		boundedAlloc(t, "Parse", func() {
 			_, _, err := Parse("deep.yaml", in)
-			ps, ok := err.(Problems)
+			ps, ok := err.(field.Problems)
 			if !ok || len(ps) == 0 || ps[0].Line < 1 {
 				t.Errorf("Parse of %.20q…: %v, want a positioned problem", in, err)
 			}

@@ -9,17 +9,19 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Load reads the experiment file at path (YAML, or JSON, which is YAML
 // too), decodes it strictly and validates it. It returns the spec and its
-// warnings. When the file has errors, it returns a nil spec and a Problems
+// warnings. When the file has errors, it returns a nil spec and a field.Problems
 // error holding every problem found, warnings included, each with the
 // file's name, line and column. A file that cannot be read gives a plain
 // error.
 //
 // The spec has no defaults filled in: call WithDefaults.
-func Load(path string) (*Spec, Problems, error) {
+func Load(path string) (*Spec, field.Problems, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
@@ -29,7 +31,7 @@ func Load(path string) (*Spec, Problems, error) {
 
 // Parse does what Load does with a file's contents; name is the file name
 // used in problems.
-func Parse(name string, data []byte) (*Spec, Problems, error) {
+func Parse(name string, data []byte) (*Spec, field.Problems, error) {
 	spec, ps, _ := parse(name, data, LoadOptions{})
 	if err := ps.Err(); err != nil {
 		return nil, nil, err
@@ -39,26 +41,43 @@ func Parse(name string, data []byte) (*Spec, Problems, error) {
 
 // parse decodes and validates data and returns the spec (partly filled
 // when there are errors) and every problem, in file order, and the
-// resolved experiment when there is no error.
-func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experiment) {
+// resolved experiment when there is no error. o's steps are made on the
+// decoded spec and the result is checked once; only when that finds a
+// problem are the spec's states before each step checked too, to say
+// which step brought it in (attribute).
+func parse(name string, data []byte, o LoadOptions) (*Spec, field.Problems, *Experiment) {
 	doc, ps := readDocument(name, data, docExperiment)
 	if doc == nil {
 		return nil, ps, nil
 	}
 	if k := doc.root.keyed("kind"); k != nil && k.kind == kString && k.text == KindSuite {
 		// Not an experiment with a wrong kind: every key would be wrong.
-		return nil, Problems{doc.locate(issue{path: "kind", offset: -1,
+		return nil, field.Problems{doc.locate(issue{path: "kind", offset: -1,
 			msg: "this is a suite file (kind: Suite): run it with llmchaos suite; llmchaos validate checks it and its experiments"})}, nil
 	}
 	spec := &Spec{}
 	var (
 		v       *validator
 		applied *CapacityApplied
+		states  []Spec // the spec before each step, and after the last
+		refused field.Problems
+		zeros   map[string]bool
 	)
 	iss := doc.decode(spec, func(dec *decoder) issues {
+		zeros = dec.zeros
+		for _, st := range o.Steps {
+			states = append(states, spec.clone())
+			if err := st.Apply(spec); err != nil {
+				refused = problemsOf(err)
+				return nil
+			}
+		}
+		if len(o.Steps) > 0 {
+			states = append(states, spec.clone())
+		}
 		o.apply(spec)
 		var capIss issues
-		if o.ApplyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
+		if o.applyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
 			a, err := ApplyCapacity(spec, spec.Workload.CapacityPath(baseDir(name)))
 			if err != nil {
 				capIss.add("workload.capacity", "%s", err)
@@ -69,11 +88,73 @@ func parse(name string, data []byte, o LoadOptions) (*Spec, Problems, *Experimen
 		v = spec.checker(dec.zeros, baseDir(name))
 		return append(capIss, v.iss...)
 	})
-	ps = doc.problems(iss)
+	if refused != nil {
+		ps = append(doc.problems(iss), refused...)
+		sortProblems(ps)
+		return spec, ps, nil
+	}
+	ps = attribute(doc, iss, o.Steps, states, zeros)
 	if ps.Err() != nil || v == nil {
 		return spec, ps, nil
 	}
 	return spec, ps, experimentOf(spec, name, v, applied, ps.Warnings())
+}
+
+// attribute places the problems iss of a spec made by steps from its
+// file: each that the spec before the first step has, or that no state
+// has (a problem of the file's decoding, of its capacity), at its
+// position in the file; each other one where the step that brought it in
+// (the first after whose change it holds) says. states are the spec
+// before each step and after the last; zeros the file's explicit zeros.
+func attribute(doc *document, iss issues, steps []Step, states []Spec, zeros map[string]bool) field.Problems {
+	if len(steps) == 0 || len(iss) == 0 {
+		return doc.problems(iss)
+	}
+	seen := make([]map[string]bool, len(states))
+	for i := range states {
+		seen[i] = map[string]bool{}
+		for _, is := range states[i].check(zeros, baseDir(doc.name)) {
+			seen[i][is.path+"\x00"+is.msg] = true
+		}
+	}
+	ps := make(field.Problems, 0, len(iss))
+	for _, is := range iss {
+		key := is.path + "\x00" + is.msg
+		step := -1
+		if !seen[0][key] {
+			for i := 1; i < len(states); i++ {
+				if seen[i][key] {
+					step = i - 1
+					break
+				}
+			}
+		}
+		if step < 0 || steps[step].Blame == nil {
+			ps = append(ps, doc.locate(is))
+			continue
+		}
+		ps = append(ps, steps[step].Blame(problemAt(doc.name, 0, 0, is.path, is.msg, is.warn)))
+	}
+	sortProblems(ps)
+	return ps
+}
+
+// problemsOf returns err as problems: its own when it is a field.Problems or a
+// field.Problem, those of the errors it joins, else one problem of its message.
+func problemsOf(err error) field.Problems {
+	switch e := err.(type) {
+	case field.Problems:
+		return e
+	case field.Problem:
+		return field.Problems{e}
+	case interface{ Unwrap() []error }:
+		var ps field.Problems
+		for _, x := range e.Unwrap() {
+			ps = append(ps, problemsOf(x)...)
+		}
+		return ps
+	}
+	return field.Problems{problemAt("", 0, 0, "", err.Error(), false)}
 }
 
 // docKind says, for the messages of readDocument, what a file holds.
@@ -101,16 +182,16 @@ type document struct {
 }
 
 // readDocument parses data, which must hold one YAML document. A syntax
-// error, an empty file or a second document is returned as Problems with
+// error, an empty file or a second document is returned as field.Problems with
 // a nil document.
-func readDocument(name string, data []byte, kind docKind) (*document, Problems) {
+func readDocument(name string, data []byte, kind docKind) (*document, field.Problems) {
 	if p := checkRaw(name, data, kind.what); p != nil {
-		return nil, Problems{*p}
+		return nil, field.Problems{*p}
 	}
 	src := newSource(data)
 	file, err := parseYAML(data)
 	if err != nil {
-		return nil, Problems{syntaxProblem(name, err)}
+		return nil, field.Problems{syntaxProblem(name, err)}
 	}
 	var body ast.Node
 	for _, doc := range file.Docs {
@@ -122,12 +203,12 @@ func readDocument(name string, data []byte, kind docKind) (*document, Problems) 
 		}
 		if body != nil {
 			p := tokPos(doc.Body.GetToken())
-			return nil, Problems{{File: name, Line: p.line, Col: p.col, Msg: "a second document: " + kind.what + " file holds one (remove the ---)"}}
+			return nil, field.Problems{problemAt(name, p.line, p.col, "", "a second document: "+kind.what+" file holds one (remove the ---)", false)}
 		}
 		body = doc.Body
 	}
 	if body == nil {
-		return nil, Problems{{File: name, Line: 1, Col: 1, Msg: "empty file: " + kind.what + " needs " + andList(kind.keys)}}
+		return nil, field.Problems{problemAt(name, 1, 1, "", "empty file: "+kind.what+" needs "+andList(kind.keys), false)}
 	}
 	tb := &treeBuilder{anchors: map[string]*node{}, sizes: map[*node]int{}}
 	root := tb.build(body, "", 0)
@@ -167,17 +248,17 @@ func (d *document) decode(v any, check func(dec *decoder) issues) issues {
 }
 
 // problems gives each issue its position in the document, in file order.
-func (d *document) problems(iss issues) Problems {
-	ps := make(Problems, 0, len(iss))
+func (d *document) problems(iss issues) field.Problems {
+	ps := make(field.Problems, 0, len(iss))
 	for _, is := range iss {
 		ps = append(ps, d.locate(is))
 	}
-	ps.sort()
+	sortProblems(ps)
 	return ps
 }
 
 // locate gives one issue its position in the document.
-func (d *document) locate(is issue) Problem {
+func (d *document) locate(is issue) field.Problem {
 	p := d.idx.locate(d.src, is)
 	p.File = d.name
 	return p
@@ -242,17 +323,17 @@ func parseYAML(data []byte) (f *ast.File, err error) {
 	return parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 }
 
-// syntaxProblem turns a parser error into a positioned Problem.
-func syntaxProblem(name string, err error) Problem {
-	p := Problem{File: name, Msg: err.Error()}
+// syntaxProblem turns a parser error into a positioned field.Problem.
+func syntaxProblem(name string, err error) field.Problem {
 	var ye yaml.Error
-	if errors.As(err, &ye) {
-		p.Msg = "YAML syntax: " + ye.GetMessage()
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			p.Line, p.Col = tk.Position.Line, tk.Position.Column
-		}
+	if !errors.As(err, &ye) {
+		return problemAt(name, 0, 0, "", err.Error(), false)
 	}
-	return p
+	line, col := 0, 0
+	if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+		line, col = tk.Position.Line, tk.Position.Column
+	}
+	return problemAt(name, line, col, "", "YAML syntax: "+ye.GetMessage(), false)
 }
 
 // posIndex maps key paths to the nodes of a document.
@@ -289,8 +370,8 @@ func (x *posIndex) add(path string, n *node, depth int) {
 // locate gives an issue its position: the node at its path (its key for
 // a key issue; the column of the offending character for an issue with an
 // offset), or the nearest enclosing node that has one.
-func (x *posIndex) locate(src source, is issue) Problem {
-	p := Problem{Path: is.path, Msg: is.msg, Severity: is.sev}
+func (x *posIndex) locate(src source, is issue) field.Problem {
+	path := is.path
 	var at pos
 	if is.key {
 		if k, ok := x.keys[is.path]; ok && k.pos.line > 0 {
@@ -309,7 +390,7 @@ func (x *posIndex) locate(src source, is issue) Problem {
 				// points into it all the same.
 				if is.offset >= 0 && !is.key && (q == is.path || n.kind == kString) {
 					at = src.offsetPos(n, is.offset)
-					p.Path = q // name the key as the file writes it
+					path = q // name the key as the file writes it
 				}
 				break
 			}
@@ -322,6 +403,5 @@ func (x *posIndex) locate(src source, is issue) Problem {
 			}
 		}
 	}
-	p.Line, p.Col = at.line, at.col
-	return p
+	return problemAt("", at.line, at.col, path, is.msg, is.warn)
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // BenchmarkLoad measures loading and validating the quickstart experiment
@@ -37,7 +39,7 @@ func BenchmarkLoadManyProblems(b *testing.B) {
 	var n int
 	for b.Loop() {
 		_, _, err := Parse("many.yaml", []byte(src))
-		ps, _ := err.(Problems)
+		ps, _ := err.(field.Problems)
 		n = len(ps)
 	}
 	b.ReportMetric(float64(n), "problems")

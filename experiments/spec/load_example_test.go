@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 func ExampleParse() {
@@ -21,7 +22,7 @@ thresholds:
   ttft: ["p(99)<500xs"]
 `
 	_, _, err := spec.Parse("demo.yaml", []byte(src))
-	var ps spec.Problems
+	var ps field.Problems
 	if errors.As(err, &ps) {
 		for _, p := range ps {
 			fmt.Println(p)

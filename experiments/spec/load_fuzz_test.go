@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader: it never panics, every
@@ -21,15 +23,15 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var (
 			spec  *Spec
-			warns Problems
+			warns field.Problems
 			err   error
 		)
 		boundedAlloc(t, "Parse", func() { spec, warns, err = Parse("fuzz.yaml", data) })
 		ps := warns
 		if err != nil {
 			var ok bool
-			if ps, ok = err.(Problems); !ok {
-				t.Fatalf("error %T %v, want Problems", err, err)
+			if ps, ok = err.(field.Problems); !ok {
+				t.Fatalf("error %T %v, want field.Problems", err, err)
 			}
 			if spec != nil {
 				t.Fatalf("a spec with errors")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Limits checked on a file's bytes before the YAML parser sees them: the
@@ -22,12 +24,14 @@ const (
 
 // checkRaw refuses a file over MaxFileSize or nested deeper than
 // maxRawDepth, as a positioned problem; nil when it may be parsed.
-func checkRaw(name string, data []byte, what string) *Problem {
+func checkRaw(name string, data []byte, what string) *field.Problem {
 	if len(data) > MaxFileSize {
-		return &Problem{File: name, Line: 1, Col: 1, Msg: fmt.Sprintf("the file is bigger than %s file may be: at most %d (1 MiB)", what, MaxFileSize)}
+		p := problemAt(name, 1, 1, "", fmt.Sprintf("the file is bigger than %s file may be: at most %d (1 MiB)", what, MaxFileSize), false)
+		return &p
 	}
 	if line, col, deep := scanDepth(data, maxRawDepth); deep {
-		return &Problem{File: name, Line: line, Col: col, Msg: fmt.Sprintf("nesting deeper than %d levels: %s file needs far less; not parsed", maxDepth, what)}
+		p := problemAt(name, line, col, "", fmt.Sprintf("nesting deeper than %d levels: %s file needs far less; not parsed", maxDepth, what), false)
+		return &p
 	}
 	return nil
 }

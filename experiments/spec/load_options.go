@@ -3,10 +3,12 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
-// LoadOptions change what LoadWith accepts: settings given from outside
-// the experiment file, applied to it before it is validated.
+// LoadOptions change what LoadExperiment resolves: settings given from
+// outside the experiment file, applied to it before it is checked.
 type LoadOptions struct {
 	// Capacity is a capacity file given from outside the experiment
 	// (llmchaos run --capacity, llmchaos suite --capacity): when the
@@ -15,10 +17,30 @@ type LoadOptions struct {
 	// is relative to the working directory, not to the experiment file).
 	// A workload whose rate is not a share is left as it is.
 	Capacity string
-	// ApplyCapacity reads the capacity file of a rate given as a share
-	// and sets the rate from it before the spec is validated
-	// (LoadExperiment sets it).
-	ApplyCapacity bool
+	// Steps change the experiment after its file is decoded, in order,
+	// before it is resolved: a suite's target and overrides, run's
+	// command-line overrides. The experiment is checked once, with every
+	// step made; a problem one of them brings in is placed by its Blame.
+	Steps []Step
+
+	// applyCapacity reads the capacity file of a rate given as a share
+	// and sets the rate from it before the spec is checked
+	// (ParseExperiment sets it).
+	applyCapacity bool
+}
+
+// Step is a change made to an experiment between its file and its
+// resolution.
+type Step struct {
+	// Apply makes the change. An error says that it cannot be made: the
+	// experiment is then not resolved, and the error is among the
+	// problems (as they are when it is a field.Problems or a field.Problem, else as
+	// one problem of its message).
+	Apply func(*Spec) error
+	// Blame places a problem the step brings in, one the experiment does
+	// not have before it: p has the experiment file as File, its key path
+	// and message, and no position (nil: kept as it is).
+	Blame func(p field.Problem) field.Problem
 }
 
 // apply sets what o gives on a decoded spec.
@@ -36,25 +58,12 @@ func absPath(p string) string {
 	return p
 }
 
-// LoadWith does what Load does, with o applied to the file before it is
-// validated.
-func LoadWith(path string, o LoadOptions) (*Spec, Problems, error) {
-	data, err := readFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("experiment: %w", err)
-	}
-	spec, ps, _ := parse(path, data, o)
-	if err := ps.Err(); err != nil {
-		return nil, nil, err
-	}
-	return spec, ps, nil
-}
-
 // LoadExperiment loads the experiment file at path and resolves it
-// (Experiment): o applied, the capacity file read for a rate given as a
-// share, every check run once, each with its file:line:col. The problems
-// returned are warnings; an error is a Problems.
-func LoadExperiment(path string, o LoadOptions) (*Experiment, Problems, error) {
+// (Experiment): o's steps made and its settings applied, the capacity
+// file read for a rate given as a share, every check run once, each
+// problem with its file:line:col. The problems returned are warnings; an
+// error is a field.Problems.
+func LoadExperiment(path string, o LoadOptions) (*Experiment, field.Problems, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("experiment: %w", err)
@@ -65,8 +74,8 @@ func LoadExperiment(path string, o LoadOptions) (*Experiment, Problems, error) {
 // ParseExperiment is LoadExperiment of a file's contents; name is the
 // file name used in problems and for relative paths ("" : the working
 // directory's).
-func ParseExperiment(name string, data []byte, o LoadOptions) (*Experiment, Problems, error) {
-	o.ApplyCapacity = true
+func ParseExperiment(name string, data []byte, o LoadOptions) (*Experiment, field.Problems, error) {
+	o.applyCapacity = true
 	_, ps, x := parse(name, data, o)
 	if err := ps.Err(); err != nil {
 		return nil, nil, err

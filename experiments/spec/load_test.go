@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // problemLines parses src as file t.yaml and returns every problem it has
@@ -15,11 +17,11 @@ import (
 func problemLines(t *testing.T, src string) []string {
 	t.Helper()
 	spec, warns, err := Parse("t.yaml", []byte(src))
-	var ps Problems
+	var ps field.Problems
 	switch {
 	case err != nil:
 		if !errors.As(err, &ps) {
-			t.Fatalf("Parse error %T %v, want Problems", err, err)
+			t.Fatalf("Parse error %T %v, want field.Problems", err, err)
 		}
 		if spec != nil {
 			t.Errorf("Parse returned a spec with errors")
@@ -104,7 +106,7 @@ func TestLoadPositions(t *testing.T) {
 		{
 			name: "list where a mapping is wanted",
 			src:  edit(5, "  sim: [2]"),
-			want: []string{`t.yaml:5:8: target.sim: got a list, want a mapping with keys replicas, model, latency, ttft, itl, max_num_seqs, max_waiting, max_model_len, gpu_memory, gpu_memory_utilization, mean_output_tokens, divergence, migrate, startup_time, restart_delay, seed`},
+			want: []string{`t.yaml:5:8: target.sim: got a list, want a mapping with keys replicas, model, latency, ttft, itl, max_num_seqs, max_waiting, max_model_len, gpu_memory, gpu_memory_utilization, mean_output_tokens, divergence, divergence_min_batch, migrate, startup_time, restart_delay, seed`},
 		},
 		{
 			name: "duration without a unit",
@@ -181,6 +183,18 @@ func TestLoadPositions(t *testing.T) {
 			name: "fault params: bad value",
 			src:  edit(8, "  - {name: slow, type: network.latency, at: 10s, duration: 10s, params: {latency: 0s}}"),
 			want: []string{`t.yaml:8:83: faults[0].params.latency: latency: 0s, want more than 0`},
+		},
+		{
+			// A problem of a nested key is at that key's value, named by
+			// its path: the fault family keys it by field.
+			name: "fault params: nested key",
+			src:  edit(8, "  - {name: kill, type: replica.kill, at: 10s, duration: 10s, params: {select: {mode: count, value: 0}}}"),
+			want: []string{`t.yaml:8:100: faults[0].params.select.value: select.value: 0, mode count needs at least 1`},
+		},
+		{
+			name: "fault params: a key that depends on another",
+			src:  edit(8, "  - {name: kill, type: replica.kill, at: 10s, duration: 10s, params: {via: engine}}"),
+			want: []string{`t.yaml:8:76: faults[0].params.via: via: engine is for the docker and kubernetes drivers, not process`},
 		},
 		{
 			name: "fault params: unknown key",
@@ -309,7 +323,7 @@ func TestLoadPositions(t *testing.T) {
 func TestLoadReportsAllProblemsAtOnce(t *testing.T) {
 	src := `apiVersion: llmchaos/v2
 kind: Experiment
-metadata: {name: All Problems}
+metadata: {name: All field.Problems}
 target:
   sim: {replicas: 0.5}
 workload: {preset: chat, rate: 5, duration: 60s, arival: gamma}
@@ -327,7 +341,7 @@ recovery: {window: -1s, hold: 10}
 	got := problemLines(t, src)
 	want := []string{
 		`t.yaml:1:13: apiVersion: "llmchaos/v2" is not supported: write apiVersion: llmchaos/v1`,
-		`t.yaml:3:18: metadata.name: "All Problems": use lower-case letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 63 characters`,
+		`t.yaml:3:18: metadata.name: "All field.Problems": use lower-case letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 63 characters`,
 		`t.yaml:5:19: target.sim.replicas: got a number ("0.5"), want an integer`,
 		`t.yaml:6:50: workload.arival: unknown key "arival"; did you mean "arrival"?`,
 		`t.yaml:8:5: steady_state[0]: empty probe: set http, threshold or promql`,
@@ -383,9 +397,9 @@ func TestLoadQuickstart(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	_, _, err := Load(filepath.Join(t.TempDir(), "none.yaml"))
-	var ps Problems
+	var ps field.Problems
 	if err == nil || errors.As(err, &ps) || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("err = %v, want a not-exist error that is not Problems", err)
+		t.Fatalf("err = %v, want a not-exist error that is not field.Problems", err)
 	}
 }
 

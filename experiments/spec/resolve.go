@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
@@ -38,7 +39,7 @@ type Experiment struct {
 	// share).
 	Capacity *CapacityApplied
 	// Warnings are the spec's warnings.
-	Warnings Problems
+	Warnings field.Problems
 }
 
 // ResolvedFault is one fault of the timeline with its type and its params
@@ -78,23 +79,23 @@ func copyParams(p any) any {
 
 // Resolve resolves s, the experiment of file ("" for none): it applies
 // the capacity file to a rate given as a share, checks s (every problem
-// at once, as Problems), and returns the one resolved value. s is
+// at once, as field.Problems), and returns the one resolved value. s is
 // changed only by the capacity (its rate).
 func Resolve(s *Spec, file string) (*Experiment, error) {
 	var applied *CapacityApplied
 	if s.Workload.Rate.Unresolved() && s.Workload.Capacity != "" {
 		a, err := ApplyCapacity(s, s.Workload.CapacityPath(baseDir(file)))
 		if err != nil {
-			return nil, Problems{{Path: "workload.capacity", Msg: err.Error()}}
+			return nil, field.Problems{problemAt("", 0, 0, "workload.capacity", err.Error(), false)}
 		}
 		applied = &a
 	}
 	v := s.checker(nil, baseDir(file))
-	ps := make(Problems, len(v.iss))
+	ps := make(field.Problems, len(v.iss))
 	for i, is := range v.iss {
-		ps[i] = Problem{Path: is.path, Msg: is.msg, Severity: is.sev}
+		ps[i] = problemAt("", 0, 0, is.path, is.msg, is.warn)
 	}
-	ps.sort()
+	sortProblems(ps)
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func Resolve(s *Spec, file string) (*Experiment, error) {
 
 // experimentOf builds the resolved experiment of s from what the check
 // v resolved on the way.
-func experimentOf(s *Spec, file string, v *validator, applied *CapacityApplied, warnings Problems) *Experiment {
+func experimentOf(s *Spec, file string, v *validator, applied *CapacityApplied, warnings field.Problems) *Experiment {
 	x := &Experiment{Spec: s.WithDefaults(), File: file, Capacity: applied, Warnings: warnings}
 	if s.Workload.Script == "" {
 		x.Workload, x.Arrival = v.resolved.Workload, v.resolved.Arrival

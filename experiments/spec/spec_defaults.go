@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
+	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 )
 
 // Defaults that WithDefaults fills in. The simulator's come from
@@ -31,14 +32,15 @@ const (
 const DefaultRecoveryLatencyBand = 1.5
 
 // WithDefaults returns a copy of s with the documented defaults filled in
-// where s leaves a key unset: seed 1; recovery window 5s and hold 10s; HTTP
-// probes GET, expecting 200 within 5s; proxies on 127.0.0.1:0 in http mode;
-// and the simulator's settings (replicas 1 and the defaults of `llmchaos
-// sim`, its seed the experiment's); a kubernetes target's path /v1. s
-// itself is not changed.
+// where s leaves a key unset: seed 1; recovery window 5s and hold 10s; the
+// workload's grace, the engine's (30s); HTTP probes GET, expecting 200
+// within 5s; proxies on 127.0.0.1:0 in http mode; and the simulator's
+// settings (replicas 1 and the defaults of `llmchaos sim`, its seed the
+// experiment's); a kubernetes target's path /v1. s itself is not changed.
 //
 // Two things are resolved elsewhere, because they are not spec keys: the
-// workload's preset and load defaults (Workload.Configs), and each fault's
+// workload's preset and load defaults (resolved into Experiment.Workload
+// and Experiment.Arrival), and each fault's
 // params defaults (applied when the runner builds the fault, by the fault's
 // own package). An llm target's model stays unset when not given (the runner
 // asks /v1/models).
@@ -60,6 +62,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if out.Recovery.LatencyBand == 0 {
 		out.Recovery.LatencyBand = DefaultRecoveryLatencyBand
+	}
+	if out.Workload.Grace == 0 {
+		out.Workload.Grace = Duration(engine.DefaultGrace)
 	}
 	for i := range out.SteadyState {
 		if h := out.SteadyState[i].HTTP; h != nil {
@@ -193,6 +198,9 @@ func (t SimTarget) EngineConfig() (simconfig.Config, error) {
 	}
 	if t.Divergence != "" {
 		c.Divergence = t.Divergence
+	}
+	if t.DivergenceMinBatch != 0 {
+		c.DivergenceMinBatch = t.DivergenceMinBatch
 	}
 	if t.Seed != nil {
 		c.Seed = *t.Seed

@@ -123,5 +123,5 @@ func (r *Rate) UnmarshalText(b []byte) error {
 
 // errUnresolvedRate is Configs' error for a share not yet applied.
 func errUnresolvedRate(r Rate) error {
-	return fmt.Errorf("workload.rate %s is a share of a measured capacity that was not applied: run it with llmchaos run (which applies workload.capacity), or apply the capacity file first (capacity.Apply)", r)
+	return fmt.Errorf("workload.rate %s is a share of a measured capacity that was not applied: resolve the experiment first (spec.LoadExperiment or spec.Resolve read workload.capacity), as every llmchaos verb does", r)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // capacityDoc is an experiment whose workload line is given.
@@ -70,7 +72,7 @@ func TestRateAsAShareOfCapacity(t *testing.T) {
 				t.Fatalf("valid, want %q", tt.want)
 			}
 			var lines []string
-			for _, p := range err.(Problems) {
+			for _, p := range err.(field.Problems) {
 				lines = append(lines, p.Error())
 			}
 			if len(lines) != len(tt.want) {
@@ -97,7 +99,7 @@ func TestUnresolvedShareIsNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Workload.Configs(); err == nil || !strings.Contains(err.Error(), "capacity.Apply") {
+	if _, _, err := s.Workload.Configs(); err == nil || !strings.Contains(err.Error(), "resolve the experiment first") {
 		t.Errorf("Configs of an unapplied share: %v", err)
 	}
 	b, _ := json.Marshal(s.Workload)
@@ -147,29 +149,38 @@ func TestSchemaTakesRateShares(t *testing.T) {
 // A capacity file given from outside (run --capacity, suite --capacity)
 // takes the place of the experiment's own, and makes a share without one
 // valid; a rate per second is left alone.
-func TestLoadWithCapacity(t *testing.T) {
+func TestLoadExperimentCapacityFromOutside(t *testing.T) {
 	dir := t.TempDir()
+	outside := `{"kind":"llmchaos-capacity","version":1,"mode":"rate","unit":"req/s","status":"found","workload":{"preset":"chat"},"knee":{"load":40}}`
+	if err := os.WriteFile(filepath.Join(dir, "outside.json"), []byte(outside), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		workload, wantCapacity string
+		wantRate               float64
 	}{
-		{`{preset: chat, rate: 80%, duration: 30s}`, filepath.Join(dir, "outside.json")},
-		{`{preset: chat, rate: 80%, capacity: own.json, duration: 30s}`, filepath.Join(dir, "outside.json")},
-		{`{preset: chat, rate: 20, duration: 30s}`, ""},
+		{`{preset: chat, rate: 80%, duration: 30s}`, filepath.Join(dir, "outside.json"), 32},
+		{`{preset: chat, rate: 80%, capacity: own.json, duration: 30s}`, filepath.Join(dir, "outside.json"), 32},
+		{`{preset: chat, rate: 20, duration: 30s}`, "", 20},
 	} {
 		file := filepath.Join(dir, "e.yaml")
 		if err := os.WriteFile(file, []byte(capacityDoc(tt.workload)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Chdir(dir)
-		s, _, err := LoadWith(file, LoadOptions{Capacity: "outside.json"})
+		x, _, err := LoadExperiment(file, LoadOptions{Capacity: "outside.json"})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.workload, err)
 		}
+		s := x.Spec
 		if s.Workload.Capacity != tt.wantCapacity {
 			t.Errorf("%s: capacity %q, want %q", tt.workload, s.Workload.Capacity, tt.wantCapacity)
 		}
-		if tt.wantCapacity != "" && s.Workload.CapacityPath(dir+"/elsewhere") != tt.wantCapacity {
-			t.Errorf("an absolute capacity path moved: %q", s.Workload.CapacityPath(dir+"/elsewhere"))
+		if tt.wantCapacity != "" && (x.Capacity == nil || x.Capacity.File != tt.wantCapacity) {
+			t.Errorf("%s: applied %+v, want the file from outside", tt.workload, x.Capacity)
+		}
+		if s.Workload.Rate.PerSecond != tt.wantRate || x.Arrival.Rate != tt.wantRate {
+			t.Errorf("%s: rate %v (arrival %v), want %v/s", tt.workload, s.Workload.Rate, x.Arrival.Rate, tt.wantRate)
 		}
 	}
 }

@@ -3,11 +3,9 @@ package spec
 import (
 	"errors"
 	"path/filepath"
-	"time"
 
 	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
-	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
 
@@ -72,14 +70,6 @@ type Workload struct {
 	// Kubernetes target, where the shards run as the pods of an Indexed
 	// Job (experiments/shardjob).
 	Shards int `yaml:"shards,omitempty" json:"shards,omitempty" doc:"Run the load as this many shards at once, the pods of a Kubernetes Indexed Job (each llmchaos load --shard INDEX/N, one start instant) while the runner runs the faults; their request lines reach the runner as they are written (the pods' logs, followed), so stop_conditions, abortOnFail thresholds, steady-state threshold probes and live recovery work as with one process, about a second behind; at the end every result is recorded exactly, tagged by phase from its send time. Needs target.kubernetes and llmchaos run --shard-image. Default 1: one process."`
-}
-
-// GraceOrDefault is the workload's grace, or the engine's default when unset.
-func (w Workload) GraceOrDefault() time.Duration {
-	if w.Grace == 0 {
-		return engine.DefaultGrace
-	}
-	return w.Grace.D()
 }
 
 // ClientTimeouts sets the request, TTFT and idle timeouts of o from the workload.

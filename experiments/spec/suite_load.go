@@ -12,15 +12,16 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // LoadSuite reads the suite file at path, decodes it strictly and
 // validates it, as Load does an experiment file: every problem at once,
-// each with the file's name, line and column; a nil suite and a Problems
+// each with the file's name, line and column; a nil suite and a field.Problems
 // error when there is an error; warnings returned with a valid suite. It
 // checks the suite file itself; Resolve loads and checks the experiments
 // it lists.
-func LoadSuite(path string) (*Suite, Problems, error) {
+func LoadSuite(path string) (*Suite, field.Problems, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("suite: %w", err)
@@ -30,7 +31,7 @@ func LoadSuite(path string) (*Suite, Problems, error) {
 
 // ParseSuite does what LoadSuite does with a file's contents; name is the
 // file name used in problems and the base of the experiments' paths.
-func ParseSuite(name string, data []byte) (*Suite, Problems, error) {
+func ParseSuite(name string, data []byte) (*Suite, field.Problems, error) {
 	doc, ps := readDocument(name, data, docSuite)
 	if doc == nil {
 		return nil, nil, ps.Err()
@@ -46,7 +47,7 @@ func ParseSuite(name string, data []byte) (*Suite, Problems, error) {
 // Validate checks a suite without changing it and returns every problem,
 // in path order (positions too when it was loaded from a file); nil when
 // there is none. It does not read the experiments: Resolve does.
-func (s *Suite) Validate() Problems {
+func (s *Suite) Validate() field.Problems {
 	ps := s.problems(s.check(nil))
 	if len(ps) == 0 {
 		return nil
@@ -54,17 +55,17 @@ func (s *Suite) Validate() Problems {
 	return ps
 }
 
-// problems turns issues into Problems, located in the suite's file when
+// problems turns issues into field.Problems, located in the suite's file when
 // it has one.
-func (s *Suite) problems(iss issues) Problems {
+func (s *Suite) problems(iss issues) field.Problems {
 	if s.doc != nil {
 		return s.doc.problems(iss)
 	}
-	ps := make(Problems, len(iss))
+	ps := make(field.Problems, len(iss))
 	for i, is := range iss {
-		ps[i] = Problem{File: s.file, Path: is.path, Msg: is.msg, Severity: is.sev}
+		ps[i] = problemAt(s.file, 0, 0, is.path, is.msg, is.warn)
 	}
-	ps.sort()
+	sortProblems(ps)
 	return ps
 }
 

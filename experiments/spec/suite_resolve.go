@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // SuiteItem is one experiment of a suite, resolved: loaded from its file,
-// with the suite's target and the overrides applied, checked again.
+// with the suite's target and the overrides applied, and resolved once
+// (Experiment) as llmchaos run resolves an experiment.
 type SuiteItem struct {
 	// Entry is the index of the suite's entry that lists it (a directory
 	// entry lists several).
@@ -18,9 +21,9 @@ type SuiteItem struct {
 	// File is the experiment file's path (the suite file's directory
 	// joined with the entry's path).
 	File string
-	// Spec is the experiment with the suite's target and the overrides
-	// applied; no defaults filled in.
-	Spec *Spec
+	// Experiment is the experiment with the suite's target and the
+	// overrides applied, resolved: what the suite runs.
+	Experiment *Experiment
 	// Overrides are the overrides applied: the suite's, the entry's and
 	// the extra ones merged.
 	Overrides Overrides
@@ -28,10 +31,10 @@ type SuiteItem struct {
 	Tags []string
 	// Weight is the entry's weight in the suite's score.
 	Weight float64
-	// Warnings are the experiment file's warnings that still hold with
-	// the suite applied (those the suite brings in are among Resolve's
-	// problems).
-	Warnings Problems
+	// Warnings are the experiment's warnings with the suite applied: the
+	// file's own at their place in it, those the suite brings in where
+	// the suite writes what brought them in.
+	Warnings field.Problems
 }
 
 // Resolve loads every experiment the suite lists, in order (a directory
@@ -45,9 +48,9 @@ type SuiteItem struct {
 // the experiment file and its key. What extra breaks has no position in a
 // file (it came from the command line). An item with errors is left out
 // of the result.
-func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
+func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, field.Problems) {
 	var items []SuiteItem
-	var ps Problems
+	var ps field.Problems
 	base := filepath.Dir(s.file)
 	for i, e := range s.Experiments {
 		p := index("experiments", i)
@@ -57,16 +60,16 @@ func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
 		}
 		files := []string{path}
 		if fi, err := os.Stat(path); err != nil {
-			ps = append(ps, s.at(p+".path", SeverityError, "%s: %v", path, errors.Unwrap(err)))
+			ps = append(ps, s.at(p+".path", false, "%s: %v", path, errors.Unwrap(err)))
 			continue
 		} else if fi.IsDir() {
 			list, err := ExperimentFiles(path)
 			if err != nil {
-				ps = append(ps, s.at(p+".path", SeverityError, "directory %s: %v", path, err))
+				ps = append(ps, s.at(p+".path", false, "directory %s: %v", path, err))
 				continue
 			}
 			if len(list) == 0 {
-				ps = append(ps, s.at(p+".path", SeverityError, "directory %s holds no experiment file (*.yaml)", path))
+				ps = append(ps, s.at(p+".path", false, "directory %s holds no experiment file (*.yaml)", path))
 				continue
 			}
 			files = list
@@ -82,97 +85,77 @@ func (s *Suite) Resolve(extra Overrides) ([]SuiteItem, Problems) {
 	return items, ps
 }
 
-// resolveOne loads the experiment file f of entry i and applies the suite
-// to it.
-func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, Problems) {
+// resolveOne loads the experiment file f of entry i with the suite
+// applied to it (the suite's target, its overrides merged with the
+// entry's, then extra) and resolves it once.
+func (s *Suite) resolveOne(i int, f string, extra Overrides) (*SuiteItem, field.Problems) {
 	e := s.Experiments[i]
 	p := index("experiments", i)
 	if k, err := FileKind(f); err == nil && k == KindSuite {
-		return nil, Problems{s.at(p+".path", SeverityError, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
+		return nil, field.Problems{s.at(p+".path", false, "%s is a suite file: a suite lists experiment files (list that suite's experiments here, or pass both suites to llmchaos suite)", f)}
 	}
-	exp, warns, err := LoadWith(f, LoadOptions{Capacity: extra.Capacity})
-	if err != nil {
-		var eps Problems
-		if errors.As(err, &eps) {
-			return nil, eps
-		}
-		return nil, Problems{s.at(p+".path", SeverityError, "%v", err)}
-	}
-	var ps Problems
-	seen := problemSet(exp.Validate())
-	// Each step's new problems are the step's doing: they are shown where
-	// the step is written.
-	step := func(where func(Problem) Problem) bool {
-		now := exp.Validate()
-		bad := false
-		for _, q := range now {
-			if seen[q.Path+"\x00"+q.Msg] {
-				continue
-			}
-			seen[q.Path+"\x00"+q.Msg] = true
-			ps = append(ps, where(q))
-			bad = bad || q.Severity == SeverityError
-		}
-		return !bad
-	}
-	what := func(q Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Msg) }
+	what := func(q field.Problem) string { return fmt.Sprintf("%s: %s: %s", f, q.Path, q.Message(nil)) }
+	var steps []Step
 	if s.Target != nil {
-		t := *s.Target
-		exp.Target = t.clone()
-		if !step(func(q Problem) Problem { return s.at("target", q.Severity, "with the suite's target, %s", what(q)) }) {
-			return nil, ps
-		}
+		steps = append(steps, Step{
+			Apply: func(exp *Spec) error { exp.Target = s.Target.clone(); return nil },
+			Blame: func(q field.Problem) field.Problem {
+				return s.at("target", q.Warning, "with the suite's target, %s", what(q))
+			},
+		})
 	}
 	file := s.Overrides.Merge(e.Overrides)
 	oPath := p + ".overrides"
 	if e.Overrides.IsZero() {
 		oPath = "overrides"
 	}
-	if err := file.Apply(exp); err != nil {
-		for _, oe := range overrideErrors(err) {
-			ps = append(ps, s.at(oPath+"."+oe.Key, SeverityError, "%s: %s", f, oe.Msg))
-		}
-		return nil, ps
-	}
-	if !step(func(q Problem) Problem { return s.at(oPath, q.Severity, "with these overrides, %s", what(q)) }) {
-		return nil, ps
+	if !file.IsZero() {
+		steps = append(steps, overrideStep(file,
+			func(oe *OverrideError) field.Problem { return s.at(oPath+"."+oe.Key, false, "%s: %s", f, oe.Msg) },
+			func(q field.Problem) field.Problem {
+				return s.at(oPath, q.Warning, "with these overrides, %s", what(q))
+			}))
 	}
 	if !extra.IsZero() {
-		if err := extra.Apply(exp); err != nil {
-			for _, oe := range overrideErrors(err) {
-				ps = append(ps, Problem{Path: "--" + strings.ReplaceAll(oe.Key, "_", "-"), Msg: fmt.Sprintf("%s: %s", f, oe.Msg)})
-			}
-			return nil, ps
-		}
-		if !step(func(q Problem) Problem {
-			return Problem{Path: "command-line overrides", Msg: what(q), Severity: q.Severity}
-		}) {
-			return nil, ps
-		}
+		steps = append(steps, overrideStep(extra,
+			func(oe *OverrideError) field.Problem {
+				return problemAt("", 0, 0, "--"+strings.ReplaceAll(oe.Key, "_", "-"), fmt.Sprintf("%s: %s", f, oe.Msg), false)
+			},
+			func(q field.Problem) field.Problem {
+				return problemAt("", 0, 0, "command-line overrides", what(q), q.Warning)
+			}))
 	}
-	// The file's own warnings (with their positions) that still hold once
-	// the suite is applied; the suite's own doing is in ps.
-	still := problemSet(exp.Validate())
-	var kept Problems
-	for _, w := range warns {
-		if still[w.Path+"\x00"+w.Msg] {
-			kept = append(kept, w)
+	x, warns, err := LoadExperiment(f, LoadOptions{Capacity: extra.Capacity, Steps: steps})
+	if err != nil {
+		var eps field.Problems
+		if errors.As(err, &eps) {
+			return nil, eps
 		}
+		return nil, field.Problems{s.at(p+".path", false, "%v", err)}
 	}
 	return &SuiteItem{
-		Entry: i, File: f, Spec: exp, Overrides: file.Merge(extra),
-		Tags: mergeTags(e.Tags, AutoTags(exp)), Weight: e.WeightOrDefault(),
-		Warnings: kept,
-	}, ps
+		Entry: i, File: f, Experiment: x, Overrides: file.Merge(extra),
+		Tags: mergeTags(e.Tags, AutoTags(&x.Spec)), Weight: e.WeightOrDefault(),
+		Warnings: warns,
+	}, nil
 }
 
-// problemSet keys problems by path and message.
-func problemSet(ps Problems) map[string]bool {
-	m := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		m[p.Path+"\x00"+p.Msg] = true
+// overrideStep is the step that applies o: an override that cannot apply
+// is the problem refused makes of it, one the overrides bring in is placed
+// by blame.
+func overrideStep(o Overrides, refused func(*OverrideError) field.Problem, blame func(field.Problem) field.Problem) Step {
+	return Step{
+		Apply: func(exp *Spec) error {
+			var ps field.Problems
+			if err := o.Apply(exp); err != nil {
+				for _, oe := range overrideErrors(err) {
+					ps = append(ps, refused(oe))
+				}
+			}
+			return ps.Err()
+		},
+		Blame: blame,
 	}
-	return m
 }
 
 // overrideErrors returns the *OverrideErrors joined in err.
@@ -190,13 +173,14 @@ func overrideErrors(err error) []*OverrideError {
 	return []*OverrideError{{Key: "overrides", Msg: err.Error()}}
 }
 
-// at returns a problem at key path p of the suite file.
-func (s *Suite) at(p string, sev Severity, format string, args ...any) Problem {
-	is := issue{path: p, offset: -1, msg: fmt.Sprintf(format, args...), sev: sev}
+// at returns a problem at key path p of the suite file (a warning when
+// warn is set).
+func (s *Suite) at(p string, warn bool, format string, args ...any) field.Problem {
+	is := issue{path: p, offset: -1, msg: fmt.Sprintf(format, args...), warn: warn}
 	if s.doc != nil {
 		return s.doc.locate(is)
 	}
-	return Problem{File: s.file, Path: p, Msg: is.msg, Severity: sev}
+	return problemAt(s.file, 0, 0, p, is.msg, warn)
 }
 
 // clone returns a copy of t that shares nothing mutable with it.

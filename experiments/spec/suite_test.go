@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // suiteLines parses a suite file's text and returns its problems as
@@ -15,13 +17,13 @@ import (
 func suiteLines(t *testing.T, src string) []string {
 	t.Helper()
 	_, warns, err := ParseSuite("s.yaml", []byte(src))
-	var ps Problems
+	var ps field.Problems
 	switch {
 	case err == nil:
 		ps = warns
 	case errors.As(err, &ps):
 	default:
-		t.Fatalf("not a Problems error: %v", err)
+		t.Fatalf("not a field.Problems error: %v", err)
 	}
 	out := make([]string, len(ps))
 	for i, p := range ps {
@@ -83,7 +85,7 @@ func TestLoadSuitePositions(t *testing.T) {
 // An experiment file given to Load when it is a suite file says so, once.
 func TestLoadOfASuiteFileSaysSo(t *testing.T) {
 	_, _, err := Parse("s.yaml", []byte(baseSuite))
-	var ps Problems
+	var ps field.Problems
 	if !errors.As(err, &ps) || len(ps) != 1 || !strings.Contains(ps[0].Error(), "s.yaml:2:7: kind: this is a suite file (kind: Suite): run it with llmchaos suite") {
 		t.Errorf("problems %v, want one saying it is a suite file", err)
 	}
@@ -165,7 +167,7 @@ experiments:
 			t.Fatalf("items %d, problems %v", len(items), ps)
 		}
 		it := items[0]
-		e := it.Spec
+		e := it.Experiment.Spec
 		if e.Workload.Duration.D() != 20*time.Second || e.Faults[0].At.D() != 5*time.Second || e.Faults[0].Duration.D() != 5*time.Second {
 			t.Errorf("time_scale 0.5: duration %v, fault at %v for %v; want 20s, 5s, 5s", e.Workload.Duration, e.Faults[0].At, e.Faults[0].Duration)
 		}
@@ -195,13 +197,13 @@ experiments:
 		items, ps := suite(t, "experiments:\n  - {path: exp, tags: [all]}\n").Resolve(Overrides{})
 		var names []string
 		for _, it := range items {
-			names = append(names, it.Spec.Metadata.Name)
+			names = append(names, it.Experiment.Spec.Metadata.Name)
 		}
 		// bad.yaml is listed too, and its problem is in its own file.
 		if want := []string{"kill", "lat", "other"}; !slices.Equal(names, want) {
 			t.Errorf("experiments %v, want %v", names, want)
 		}
-		if len(ps) != 1 || ps[0].File != filepath.Join(dir, "exp/bad.yaml") || ps[0].Line != 6 || !strings.Contains(ps[0].Msg, `unknown key "rat"`) {
+		if len(ps) != 1 || ps[0].File != filepath.Join(dir, "exp/bad.yaml") || ps[0].Line != 6 || !strings.Contains(ps[0].Message(nil), `unknown key "rat"`) {
 			t.Errorf("problems %v, want bad.yaml:6's unknown key", ps)
 		}
 	})
@@ -220,7 +222,7 @@ experiments:
 		{"a threshold naming no fault of the experiment", "overrides:\n  thresholds: {\"e2e{fault:nope}\": [\"p(99)<1s\"]}\nexperiments:\n  - {path: exp/lat.yaml}\n", Overrides{},
 			[]string{`DIR/s.yaml:5:3: overrides: with these overrides, DIR/exp/lat.yaml: thresholds["e2e{fault:nope}"]: fault "nope" is not declared under faults (declared: slow)`}},
 		{"the suite's target does not fit a fault", "target: {llm: {url: \"http://127.0.0.1:9/v1\"}}\nexperiments:\n  - {path: exp/kill.yaml}\n", Overrides{},
-			[]string{"DIR/s.yaml:4:10: target: with the suite's target, DIR/exp/kill.yaml: faults[0].params: target: the process driver needs"}},
+			[]string{"DIR/s.yaml:4:10: target: with the suite's target, DIR/exp/kill.yaml: faults[0].params.target: target: the process driver needs"}},
 		{"the command line's overrides", "experiments:\n  - {path: exp/lat.yaml}\n", Overrides{Duration: Duration(5 * time.Second)},
 			[]string{"--duration: DIR/exp/lat.yaml: 5s: the load would end before fault(s) slow (10s to 20s) end"}},
 		{"an experiment's own problem stays in its file", "experiments:\n  - {path: exp/bad.yaml}\n", Overrides{},
@@ -415,15 +417,15 @@ func FuzzParseSuite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var (
 			s     *Suite
-			warns Problems
+			warns field.Problems
 			err   error
 		)
 		boundedAlloc(t, "ParseSuite", func() { s, warns, err = ParseSuite("fuzz.yaml", data) })
 		ps := warns
 		if err != nil {
 			var ok bool
-			if ps, ok = err.(Problems); !ok {
-				t.Fatalf("error %T %v, want Problems", err, err)
+			if ps, ok = err.(field.Problems); !ok {
+				t.Fatalf("error %T %v, want field.Problems", err, err)
 			}
 			if s != nil {
 				t.Fatalf("a suite with errors")

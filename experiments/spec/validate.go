@@ -29,8 +29,8 @@ import (
 // Validate checks s without changing it (it fills no defaults: that is
 // WithDefaults) and returns every problem found, errors and warnings, in
 // path order; nil when there is none. A spec is valid when
-// Validate().Err() is nil. Problems of a spec built in code carry key paths
-// but no file positions; Load's carry both.
+// Validate().Err() is nil. The problems of a spec built in code carry key
+// paths but no file positions; Load's carry both.
 //
 // It checks: apiVersion and kind; the name; exactly one target kind and its
 // settings; proxies; the workload as `llmchaos load` would run it; steady
@@ -43,22 +43,22 @@ import (
 // is an error (it would not run as written); a fault that leaves less than
 // the recovery hold before the load ends is a warning (its recovery cannot
 // be seen, so it will report recovered: false).
-func (s *Spec) Validate() Problems { return s.ValidateFile("") }
+func (s *Spec) Validate() field.Problems { return s.ValidateFile("") }
 
 // ValidateFile is Validate for the spec of the experiment file at file:
 // the relative paths it holds (workload.script) are resolved from the
 // file's directory ("" file: the working directory), as the runner
 // resolves them.
-func (s *Spec) ValidateFile(file string) Problems {
+func (s *Spec) ValidateFile(file string) field.Problems {
 	iss := s.check(nil, baseDir(file))
 	if len(iss) == 0 {
 		return nil
 	}
-	ps := make(Problems, len(iss))
+	ps := make(field.Problems, len(iss))
 	for i, is := range iss {
-		ps[i] = Problem{Path: is.path, Msg: is.msg, Severity: is.sev}
+		ps[i] = problemAt("", 0, 0, is.path, is.msg, is.warn)
 	}
-	ps.sort()
+	sortProblems(ps)
 	return ps
 }
 
@@ -237,6 +237,13 @@ func (v *validator) simTarget(t SimTarget) {
 	case simconfig.DivergenceOff, simconfig.DivergencePreempt, simconfig.DivergenceBatch:
 	default:
 		v.iss.add(p+".divergence", "%q: want %s or %s (or leave it out: never)", t.Divergence, simconfig.DivergencePreempt, simconfig.DivergenceBatch)
+	}
+	switch {
+	case t.DivergenceMinBatch == 0:
+	case t.Divergence != simconfig.DivergenceBatch:
+		v.iss.add(p+".divergence_min_batch", "applies to divergence: batch only; add divergence: batch")
+	case t.DivergenceMinBatch < 2:
+		v.iss.add(p+".divergence_min_batch", "%d: want 2 or more (a lone sequence is the reference)", t.DivergenceMinBatch)
 	}
 	switch t.Latency {
 	case "", simconfig.LatencyProfile, simconfig.LatencyConstant:
@@ -556,9 +563,9 @@ func (v *validator) capacityRate(w Workload) {
 // (the pods of an Indexed Job) whose request lines the runner follows
 // live, so stop conditions, abortOnFail thresholds and threshold probes
 // of the steady state work; but the shards get the workload as llmchaos
-// load flags, which a script, a trace, a dataset, stages, a ramp, a
-// closed loop, a capacity share, an API key or headers do not travel in
-// yet.
+// load flags (of the workload as resolved: a capacity share is a rate
+// then), which a script, a trace, a dataset, stages, a ramp or a closed
+// loop do not travel in yet.
 func (v *validator) shards(w Workload) {
 	switch {
 	case w.Shards < 0:
@@ -579,7 +586,7 @@ func (v *validator) shards(w Workload) {
 		set bool
 	}{
 		{"script", w.Script != ""}, {"trace", w.Trace != ""}, {"dataset", w.Dataset != ""}, {"stages", len(w.Stages) > 0}, {"ramp", w.Ramp != nil},
-		{"concurrency", w.Concurrency > 0}, {"capacity", w.Capacity != ""},
+		{"concurrency", w.Concurrency > 0},
 	} {
 		if k.set {
 			v.iss.add("workload."+k.key, "not supported with workload.shards yet (the shards get the workload as llmchaos load flags): use an open-loop rate, or shards: 1")
@@ -762,28 +769,30 @@ func (v *validator) faultParams(i int, p string, f Fault, ft FaultType) {
 		ft.FromKubernetes(params, v.s.Target.Kubernetes.Env())
 	}
 	// Checked even when some keys did not decode, so that every problem
-	// shows at once; a message about a key that did not decode would only
-	// repeat its problem.
-	err := ft.Check(params)
-	if err == nil {
-		return
-	}
-	for _, m := range problemMessages(err) {
-		q := p
-		for k := range f.Params {
-			if strings.HasPrefix(m, k+":") || strings.HasPrefix(m, k+" ") {
-				q = child(p, k)
-				break
-			}
-		}
-		if q != p && v.dec.broken[q] {
+	// shows at once; a problem of a key that did not decode would only
+	// repeat its problem. The type keys each problem by its field under
+	// the params.
+	for _, q := range ft.Check(params) {
+		path := string(q.Path.Under(field.Path(p)))
+		if v.brokenUnder(path, p) {
 			continue
 		}
-		if fromKube && v.kubeBroken && strings.HasPrefix(m, "target") {
+		if fromKube && v.kubeBroken && within(string(q.Path), "target") {
 			continue // the target's pods, whose problems are reported at target.kubernetes
 		}
-		v.iss.add(q, "%s", m)
+		v.iss.add(path, "%s", oneLine(q.Message(nil)))
 	}
+}
+
+// brokenUnder reports whether the value at path, or a key above it up to
+// (not including) root, did not decode.
+func (v *validator) brokenUnder(path, root string) bool {
+	for q := path; q != root && q != ""; q = parentPath(q) {
+		if v.dec.broken[q] {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) steadyState() {

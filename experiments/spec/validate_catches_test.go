@@ -83,7 +83,7 @@ func TestValidateCatches(t *testing.T) {
 			src: edit(8, "  - {name: slow, type: network.loss, at: 10s, duration: 10s, params: {percent: x}}\n"+
 				"  - {name: late, type: stream.stall, at: 70s, duration: 10s, params: {stall: 1s}}"),
 			want: []string{
-				`t.yaml:8:71: faults[0].params: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)`,
+				`t.yaml:8:71: faults[0].params.netns: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)`,
 				`t.yaml:8:80: faults[0].params.percent: got a string ("x"), want a number`,
 				`t.yaml:9:42: faults[1].at: the fault would start at 1m10s, when the load (1m0s) is over: start it earlier or lengthen the workload's duration`,
 			},

@@ -14,6 +14,7 @@ import (
 	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/faults/network"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // FaultType describes one fault type an experiment may name: what it acts
@@ -53,11 +54,11 @@ func faultTypeNames(types map[string]FaultType) []string {
 
 // problemMessages splits a validation error into one message per problem:
 // the errors of the first errors.Join found down its chain of wrappers (the
-// wrappers only name the fault again), nested joins flattened, or the error
-// itself.
+// wrappers only name what failed again), nested joins flattened, or the
+// error itself. A field.Problem is one problem, whatever it wraps.
 func problemMessages(err error) []string {
 	for e := err; e != nil; {
-		if _, ok := e.(interface{ Unwrap() []error }); ok {
+		if isJoin(e) {
 			return joinLeaves(e)
 		}
 		u, ok := e.(interface{ Unwrap() error })
@@ -73,7 +74,7 @@ func problemMessages(err error) []string {
 // it flattened.
 func joinLeaves(e error) []string {
 	j, ok := e.(interface{ Unwrap() []error })
-	if !ok {
+	if !ok || !isJoin(e) {
 		return []string{oneLine(e.Error())}
 	}
 	var out []string
@@ -81,6 +82,16 @@ func joinLeaves(e error) []string {
 		out = append(out, joinLeaves(x)...)
 	}
 	return out
+}
+
+// isJoin reports whether e joins several errors (errors.Join, a
+// field.Problems), not one problem that wraps its causes (a field.Problem).
+func isJoin(e error) bool {
+	if _, one := e.(field.Problem); one {
+		return false
+	}
+	_, ok := e.(interface{ Unwrap() []error })
+	return ok
 }
 
 // oneLine joins the lines of a multi-line message with "; ".

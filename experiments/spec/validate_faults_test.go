@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +58,7 @@ func TestEveryFaultTypeIsComplete(t *testing.T) {
 			if err != nil {
 				t.Fatalf("example does not decode: %v", err)
 			}
-			if err := ft.Check(params); err != nil {
+			if err := ft.Check(params).Err(); err != nil {
 				t.Errorf("example does not pass the check: %v", err)
 			}
 		})
@@ -63,6 +66,34 @@ func TestEveryFaultTypeIsComplete(t *testing.T) {
 	for _, want := range []string{replica.TypeKill, replica.TypeStop, replica.TypePause, replica.TypeRestart, gpu.TypeMemoryPressure, gpu.TypeHang} {
 		if _, ok := FaultTypes()[want]; !ok {
 			t.Errorf("fault type %s is not registered", want)
+		}
+	}
+}
+
+// Every fault type keys the problems of its params by field: each
+// problem of empty params names a documented key (or the params as a
+// whole), and the message opens with that key as written, so that an
+// experiment file places it at faults[i].params.KEY with no reading of
+// the message.
+func TestFaultParamProblemsNameTheirKeys(t *testing.T) {
+	indexRE := regexp.MustCompile(`\[\d+\]`)
+	for _, ft := range FaultTypeList() {
+		keys := map[string]bool{}
+		for _, p := range ft.Params() {
+			keys[p.Name] = true
+		}
+		ps := ft.Check(ft.NewParams())
+		if len(ps) == 0 {
+			continue // empty params are valid (all optional)
+		}
+		for _, p := range ps {
+			key := indexRE.ReplaceAllString(string(p.Path), "")
+			if key != "" && !keys[key] {
+				t.Errorf("%s: problem %q is keyed %q, which is no param of the type (%v)", ft.Name, p.Error(), p.Path, slices.Sorted(maps.Keys(keys)))
+			}
+			if key != "" && !strings.HasPrefix(p.Error(), string(p.Path)) {
+				t.Errorf("%s: problem %q does not open with its key %q", ft.Name, p.Error(), p.Path)
+			}
 		}
 	}
 }

@@ -78,7 +78,7 @@ func (v *validator) kubernetesProxyFault(p string, f Fault) {
 // the paths.
 func (v *validator) brokenAt(n int, paths ...string) bool {
 	for _, is := range v.iss[n:] {
-		if is.sev != SeverityWarning && slices.Contains(paths, is.path) {
+		if !is.warn && slices.Contains(paths, is.path) {
 			return true
 		}
 	}

@@ -91,7 +91,7 @@ func TestValidateKubernetesTarget(t *testing.T) {
 		{
 			name: "replica.pause on pods",
 			src:  kubeEdit(8, "  - {name: kill, type: replica.pause, at: 10s, duration: 10s}"),
-			want: []string{`t.yaml:8:6: faults[0].params: target: a pod cannot be paused through the Kubernetes API; use replica.stop, or Chaos Mesh's PodChaos`},
+			want: []string{`t.yaml:8:6: faults[0].params.target: target: a pod cannot be paused through the Kubernetes API; use replica.stop, or Chaos Mesh's PodChaos`},
 		},
 		{
 			name: "a kill with another signal",

@@ -6,132 +6,42 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
-// Severity says whether a Problem makes a spec invalid.
-type Severity uint8
-
-// Severities. A warning is worth reading but does not stop a run.
-const (
-	SeverityError Severity = iota
-	SeverityWarning
-)
-
-// String returns "error" or "warning".
-func (s Severity) String() string {
-	if s == SeverityWarning {
-		return "warning"
-	}
-	return "error"
-}
-
-// Problem is one thing wrong with an experiment: where it is (the file, a
-// 1-based line and column when known, and the key path such as
-// faults[1].params.latency), what is wrong and what to do. Columns count
-// characters (runes) from 1, as the YAML parser and editors do.
-type Problem struct {
-	File     string
-	Line     int
-	Col      int
-	Path     string
-	Msg      string
-	Severity Severity
-}
-
-// Error returns "FILE:LINE:COL: PATH: MSG", with "warning: " before PATH
-// for a warning and the parts that are unknown left out.
-func (p Problem) Error() string {
-	var b strings.Builder
-	if p.File != "" {
-		b.WriteString(p.File)
-	}
-	if p.Line > 0 {
-		if b.Len() > 0 {
-			b.WriteByte(':')
-		}
-		b.WriteString(strconv.Itoa(p.Line))
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(max(p.Col, 1)))
-	}
-	if b.Len() > 0 {
-		b.WriteString(": ")
-	}
-	if p.Severity == SeverityWarning {
-		b.WriteString("warning: ")
-	}
-	if p.Path != "" {
-		b.WriteString(p.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
-
-var (
-	_ error = Problem{}
-	_ error = Problems(nil)
-)
-
-// Problems is every problem found in an experiment, in a stable order: by
-// position in the file, then by path. As an error it lists one problem per
-// line.
-type Problems []Problem
-
-// Error returns one problem per line.
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap returns each problem as an error, for errors.As and errors.Is.
-func (ps Problems) Unwrap() []error {
-	out := make([]error, len(ps))
-	for i, p := range ps {
-		out[i] = p
-	}
-	return out
-}
-
-// Errors returns the problems of SeverityError.
-func (ps Problems) Errors() Problems { return ps.filter(SeverityError) }
-
-// Warnings returns the problems of SeverityWarning.
-func (ps Problems) Warnings() Problems { return ps.filter(SeverityWarning) }
-
-func (ps Problems) filter(s Severity) Problems {
-	var out Problems
-	for _, p := range ps {
-		if p.Severity == s {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// Err returns ps as an error when it holds at least one error, else nil
-// (warnings alone are not an error).
-func (ps Problems) Err() error {
-	if len(ps.Errors()) == 0 {
-		return nil
-	}
-	return ps
-}
-
-// sort orders ps by line, column, path and message; problems without a
-// position come first, in path order.
-func (ps Problems) sort() {
-	slices.SortStableFunc(ps, func(a, b Problem) int {
+// sortProblems orders ps by line, column, path, warnings after errors,
+// and message; problems without a position come first, in path order.
+func sortProblems(ps field.Problems) {
+	slices.SortStableFunc(ps, func(a, b field.Problem) int {
 		return cmp.Or(
 			cmp.Compare(a.Line, b.Line),
 			cmp.Compare(a.Col, b.Col),
 			cmp.Compare(a.Path, b.Path),
-			cmp.Compare(a.Severity, b.Severity),
-			cmp.Compare(a.Msg, b.Msg),
+			compareBool(a.Warning, b.Warning),
+			cmp.Compare(a.Message(nil), b.Message(nil)),
 		)
 	})
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// problemAt is the problem of message msg, in the spec's own words (it
+// names no field: the path says which), at path of file (line and col 0
+// when unknown).
+func problemAt(file string, line, col int, path, msg string, warn bool) field.Problem {
+	p := field.Errorf(field.Path(path), "%s", msg)
+	p.File, p.Line, p.Col, p.Warning = file, line, col, warn
+	return p
 }
 
 // issue is a problem before it has a position: the key path, whether it is
@@ -142,7 +52,7 @@ type issue struct {
 	key    bool
 	offset int
 	msg    string
-	sev    Severity
+	warn   bool
 }
 
 // issues collects issues.
@@ -153,7 +63,7 @@ func (is *issues) add(path, format string, args ...any) {
 }
 
 func (is *issues) warn(path, format string, args ...any) {
-	*is = append(*is, issue{path: path, offset: -1, msg: fmt.Sprintf(format, args...), sev: SeverityWarning})
+	*is = append(*is, issue{path: path, offset: -1, msg: fmt.Sprintf(format, args...), warn: true})
 }
 
 // addKey reports a problem with the key at path itself.

@@ -95,7 +95,7 @@ func (v *validator) scriptWorkload() {
 		v.scriptFailed = true
 		return
 	}
-	if len(v.iss) > 0 && slices.ContainsFunc(v.iss, func(is issue) bool { return within(is.path, "workload") && is.sev == SeverityError }) {
+	if len(v.iss) > 0 && slices.ContainsFunc(v.iss, func(is issue) bool { return within(is.path, "workload") && !is.warn }) {
 		v.scriptFailed = true
 		return // the script would run with keys that do not apply
 	}

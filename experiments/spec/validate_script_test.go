@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // scriptDoc is an experiment whose workload is the script at SCRIPT.
@@ -85,7 +87,7 @@ func TestValidateScriptWorkload(t *testing.T) {
 			_, ps, err := Parse(filepath.Join(dir, "t.yaml"), []byte(tt.src))
 			var got []string
 			if err != nil {
-				for _, p := range err.(Problems) {
+				for _, p := range err.(field.Problems) {
 					got = append(got, strings.TrimPrefix(p.Error(), dir+string(filepath.Separator)))
 				}
 			}

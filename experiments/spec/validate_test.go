@@ -108,7 +108,7 @@ func TestValidateRules(t *testing.T) {
 			s.Faults[0].Target = nil
 			s.Faults[0].Params = map[string]any{"percent": 200}
 		}, []string{
-			"faults[0].params: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)",
+			"faults[0].params.netns: netns: required; name the target's network namespace (set allow_root_namespace: true to act on the namespace llmchaos runs in)",
 			"faults[0].params.percent: percent: must be in (0, 100], got 200",
 		}},
 		{"params of the wrong type", func(s *Spec) { s.Faults[0].Params["latency"] = 100 },
@@ -166,24 +166,6 @@ func TestValidateFillsNothing(t *testing.T) {
 	}
 }
 
-func TestProblemsErr(t *testing.T) {
-	warn := Problems{{Path: "a", Msg: "w", Severity: SeverityWarning}}
-	if warn.Err() != nil {
-		t.Errorf("warnings alone are an error")
-	}
-	both := append(warn, Problem{File: "f.yaml", Line: 3, Col: 7, Path: "b", Msg: "e"})
-	err := both.Err()
-	if err == nil {
-		t.Fatal("an error is not an error")
-	}
-	if got, want := err.Error(), "warning: a: w\nf.yaml:3:7: b: e"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
-	}
-	if got := len(both.Errors()); got != 1 {
-		t.Errorf("Errors() has %d, want 1", got)
-	}
-}
-
 // Every fault type faults/network, faults/replica, faults/gpu and
 // faults/chaosmesh define is
 // in FaultTypes, its params decode, and Check accepts good params and
@@ -227,7 +209,7 @@ func TestFaultTypes(t *testing.T) {
 			if len(iss) > 0 {
 				t.Fatalf("good params do not decode: %+v", iss)
 			}
-			if err := ft.Check(p); err != nil {
+			if err := ft.Check(p).Err(); err != nil {
 				t.Errorf("good params: %v", err)
 			}
 			p = ft.NewParams()
@@ -236,8 +218,8 @@ func TestFaultTypes(t *testing.T) {
 			for _, is := range iss {
 				msgs = append(msgs, is.msg)
 			}
-			if err := ft.Check(p); err != nil {
-				msgs = append(msgs, problemMessages(err)...)
+			for _, q := range ft.Check(p) {
+				msgs = append(msgs, q.Error())
 			}
 			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, tt.wantBad) }) {
 				t.Errorf("bad params: problems %q, want one starting %q", msgs, tt.wantBad)

@@ -1,8 +1,6 @@
 package chaosmesh
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
 
 	"github.com/llmchaos/llmchaos/faults"
@@ -46,14 +44,14 @@ func (p BandwidthParams) WithDefaults() BandwidthParams {
 
 // Validate implements Params.
 func (p BandwidthParams) Validate() error {
-	errs := append(p.Target.problems(), p.Scope.problems()...)
+	ps := append(p.Target.problems(), p.Scope.problems()...)
 	if !rateRE.MatchString(p.Rate) {
-		errs = append(errs, fmt.Errorf("rate: %q, want a number and bps, kbps, mbps, gbps or tbps, e.g. 1mbps", p.Rate))
+		ps.AddNamed("rate", ": %q, want a number and bps, kbps, mbps, gbps or tbps, e.g. 1mbps", p.Rate)
 	}
 	if p.Direction != DirectionTo {
-		errs = append(errs, fmt.Errorf("direction: %q: Chaos Mesh limits bandwidth on what the pods send only (to)", p.Direction))
+		ps.AddNamed("direction", ": %q: Chaos Mesh limits bandwidth on what the pods send only (to)", p.Direction)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Chaos implements Params.

@@ -1,11 +1,10 @@
 package chaosmesh
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // ContainerKillParams configure chaosmesh.container_kill: a PodChaos
@@ -33,19 +32,19 @@ func (p ContainerKillParams) WithDefaults() ContainerKillParams {
 
 // Validate implements Params.
 func (p ContainerKillParams) Validate() error {
-	errs := p.Target.problems()
+	ps := p.Target.problems()
 	if len(p.ContainerNames) == 0 {
-		errs = append(errs, errors.New("container_names: required: the containers to kill, e.g. [vllm]"))
+		ps.AddNamed("container_names", ": required: the containers to kill, e.g. [vllm]")
 	}
 	for i, n := range p.ContainerNames {
 		if n == "" {
-			errs = append(errs, fmt.Errorf("container_names[%d]: empty", i))
+			ps.AddNamed(field.Path("container_names").Index(i), ": empty")
 		}
 	}
 	if p.BackTimeout < 0 {
-		errs = append(errs, fmt.Errorf("back_timeout: %s must not be negative", p.BackTimeout))
+		ps.AddNamed("back_timeout", ": %s must not be negative", p.BackTimeout)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Chaos implements Params.

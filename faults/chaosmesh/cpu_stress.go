@@ -1,9 +1,6 @@
 package chaosmesh
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -36,12 +33,12 @@ func (p CPUStressParams) WithDefaults() CPUStressParams {
 
 // Validate implements Params.
 func (p CPUStressParams) Validate() error {
-	errs := p.Target.problems()
-	errs = append(errs, workerProblems(p.Workers)...)
+	ps := p.Target.problems()
+	ps = append(ps, workerProblems(p.Workers)...)
 	if p.Load < 1 || p.Load > 100 {
-		errs = append(errs, fmt.Errorf("load: %d, want 1 to 100 (percent)", p.Load))
+		ps.AddNamed("load", ": %d, want 1 to 100 (percent)", p.Load)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Chaos implements Params.

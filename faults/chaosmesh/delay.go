@@ -1,11 +1,11 @@
 package chaosmesh
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // DelayParams configure chaosmesh.delay: a NetworkChaos "delay" on the
@@ -32,15 +32,15 @@ func (p DelayParams) WithDefaults() DelayParams {
 
 // Validate implements Params.
 func (p DelayParams) Validate() error {
-	errs := append(p.Target.problems(), p.Scope.problems()...)
+	ps := append(p.Target.problems(), p.Scope.problems()...)
 	if p.Latency < time.Millisecond {
-		errs = append(errs, fmt.Errorf("latency: %s, want 1ms or more", p.Latency))
+		ps.AddNamed("latency", ": %s, want 1ms or more", p.Latency)
 	}
 	if p.Jitter < 0 {
-		errs = append(errs, fmt.Errorf("jitter: %s must not be negative", p.Jitter))
+		ps.AddNamed("jitter", ": %s must not be negative", p.Jitter)
 	}
-	errs = append(errs, percentProblems("correlation", p.Correlation, true)...)
-	return errors.Join(errs...)
+	ps = append(ps, percentProblems("correlation", p.Correlation, true)...)
+	return ps.Err()
 }
 
 // Chaos implements Params.
@@ -63,13 +63,13 @@ func delayType() faults.Type {
 
 // percentProblems checks that v is a percentage: 0 to 100 (above 0 unless
 // zeroOK).
-func percentProblems(key string, v float64, zeroOK bool) []error {
+func percentProblems(key field.Path, v float64, zeroOK bool) field.Problems {
 	if v < 0 || v > 100 || (!zeroOK && v == 0) || v != v {
 		low := "more than 0"
 		if zeroOK {
 			low = "0"
 		}
-		return []error{fmt.Errorf("%s: %v, want %s to 100 (percent)", key, v, low)}
+		return field.Problems{field.Errorf(key, "%s: %v, want %s to 100 (percent)", key, v, low)}
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func (e *env) build(t *testing.T, typ, name string, params map[string]any, env f
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ft.Check(v); err != nil {
+	if err := ft.Check(v).Err(); err != nil {
 		t.Fatalf("%s params %v: %v", typ, p, err)
 	}
 	env.Name = name

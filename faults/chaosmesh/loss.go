@@ -1,8 +1,6 @@
 package chaosmesh
 
 import (
-	"errors"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -27,10 +25,10 @@ func (p LossParams) WithDefaults() LossParams {
 
 // Validate implements Params.
 func (p LossParams) Validate() error {
-	errs := append(p.Target.problems(), p.Scope.problems()...)
-	errs = append(errs, percentProblems("loss", p.Loss, false)...)
-	errs = append(errs, percentProblems("correlation", p.Correlation, true)...)
-	return errors.Join(errs...)
+	ps := append(p.Target.problems(), p.Scope.problems()...)
+	ps = append(ps, percentProblems("loss", p.Loss, false)...)
+	ps = append(ps, percentProblems("correlation", p.Correlation, true)...)
+	return ps.Err()
 }
 
 // Chaos implements Params.

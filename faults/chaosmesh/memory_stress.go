@@ -1,11 +1,10 @@
 package chaosmesh
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // MemoryStressParams configure chaosmesh.memory_stress: a StressChaos
@@ -39,15 +38,15 @@ func (p MemoryStressParams) WithDefaults() MemoryStressParams {
 
 // Validate implements Params.
 func (p MemoryStressParams) Validate() error {
-	errs := p.Target.problems()
-	errs = append(errs, workerProblems(p.Workers)...)
+	ps := p.Target.problems()
+	ps = append(ps, workerProblems(p.Workers)...)
 	if !sizeRE.MatchString(p.Size) {
-		errs = append(errs, fmt.Errorf("size: %q, want bytes with a unit (e.g. 512MB, 2GiB) or a percentage (50%%)", p.Size))
+		ps.AddNamed("size", ": %q, want bytes with a unit (e.g. 512MB, 2GiB) or a percentage (50%%)", p.Size)
 	}
 	if p.OOMScoreAdj != nil && (*p.OOMScoreAdj < -1000 || *p.OOMScoreAdj > 1000) {
-		errs = append(errs, fmt.Errorf("oom_score_adj: %d, want -1000 to 1000", *p.OOMScoreAdj))
+		ps.AddNamed("oom_score_adj", ": %d, want -1000 to 1000", *p.OOMScoreAdj)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Chaos implements Params.
@@ -68,9 +67,9 @@ func memoryStressType() faults.Type {
 // maxWorkers is stress-ng's limit on workers, as Chaos Mesh checks it.
 const maxWorkers = 8192
 
-func workerProblems(n int) []error {
+func workerProblems(n int) field.Problems {
 	if n < 1 || n > maxWorkers {
-		return []error{fmt.Errorf("workers: %d, want 1 to %d", n, maxWorkers)}
+		return field.Problems{field.Errorf("workers", "%s: %d, want 1 to %d", field.Path("workers"), n, maxWorkers)}
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func TestParamsReportEveryProblem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = ft.Check(p)
+			err = ft.Check(p).Err()
 			if err == nil {
 				t.Fatal("Check accepted bad params")
 			}

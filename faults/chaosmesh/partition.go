@@ -1,8 +1,6 @@
 package chaosmesh
 
 import (
-	"errors"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -25,7 +23,7 @@ func (p PartitionParams) WithDefaults() PartitionParams {
 
 // Validate implements Params.
 func (p PartitionParams) Validate() error {
-	return errors.Join(append(p.Target.problems(), p.Scope.problems()...)...)
+	return append(p.Target.problems(), p.Scope.problems()...).Err()
 }
 
 // Chaos implements Params.

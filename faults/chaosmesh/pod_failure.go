@@ -1,8 +1,6 @@
 package chaosmesh
 
 import (
-	"errors"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -23,7 +21,7 @@ func (p PodFailureParams) WithDefaults() PodFailureParams {
 }
 
 // Validate implements Params.
-func (p PodFailureParams) Validate() error { return errors.Join(p.Target.problems()...) }
+func (p PodFailureParams) Validate() error { return p.Target.problems().Err() }
 
 // Chaos implements Params.
 func (p PodFailureParams) Chaos() Chaos {

@@ -1,14 +1,13 @@
 package chaosmesh
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -34,15 +33,13 @@ func (t Target) withDefaults() Target {
 }
 
 // problems reports what is wrong with t.
-func (t Target) problems() []error {
-	errs := t.PodTarget.Problems()
-	if err := t.Select.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+func (t Target) problems() field.Problems {
+	ps := t.PodTarget.Problems()
+	ps = append(ps, t.Select.Problems()...)
 	if t.MaxDuration < 0 {
-		errs = append(errs, fmt.Errorf("max_duration: %s must not be negative", t.MaxDuration))
+		ps.AddNamed("max_duration", ": %s must not be negative", t.MaxDuration)
 	}
-	return errs
+	return ps
 }
 
 // Directions of a network fault (Chaos Mesh's direction).
@@ -83,24 +80,24 @@ func (s Scope) withDefaults() Scope {
 }
 
 // problems reports what is wrong with s.
-func (s Scope) problems() []error {
-	var errs []error
+func (s Scope) problems() field.Problems {
+	var ps field.Problems
 	if !slices.Contains([]string{DirectionTo, DirectionFrom, DirectionBoth}, s.Direction) {
-		errs = append(errs, fmt.Errorf("direction: %q, want to, from or both", s.Direction))
+		ps.AddNamed("direction", ": %q, want to, from or both", s.Direction)
 	}
 	if s.Peer != nil {
 		if s.Peer.Selector == "" {
-			errs = append(errs, errors.New("peer.selector: required: a label selector of the peer pods"))
+			ps.AddNamed("peer.selector", ": required: a label selector of the peer pods")
 		} else if _, err := metav1.ParseToLabelSelector(s.Peer.Selector); err != nil {
-			errs = append(errs, fmt.Errorf("peer.selector: %q: %w", s.Peer.Selector, err))
+			ps.AddNamed("peer.selector", ": %q: %w", s.Peer.Selector, err)
 		}
 	}
 	for i, e := range s.ExternalTargets {
 		if e == "" {
-			errs = append(errs, fmt.Errorf("external_targets[%d]: empty", i))
+			ps.AddNamed(field.Path("external_targets").Index(i), ": empty")
 		}
 	}
-	return errs
+	return ps
 }
 
 // fields returns the scope's fields of a NetworkChaos spec; targetNS is

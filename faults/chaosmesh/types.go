@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Family is the name of this fault family, as faults.Type.Family.
@@ -76,9 +77,9 @@ func chaosType[P any, PP interface {
 		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
 		Target: faults.TargetParams, Example: example,
 		NewParams: func() any { return PP(new(P)) },
-		Check: func(p any) error {
+		Check: func(p any) field.Problems {
 			d := PP(p.(*P)).WithDefaults()
-			return PP(&d).Validate()
+			return faults.ParamProblems(PP(&d).Validate())
 		},
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			d := PP(p.(*P)).WithDefaults()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
 
@@ -130,7 +131,7 @@ func hangType() faults.Type {
 		Summary:   "freeze the serving process, as a wedged GPU, until the revert resumes it",
 		Example:   "state_file: state.json\nreplica: 0",
 		NewParams: func() any { return &HangParams{} },
-		Check:     func(p any) error { return p.(*HangParams).WithDefaults().Validate() },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*HangParams).WithDefaults().Validate()) },
 		FromSim: func(p any, env faults.SimEnv) {
 			q := p.(*HangParams)
 			if q.PID == 0 && q.PIDFile == "" && q.StateFile == "" {

@@ -1,13 +1,13 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
 )
 
@@ -112,37 +112,36 @@ const maxGiB = float64(math.MaxInt64 / vgpu.GiB)
 
 // Validate implements Params.
 func (p PressureParams) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var ps field.Problems
 	switch {
 	case p.GiB != nil && p.LeaveFreeGiB != nil:
-		bad("gib and leave_free_gib: give one of them, not both")
+		ps.AddNamed("gib", " and %s: give one of them, not both", field.Path("leave_free_gib"))
 	case p.GiB == nil && p.LeaveFreeGiB == nil:
-		bad("gib or leave_free_gib: give one of them (GiB to hold, or GiB to leave free)")
+		ps.Add("", "%s or %s: give one of them (GiB to hold, or GiB to leave free)", field.Path("gib"), field.Path("leave_free_gib"))
 	case p.GiB != nil && !(*p.GiB > 0 && *p.GiB < maxGiB):
-		bad("gib: %v, want more than 0", *p.GiB)
+		ps.AddNamed("gib", ": %v, want more than 0", *p.GiB)
 	case p.LeaveFreeGiB != nil && !(*p.LeaveFreeGiB >= 0 && *p.LeaveFreeGiB < maxGiB):
-		bad("leave_free_gib: %v, want 0 or more", *p.LeaveFreeGiB)
+		ps.AddNamed("leave_free_gib", ": %v, want 0 or more", *p.LeaveFreeGiB)
 	}
 	if p.Grow != nil && *p.Grow && p.LeaveFreeGiB == nil {
-		bad("grow: only with leave_free_gib (a balloon of a fixed size does not grow)")
+		ps.AddNamed("grow", ": only with leave_free_gib (a balloon of a fixed size does not grow)")
 	}
 	if p.GPU < 0 {
-		bad("gpu: %d, want 0 or more", p.GPU)
+		ps.AddNamed("gpu", ": %d, want 0 or more", p.GPU)
 	}
 	switch p.Backend {
 	case "", BackendVGPU:
 		if p.VGPUDir == "" {
-			bad("vgpu_dir: required with backend vgpu; give the --vgpu-dir of the simulator's replicas")
+			ps.AddNamed("vgpu_dir", ": required with backend vgpu; give the --vgpu-dir of the simulator's replicas")
 		}
 	case BackendCUDA:
 		if p.VGPUDir != "" {
-			bad("vgpu_dir: only with backend vgpu; remove it, or set backend: vgpu")
+			ps.AddNamed("vgpu_dir", ": only with backend vgpu; remove it, or set backend: vgpu")
 		}
 	default:
-		bad("backend: %q, want %s or %s", p.Backend, BackendVGPU, BackendCUDA)
+		ps.AddNamed("backend", ": %q, want %s or %s", p.Backend, BackendVGPU, BackendCUDA)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // describe says what the balloon holds, for errors and the journal.
@@ -203,8 +202,7 @@ func (p HangParams) WithDefaults() HangParams { return p }
 
 // Validate implements Params.
 func (p HangParams) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var ps field.Problems
 	n := 0
 	for _, set := range []bool{p.PID != 0, p.PIDFile != "", p.StateFile != ""} {
 		if set {
@@ -212,16 +210,16 @@ func (p HangParams) Validate() error {
 		}
 	}
 	if n != 1 {
-		bad("pid, pid_file or state_file: give exactly one, naming the serving process to freeze")
+		ps.Add("", "%s, %s or %s: give exactly one, naming the serving process to freeze", field.Path("pid"), field.Path("pid_file"), field.Path("state_file"))
 	}
 	if p.PID < 0 || p.PID == 1 {
-		bad("pid: %d, want the pid of a serving process (not 1)", p.PID)
+		ps.AddNamed("pid", ": %d, want the pid of a serving process (not 1)", p.PID)
 	}
 	if p.Replica < 0 {
-		bad("replica: %d, want 0 or more", p.Replica)
+		ps.AddNamed("replica", ": %d, want 0 or more", p.Replica)
 	}
 	if p.Replica != 0 && p.StateFile == "" {
-		bad("replica: only with state_file")
+		ps.AddNamed("replica", ": only with state_file")
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Defaults of BalloonOptions.
@@ -170,7 +171,7 @@ func memoryPressureType() faults.Type {
 		Summary:   "hold GPU memory in a balloon process until the revert frees it",
 		Example:   "gib: 10\ngpu: 0\nbackend: vgpu",
 		NewParams: func() any { return &PressureParams{} },
-		Check:     func(p any) error { return p.(*PressureParams).WithDefaults().Validate() },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).WithDefaults().Validate()) },
 		FromSim: func(p any, env faults.SimEnv) {
 			q := p.(*PressureParams)
 			if q.VGPUDir == "" && (q.Backend == "" || q.Backend == BackendVGPU) {

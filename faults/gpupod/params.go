@@ -1,12 +1,11 @@
 package gpupod
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -70,29 +69,26 @@ const maxGiB = float64(math.MaxInt64 >> 30)
 // Validate reports every problem at once, each message starting with its
 // key; call it after WithDefaults.
 func (p PressureParams) Validate() error {
-	errs := p.PodTarget.Problems()
-	if err := p.Select.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	ps := p.PodTarget.Problems()
+	ps = append(ps, p.Select.Problems()...)
 	if p.Image == "" {
-		bad("image: required: an llmchaos image built with -tags cuda (see docs/kubernetes-gpu.md)")
+		ps.AddNamed("image", ": required: an llmchaos image built with -tags cuda (see docs/kubernetes-gpu.md)")
 	}
 	switch {
 	case p.GiB != nil && p.LeaveFreeGiB != nil:
-		bad("gib and leave_free_gib: give one of them, not both")
+		ps.AddNamed("gib", " and %s: give one of them, not both", field.Path("leave_free_gib"))
 	case p.GiB == nil && p.LeaveFreeGiB == nil:
-		bad("gib or leave_free_gib: give one of them (GiB to hold, or GiB to leave free)")
+		ps.Add("", "%s or %s: give one of them (GiB to hold, or GiB to leave free)", field.Path("gib"), field.Path("leave_free_gib"))
 	case p.GiB != nil && !(*p.GiB > 0 && *p.GiB < maxGiB):
-		bad("gib: %v, want more than 0", *p.GiB)
+		ps.AddNamed("gib", ": %v, want more than 0", *p.GiB)
 	case p.LeaveFreeGiB != nil && !(*p.LeaveFreeGiB >= 0 && *p.LeaveFreeGiB < maxGiB):
-		bad("leave_free_gib: %v, want 0 or more", *p.LeaveFreeGiB)
+		ps.AddNamed("leave_free_gib", ": %v, want 0 or more", *p.LeaveFreeGiB)
 	}
 	if p.Grow != nil && *p.Grow && p.LeaveFreeGiB == nil {
-		bad("grow: only with leave_free_gib (a balloon of a fixed size does not grow)")
+		ps.AddNamed("grow", ": only with leave_free_gib (a balloon of a fixed size does not grow)")
 	}
 	if p.StartTimeout < 0 {
-		bad("start_timeout: %s must not be negative", p.StartTimeout)
+		ps.AddNamed("start_timeout", ": %s must not be negative", p.StartTimeout)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }

@@ -370,7 +370,7 @@ func TestParamsReportEveryProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ft.Check(p)
+	err = ft.Check(p).Err()
 	want := []string{"image: required", "gib and leave_free_gib: give one", "start_timeout: -1s"}
 	var got []string
 	if err != nil {

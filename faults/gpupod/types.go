@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Family is the name of this fault family, as faults.Type.Family.
@@ -26,7 +27,7 @@ func memoryPressureType() faults.Type {
 		Summary:   "hold GPU memory on a pod's GPU from a balloon pod on its node, until the revert deletes it",
 		Example:   "namespace: llm\nselector: app=vllm\nimage: registry.example/llmchaos:cuda\nleave_free_gib: 1",
 		NewParams: func() any { return &PressureParams{} },
-		Check:     func(p any) error { return p.(*PressureParams).WithDefaults().Validate() },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).WithDefaults().Validate()) },
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			q := p.(*PressureParams).WithDefaults()
 			if err := q.Validate(); err != nil {

@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // BitRate is a rate in bits per second. Its text form is a number with an
@@ -135,29 +135,29 @@ func (p NetnsBandwidthParams) WithDefaults() NetnsBandwidthParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p NetnsBandwidthParams) Validate() error {
-	errs := p.NetnsTarget.problems(true)
+	ps := p.NetnsTarget.problems(true)
 	if p.Rate < 8 {
-		errs = append(errs, fmt.Errorf("rate: must be at least 8bit (one byte per second), got %s", p.Rate))
+		ps.AddNamed("rate", ": must be at least 8bit (one byte per second), got %s", p.Rate)
 	}
 	if p.BurstBytes < 1 || p.BurstBytes > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("burst_bytes: must be in 1..%d, got %d", math.MaxInt32, p.BurstBytes))
+		ps.AddNamed("burst_bytes", ": must be in 1..%d, got %d", math.MaxInt32, p.BurstBytes)
 	} else if bps := p.Rate.bytesPerSecond(); bps > 0 && float64(p.BurstBytes)/float64(bps) > maxTBFBurstTime.Seconds() {
-		errs = append(errs, fmt.Errorf("burst_bytes: %d is over %s at %s; tbf's 32-bit tick fields cannot hold it",
-			p.BurstBytes, maxTBFBurstTime, p.Rate))
+		ps.AddNamed("burst_bytes", ": %d is over %s at %s; tbf's 32-bit tick fields cannot hold it",
+			p.BurstBytes, maxTBFBurstTime, p.Rate)
 	}
 	switch {
 	case p.Latency != 0 && p.LimitBytes != 0:
-		errs = append(errs, errors.New("latency, limit_bytes: set one of them, not both"))
+		ps.AddNamed("latency", ", %s: set one of them, not both", field.Path("limit_bytes"))
 	case p.Latency < 0:
-		errs = append(errs, fmt.Errorf("latency: must be positive, got %s", p.Latency))
+		ps.AddNamed("latency", ": must be positive, got %s", p.Latency)
 	case p.LimitBytes < 0 || p.LimitBytes > math.MaxInt32:
-		errs = append(errs, fmt.Errorf("limit_bytes: must be in 1..%d, got %d", math.MaxInt32, p.LimitBytes))
+		ps.AddNamed("limit_bytes", ": must be in 1..%d, got %d", math.MaxInt32, p.LimitBytes)
 	case p.Latency == 0 && p.LimitBytes == 0:
-		errs = append(errs, errors.New("latency, limit_bytes: set one of them"))
+		ps.Add("", "%s, %s: set one of them", field.Path("latency"), field.Path("limit_bytes"))
 	case p.LimitBytes != 0 && p.LimitBytes < p.BurstBytes:
-		errs = append(errs, fmt.Errorf("limit_bytes: %d is below burst_bytes %d; the queue must hold a burst", p.LimitBytes, p.BurstBytes))
+		ps.AddNamed("limit_bytes", ": %d is below burst_bytes %d; the queue must hold a burst", p.LimitBytes, p.BurstBytes)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // limitBytes is the queue size: LimitBytes, or what Latency allows at Rate

@@ -3,8 +3,6 @@ package network
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -24,6 +22,8 @@ const (
 	TypeStreamFlip      = "stream.flip"
 )
 
+// (stream.resume, which also acts through corruptBody, is in l7_resume.go.)
+
 // corruptKind is what a corruption toxic does to a stream.
 type corruptKind uint8
 
@@ -34,14 +34,15 @@ const (
 	corruptReorder
 	corruptSplice
 	corruptFlip
+	corruptResume
 )
 
 // corruptFate is the corruption a request drew (part of fate).
 type corruptFate struct {
 	kind  corruptKind
 	after int           // token events delivered before it acts
-	span  int           // events duplicated or dropped
-	gap   time.Duration // pause before a duplicated span
+	span  int           // events duplicated or dropped (resume: sent again)
+	gap   time.Duration // pause before a duplicated span (resume: before the fresh request)
 	by    *l7Toxic
 }
 
@@ -84,17 +85,17 @@ func (p *DuplicateParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *DuplicateParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.Events < 1 {
-		errs = append(errs, fmt.Errorf("events: %d, want 1 or more", p.Events))
+		ps.AddNamed("events", ": %d, want 1 or more", p.Events)
 	}
 	if p.AfterTokens < p.Events {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want at least events (%d): only delivered events can be sent again", p.AfterTokens, p.Events))
+		ps.AddNamed("after_tokens", ": %d, want at least events (%d): only delivered events can be sent again", p.AfterTokens, p.Events)
 	}
 	if p.Gap < 0 {
-		errs = append(errs, fmt.Errorf("gap: %v, want 0 or more", p.Gap))
+		ps.AddNamed("gap", ": %v, want 0 or more", p.Gap)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *DuplicateParams) build(seed uint64) runtimeToxic {
@@ -131,14 +132,14 @@ func (p *DropParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *DropParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
 	if p.Events < 1 {
-		errs = append(errs, fmt.Errorf("events: %d, want 1 or more", p.Events))
+		ps.AddNamed("events", ": %d, want 1 or more", p.Events)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *DropParams) build(seed uint64) runtimeToxic {
@@ -199,11 +200,11 @@ func (p *FlipParams) withDefaults() ProxyParams   { return &FlipParams{p.Positio
 
 // Validate implements ProxyParams.
 func (p *PositionParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p PositionParams) buildKind(seed uint64, kind corruptKind) runtimeToxic {
@@ -256,6 +257,7 @@ type corruptBody struct {
 	recent [][]byte // the last c.span token events (duplicate)
 	held   []byte   // the token event reorder holds back
 	acted  bool
+	resume resumeState
 }
 
 func newCorruptBody(ctx context.Context, src io.Reader, f *fate) *corruptBody {
@@ -265,6 +267,12 @@ func newCorruptBody(ctx context.Context, src io.Reader, f *fate) *corruptBody {
 // Read implements io.Reader.
 func (b *corruptBody) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
+		if b.resume.due {
+			if err := b.move(); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if b.err != nil {
 			if len(b.held) > 0 {
 				b.emit(b.held)
@@ -287,7 +295,11 @@ func (b *corruptBody) Read(p []byte) (int, error) {
 			}
 			ev := append([]byte(nil), b.pend[:end]...)
 			b.pend = b.pend[end:]
-			b.event(ev)
+			if b.resume.on {
+				b.continued(ev)
+			} else {
+				b.event(ev)
+			}
 		}
 	}
 	s := &b.out[0]
@@ -343,12 +355,19 @@ func (b *corruptBody) event(ev []byte) {
 		b.held = nil
 		return
 	}
-	if !isTokenEvent(ev) {
+	token := isTokenEvent(ev)
+	if token {
+		b.tokens++
+	}
+	if b.c.kind == corruptResume {
+		b.resumeEvent(ev, token)
+		return
+	}
+	if !token {
 		b.emit(ev)
 		return
 	}
-	i := b.tokens // this token event's index
-	b.tokens++
+	i := b.tokens - 1 // this token event's index
 	switch c := b.c; c.kind {
 	case corruptDuplicate:
 		b.emit(ev)

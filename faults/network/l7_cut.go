@@ -1,9 +1,6 @@
 package network
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -30,11 +27,11 @@ func (p *CutParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *CutParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *CutParams) build(seed uint64) runtimeToxic {

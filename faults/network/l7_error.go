@@ -1,9 +1,6 @@
 package network
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -34,11 +31,11 @@ func (p *HTTPErrorParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *HTTPErrorParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.Status < 400 || p.Status > 599 {
-		errs = append(errs, fmt.Errorf("status: %d, want an error status (400 to 599)", p.Status))
+		ps.AddNamed("status", ": %d, want an error status (400 to 599)", p.Status)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *HTTPErrorParams) build(seed uint64) runtimeToxic {

@@ -271,7 +271,9 @@ func (h *httpConn) forward(b []byte, x *exchange) {
 	h.wMu.Lock()
 	defer h.wMu.Unlock()
 	h.mu.Lock()
-	if x != nil && x.keep && !x.gotByte {
+	if x != nil && x.keep && x.gotByte && len(b) > 0 {
+		x.keep, x.kept = false, nil // bytes after the response began: what is kept is no longer whole
+	} else if x != nil && x.keep && !x.gotByte {
 		if len(x.kept)+len(b) <= keepLimit {
 			x.kept = append(x.kept, b...)
 		} else {
@@ -508,7 +510,10 @@ func (h *httpConn) nextExchange() (x *exchange, answer bool) {
 	if x.injected {
 		return nil, true
 	}
-	x.gotByte, x.kept = true, nil
+	x.gotByte = true
+	if x.fate == nil || x.fate.corrupt.kind != corruptResume {
+		x.kept = nil // never sent again; stream.resume sends it again mid-response
+	}
 	return x, false
 }
 
@@ -529,19 +534,23 @@ func (h *httpConn) endResponse(rs *respSide) {
 func (h *httpConn) slowBody(ctx context.Context, br *bufio.Reader, rs *respSide) error {
 	f := rs.x.fate
 	var body io.Reader = br
-	var limited *io.LimitedReader
+	in := bodyIn{kind: rs.body.kind}
 	switch rs.body.kind {
 	case bodyChunked:
 		body = httputil.NewChunkedReader(br)
 	case bodyLength:
-		limited = &io.LimitedReader{R: br, N: rs.body.remain}
-		body = limited
+		in.limited = &io.LimitedReader{R: br, N: rs.body.remain}
+		body = in.limited
 	}
 	var rd io.Reader
 	if rs.hd.eventStream && f.corrupt.kind != corruptNone && rs.body.kind != bodyLength {
 		// Corruption changes the body's length: only bodies that are not
 		// framed by a Content-Length carry it.
-		body = newCorruptBody(ctx, body, f)
+		cb := newCorruptBody(ctx, body, f)
+		if f.corrupt.kind == corruptResume {
+			cb.resume.open = h.resumeBody(br, rs, &in)
+		}
+		body = cb
 	}
 	if rs.hd.eventStream {
 		rd = newSSEBody(ctx, io.NopCloser(body), f)
@@ -551,6 +560,9 @@ func (h *httpConn) slowBody(ctx context.Context, br *bufio.Reader, rs *respSide)
 	if f.delayBy != nil {
 		f.delayBy.count()
 	}
+	// The client's framing is the response's own (chunked stays chunked);
+	// in is what is read, which stream.resume may switch to a fresh
+	// response of another framing.
 	chunked := rs.body.kind == bodyChunked
 	buf := make([]byte, sseReadSize)
 	var out []byte
@@ -569,22 +581,35 @@ func (h *httpConn) slowBody(ctx context.Context, br *bufio.Reader, rs *respSide)
 		switch {
 		case err == nil:
 			continue
-		case errors.Is(err, io.EOF) && rs.body.kind == bodyEOF:
-			return io.EOF // the upstream closed: the end of the body, and of the connection
-		case errors.Is(err, io.EOF) && limited != nil && limited.N > 0:
+		case errors.Is(err, io.EOF) && in.kind == bodyEOF:
+			// The upstream closed: the end of the body, and of the
+			// connection (a chunked one ends its body first).
+			if chunked {
+				_ = h.emitDown(ctx, []byte("0\r\n\r\n"))
+			}
+			return io.EOF
+		case errors.Is(err, io.EOF) && in.limited != nil && in.limited.N > 0:
 			h.probeAfterFailure(ctx)
 			return io.EOF // the upstream closed in the middle of the body
-		case errors.Is(err, io.EOF):
-			if !chunked {
-				return nil
+		case errors.Is(err, io.EOF) && !chunked:
+			if rs.body.kind == bodyEOF {
+				return io.EOF // a body the close ends (a resumed one read another framing)
 			}
-			trailer, terr := readTrailer(br)
-			if terr != nil {
-				return upstreamEndErr(terr)
+			return nil
+		case errors.Is(err, io.EOF):
+			trailer := []byte("\r\n")
+			if in.kind == bodyChunked {
+				var terr error
+				if trailer, terr = readTrailer(br); terr != nil {
+					return upstreamEndErr(terr)
+				}
 			}
 			return h.emitDown(ctx, append([]byte("0\r\n"), trailer...))
 		case errors.Is(err, ErrStreamCut):
 			f.cutBy.count()
+			return errCut
+		case errors.Is(err, errResumeFailed):
+			h.p.log.Debug("stream.resume could not resume a stream: cut", "err", err)
 			return errCut
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -1,8 +1,6 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
@@ -31,14 +29,14 @@ func (p *StallParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *StallParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.AfterTokens < 0 {
-		errs = append(errs, fmt.Errorf("after_tokens: %d, want 0 or more", p.AfterTokens))
+		ps.AddNamed("after_tokens", ": %d, want 0 or more", p.AfterTokens)
 	}
 	if p.Stall <= 0 {
-		errs = append(errs, fmt.Errorf("stall: %v, want more than 0", p.Stall))
+		ps.AddNamed("stall", ": %v, want more than 0", p.Stall)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *StallParams) build(seed uint64) runtimeToxic {

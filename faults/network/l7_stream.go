@@ -187,28 +187,7 @@ type tokenChunk struct {
 // or a tool call. Role-only and usage-only chunks, comments and events
 // without data are not tokens.
 func isTokenEvent(ev []byte) bool {
-	var data []byte
-	hasData := false
-	for len(ev) > 0 {
-		line := ev
-		if i := bytes.IndexAny(ev, "\r\n"); i >= 0 {
-			line, ev = ev[:i], ev[i+1:]
-		} else {
-			ev = nil
-		}
-		v, ok := bytes.CutPrefix(line, []byte("data"))
-		if !ok || (len(v) > 0 && v[0] != ':') {
-			continue
-		}
-		if len(v) > 0 {
-			v = v[1:]
-			v = bytes.TrimPrefix(v, []byte(" "))
-		}
-		if hasData {
-			data = append(data, '\n')
-		}
-		data, hasData = append(data, v...), true
-	}
+	data, hasData := eventData(ev)
 	if !hasData || len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return false
 	}

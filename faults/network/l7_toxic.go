@@ -2,10 +2,11 @@ package network
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // RequestMatch selects the requests an L7 toxic may act on, and how often:
@@ -26,15 +27,15 @@ func (m RequestMatch) withDefaults() RequestMatch {
 	return m
 }
 
-func (m RequestMatch) problems() []error {
-	var errs []error
+func (m RequestMatch) problems() field.Problems {
+	var ps field.Problems
 	if !(m.Probability > 0 && m.Probability <= 1) {
-		errs = append(errs, fmt.Errorf("probability: %v, want more than 0 and at most 1", m.Probability))
+		ps.AddNamed("probability", ": %v, want more than 0 and at most 1", m.Probability)
 	}
 	if m.Path != "" && !strings.HasPrefix(m.Path, "/") {
-		errs = append(errs, fmt.Errorf("path %q: want a path starting with /", m.Path))
+		ps.AddNamed("path", " %q: want a path starting with /", m.Path)
 	}
-	return errs
+	return ps
 }
 
 // l7Toxic is an L7 toxic as a proxy runs it. Its generator is shared by all

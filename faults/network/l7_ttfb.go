@@ -1,8 +1,6 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
@@ -28,11 +26,11 @@ func (p *TTFBParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *TTFBParams) Validate() error {
-	errs := p.RequestMatch.problems()
+	ps := p.RequestMatch.problems()
 	if p.Delay <= 0 {
-		errs = append(errs, fmt.Errorf("delay: %v, want more than 0", p.Delay))
+		ps.AddNamed("delay", ": %v, want more than 0", p.Delay)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *TTFBParams) build(seed uint64) runtimeToxic {

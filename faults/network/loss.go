@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -35,15 +34,15 @@ func (p NetnsLossParams) WithDefaults() NetnsLossParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p NetnsLossParams) Validate() error {
-	errs := p.NetnsTarget.problems(false)
-	errs = append(errs, p.PacketMatch.problems()...)
-	errs = append(errs, rootScopeProblems(p.NetnsTarget, p.PacketMatch)...)
+	ps := p.NetnsTarget.problems(false)
+	ps = append(ps, p.PacketMatch.problems()...)
+	ps = append(ps, rootScopeProblems(p.NetnsTarget, p.PacketMatch)...)
 	if !(p.Percent > 0 && p.Percent <= 100) || math.IsNaN(p.Percent) {
-		errs = append(errs, fmt.Errorf("percent: must be in (0, 100], got %v", p.Percent))
+		ps.AddNamed("percent", ": must be in (0, 100], got %v", p.Percent)
 	} else if permyriad(p.Percent) == 0 {
-		errs = append(errs, fmt.Errorf("percent: %v rounds to 0 at the 0.01 resolution", p.Percent))
+		ps.AddNamed("percent", ": %v rounds to 0 at the 0.01 resolution", p.Percent)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // permyriad is percent in hundredths of a percent, the rule's resolution.

@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -43,17 +42,17 @@ const maxNetemDelay = time.Minute
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p NetnsDelayParams) Validate() error {
-	errs := p.NetnsTarget.problems(true)
+	ps := p.NetnsTarget.problems(true)
 	if p.Delay < time.Microsecond || p.Delay > maxNetemDelay {
-		errs = append(errs, fmt.Errorf("delay: must be in 1µs..%s, got %s", maxNetemDelay, p.Delay))
+		ps.AddNamed("delay", ": must be in 1µs..%s, got %s", maxNetemDelay, p.Delay)
 	}
 	if p.Jitter < 0 || p.Jitter > p.Delay {
-		errs = append(errs, fmt.Errorf("jitter: must be in 0..delay (%s), got %s", p.Delay, p.Jitter))
+		ps.AddNamed("jitter", ": must be in 0..delay (%s), got %s", p.Delay, p.Jitter)
 	}
 	if p.LimitPackets < 1 || p.LimitPackets > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("limit_packets: must be in 1..%d, got %d", math.MaxInt32, p.LimitPackets))
+		ps.AddNamed("limit_packets", ": must be in 1..%d, got %d", math.MaxInt32, p.LimitPackets)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // NetnsDelay is the network.delay fault.

@@ -3,13 +3,13 @@ package network
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Fault type names of the kernel-level faults, as written in an experiment
@@ -73,36 +73,36 @@ type NetnsTarget struct {
 // at the system: whether the namespace and the interface exist is checked by
 // Inject.
 func (t NetnsTarget) Validate() error {
-	return errors.Join(t.problems(false)...)
+	return t.problems(false).Err()
 }
 
 // problems lists what is wrong with t; needIface makes Interface required.
-func (t NetnsTarget) problems(needIface bool) []error {
-	var errs []error
+func (t NetnsTarget) problems(needIface bool) field.Problems {
+	var ps field.Problems
 	switch {
 	case t.Netns == "" && !t.AllowRootNamespace:
-		errs = append(errs, errors.New("netns: required; name the target's network namespace "+
-			"(set allow_root_namespace: true to act on the namespace llmchaos runs in)"))
+		ps.AddNamed("netns", ": required; name the target's network namespace "+
+			"(set %s: true to act on the namespace llmchaos runs in)", field.Path("allow_root_namespace"))
 	case t.Netns != "" && t.AllowRootNamespace:
-		errs = append(errs, errors.New("allow_root_namespace: only meaningful with an empty netns; remove one of them"))
+		ps.AddNamed("allow_root_namespace", ": only meaningful with an empty netns; remove one of them")
 	case strings.HasPrefix(t.Netns, "/"):
 		if filepath.Clean(t.Netns) != t.Netns {
-			errs = append(errs, fmt.Errorf("netns: path %q is not clean; write %q", t.Netns, filepath.Clean(t.Netns)))
+			ps.AddNamed("netns", ": path %q is not clean; write %q", t.Netns, filepath.Clean(t.Netns))
 		}
 	case t.Netns != "":
 		if strings.ContainsAny(t.Netns, "/\x00") || t.Netns == "." || t.Netns == ".." {
-			errs = append(errs, fmt.Errorf("netns: %q is neither a namespace name (no '/') nor an absolute path", t.Netns))
+			ps.AddNamed("netns", ": %q is neither a namespace name (no '/') nor an absolute path", t.Netns)
 		}
 	}
 	switch {
 	case t.Interface == "" && needIface:
-		errs = append(errs, errors.New("interface: required; name the interface in the namespace whose egress is shaped"))
+		ps.AddNamed("interface", ": required; name the interface in the namespace whose egress is shaped")
 	case len(t.Interface) > ifNameMax:
-		errs = append(errs, fmt.Errorf("interface: %q is longer than %d characters, the Linux limit", t.Interface, ifNameMax))
+		ps.AddNamed("interface", ": %q is longer than %d characters, the Linux limit", t.Interface, ifNameMax)
 	case strings.ContainsAny(t.Interface, "/ \t\n\x00:"):
-		errs = append(errs, fmt.Errorf("interface: %q contains a character Linux does not allow in interface names", t.Interface))
+		ps.AddNamed("interface", ": %q contains a character Linux does not allow in interface names", t.Interface)
 	}
-	return errs
+	return ps
 }
 
 // nsPath is the namespace file the target names; "" for llmchaos's own.

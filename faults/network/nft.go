@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // PacketDirection says which packets of the target a packet fault acts on,
@@ -46,38 +48,38 @@ func (m PacketMatch) withDefaults() PacketMatch {
 }
 
 // problems lists what is wrong with m (after defaults).
-func (m PacketMatch) problems() []error {
-	var errs []error
+func (m PacketMatch) problems() field.Problems {
+	var ps field.Problems
 	switch m.Direction {
 	case PacketIngress, PacketEgress, PacketBoth:
 	default:
-		errs = append(errs, fmt.Errorf("direction: %q is not one of ingress, egress, both", m.Direction))
+		ps.AddNamed("direction", ": %q is not one of ingress, egress, both", m.Direction)
 	}
 	switch m.Protocol {
 	case "", "tcp", "udp":
 	default:
-		errs = append(errs, fmt.Errorf("protocol: %q is not one of tcp, udp (or leave it empty for all)", m.Protocol))
+		ps.AddNamed("protocol", ": %q is not one of tcp, udp (or leave it empty for all)", m.Protocol)
 	}
 	if m.Port < 0 || m.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port: %d is outside 1..65535", m.Port))
+		ps.AddNamed("port", ": %d is outside 1..65535", m.Port)
 	} else if m.Port != 0 && m.Protocol == "" {
-		errs = append(errs, errors.New("port: needs protocol (tcp or udp)"))
+		ps.AddNamed("port", ": needs protocol (tcp or udp)")
 	}
 	if m.Peer != "" {
 		if _, err := parsePeer(m.Peer); err != nil {
-			errs = append(errs, fmt.Errorf("peer: %w", err))
+			ps.AddNamed("peer", ": %w", err)
 		}
 	}
-	return errs
+	return ps
 }
 
 // rootScopeProblems refuses an unbounded packet fault in llmchaos's own
 // namespace: dropping every packet of the host would cut off the operator
 // (and llmchaos's own load) too.
-func rootScopeProblems(t NetnsTarget, m PacketMatch) []error {
+func rootScopeProblems(t NetnsTarget, m PacketMatch) field.Problems {
 	if t.Netns == "" && t.AllowRootNamespace && t.Interface == "" && m.Peer == "" {
-		return []error{errors.New("interface, peer: in llmchaos's own namespace name an interface or a peer; " +
-			"a fault on every packet of the host would cut off the operator too")}
+		return field.Problems{field.Errorf("", "%s, %s: in llmchaos's own namespace name an interface or a peer; "+
+			"a fault on every packet of the host would cut off the operator too", field.Path("interface"), field.Path("peer"))}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/llmchaos/llmchaos/faults"
@@ -25,8 +24,8 @@ func (p NetnsPartitionParams) WithDefaults() NetnsPartitionParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p NetnsPartitionParams) Validate() error {
-	errs := append(p.NetnsTarget.problems(false), p.PacketMatch.problems()...)
-	return errors.Join(append(errs, rootScopeProblems(p.NetnsTarget, p.PacketMatch)...)...)
+	ps := append(p.NetnsTarget.problems(false), p.PacketMatch.problems()...)
+	return append(ps, rootScopeProblems(p.NetnsTarget, p.PacketMatch)...).Err()
 }
 
 // NetnsPartition is the network.partition fault.

@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // BlackholeParams configure network.blackhole (Toxiproxy's timeout toxic):
@@ -31,14 +30,12 @@ func (p *BlackholeParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *BlackholeParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v, want 0 or more", p.Timeout))
+		ps.AddNamed("timeout", ": %v, want 0 or more", p.Timeout)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *BlackholeParams) build(uint64) runtimeToxic {

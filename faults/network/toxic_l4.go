@@ -1,8 +1,9 @@
 package network
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Stream is the direction of the bytes an L4 toxic acts on, named as in
@@ -25,12 +26,12 @@ func (s Stream) orDefault() Stream {
 	return s
 }
 
-func (s Stream) validate() error {
+func (s Stream) problems() field.Problems {
 	switch s {
 	case Downstream, Upstream, BothStreams:
 		return nil
 	}
-	return fmt.Errorf("stream %q: want upstream, downstream or both", s)
+	return field.Problems{field.Errorf("stream", "%s %q: want upstream, downstream or both", field.Path("stream"), s)}
 }
 
 // covers reports whether a toxic on s acts on the bytes of direction d.

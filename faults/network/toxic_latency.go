@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // LatencyParams configure network.latency: every chunk of bytes in the
@@ -33,17 +32,15 @@ func (p *LatencyParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *LatencyParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Latency <= 0 {
-		errs = append(errs, fmt.Errorf("latency: %v, want more than 0", p.Latency))
+		ps.AddNamed("latency", ": %v, want more than 0", p.Latency)
 	}
 	if p.Jitter < 0 {
-		errs = append(errs, fmt.Errorf("jitter: %v, want 0 or more", p.Jitter))
+		ps.AddNamed("jitter", ": %v, want 0 or more", p.Jitter)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *LatencyParams) build(seed uint64) runtimeToxic {

@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // LimitDataParams configure network.limit_data: once Bytes bytes of the
@@ -29,14 +28,12 @@ func (p *LimitDataParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *LimitDataParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Bytes < 0 {
-		errs = append(errs, fmt.Errorf("bytes: %d, want 0 or more", p.Bytes))
+		ps.AddNamed("bytes", ": %d, want 0 or more", p.Bytes)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *LimitDataParams) build(uint64) runtimeToxic {

@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // ResetPeerParams configure network.reset_peer: as Toxiproxy's reset_peer,
@@ -30,14 +29,12 @@ func (p *ResetPeerParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *ResetPeerParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v, want 0 or more", p.Timeout))
+		ps.AddNamed("timeout", ": %v, want 0 or more", p.Timeout)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *ResetPeerParams) build(uint64) runtimeToxic {

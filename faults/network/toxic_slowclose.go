@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // SlowCloseParams configure network.slow_close: an end of stream (FIN) in
@@ -28,14 +27,12 @@ func (p *SlowCloseParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *SlowCloseParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Delay <= 0 {
-		errs = append(errs, fmt.Errorf("delay: %v, want more than 0", p.Delay))
+		ps.AddNamed("delay", ": %v, want more than 0", p.Delay)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *SlowCloseParams) build(uint64) runtimeToxic {

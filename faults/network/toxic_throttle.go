@@ -1,11 +1,10 @@
 package network
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // throttleSlices is how many pieces a second of throttled bytes is cut
@@ -33,14 +32,12 @@ func (p *ThrottleParams) withDefaults() ProxyParams {
 
 // Validate implements ProxyParams.
 func (p *ThrottleParams) Validate() error {
-	var errs []error
-	if err := p.Stream.validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var ps field.Problems
+	ps = append(ps, p.Stream.problems()...)
 	if p.Rate <= 0 {
-		errs = append(errs, fmt.Errorf("rate: %d bytes/s, want more than 0", p.Rate))
+		ps.AddNamed("rate", ": %d bytes/s, want more than 0", p.Rate)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 func (p *ThrottleParams) build(uint64) runtimeToxic {

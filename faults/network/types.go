@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Family is the name of this fault family, as faults.Type.Family.
@@ -32,6 +33,7 @@ func Types() []faults.Type {
 		reorderType(),
 		spliceType(),
 		flipType(),
+		resumeType(),
 		netnsLossType(),
 		netnsPartitionType(),
 		netnsBandwidthType(),
@@ -51,13 +53,13 @@ func toxicType[P any, PP interface {
 		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
 		Target: faults.TargetProxy, L7: l7, Example: example,
 		NewParams: func() any { return PP(new(P)) },
-		Check: func(params any) error {
+		Check: func(params any) field.Problems {
 			p, ok := params.(ProxyParams)
 			if !ok {
-				return errors.New("params: not the params of a proxy fault")
+				return field.Problems{field.Errorf("", "not the params of a proxy fault")}
 			}
 			_, err := NewToxic("check", noProxy{}, p, 0)
-			return err
+			return faults.ParamProblems(err)
 		},
 		Build: func(env faults.BuildEnv, params any) (faults.Fault, error) {
 			p, ok := params.(ProxyParams)
@@ -81,7 +83,7 @@ func netnsType[P any](name, summary string, example string, check func(P) error,
 		Name: name, Family: Family, Summary: summary, Lifetime: faults.Sustained,
 		Target: faults.TargetParams, Example: example,
 		NewParams: func() any { return new(P) },
-		Check:     func(p any) error { return check(*p.(*P)) },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(check(*p.(*P))) },
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			return build(env.Name, *p.(*P))
 		},

@@ -55,6 +55,7 @@ func TestEveryProxyToxicUndoRestoresTraffic(t *testing.T) {
 		TypeStreamReorder:    &ReorderParams{},
 		TypeStreamSplice:     &SpliceParams{},
 		TypeStreamFlip:       &FlipParams{},
+		TypeStreamResume:     &ResumeParams{},
 	}
 	for i, typ := range ProxyFaultTypes() {
 		t.Run(typ, func(t *testing.T) {

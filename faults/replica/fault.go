@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Params are the parameters every replica fault takes: which replicas
@@ -38,12 +39,10 @@ func (p Params) WithDefaults() Params {
 	return p
 }
 
-func (p Params) problems() []error {
-	errs := p.Target.problems()
-	if err := p.Select.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
+func (p Params) problems() field.Problems {
+	ps := p.Target.problems()
+	ps = append(ps, p.Select.Problems()...)
+	return ps
 }
 
 // Option configures a replica fault.

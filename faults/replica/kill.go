@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -61,25 +60,25 @@ func (p KillParams) WithDefaults() KillParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p KillParams) Validate() error {
-	errs := p.Params.problems()
+	ps := p.Params.problems()
 	if sig, err := ParseSignal(p.Signal); err != nil {
-		errs = append(errs, fmt.Errorf("signal: %w", err))
+		ps.AddNamed("signal", ": %w", err)
 	} else if p.Target.Driver == DriverKubernetes && SignalName(sig) != DefaultKillSignal {
-		errs = append(errs, fmt.Errorf("signal: %s: the kubernetes driver sends a pod's containers SIGKILL; for SIGTERM and a grace period use replica.stop", p.Signal))
+		ps.AddNamed("signal", ": %s: the kubernetes driver sends a pod's containers SIGKILL; for SIGTERM and a grace period use replica.stop", p.Signal)
 	}
 	if p.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
+		ps.AddNamed("timeout", ": %v, want more than 0", p.Timeout)
 	}
 	switch p.Via {
 	case ViaProcess:
 	case ViaEngine:
 		if p.Target.Driver != DriverDocker && p.Target.Driver != DriverKubernetes {
-			errs = append(errs, fmt.Errorf("via: engine is for the docker and kubernetes drivers, not %s", p.Target.Driver))
+			ps.AddNamed("via", ": engine is for the docker and kubernetes drivers, not %s", p.Target.Driver)
 		}
 	default:
-		errs = append(errs, fmt.Errorf("via: %q, want process or engine", p.Via))
+		ps.AddNamed("via", ": %q, want process or engine", p.Via)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Kill is the replica.kill fault.

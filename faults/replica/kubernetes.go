@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -329,24 +330,24 @@ func rolloutOwner(ctx context.Context, cl *kube.Cluster, pod *PodRef) (kind, nam
 }
 
 // kubernetesTargetProblems checks the kubernetes driver's fields of t.
-func kubernetesTargetProblems(t TargetParams) []error {
-	var errs []error
+func kubernetesTargetProblems(t TargetParams) field.Problems {
+	var ps field.Problems
 	switch sel := strings.TrimSpace(t.Selector); {
 	case sel == "":
-		errs = append(errs, errors.New("target: the kubernetes driver needs a selector, the pods' labels (e.g. app=vllm)"))
+		ps.AddNamed("target", ": the kubernetes driver needs a selector, the pods' labels (e.g. app=vllm)")
 	default:
 		if s, err := labels.Parse(sel); err != nil {
-			errs = append(errs, fmt.Errorf("target.selector: %q: %w", t.Selector, err))
+			ps.AddNamed("target.selector", ": %q: %w", t.Selector, err)
 		} else if s.Empty() {
-			errs = append(errs, fmt.Errorf("target.selector: %q selects every pod of the namespace: name the serving pods' labels", t.Selector))
+			ps.AddNamed("target.selector", ": %q selects every pod of the namespace: name the serving pods' labels", t.Selector)
 		}
 	}
 	if t.Namespace != "" {
 		for _, m := range validation.IsDNS1123Label(t.Namespace) {
-			errs = append(errs, fmt.Errorf("target.namespace: %q: %s", t.Namespace, m))
+			ps.AddNamed("target.namespace", ": %q: %s", t.Namespace, m)
 		}
 	}
-	return errs
+	return ps
 }
 
 // PodRef names a pod the kubernetes driver found, and what it needs to act

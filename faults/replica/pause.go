@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -32,11 +31,11 @@ func (p PauseParams) WithDefaults() PauseParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p PauseParams) Validate() error {
-	errs := p.Params.problems()
+	ps := p.Params.problems()
 	if p.Target.Driver == DriverKubernetes {
-		errs = append(errs, errors.New("target: a pod cannot be paused through the Kubernetes API; use replica.stop, or Chaos Mesh's PodChaos"))
+		ps.AddNamed("target", ": a pod cannot be paused through the Kubernetes API; use replica.stop, or Chaos Mesh's PodChaos")
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Pause is the replica.pause fault.

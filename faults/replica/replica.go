@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/kube"
 )
 
@@ -276,16 +277,16 @@ func (t TargetParams) OrStateFile(path string) TargetParams {
 // It does not look at the system: whether the files, processes and
 // containers exist is found out when the fault is injected.
 func (t TargetParams) Validate() error {
-	return errors.Join(t.problems()...)
+	return t.problems().Err()
 }
 
-func (t TargetParams) problems() []error {
-	var errs []error
+func (t TargetParams) problems() field.Problems {
+	var ps field.Problems
 	process := t.StateFile != "" || t.PIDFile != "" || t.Cmdline != ""
 	docker := len(t.Labels) > 0 || len(t.Containers) > 0
 	kube := t.Namespace != "" || t.Selector != "" || t.Kubeconfig != "" || t.Context != ""
 	if kube && t.Driver != DriverKubernetes {
-		errs = append(errs, fmt.Errorf("target: namespace, selector, kubeconfig and context are for the kubernetes driver, not %s", t.Driver))
+		ps.AddNamed("target", ": namespace, selector, kubeconfig and context are for the kubernetes driver, not %s", t.Driver)
 	}
 	switch t.Driver {
 	case DriverProcess:
@@ -296,52 +297,52 @@ func (t TargetParams) problems() []error {
 			}
 		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("target: the process driver needs exactly one of state_file, pid_file and cmdline, got %d", n))
+			ps.AddNamed("target", ": the process driver needs exactly one of state_file, pid_file and cmdline, got %d", n)
 		}
 		if docker {
-			errs = append(errs, errors.New("target: labels and containers are for the docker driver, not process"))
+			ps.AddNamed("target", ": labels and containers are for the docker driver, not process")
 		}
 		if t.Cmdline != "" {
 			if _, err := regexp.Compile(t.Cmdline); err != nil {
-				errs = append(errs, fmt.Errorf("target.cmdline: %w", err))
+				ps.AddNamed("target.cmdline", ": %w", err)
 			}
 		}
 		switch {
 		case t.Match == "" || t.Match == MatchExe || t.Match == MatchCmdline:
 			if t.Match != "" && t.Cmdline == "" {
-				errs = append(errs, errors.New("target.match: is for a cmdline pattern"))
+				ps.AddNamed("target.match", ": is for a cmdline pattern")
 			}
 		default:
-			errs = append(errs, fmt.Errorf("target.match: %q, want exe or cmdline", t.Match))
+			ps.AddNamed("target.match", ": %q, want exe or cmdline", t.Match)
 		}
 	case DriverDocker:
 		if !docker {
-			errs = append(errs, errors.New("target: the docker driver needs labels or containers"))
+			ps.AddNamed("target", ": the docker driver needs labels or containers")
 		}
 		if process || t.Match != "" {
-			errs = append(errs, errors.New("target: state_file, pid_file, cmdline and match are for the process driver, not docker"))
+			ps.AddNamed("target", ": state_file, pid_file, cmdline and match are for the process driver, not docker")
 		}
 		for k := range t.Labels {
 			if strings.TrimSpace(k) == "" {
-				errs = append(errs, errors.New("target.labels: a label name is empty"))
+				ps.AddNamed("target.labels", ": a label name is empty")
 				break
 			}
 		}
 		for _, c := range t.Containers {
 			if strings.TrimSpace(c) == "" {
-				errs = append(errs, errors.New("target.containers: a container name is empty"))
+				ps.AddNamed("target.containers", ": a container name is empty")
 				break
 			}
 		}
 	case DriverKubernetes:
 		if process || docker || t.Match != "" {
-			errs = append(errs, errors.New("target: state_file, pid_file, cmdline, match, labels and containers are for the process and docker drivers, not kubernetes"))
+			ps.AddNamed("target", ": state_file, pid_file, cmdline, match, labels and containers are for the process and docker drivers, not kubernetes")
 		}
-		errs = append(errs, kubernetesTargetProblems(t)...)
+		ps = append(ps, kubernetesTargetProblems(t)...)
 	default:
-		errs = append(errs, fmt.Errorf("target.driver: %q, want process, docker or kubernetes", t.Driver))
+		ps.AddNamed("target.driver", ": %q, want process, docker or kubernetes", t.Driver)
 	}
-	return errs
+	return ps
 }
 
 // String describes t for the journal and the run's record.

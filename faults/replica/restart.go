@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -54,16 +53,16 @@ func (p RestartParams) WithDefaults() RestartParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p RestartParams) Validate() error {
-	errs := p.Params.problems()
-	errs = append(errs, graceProblems(p.Grace)...)
+	ps := p.Params.problems()
+	ps = append(ps, graceProblems(p.Grace)...)
 	if p.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
+		ps.AddNamed("timeout", ": %v, want more than 0", p.Timeout)
 	}
 	if p.Target.Driver == DriverProcess && p.Target.Cmdline != "" {
-		errs = append(errs, errors.New("target: replica.restart with the process driver needs state_file or pid_file "+
-			"to see the replica started again; cmdline cannot tell a new process from another"))
+		ps.AddNamed("target", ": replica.restart with the process driver needs state_file or pid_file "+
+			"to see the replica started again; cmdline cannot tell a new process from another")
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
 // Restart is the replica.restart fault.

@@ -2,12 +2,12 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // DefaultGrace is how long replica.stop and replica.restart wait after
@@ -45,17 +45,17 @@ func (p StopParams) WithDefaults() StopParams {
 
 // Validate reports every problem with p at once; call it after WithDefaults.
 func (p StopParams) Validate() error {
-	errs := p.Params.problems()
-	errs = append(errs, graceProblems(p.Grace)...)
+	ps := p.Params.problems()
+	ps = append(ps, graceProblems(p.Grace)...)
 	if p.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v, want more than 0", p.Timeout))
+		ps.AddNamed("timeout", ": %v, want more than 0", p.Timeout)
 	}
-	return errors.Join(errs...)
+	return ps.Err()
 }
 
-func graceProblems(g time.Duration) []error {
+func graceProblems(g time.Duration) field.Problems {
 	if g <= 0 {
-		return []error{fmt.Errorf("grace: %v, want more than 0", g)}
+		return field.Problems{field.Errorf("grace", "%s: %v, want more than 0", field.Path("grace"), g)}
 	}
 	return nil
 }

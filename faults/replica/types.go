@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Family is the name of this fault family, as faults.Type.Family.
@@ -35,7 +36,7 @@ func replicaType[P any](name, summary string, lifetime faults.Lifetime, example 
 		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
 		Target: faults.TargetParams, Example: example,
 		NewParams: func() any { return new(P) },
-		Check:     func(p any) error { return check(*p.(*P)) },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(check(*p.(*P))) },
 		FromSim: func(p any, env faults.SimEnv) {
 			t := target(p.(*P))
 			*t = t.OrStateFile(env.StateFile)

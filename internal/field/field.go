@@ -54,8 +54,11 @@ type Namer func(Path) string
 func Plain(p Path) string { return string(p) }
 
 // Problem is one thing wrong with a configuration, keyed by the field it
-// is about. Its message is Format with Args; the Args that are a Path are
-// fields the message mentions and are named by the front end's Namer.
+// is about, and, when a front end read the configuration from a file,
+// placed in it. Its message is Format with Args; the Args that are a Path
+// are fields the message mentions and are named by the front end's Namer.
+// It is the one problem type of every front end: a load flag's, a fault's
+// params', an experiment or suite file's (placed at FILE:LINE:COL).
 type Problem struct {
 	// Path is the field the problem is about ("": the whole
 	// configuration).
@@ -68,6 +71,11 @@ type Problem struct {
 	// Missing marks a required field that was not set: a front end may
 	// say instead what to choose.
 	Missing bool
+	// File, Line and Col place the problem in the file the configuration
+	// was read from ("" and 0 when unknown). Line and Col count from 1,
+	// Col in characters (runes), as editors do.
+	File      string
+	Line, Col int
 }
 
 // Errorf returns the problem of field p: format and args as fmt.Sprintf,
@@ -94,8 +102,44 @@ func (p Problem) Message(name Namer) string {
 	return fmt.Sprintf(strings.ReplaceAll(p.Format, "%w", "%v"), args...)
 }
 
-// Error returns the message with fields named by their paths.
-func (p Problem) Error() string { return p.Message(nil) }
+// Error returns the problem on one line, "FILE:LINE:COL: warning: PATH:
+// MESSAGE", fields named by their paths: the parts of its place that are
+// known, "warning: " for a warning, and the field's path when the message
+// does not name the field itself.
+func (p Problem) Error() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		if b.Len() > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(strconv.Itoa(p.Line))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(max(p.Col, 1)))
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if p.Warning {
+		b.WriteString("warning: ")
+	}
+	if p.Path != "" && !p.names(p.Path) {
+		b.WriteString(string(p.Path))
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message(nil))
+	return b.String()
+}
+
+// names reports whether the message names field f.
+func (p Problem) names(f Path) bool {
+	for _, a := range p.Args {
+		if g, ok := a.(Path); ok && g == f {
+			return true
+		}
+	}
+	return false
+}
 
 // Unwrap returns the errors among the message's arguments (a cause
 // wrapped with %w).
@@ -132,12 +176,38 @@ func (ps *Problems) Add(p Path, format string, args ...any) {
 	*ps = append(*ps, Errorf(p, format, args...))
 }
 
-// Err returns ps as an error, nil when it holds no problem.
+// AddNamed appends the problem of field p whose message opens with the
+// field's name as the front end names it; format is what follows the
+// name (": %v, want more than 0").
+func (ps *Problems) AddNamed(p Path, format string, args ...any) {
+	*ps = append(*ps, Errorf(p, "%s"+format, append([]any{p}, args...)...))
+}
+
+// Err returns ps as an error when it holds at least one problem that is
+// not a warning, else nil (warnings alone are not an error).
 func (ps Problems) Err() error {
-	if len(ps) == 0 {
-		return nil
+	for _, p := range ps {
+		if !p.Warning {
+			return ps
+		}
 	}
-	return ps
+	return nil
+}
+
+// Errors returns the problems that are not warnings.
+func (ps Problems) Errors() Problems { return ps.filter(false) }
+
+// Warnings returns the warnings.
+func (ps Problems) Warnings() Problems { return ps.filter(true) }
+
+func (ps Problems) filter(warning bool) Problems {
+	var out Problems
+	for _, p := range ps {
+		if p.Warning == warning {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Error returns the problems, one per line.

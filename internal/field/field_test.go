@@ -43,6 +43,23 @@ func TestProblemNamedByFrontEnd(t *testing.T) {
 	}
 }
 
+// A problem added with its field's name first names the field as the
+// front end does, wherever it stands.
+func TestAddNamedOpensWithTheField(t *testing.T) {
+	t.Parallel()
+	var ps Problems
+	ps.AddNamed(Path("select").Key("value"), ": %d, want 1 or more", 0)
+	if len(ps) != 1 || ps[0].Path != "select.value" || ps[0].Error() != "select.value: 0, want 1 or more" {
+		t.Fatalf("AddNamed: %+v (%q)", ps, ps.Error())
+	}
+	if got, want := ps.Under("faults[0].params")[0].Error(), "faults[0].params.select.value: 0, want 1 or more"; got != want {
+		t.Errorf("Under: %q, want %q", got, want)
+	}
+	if got, want := ps[0].Message(func(f Path) string { return "<" + string(f) + ">" }), "<select.value>: 0, want 1 or more"; got != want {
+		t.Errorf("named by a front end: %q, want %q", got, want)
+	}
+}
+
 func TestOfFindsProblemsThroughJoinsAndWrappers(t *testing.T) {
 	t.Parallel()
 	var ps Problems
@@ -55,5 +72,35 @@ func TestOfFindsProblemsThroughJoinsAndWrappers(t *testing.T) {
 	}
 	if Problems(nil).Err() != nil {
 		t.Error("no problems is not nil")
+	}
+}
+
+// Warnings alone are no error; a problem placed in a file says where, a
+// warning says so, and a message that does not name its field gets the
+// field's path before it.
+func TestProblemsErrAndPlaces(t *testing.T) {
+	t.Parallel()
+	w := Errorf("a", "w")
+	w.Warning = true
+	warn := Problems{w}
+	if warn.Err() != nil {
+		t.Errorf("warnings alone are an error")
+	}
+	e := Errorf("b", "e")
+	e.File, e.Line, e.Col = "f.yaml", 3, 7
+	named := Errorf("rate", "%s -1 must be > 0", Path("rate"))
+	both := append(warn, e, named)
+	err := both.Err()
+	if err == nil {
+		t.Fatal("an error is not an error")
+	}
+	if got, want := err.Error(), "warning: a: w\nf.yaml:3:7: b: e\nrate -1 must be > 0"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got := len(both.Errors()); got != 2 {
+		t.Errorf("Errors() has %d, want 2", got)
+	}
+	if got := both.Warnings(); len(got) != 1 || got[0].Path != "a" {
+		t.Errorf("Warnings() = %v, want the one warning", got)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // PodReady reports whether pod serves: Running, with condition Ready true
@@ -84,20 +86,20 @@ func (t PodTarget) String() string {
 }
 
 // Problems reports what is wrong with t, each message starting with its key.
-func (t PodTarget) Problems() []error {
-	var errs []error
+func (t PodTarget) Problems() field.Problems {
+	var ps field.Problems
 	if t.Namespace == "" {
-		errs = append(errs, errors.New("namespace: required: the namespace of the target pods"))
+		ps.AddNamed("namespace", ": required: the namespace of the target pods")
 	}
 	switch sel, err := labels.Parse(t.Selector); {
 	case t.Selector == "":
-		errs = append(errs, errors.New("selector: required: a label selector of the target pods, e.g. app=vllm (an empty one would match every pod)"))
+		ps.AddNamed("selector", ": required: a label selector of the target pods, e.g. app=vllm (an empty one would match every pod)")
 	case err != nil:
-		errs = append(errs, fmt.Errorf("selector: %q: %w", t.Selector, err))
+		ps.AddNamed("selector", ": %q: %w", t.Selector, err)
 	case sel.Empty():
-		errs = append(errs, fmt.Errorf("selector: %q selects every pod; name the target's labels", t.Selector))
+		ps.AddNamed("selector", ": %q selects every pod; name the target's labels", t.Selector)
 	}
-	return errs
+	return ps
 }
 
 // Pods lists the pods of t, sorted by name. Pods llmchaos made itself

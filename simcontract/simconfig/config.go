@@ -56,6 +56,12 @@ type Config struct {
 	// the batch size decides the token, as kernels that are not batch
 	// invariant do).
 	Divergence string
+	// DivergenceMinBatch is, in DivergenceBatch mode, the smallest batch
+	// whose numerics differ from a lone sequence's
+	// (--divergence-min-batch): a token generated in a smaller batch is
+	// the reference one, as kernels that keep one reduction order up to a
+	// batch size do. Default 2: any batch but a lone sequence.
+	DivergenceMinBatch int
 
 	// MaxBatchedTokens is the token budget of one step (chunked prefill).
 	MaxBatchedTokens int
@@ -96,6 +102,7 @@ func Default() Config {
 		GPUMemory:               DefaultGPUMemory,
 		GPUUtilization:          0.9, // vLLM's --gpu-memory-utilization default
 		MeanOutputTokens:        128,
+		DivergenceMinBatch:      2,
 		WeightBytes:             DefaultWeightBytes,
 		KVBytesPerToken:         DefaultKVBytesPerToken,
 		BlockSize:               DefaultBlockSize,
@@ -147,6 +154,9 @@ func (c Config) Validate() error {
 	case DivergenceOff, DivergencePreempt, DivergenceBatch:
 	default:
 		bad("divergence: %q is not %q, %q or empty (off)", c.Divergence, DivergencePreempt, DivergenceBatch)
+	}
+	if c.DivergenceMinBatch < 2 {
+		bad("divergence-min-batch: %d, need at least 2 (a lone sequence is the reference)", c.DivergenceMinBatch)
 	}
 	if c.MaxNumSeqs < 1 {
 		bad("max-num-seqs: %d, need at least 1", c.MaxNumSeqs)

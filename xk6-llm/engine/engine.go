@@ -273,7 +273,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Arrival.OpenLoop() {
 		arrival := cfg.Arrival
 		if cfg.Live != nil {
-			arrival = liveSchedule(arrival)
+			arrival = arrival.UnitRate()
 		}
 		sched, err := NewSchedule(ScheduleConfig{Arrival: arrival, Workload: cfg.Workload, Seed: cfg.Seed, Targets: len(cfg.Targets), Shard: cfg.Shard})
 		if err != nil {

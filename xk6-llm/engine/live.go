@@ -168,16 +168,6 @@ func (l *LiveLoad) userActive(i int) (bool, <-chan struct{}) {
 	return !l.paused && i < l.users, l.changed
 }
 
-// liveSchedule returns the arrival config of a live open loop's
-// operational-time process: a unit rate of the config's kind, with its
-// request count and no duration (the live pacing ends it).
-func liveSchedule(a workload.ArrivalConfig) workload.ArrivalConfig {
-	return workload.ArrivalConfig{
-		Rate: 1, Arrival: a.Arrival, Burstiness: a.Burstiness, Requests: a.Requests,
-		Duration: time.Duration(math.MaxInt64), OnSaturation: a.OnSaturation,
-	}
-}
-
 // checkLive reports what keeps cfg's load from running live.
 func checkLive(cfg *Config) error {
 	switch m := cfg.Arrival.Mode(); m {

@@ -150,12 +150,37 @@ type ArrivalConfig struct {
 // Checked validates cfg once (Problems) and returns it marked as
 // checked, which the engine and NewArrivals take without validating it
 // again, and the problems found (then the returned config is not marked).
-// Change a checked config's fields and it must be checked again.
+// Change a checked config's fields and it must be checked again (but
+// see Lasting).
 func (c ArrivalConfig) Checked() (ArrivalConfig, field.Problems) {
 	c.checked = false
 	ps := c.Problems()
 	c.checked = len(ps) == 0
 	return c, ps
+}
+
+// UnitRate returns the schedule of the open loop c in operational time,
+// as a live load paces it: a unit rate of c's arrival kind and
+// burstiness, with its request count and saturation rule and no end (the
+// live pacing ends it). It is checked when c is: a unit rate without end
+// breaks none of the checks an open loop at a rate passed.
+func (c ArrivalConfig) UnitRate() ArrivalConfig {
+	return ArrivalConfig{
+		Rate: 1, Arrival: c.Arrival, Burstiness: c.Burstiness, Requests: c.Requests,
+		Duration: time.Duration(math.MaxInt64), OnSaturation: c.OnSaturation,
+		checked: c.checked && c.Mode() == ModeRate,
+	}
+}
+
+// Lasting returns c with the duration d (a game day's load lasts until it
+// is ended). A checked config stays checked when d is more than 0: the
+// checks ask of a duration only that it is not negative and, where the
+// shape needs an end, that there is one; they hold for any positive d
+// whatever the other fields are. A d of 0 or less unmarks it.
+func (c ArrivalConfig) Lasting(d time.Duration) ArrivalConfig {
+	c.Duration = d
+	c.checked = c.checked && d > 0
+	return c
 }
 
 // Mode returns the load mode cfg sets, or "" when none is set. When several
