@@ -32,24 +32,27 @@ type engineServer struct {
 	behave   func(seq int) engineAct
 	accepted atomic.Int64
 	requests atomic.Int64
-	// frozen is held (Lock) while the server is frozen, as a process
-	// stopped by SIGSTOP: every step (an accept, a request read, a chunk
-	// written) waits until it is released, while the kernel still
+	// thawed is set while the server is frozen, as a process stopped by
+	// SIGSTOP, and closed when it thaws: every step (an accept, a request
+	// read, a chunk written) waits for it, while the kernel still
 	// completes new connections and takes their bytes.
-	frozen sync.RWMutex
+	thawed atomic.Pointer[chan struct{}]
 }
 
 // step waits while the server is frozen.
 func (s *engineServer) step() {
-	s.frozen.RLock()
-	s.frozen.RUnlock()
+	if ch := s.thawed.Load(); ch != nil {
+		<-*ch
+	}
 }
 
 // freeze stops the server for d, as replica.pause's SIGSTOP and SIGCONT do.
 func (s *engineServer) freeze(d time.Duration) {
-	s.frozen.Lock()
-	defer s.frozen.Unlock()
+	ch := make(chan struct{})
+	s.thawed.Store(&ch)
 	time.Sleep(d) // not pacing: how long the replica stays frozen
+	s.thawed.Store(nil)
+	close(ch)
 }
 
 // engineAct is what the server does with one request.
