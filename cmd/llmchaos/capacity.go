@@ -135,7 +135,7 @@ or a failed pre-flight check; 1 anything else.`,
 	fs.StringVar(&cf.Out, "out", "", "write the capacity file (JSON) here, for workload: {rate: 80%, capacity: FILE} and run --capacity")
 	fs.StringVar(&cf.HTML, "html", "", "write the HTML page (curves, knee, steps) here")
 	fs.BoolVar(&cf.JSON, "json", false, "print the capacity file on stdout instead of the table (progress goes to stderr)")
-	fs.BoolVarP(&cf.Quiet, "quiet", "q", false, "no progress lines; only the knee line")
+	fs.BoolVarP(&cf.Quiet, "quiet", "q", false, "print only the knee line on stdout (knee: LOAD (bracket LO–HI, +N%)); warnings and errors on stderr; no start line, step lines or table")
 	return cmd
 }
 
@@ -272,9 +272,14 @@ func (cf *capacityFlags) config(fs *pflag.FlagSet, lf *loadFlags) (capacity.Conf
 // exit code.
 func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, stdout, stderr io.Writer) error {
 	const cmdName = "llmchaos capacity"
-	human := stdout
-	if out.JSON {
-		human = stderr
+	// What people read goes to stdout, folded to maxWidth (the summary's
+	// closing sentence, a client-limited step's reasons), or to stderr
+	// under --json, whose stdout is the capacity file.
+	human := stderr
+	if !out.JSON {
+		fw := newFoldWriter(stdout, maxWidth)
+		defer fw.Flush()
+		human = fw
 	}
 	cfg.Warn = func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) }
 	if !out.Quiet {
@@ -302,10 +307,10 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 	if out.JSON {
 		errs = append(errs, res.WriteJSON(stdout))
 	} else if out.Quiet {
-		fmt.Fprint(stdout, kneeOnly(res))
+		fmt.Fprintln(human, res.KneeLine())
 	} else {
-		fmt.Fprintln(stdout)
-		errs = append(errs, capacity.WriteText(stdout, res))
+		fmt.Fprintln(human)
+		errs = append(errs, capacity.WriteText(human, res))
 	}
 	if out.File != "" {
 		errs = append(errs, res.WriteFile(out.File))
@@ -331,18 +336,6 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, res.Summary)
 	}
 	return nil
-}
-
-// kneeOnly is --quiet's output: the knee and its bracket in one line.
-func kneeOnly(r *capacity.Result) string {
-	k := r.Knee
-	if k.Load == 0 {
-		return fmt.Sprintf("knee: none (%s)\n", r.Status)
-	}
-	if k.Hi == 0 {
-		return fmt.Sprintf("knee: %s %s (%s; a lower bound)\n", capacity.FormatLoad(k.Load), r.Unit, r.Status)
-	}
-	return fmt.Sprintf("knee: %s %s (bracket %s–%s, %s)\n", capacity.FormatLoad(k.Load), r.Unit, capacity.FormatLoad(k.Lo), capacity.FormatLoad(k.Hi), r.Status)
 }
 
 // sloList names the SLOs for the start line.
