@@ -239,7 +239,11 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	if progress == 0 {
 		progress = -1
 	}
-	var progressOut io.Writer = stdout
+	// The runner's lines (events with their details) are folded to
+	// maxWidth; under --quiet only its alarms are left, on stderr.
+	fw := newFoldWriter(stdout, maxWidth)
+	defer fw.Flush()
+	var progressOut io.Writer = fw
 	if c.Summary.Quiet {
 		progressOut = &alarmWriter{w: stderr}
 	}

@@ -223,7 +223,11 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	// --quiet: the runner's progress is left with its alarms, on stderr,
 	// and the suite's own notices (headers, run directories, health
 	// waits) with none.
-	var progressOut, notices io.Writer = stdout, stdout
+	// The runner's lines are folded to maxWidth, as llmchaos run folds
+	// them.
+	fw := newFoldWriter(stdout, maxWidth)
+	defer fw.Flush()
+	var progressOut, notices io.Writer = fw, stdout
 	if c.Summary.Quiet {
 		progressOut, notices = &alarmWriter{w: stderr}, io.Discard
 	}
