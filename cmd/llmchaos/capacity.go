@@ -96,8 +96,10 @@ Exit codes: 0 a knee was found (also when it is a lower bound: the client was
 the limit, or every load up to --max held); 99 no load held every SLO, even
 --min; 98 interrupted (Ctrl-C; the outputs hold the steps so far); 2 bad flags,
 or a failed pre-flight check; 1 anything else.`,
-		Example: `  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload chat --slo 'ttft: p(99)<500ms' --slo 'e2e: p(99)<20s' --slo 'error_rate: rate<0.01' --out capacity.json --html capacity.html
-  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload batch --mode concurrency --slo 'tpot: p(90)<50ms' --precision 10%
+		Example: `  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload chat --slo 'ttft: p(99)<500ms' \
+    --slo 'e2e: p(99)<20s' --slo 'error_rate: rate<0.01' --out capacity.json --html capacity.html
+  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload batch --mode concurrency \
+    --slo 'tpot: p(90)<50ms' --precision 10%
   llmchaos run experiments/catalog/replica-kill.yaml --capacity capacity.json   # its workload says rate: 80%`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
