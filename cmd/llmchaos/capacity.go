@@ -287,7 +287,8 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 	if !out.Quiet {
 		cfg.Progress = human
 		c := cfg.WithDefaults()
-		fmt.Fprintf(human, "%s: %s mode, SLOs %s; %d requests per full step (%s), precision %s%%, seed %d\n", cmdName, c.Mode,
+		// Two lines, so that the SLOs have one of their own.
+		fmt.Fprintf(human, "%s: %s mode, SLOs %s\n%d requests per full step (%s), precision %s%%, seed %d\n", cmdName, c.Mode,
 			sloList(c), c.Length.Requests, stepRule(c), capacity.FormatLoad(100*c.Search.Precision), c.Seed)
 	}
 	res, runErr := capacity.Run(ctx, cfg)
