@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"strconv"
 	"sync/atomic"
@@ -203,7 +202,7 @@ func ApplyCapacity(s *Spec, path string) (CapacityApplied, error) {
 	if !w.Rate.IsShare() {
 		return CapacityApplied{}, nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFileLimit(path, maxCapacityFileSize, "a capacity file")
 	if err != nil {
 		return CapacityApplied{}, fmt.Errorf("workload.rate %s: capacity file: %w", w.Rate, err)
 	}
