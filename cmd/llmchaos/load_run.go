@@ -22,6 +22,7 @@ import (
 	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/report"
+	"github.com/llmchaos/llmchaos/telemetry/observe"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -130,11 +131,7 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		// The experiment runner's words for target.llm.api_key_env.
 		fmt.Fprintf(stderr, "%s: warning: --api-key-env: the environment variable %s is not set (or empty): requests will be sent without an API key\n", cmdName, cfg.APIKeyEnv)
 	}
-	oopts := cfg.Observe.options(targets)
-	if !cfg.Shard.Whole() {
-		// A shard pod's grace period is 30 s: the linger must end first.
-		oopts.Linger = min(oopts.Linger, maxShardLinger)
-	}
+	oopts := cfg.observeOptions(targets)
 	oopts.TraceAttributes = attrs
 	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
 
@@ -556,3 +553,14 @@ func flushEvery(w *recording.RequestWriter, d time.Duration) (stop func()) {
 // shard pod gets 30 s between SIGTERM and SIGKILL, and its report is
 // written after the linger.
 const maxShardLinger = 25 * time.Second
+
+// observeOptions are the live outputs' options of a load over targets. A
+// shard's --metrics-linger is bounded by maxShardLinger: a shard pod's
+// grace period is 30 s, and the linger must end before it does.
+func (cfg loadConfig) observeOptions(targets []string) observe.Options {
+	o := cfg.Observe.options(targets)
+	if !cfg.Shard.Whole() {
+		o.Linger = min(o.Linger, maxShardLinger)
+	}
+	return o
+}
