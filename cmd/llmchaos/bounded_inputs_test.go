@@ -57,6 +57,10 @@ func TestUnboundedInputsAreUsageErrors(t *testing.T) {
 		{"a capacity file that is a device", []string{"run", "--dry-run", "--capacity", "/dev/zero", share}, "/dev/zero is not a regular file"},
 		{"a capacity file of 17 MiB", []string{"run", "--dry-run", "--capacity", bigCapacity, share},
 			"capacity file: " + bigCapacity + " is bigger than a capacity file may be: at most 16777216 bytes"},
+		{"capacity --max past one process", append(capa[:len(capa):len(capa)], "--max", "1e9"),
+			"max 1e+09: at most 1e+06 requests per second in one process"},
+		{"capacity --max users past one process", append(capa[:len(capa):len(capa)], "--mode", "concurrency", "--max", "1e7"),
+			"max 1e+07: at most 100000 users in one process"},
 		{"capacity --start 0", append(capa[:len(capa):len(capa)], "--start", "0"), "--start 0: want a load above 0"},
 		{"capacity --start above --max", append(capa[:len(capa):len(capa)], "--start", "10", "--max", "1"), "start 10 is outside the load bounds [0.1, 1]"},
 	}
