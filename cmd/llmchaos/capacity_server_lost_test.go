@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,8 @@ func TestCapacityAgainstAServerThatDies(t *testing.T) {
 	if code == exitcode.OK {
 		t.Fatalf("exit 0 against a server that died; stdout:\n%s\nstderr:\n%s", out, errs)
 	}
-	if !strings.Contains(out, "knee: none (the server stopped answering)") || !strings.Contains(errs, "the search stopped without a knee") {
+	if !strings.Contains(out, "knee: none (the server stopped answering)") || !strings.Contains(errs, "the search stopped without a knee") ||
+		!regexp.MustCompile(`llmchaos: the server answered none of step \d+'s`).MatchString(errs) {
 		t.Errorf("exit %d; stdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	r, err := capacity.ReadFile(file)
