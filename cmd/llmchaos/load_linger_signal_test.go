@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestLoadLingerEndsOnSignal: llmchaos load --metrics-listen, scraped once
@@ -105,7 +107,7 @@ func TestShardLingerEndsWithinAPodsGrace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := cfg.observeOptions(nil).Linger; got != tt.want {
+			if got := cfg.pipeline(nil, nil, recording.Options{}, func(string) {}).Observe.Linger; got != tt.want {
 				t.Errorf("linger %v, want %v", got, tt.want)
 			}
 		})

@@ -81,6 +81,9 @@ type VU struct {
 	// noVUConnectionReuse (nil: the run's shared one), its idle
 	// connections closed at the end of each iteration.
 	ownHTTP *httpClient
+	// jar is the VU's cookie jar (http.cookieJar()), made on first use
+	// and emptied before each iteration.
+	jar *cookieJar
 }
 
 // httpClient is the HTTP client of the VU's k6/http and SSE requests.
@@ -344,9 +347,13 @@ func (vu *VU) builtin(name string) *sobek.Object {
 	return o
 }
 
-// consoleFunc prints a console line tagged with the VU and level.
+// consoleFunc prints a console line tagged with the VU and level; a
+// debug line only when the run shows them (k6 shows them with --verbose).
 func (vu *VU) consoleFunc(level string) func(sobek.FunctionCall) sobek.Value {
 	return func(call sobek.FunctionCall) sobek.Value {
+		if level == "debug" && !vu.shared.consoleDebug {
+			return sobek.Undefined()
+		}
 		s := ""
 		for i, a := range call.Arguments {
 			if i > 0 {
@@ -482,6 +489,7 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 		return Iteration{Interrupted: true}
 	}
 	vu.scIter = sc.iterations.Add(1) - 1
+	vu.resetJar()
 	defer func() {
 		vu.iter++
 		vu.inScenario++
