@@ -134,7 +134,7 @@ func run(testFlags []string) int {
 	cmd := exec.Command("go", slices.Concat([]string{"test"}, testFlags, pkgs)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), nodeDirEnv+"="+dir, requireNodeEnv+"=1")
-	code := 0
+	var code int
 	select {
 	case s := <-sigs:
 		logf("%v while the node started: no tests run", s)
@@ -142,9 +142,6 @@ func run(testFlags []string) int {
 	default:
 		code = runTests(cmd, sigs)
 	}
-
-	logf("go test: %v", err)
-	code = 1
 
 	stop := time.Now()
 	out, err = scriptRun(ctx, stopTimeout, "stop", dir)
