@@ -41,6 +41,9 @@ faults:
     at: 35s
     duration: 25s
     params: {timeout: 60s}
+thresholds:
+  "recovery_time{fault:kill}": ["max<60s"]
+  "recovery_time{fault:restart}": ["max<60s"]
 `
 
 // outsideExperiment asks for what the Role does not grant: the pods of
@@ -118,7 +121,7 @@ func TestRunsInTheClusterWithItsRBACOnARealNode(t *testing.T) {
 		complete bool
 		want     []string
 	}{
-		{"llmchaos-run", true, []string{"in-cluster", "pass"}},
+		{"llmchaos-run", true, []string{"in-cluster", "verdict: pass"}},
 		{"llmchaos-outside", false, []string{"forbidden", `"system:serviceaccount:llmchaos:llmchaos"`, `namespace "default"`}},
 	} {
 		j, err := waitJob(ctx, client, tt.job)
