@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -72,6 +75,104 @@ func TestRecoveredEventsMatchTable(t *testing.T) {
 	if !strings.Contains(txt.String(), "no (second came first)") {
 		t.Errorf("recovery table does not say first was cut by second:\n%s", txt.String())
 	}
+
+	// The HTML report: its recovery table's "yes" rows and its events'
+	// "recovered" rows name the same faults, once each.
+	var page bytes.Buffer
+	if err := report.WriteHTML(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	tableYes, eventRows := htmlRecovered(t, page.Bytes())
+	for _, rc := range d.Recovery {
+		want := 0
+		if rc.Recovered {
+			want = 1
+		}
+		if tableYes[rc.Fault] != want || eventRows[rc.Fault] != want {
+			t.Errorf("HTML report, fault %s: %d \"yes\" rows in the recovery table, %d recovered events; want %d of each",
+				rc.Fault, tableYes[rc.Fault], eventRows[rc.Fault], want)
+		}
+	}
+}
+
+// htmlRecovered reads an HTML run report: per fault, the rows of its
+// recovery table that say "yes", and the rows of its events table that
+// say "recovered".
+func htmlRecovered(t *testing.T, page []byte) (tableYes, events map[string]int) {
+	t.Helper()
+	root, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableYes, events = map[string]int{}, map[string]int{}
+	for _, sec := range []string{"recovery", "events"} {
+		n := htmlByID(root, sec)
+		if n == nil {
+			t.Fatalf("HTML report has no section %q", sec)
+		}
+		for _, cells := range htmlBodyRows(n) {
+			switch {
+			case sec == "recovery" && len(cells) >= 2 && cells[1] == "yes":
+				tableYes[cells[0]]++
+			case sec == "events" && len(cells) >= 4 && cells[1] == report.EventSourceRunner && cells[2] == "recovered":
+				events[cells[3]]++
+			}
+		}
+	}
+	return tableYes, events
+}
+
+// htmlByID returns the element under root whose id is id, or nil.
+func htmlByID(root *html.Node, id string) *html.Node {
+	if root.Type == html.ElementNode {
+		for _, a := range root.Attr {
+			if a.Key == "id" && a.Val == id {
+				return root
+			}
+		}
+	}
+	for c := root.FirstChild; c != nil; c = c.NextSibling {
+		if n := htmlByID(c, id); n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// htmlBodyRows returns the text of each cell of each table body row under
+// n, spaces squeezed.
+func htmlBodyRows(n *html.Node) [][]string {
+	var rows [][]string
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.DataAtom == atom.Tr && n.Parent != nil && n.Parent.DataAtom == atom.Tbody {
+			var cells []string
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && c.DataAtom == atom.Td {
+					cells = append(cells, strings.Join(strings.Fields(htmlText(c)), " "))
+				}
+			}
+			rows = append(rows, cells)
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return rows
+}
+
+// htmlText is the text under n.
+func htmlText(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(htmlText(c))
+	}
+	return b.String()
 }
 
 // TestSettleRecoveries: the record's judgement settles the live check's

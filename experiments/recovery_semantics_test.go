@@ -246,3 +246,84 @@ func TestRunInstantaneousRecovery(t *testing.T) {
 		t.Errorf("verdict = %s, want pass; thresholds %+v", d.Verdict, d.Thresholds)
 	}
 }
+
+// slowStopFault is a restart whose Inject returns only once its process
+// has exited after a grace, as replica.restart's does: the outage (the
+// server failing) begins as Inject begins, and lasts until back after the
+// replacement is up, a little after Inject returned.
+type slowStopFault struct {
+	*fakeFault
+	grace, back time.Duration
+}
+
+func (f *slowStopFault) Inject(ctx context.Context, log faults.RevertLog) (faults.Undo, error) {
+	undo, err := f.fakeFault.Inject(ctx, log) // the signal: the outage begins
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(f.grace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C: // the process exits after its grace
+	}
+	time.AfterFunc(f.back, func() { f.apply(false) }) // the replacement serves
+	return undo, nil
+}
+
+// Through the runner: an instantaneous fault whose Inject takes a while
+// (a restart's stop waits out the grace) is injected when its Inject began,
+// when the outage began, not when Inject returned: the first second of the
+// run's record with failed requests is no earlier than a second before the
+// fault's injection, its "injected" event agrees, and its recovery_time
+// includes the whole outage, grace included.
+func TestRunInstantaneousInjectedAtItsSignal(t *testing.T) {
+	skipShort(t)
+	srv := newSSEServer(t)
+	const grace, back = 3 * time.Second, 300 * time.Millisecond
+	f := &slowStopFault{fakeFault: newFakeFault(t, "bounce", func(on bool) { srv.failing.Store(on) }), grace: grace, back: back}
+	exp := testSpec(srv.URL, 9*time.Second, spec.Fault{Name: "bounce", Type: replica.TypeRestart, At: spec.Duration(time.Second),
+		Duration: spec.Duration(4 * time.Second), Params: map[string]any{"target": map[string]any{"pid_file": "/nonexistent/pid"}}})
+	var out bytes.Buffer
+	o, err := runSpec(context.Background(), exp, Options{RunDir: t.TempDir(), Out: &out, hooks: fakeBuilds(map[string]faults.Fault{"bounce": f})})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	d := o.Doc
+	rec := d.Faults[0]
+	if rec.InjectedAtS == nil {
+		t.Fatalf("fault record %+v, want injected", rec)
+	}
+	injected := *rec.InjectedAtS
+	firstFailed := -1
+	for _, row := range d.Timeseries {
+		if row.Failed > 0 {
+			firstFailed = row.T
+			break
+		}
+	}
+	if firstFailed < 0 {
+		t.Fatalf("no second of the run has a failed request:\n%s", out.String())
+	}
+	// The requests fail from Inject's start; the first of them ends in
+	// second firstFailed, so Inject began before firstFailed+1 (a request
+	// sent just before may end a little after). Injected at Inject's
+	// return it would read grace (3 s) later.
+	if injected >= float64(firstFailed)+1.5 {
+		t.Errorf("injected at %.3fs, but requests failed from second %d on: the injection is Inject's return, not its signal (grace %v)",
+			injected, firstFailed, grace)
+	}
+	for _, e := range d.Events {
+		if e.Source == report.EventSourceFault && e.Kind == "injected" && e.Target == "bounce" && e.AtS != injected {
+			t.Errorf("injected event at %.3fs, the fault's record at %.3fs; want the same", e.AtS, injected)
+		}
+	}
+	if len(d.Recovery) != 1 || d.Recovery[0].RecoveryTimeS == nil {
+		t.Fatalf("recovery %+v, want one record with a recovery_time\n%s", d.Recovery, out.String())
+	}
+	// The outage lasts grace+back from the injection; recovery is judged
+	// on whole seconds of the record, so allow one.
+	if rt := *d.Recovery[0].RecoveryTimeS; rt < (grace + back - time.Second).Seconds() {
+		t.Errorf("recovery_time %.3fs, want the outage of %v (grace and restart) inside it", rt, grace+back)
+	}
+}

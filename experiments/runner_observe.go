@@ -268,7 +268,7 @@ func (o *observers) monitorEnded(ctx context.Context, what string, err error) {
 // skipped.
 func (r *run) startMonitors(ctx context.Context, wg *sync.WaitGroup) {
 	if r.sim != nil {
-		w, err := replica.NewProcess(replica.TargetParams{StateFile: r.sim.env.StateFile}.WithDefaults())
+		w, err := replica.NewProcess(replica.TargetParams{Driver: replica.DriverProcess, StateFile: r.sim.env.StateFile})
 		if err == nil {
 			wg.Go(func() {
 				defer r.judge.guard("watching the replicas")
@@ -349,7 +349,7 @@ func (r *run) watchedTargets() []replica.TargetParams {
 		if !ok {
 			continue
 		}
-		t := tp.Targets().WithDefaults()
+		t := *tp.Targets() // resolved: its defaults are in
 		var key string
 		switch {
 		case t.Driver == replica.DriverDocker:

@@ -531,7 +531,7 @@ func (pf *plannedFault) replicaParams(env spec.TargetEnv) interface {
 func (p *plan) writeReplicaTargets(b *strings.Builder, pf *plannedFault, endpoints int) error {
 	rp := pf.replicaParams(p.spec.EnvOf(nil))
 	sel := rp.Selection()
-	t := rp.Targets().WithDefaults()
+	t := *rp.Targets() // resolved: its defaults are in
 	fmt.Fprintf(b, "  %s (%s): ", pf.spec.Name, pf.spec.Type)
 	if t.Validate() != nil && p.spec.Target.Sim != nil {
 		fmt.Fprintf(b, "the simulator's %d replica(s), from its supervisor's state file once the run starts it\n", p.spec.Target.Sim.Replicas)

@@ -137,8 +137,15 @@ type Type struct {
 	// and a run against a Kubernetes target provides (the pods' namespace
 	// and selector, the cluster).
 	FromKubernetes func(params any, env KubernetesEnv)
-	// Build returns the fault from decoded params (defaults not yet
-	// applied: the constructors apply them).
+	// Defaults, when set, fills in (in place) the type's defaults, once
+	// what the target gives is filled in (FromSim, FromKubernetes). The
+	// experiment's resolution applies it, so that what the runner
+	// describes (a dry run's targets, the replicas it watches) is what the
+	// fault runs, and nothing downstream applies a default again.
+	Defaults func(params any)
+	// Build returns the fault from decoded params (resolved params, or
+	// params without defaults: the constructors apply them to what they
+	// are given, which changes nothing in resolved ones).
 	Build func(env BuildEnv, params any) (Fault, error)
 	// Reverters returns the reverter of every RevertSpec kind the type's
 	// faults may write in the journal (a new map on every call).

@@ -268,6 +268,7 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 		{flag: "prefix-count", f: workload.FieldPrefixCount}, {flag: "prefix-tokens", f: workload.FieldPrefixTokens}, {flag: "prefix-share", f: workload.FieldPrefixShare},
 		{flag: "turns", f: workload.FieldTurns}, {flag: "session-think-time", f: workload.FieldSessionThinkTime},
 		{flag: "cancel-rate", f: workload.FieldCancelShare}, {flag: "cancel-after-tokens", f: workload.FieldCancelAfterTokens}, {flag: "cancel-after", f: workload.FieldCancelAfter},
+		{flag: "ramp-up", f: workload.FieldRampUp}, {flag: "shard", f: workload.FieldShard},
 	} {
 		setsField(fs, ff.flag, ff.f, ff.alias)
 	}
@@ -276,25 +277,25 @@ func addLoadFlags(fs *pflag.FlagSet, f *loadFlags) {
 // config checks the flags and combines them with the preset and the
 // defaults. Every problem is reported at once; each names its flag.
 func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := loadConfig{
 		Model: f.Model, Name: f.Name, Preset: f.Preset, RampUp: f.RampUp, Seed: f.Seed,
 		APIKeyEnv: f.APIKeyEnv, HTTP2: f.HTTP2, Timeout: f.Timeout, TTFTTimeout: f.TTFTTimeout, IdleTimeout: f.IdleTimeout, NoPreflight: f.NoPreflight,
 		Grace: f.Grace, SaveRequests: f.SaveRequests, Framed: f.Framed, Progress: f.Progress,
 		Goodput: f.Verdict.Goodput, APIKeyEnvGiven: fs.Changed("api-key-env"),
 	}
+	errs := f.target(fs, &c)
+	errs = append(errs, f.workload(fs, &c)...)
+	errs = append(errs, f.client(&c)...)
+	errs = append(errs, f.outputs(fs, &c)...)
+	return c, errors.Join(errs...)
+}
 
-	if tr, err := client.ParseTransport(f.Transport); err != nil {
-		bad("--client: %v", err)
-	} else {
-		c.Transport = tr
-	}
-	if f.IOThreads < 0 {
-		bad("--io-threads %d: must not be negative", f.IOThreads)
-	}
-	c.IOThreads = f.IOThreads
-
+// target checks where the load goes and how it is seeded and split: the
+// targets (or a Kubernetes target), the model, --seed, --shard and
+// --start-at.
+func (f *loadFlags) target(fs *pflag.FlagSet, c *loadConfig) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, t := range f.Targets {
 		t = strings.TrimSpace(t)
 		if t == "" {
@@ -327,7 +328,6 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 	} else if f.Seed < 0 {
 		bad("--seed %d must not be negative", f.Seed)
 	}
-
 	if f.Shard != "" {
 		sh, err := workload.ParseShard(f.Shard)
 		if err != nil {
@@ -342,81 +342,41 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		}
 		c.StartAt = at
 	}
+	return errs
+}
 
-	// Load shape: the user's settings, on top of the preset's.
-	user := workload.ArrivalConfig{
-		Rate: f.Rate, Arrival: workload.ArrivalKind(f.Arrival), Burstiness: f.Burstiness, StartRate: f.StartRate,
-		TraceFile: f.Trace, Duration: f.Duration, Requests: f.Requests, Concurrency: f.Concurrency,
-		MaxInFlight: f.MaxInFlight, OnSaturation: workload.Saturation(f.OnSaturation),
+// workload resolves the load shape and the workload through
+// workload.Resolve, the resolver an experiment's workload: mapping takes:
+// the flags given on top of the preset, the defaults, the checks (the
+// ramp-up, the split over --shard). Each flag of the workload sets the
+// field its annotation names (addLoadFlags); a flag given as text is
+// parsed by the resolver (workload.Given.Set), and every problem comes
+// back keyed by its field, named here by its flag.
+func (f *loadFlags) workload(fs *pflag.FlagSet, c *loadConfig) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	g := workload.Given{
+		Preset: f.Preset, RampUp: f.RampUp, Shard: c.Shard, NoCancel: f.cancelRateSet && f.CancelRate == 0,
+		Arrival: workload.ArrivalConfig{
+			Rate: f.Rate, Arrival: workload.ArrivalKind(f.Arrival), Burstiness: f.Burstiness, StartRate: f.StartRate,
+			TraceFile: f.Trace, Duration: f.Duration, Requests: f.Requests, Concurrency: f.Concurrency,
+			MaxInFlight: f.MaxInFlight, OnSaturation: workload.Saturation(f.OnSaturation),
+		},
+		Workload: workload.Config{
+			Name: f.Class, API: workload.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
+			Dataset: f.Dataset, DatasetFormat: workload.DatasetFormat(f.DatasetFormat),
+			PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare, CancelShare: f.CancelRate,
+		},
 	}
-	if f.Ramp != "" {
-		r, err := workload.ParseRamp(f.Ramp)
-		if err != nil {
-			bad("--ramp: %w", err)
+	fs.Visit(func(fl *pflag.Flag) {
+		if v := fl.Annotations[fieldAnnotation]; len(v) > 0 && fl.Value.Type() == "string" && workload.TextField(field.Path(v[0])) {
+			g.Set(field.Path(v[0]), fl.Value.String())
 		}
-		user.Ramp = r
-	}
-	if f.Stages != "" {
-		st, err := workload.ParseStages(f.Stages)
-		if err != nil {
-			bad("--stages: %w", err)
-		}
-		user.Stages = st
-	}
-	if f.ThinkTime != "" {
-		d, err := workload.ParseDurationDist(f.ThinkTime)
-		if err != nil {
-			bad("--think-time: %w", err)
-		}
-		user.ThinkTime = d
-	}
-
-	// Workload: the same.
-	uw := workload.Config{
-		Name: f.Class, API: workload.APIKind(f.API), MinTokens: f.MinTokens, IgnoreEOS: f.IgnoreEOS,
-		Dataset: f.Dataset, DatasetFormat: workload.DatasetFormat(f.DatasetFormat),
-		PrefixCount: f.PrefixCount, PrefixTokens: f.PrefixTokens, PrefixShare: f.PrefixShare,
-	}
-	workloadFlagErr := false // a workload flag did not parse: no "no workload" on top
-	dist := func(flag, s string, dst *workload.Dist) {
-		if s == "" {
-			return
-		}
-		d, err := workload.ParseDist(s)
-		if err != nil {
-			bad("%s: %w", flag, err)
-			workloadFlagErr = true
-			return
-		}
-		*dst = d
-	}
-	durDist := func(flag, s string, dst *workload.DurationDist) {
-		if s == "" {
-			return
-		}
-		d, err := workload.ParseDurationDist(s)
-		if err != nil {
-			bad("%s: %w", flag, err)
-			workloadFlagErr = true
-			return
-		}
-		*dst = d
-	}
-	// --prompt-tokens is another name of --input-tokens (the metric's and
-	// the experiment file's name); messages name the flag given.
-	promptFlag, prompt := "--input-tokens", f.InputTokens
-	switch {
-	case f.InputTokens != "" && f.PromptTokens != "":
+	})
+	// Two names of one field (the resolver sees one field).
+	if f.InputTokens != "" && f.PromptTokens != "" {
 		bad("--input-tokens and --prompt-tokens are both set: --prompt-tokens is another name of --input-tokens; give one")
-	case f.PromptTokens != "":
-		promptFlag, prompt = "--prompt-tokens", f.PromptTokens
 	}
-	dist(promptFlag, prompt, &uw.InputTokens)
-	dist("--output-tokens", f.OutputTokens, &uw.OutputTokens)
-	dist("--turns", f.Turns, &uw.Turns)
-	dist("--cancel-after-tokens", f.CancelAfterToks, &uw.CancelAfterTokens)
-	durDist("--session-think-time", f.SessionThinkTime, &uw.ThinkTime)
-	durDist("--cancel-after", f.CancelAfter, &uw.CancelAfter)
 	if fs.Changed("max-tokens") {
 		switch {
 		case f.OutputTokens != "":
@@ -424,7 +384,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		case f.MaxTokens < 1:
 			bad("--max-tokens %d must be ≥ 1", f.MaxTokens)
 		default:
-			uw.OutputTokens = workload.FixedDist(f.MaxTokens)
+			g.Workload.OutputTokens = workload.FixedDist(f.MaxTokens)
 		}
 	}
 	if f.SharedPrefixes != "" {
@@ -435,50 +395,36 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		if err != nil {
 			bad("--shared-prefixes %q: %w", f.SharedPrefixes, err)
 		}
-		uw.PrefixCount, uw.PrefixTokens, uw.PrefixShare = n, l, share
-	}
-	if f.cancelRateSet {
-		uw.CancelShare = f.CancelRate
-		if f.CancelRate == 0 {
-			// 0 means "none", not "the default share": drop the plan.
-			uw.CancelAfter, uw.CancelAfterTokens = workload.DurationDist{}, workload.Dist{}
-		}
+		g.Workload.PrefixCount, g.Workload.PrefixTokens, g.Workload.PrefixShare = n, l, share
 	}
 
-	res, ps := workload.Resolve(workload.Given{Preset: f.Preset, Workload: uw, Arrival: user, NoCancel: f.cancelRateSet && f.CancelRate == 0})
+	res, ps := workload.Resolve(g)
 	c.Arrival, c.Workload = res.Arrival, res.Workload
-	name := fieldFlags(fs)
-	c.FieldName = name
-	nothingGiven := f.Preset == "" && prompt == "" && f.Dataset == "" && !workloadFlagErr
+	c.FieldName = fieldFlags(fs)
 	for _, p := range ps {
-		if p.Missing && p.Path == workload.FieldInputTokens {
-			switch {
-			case nothingGiven:
-				bad("no workload: choose --workload chat|batch|completion|agent, or give --input-tokens or --dataset")
-				continue
-			case prompt != "" || workloadFlagErr:
-				// The prompt length was given and did not parse: that
-				// is reported already.
-				continue
-			}
+		if p.Missing && p.Path == workload.FieldInputTokens && f.Preset == "" {
+			bad("no workload: choose --workload chat|batch|completion|agent, or give --input-tokens or --dataset")
+			continue
 		}
-		errs = append(errs, errors.New(p.Message(name)))
+		errs = append(errs, errors.New(p.Message(c.FieldName)))
 	}
-	if len(ps) == 0 {
-		if err := c.Shard.CheckSplit(c.Arrival); err != nil {
-			sp, _ := field.Of(err)
-			for _, p := range sp {
-				bad("--shard %s: %s", c.Shard, p.Message(name))
-			}
-		}
-	}
-	if f.RampUp < 0 {
-		bad("--ramp-up %v must not be negative", f.RampUp)
-	} else if f.RampUp > 0 && c.Arrival.Mode() != workload.ModeClosed {
-		bad("--ramp-up applies to --concurrency (closed loop) only")
-	}
+	return errs
+}
 
-	// Client.
+// client checks how requests go out: the client, its threads, the API
+// key's variable, the headers and the timeouts.
+func (f *loadFlags) client(c *loadConfig) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if tr, err := client.ParseTransport(f.Transport); err != nil {
+		bad("--client: %v", err)
+	} else {
+		c.Transport = tr
+	}
+	if f.IOThreads < 0 {
+		bad("--io-threads %d: must not be negative", f.IOThreads)
+	}
+	c.IOThreads = f.IOThreads
 	if f.APIKeyEnv == "" {
 		bad("--api-key-env is empty: name the environment variable that holds the key (default %s)", client.DefaultAPIKeyEnv)
 	}
@@ -501,8 +447,15 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 			bad("%s %v must not be negative", d.flag, d.d)
 		}
 	}
+	return errs
+}
 
-	// Outputs: their folders must exist before a long run, not after it.
+// outputs checks what the run writes and how it is judged: the reports
+// (whose folders must exist before a long run, not after it), the
+// summary, the live outputs, the thresholds and the history.
+func (f *loadFlags) outputs(fs *pflag.FlagSet, c *loadConfig) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	outs, outErrs := parseOuts(f.Out)
 	errs = append(errs, outErrs...)
 	c.Outputs = loadOutputs(outs, f.Verdict.JUnit, f.HTML)
@@ -547,7 +500,7 @@ func (f *loadFlags) config(fs *pflag.FlagSet) (loadConfig, error) {
 		errs = append(errs, err)
 	}
 	c.History = hist
-	return c, errors.Join(errs...)
+	return errs
 }
 
 // loadOutputs lists the reports a load writes: the JSON report and the

@@ -56,32 +56,12 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		human = stderr
 	}
 
-	ropts := recording.Options{SLO: cfg.SLO}
-	stopFlush := func() {}
-	var saveFile *os.File
-	switch cfg.SaveRequests {
-	case "":
-	case report.Stdout:
-		// Before the report when that goes to stdout too: the writer is
-		// flushed before the report is written (a shard's pod log).
-		if frames != nil {
-			lines := frames.Lines(shardjob.FrameRequest)
-			defer lines.Close()
-			ropts.SaveRequests = recording.NewRequestWriter(lines)
-		} else {
-			ropts.SaveRequests = recording.NewRequestWriter(stdout)
-		}
-		// A shard's lines are read while it runs (the experiment runner's
-		// live checks): they go out at least every FlushEvery.
-		stopFlush = flushEvery(ropts.SaveRequests, shardjob.FlushEvery)
-		defer stopFlush()
-	default:
-		if saveFile, err = os.Create(cfg.SaveRequests); err != nil {
-			return usageError(fmt.Errorf("--save-requests: %w", err))
-		}
-		defer saveFile.Close()
-		ropts.SaveRequests = recording.NewRequestWriter(saveFile)
+	saver, err := openRequestSaver(cfg.SaveRequests, stdout, frames)
+	if err != nil {
+		return err
 	}
+	defer saver.release()
+	ropts := recording.Options{SLO: cfg.SLO, SaveRequests: saver.w}
 
 	quiet := cfg.Summary.Quiet
 	if !quiet {
@@ -97,17 +77,8 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		// The endpoints ready now are the targets the pre-flight check
 		// asks and the monitor scrapes; each request goes to one ready at
 		// its send.
-		kubeTarget, err = startKube(ctx, cfg.Kube)
-		if err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("aborted during the discovery of the Kubernetes target's endpoints (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
-				fmt.Fprintf(stderr, "llmchaos load: %v\n", err)
-				return withCode(exitcode.Aborted, err)
-			}
-			if _, ok := errors.AsType[*exitError](err); ok {
-				return err
-			}
-			return fmt.Errorf("kubernetes target: %w", err)
+		if kubeTarget, err = startLoadKube(ctx, cfg.Kube, stderr); err != nil {
+			return err
 		}
 		defer kubeTarget.router.Stop()
 		targets, route = kubeTarget.router.URLs(), kubeTarget.router.Route
@@ -121,104 +92,17 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 	if !quiet && !cfg.StartAt.IsZero() {
 		fmt.Fprintf(human, "llmchaos load: starts at %s (in %v)\n", cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Until(cfg.StartAt).Round(time.Millisecond))
 	}
-	attrs := map[string]string{"llmchaos.seed": strconv.FormatInt(cfg.Seed, 10)}
-	if cfg.Name != "" {
-		attrs["llmchaos.run"] = cfg.Name
-	}
 	const cmdName = "llmchaos load"
 	if v, ok := os.LookupEnv(cfg.APIKeyEnv); cfg.APIKeyEnvGiven && (!ok || v == "") {
 		// The experiment runner's words for target.llm.api_key_env.
 		fmt.Fprintf(stderr, "%s: warning: --api-key-env: the environment variable %s is not set (or empty): requests will be sent without an API key\n", cmdName, cfg.APIKeyEnv)
 	}
-	oopts := cfg.Observe.options(targets)
-	if !cfg.Shard.Whole() {
-		// A shard pod's grace period is 30 s: the linger must end first.
-		oopts.Linger = min(oopts.Linger, maxShardLinger)
-	}
-	oopts.TraceAttributes = attrs
-	oopts.Warn = func(err error) { fmt.Fprintf(stderr, "%s: warning: %v\n", cmdName, err) }
-
-	var (
-		g       errgroup.Group
-		aborted atomic.Bool
-		obs     *runObservers
-		abort   *report.Abort // the stop condition's, written before aborted is set
-	)
-	l, runErr := load.Run(ctx, load.Config{
-		Targets: targets, Route: route, Model: cfg.Model, Arrival: cfg.Arrival, Workload: cfg.Workload,
-		Seed: uint64(cfg.Seed), Grace: cfg.Grace, RampUp: cfg.RampUp, Shard: cfg.Shard, StartAt: cfg.StartAt,
-		Client: client.Options{
-			HTTP2: cfg.HTTP2, APIKeyEnv: cfg.APIKeyEnv, Headers: cfg.Headers, Transport: cfg.Transport, IOThreads: cfg.IOThreads,
-			RequestTimeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, IdleTimeout: cfg.IdleTimeout,
-		},
-		Recorder:    ropts,
-		Observe:     &oopts,
-		NoPreflight: cfg.NoPreflight,
-		Warn:        func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) },
-		Alongside: func(l *pipeline.Run) func(engine.RunStats, error) {
-			obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: stderr, linger: oopts.Linger}
-			if u := obs.MetricsURL(); u != "" && !quiet {
-				fmt.Fprintf(human, "%s: live metrics at %s\n", cmdName, u)
-			}
-			done := make(chan struct{})
-			every := cfg.Progress
-			if quiet {
-				every = 0 // the live thresholds are still checked
-			}
-			g.Go(func() error {
-				liveLoop(done, liveOptions{
-					out: human, tty: isTerminal(human), every: every, rec: l.Recorder, clock: l.Clock,
-					live: live, slo: cfg.SLO, lines: kubeLines,
-					checked: func(failed assertions.Outcomes) { obs.SetLiveThresholds(cfg.Thresholds, failed) },
-					abort: func(failed assertions.Outcomes) {
-						if aborted.CompareAndSwap(false, true) {
-							abort = &report.Abort{Cause: report.AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)}
-							fmt.Fprintf(stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
-							l.Stop(errStopCondition)
-						}
-					},
-				})
-				return nil
-			})
-			return func(engine.RunStats, error) {
-				close(done)
-				_ = g.Wait()
-			}
-		},
-	})
+	lc := cfg.pipeline(targets, route, ropts, func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) })
+	watch := &loadWatch{cfg: cfg, live: live, human: human, stderr: stderr, linger: lc.Observe.Linger, kubeLines: kubeLines}
+	lc.Alongside = watch.alongside
+	l, runErr := load.Run(ctx, lc)
 	if se, ok := errors.AsType[*load.StageError](runErr); ok {
-		switch se.Stage {
-		case load.StageWorkload:
-			ps, rest := field.Of(se.Err)
-			errs := make([]error, 0, len(ps)+len(rest))
-			for _, p := range ps {
-				errs = append(errs, errors.New(p.Message(cfg.FieldName)))
-			}
-			return usageError(errors.Join(append(errs, rest...)...))
-		case load.StageClient:
-			return usageError(fmt.Errorf("--header: %w", se.Err))
-		case load.StageEngine:
-			return usageError(se.Err)
-		case load.StagePreflight, load.StageStart:
-			if _, ok := errors.AsType[*load.PreflightError](se.Err); ok {
-				return usageError(se.Err)
-			}
-			if ctx.Err() != nil {
-				// Interrupted while checking the targets or waiting for
-				// the start: an abort (98), before any request was sent.
-				during := "the pre-flight check"
-				if se.Stage == load.StageStart {
-					during = "the wait for --start-at"
-				}
-				err := fmt.Errorf("aborted during %s (%s): no load was sent", during, report.InterruptAbort(context.Cause(ctx)))
-				fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
-				return withCode(exitcode.Aborted, err)
-			}
-			if se.Stage == load.StageStart {
-				return usageError(fmt.Errorf("--start-at: %w", se.Err))
-			}
-		}
-		return se.Err
+		return loadStageError(ctx, se, cfg, stderr)
 	}
 	if kubeLines != nil {
 		// What the endpoints did since the live loop's last tick.
@@ -226,30 +110,20 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 			fmt.Fprintln(human, line)
 		}
 	}
+	obs, abort := watch.obs, watch.abort
 	if runErr != nil {
 		if obs != nil {
 			obs.finish(ctx, nil)
 		}
 		return runErr
 	}
-	if l.Stats.Interrupted && !aborted.Load() {
+	if l.Stats.Interrupted && !watch.aborted.Load() {
 		// An interrupted run is aborted (exit 98), not a pass of what ran.
 		abort = report.InterruptAbort(context.Cause(ctx))
 		fmt.Fprintf(stderr, "llmchaos load: interrupted (%s): requests in flight were cancelled; the reports cover the run so far\n", abort)
 	}
 
-	var errs []error
-	if ropts.SaveRequests != nil {
-		stopFlush()
-		if err := ropts.SaveRequests.Flush(); err != nil {
-			errs = append(errs, err)
-		}
-		if saveFile != nil {
-			if err := saveFile.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("--save-requests: %w", err))
-			}
-		}
-	}
+	errs := saver.finish()
 	doc, err := l.Document(report.Meta{
 		ToolVersion: toolVersion(), Name: cfg.Name, StartedAt: l.Clock.Start(), Seed: cfg.Seed, Config: cfg.record(), Shard: cfg.shardRecord(),
 	})
@@ -287,6 +161,203 @@ func runLoad(ctx context.Context, cfg loadConfig, stdout, stderr io.Writer) (res
 		return verdict
 	}
 	return errors.Join(append(errs, verdict)...)
+}
+
+// requestSaver is where --save-requests writes one line per request.
+type requestSaver struct {
+	w         *recording.RequestWriter // nil: not asked for
+	file      *os.File
+	lines     io.Closer // the frames of a framed stdout
+	stopFlush func()
+}
+
+// openRequestSaver opens where --save-requests (path) writes: nowhere
+// (""), standard output, as frames when frames is set, or a file.
+func openRequestSaver(path string, stdout io.Writer, frames *shardjob.FrameWriter) (*requestSaver, error) {
+	s := &requestSaver{stopFlush: func() {}}
+	switch path {
+	case "":
+	case report.Stdout:
+		// Before the report when that goes to stdout too: the writer is
+		// flushed before the report is written (a shard's pod log).
+		if frames != nil {
+			lines := frames.Lines(shardjob.FrameRequest)
+			s.lines, s.w = lines, recording.NewRequestWriter(lines)
+		} else {
+			s.w = recording.NewRequestWriter(stdout)
+		}
+		// A shard's lines are read while it runs (the experiment runner's
+		// live checks): they go out at least every FlushEvery.
+		s.stopFlush = flushEvery(s.w, shardjob.FlushEvery)
+	default:
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--save-requests: %w", err))
+		}
+		s.file, s.w = f, recording.NewRequestWriter(f)
+	}
+	return s, nil
+}
+
+// finish writes out the last lines once the load ended, and closes the
+// file: what fails is the run's error.
+func (s *requestSaver) finish() []error {
+	if s.w == nil {
+		return nil
+	}
+	var errs []error
+	s.stopFlush()
+	if err := s.w.Flush(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.file != nil {
+		if err := s.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("--save-requests: %w", err))
+		}
+	}
+	return errs
+}
+
+// release lets go of what openRequestSaver took, on every way out.
+func (s *requestSaver) release() {
+	s.stopFlush()
+	if s.lines != nil {
+		s.lines.Close()
+	}
+	if s.file != nil {
+		s.file.Close()
+	}
+}
+
+// startLoadKube finds the ready endpoints of a Kubernetes target and
+// follows them; an interrupt during the discovery is an abort (98).
+func startLoadKube(ctx context.Context, k *loadKube, stderr io.Writer) (*kubeLoad, error) {
+	kt, err := startKube(ctx, k)
+	switch {
+	case err == nil:
+		return kt, nil
+	case ctx.Err() != nil:
+		err = fmt.Errorf("aborted during the discovery of the Kubernetes target's endpoints (%s): no load was sent", report.InterruptAbort(context.Cause(ctx)))
+		fmt.Fprintf(stderr, "llmchaos load: %v\n", err)
+		return nil, withCode(exitcode.Aborted, err)
+	}
+	if _, ok := errors.AsType[*exitError](err); ok {
+		return nil, err
+	}
+	return nil, fmt.Errorf("kubernetes target: %w", err)
+}
+
+// loadWatch is what runs alongside a load (its Alongside): the live
+// observers' first line, the progress lines and the live thresholds, which
+// stop the load when one marked abortOnFail fails.
+type loadWatch struct {
+	cfg       loadConfig
+	live      *assertions.Live
+	human     io.Writer
+	stderr    io.Writer
+	linger    time.Duration
+	kubeLines func() []string
+	g         errgroup.Group
+	obs       *runObservers
+	aborted   atomic.Bool
+	abort     *report.Abort // the stop condition's, written before aborted is set
+}
+
+// alongside starts the watch on the built load l (pipeline.Alongside).
+func (w *loadWatch) alongside(l *pipeline.Run) func(engine.RunStats, error) {
+	const cmdName = "llmchaos load"
+	cfg, quiet := w.cfg, w.cfg.Summary.Quiet
+	w.obs = &runObservers{Observers: l.Observers, cmd: cmdName, stderr: w.stderr, linger: w.linger}
+	if u := w.obs.MetricsURL(); u != "" && !quiet {
+		fmt.Fprintf(w.human, "%s: live metrics at %s\n", cmdName, u)
+	}
+	done := make(chan struct{})
+	every := cfg.Progress
+	if quiet {
+		every = 0 // the live thresholds are still checked
+	}
+	w.g.Go(func() error {
+		liveLoop(done, liveOptions{
+			out: w.human, tty: isTerminal(w.human), every: every, rec: l.Recorder, clock: l.Clock,
+			live: w.live, slo: cfg.SLO, lines: w.kubeLines,
+			checked: func(failed assertions.Outcomes) { w.obs.SetLiveThresholds(cfg.Thresholds, failed) },
+			abort: func(failed assertions.Outcomes) {
+				if w.aborted.CompareAndSwap(false, true) {
+					w.abort = &report.Abort{Cause: report.AbortStopCondition, Name: failed[0].Metric + failed[0].Tags.String() + ": " + failed[0].Expr, Detail: describeFailures(failed)}
+					fmt.Fprintf(w.stderr, "llmchaos load: aborting: %s\n", describeFailures(failed))
+					l.Stop(errStopCondition)
+				}
+			},
+		})
+		return nil
+	})
+	return func(engine.RunStats, error) {
+		close(done)
+		_ = w.g.Wait()
+	}
+}
+
+// loadStageError is the command's error for a load that failed at stage
+// se.Stage, before any request was sent: the flags' fault (exit 2), an
+// interrupt (98), or another error.
+func loadStageError(ctx context.Context, se *load.StageError, cfg loadConfig, stderr io.Writer) error {
+	switch se.Stage {
+	case load.StageWorkload:
+		ps, rest := field.Of(se.Err)
+		errs := make([]error, 0, len(ps)+len(rest))
+		for _, p := range ps {
+			errs = append(errs, errors.New(p.Message(cfg.FieldName)))
+		}
+		return usageError(errors.Join(append(errs, rest...)...))
+	case load.StageClient:
+		return usageError(fmt.Errorf("--header: %w", se.Err))
+	case load.StageEngine:
+		return usageError(se.Err)
+	case load.StagePreflight, load.StageStart:
+		if _, ok := errors.AsType[*load.PreflightError](se.Err); ok {
+			return usageError(se.Err)
+		}
+		if ctx.Err() != nil {
+			// Interrupted while checking the targets or waiting for
+			// the start: an abort (98), before any request was sent.
+			during := "the pre-flight check"
+			if se.Stage == load.StageStart {
+				during = "the wait for --start-at"
+			}
+			err := fmt.Errorf("aborted during %s (%s): no load was sent", during, report.InterruptAbort(context.Cause(ctx)))
+			fmt.Fprintf(stderr, "llmchaos load: %v\n", err) // execute does not print an abort's error
+			return withCode(exitcode.Aborted, err)
+		}
+		if se.Stage == load.StageStart {
+			return usageError(fmt.Errorf("--start-at: %w", se.Err))
+		}
+	}
+	return se.Err
+}
+
+// pipeline is the load pipeline's config of c, sending to targets (with
+// route, the ready pods of a Kubernetes target), recording with rec;
+// warn says what the pipeline and its live outputs warn of.
+func (c loadConfig) pipeline(targets []string, route func(int) (string, string, error), rec recording.Options, warn func(string)) load.Config {
+	oopts := c.Observe.options(targets)
+	if !c.Shard.Whole() {
+		// A shard pod's grace period is 30 s: the linger must end first.
+		oopts.Linger = min(oopts.Linger, maxShardLinger)
+	}
+	oopts.TraceAttributes = map[string]string{"llmchaos.seed": strconv.FormatInt(c.Seed, 10)}
+	if c.Name != "" {
+		oopts.TraceAttributes["llmchaos.run"] = c.Name
+	}
+	oopts.Warn = func(err error) { warn(err.Error()) }
+	return load.Config{
+		Targets: targets, Route: route, Model: c.Model, Arrival: c.Arrival, Workload: c.Workload,
+		Seed: uint64(c.Seed), Grace: c.Grace, RampUp: c.RampUp, Shard: c.Shard, StartAt: c.StartAt,
+		Client: client.Options{
+			HTTP2: c.HTTP2, APIKeyEnv: c.APIKeyEnv, Headers: c.Headers, Transport: c.Transport, IOThreads: c.IOThreads,
+			RequestTimeout: c.Timeout, TTFTTimeout: c.TTFTTimeout, IdleTimeout: c.IdleTimeout,
+		},
+		Recorder: rec, Observe: &oopts, NoPreflight: c.NoPreflight, Warn: warn,
+	}
 }
 
 // describeLoad is the line printed when a load starts.

@@ -43,8 +43,8 @@ type Experiment struct {
 }
 
 // ResolvedFault is one fault of the timeline with its type and its params
-// decoded (the type's params struct; the type's defaults are applied when
-// the fault is built, by its own package).
+// decoded (the type's params struct); Params completes them from the
+// target and the type's defaults.
 type ResolvedFault struct {
 	Index  int
 	Fault  Fault
@@ -53,17 +53,28 @@ type ResolvedFault struct {
 }
 
 // Params returns a copy of the fault's decoded params with what the
-// target gives filled in (FromSim, FromKubernetes): a copy, so that a
-// placeholder filled in for a dry run never reaches a run.
+// target gives filled in (FromSim, FromKubernetes), then the type's
+// defaults (Defaults): a copy, so that a placeholder filled in for a dry
+// run never reaches a run. The runner reads and builds these; it applies
+// no default of its own.
 func (f ResolvedFault) Params(env TargetEnv) any {
 	p := copyParams(f.params)
-	if f.Type.FromSim != nil && env.Sim != nil {
-		f.Type.FromSim(p, *env.Sim)
-	}
-	if f.Type.FromKubernetes != nil && env.Kubernetes != nil {
-		f.Type.FromKubernetes(p, *env.Kubernetes)
-	}
+	completeParams(p, f.Type, env)
 	return p
+}
+
+// completeParams fills in what env gives to params of type ft, then the
+// type's defaults: the last steps of a fault's resolution.
+func completeParams(params any, ft FaultType, env TargetEnv) {
+	if ft.FromSim != nil && env.Sim != nil {
+		ft.FromSim(params, *env.Sim)
+	}
+	if ft.FromKubernetes != nil && env.Kubernetes != nil {
+		ft.FromKubernetes(params, *env.Kubernetes)
+	}
+	if ft.Defaults != nil {
+		ft.Defaults(params)
+	}
 }
 
 // copyParams returns a copy of p, a pointer to a params struct.

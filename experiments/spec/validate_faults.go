@@ -161,7 +161,8 @@ func (s *Spec) EnvOf(sim *SimEnv) TargetEnv {
 }
 
 // DecodeParamsIn is DecodeParams with what the target gives (FromSim,
-// FromKubernetes) filled in from env.
+// FromKubernetes) filled in from env, then the type's defaults: a fault
+// injected by hand resolved as a timeline's is.
 func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 	var iss issues
 	params := ft.NewParams()
@@ -175,11 +176,6 @@ func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 		}
 		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
 	}
-	if ft.FromSim != nil && env.Sim != nil {
-		ft.FromSim(params, *env.Sim)
-	}
-	if ft.FromKubernetes != nil && env.Kubernetes != nil {
-		ft.FromKubernetes(params, *env.Kubernetes)
-	}
+	completeParams(params, ft, env)
 	return params, nil
 }

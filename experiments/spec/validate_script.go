@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
+	"github.com/llmchaos/llmchaos/pipeline/script"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
@@ -102,6 +104,11 @@ func (v *validator) scriptWorkload() {
 	ctx, cancel := context.WithTimeout(context.Background(), ScriptInspectTimeout)
 	defer cancel()
 	plan, err := v.s.InspectScript(ctx, v.dir)
+	if oe, ok := errors.AsType[*script.OptionsError](err); ok {
+		v.scriptOptionProblems(oe)
+		v.scriptFailed = true
+		return
+	}
 	if err != nil {
 		msg := err.Error()
 		if se, ok := errors.AsType[*js.ScriptError](err); ok {
@@ -120,5 +127,38 @@ func (v *validator) scriptWorkload() {
 	v.metrics = plan.Metrics
 	if end, known := plan.Length(); known {
 		v.loadEnd = end
+	}
+}
+
+// scriptOverrideKeys are the workload keys that set a script's overrides
+// (ScriptOverrides), by the override's field.
+var scriptOverrideKeys = map[field.Path]string{
+	script.FieldOverrideRate:       "workload.rate",
+	script.FieldOverrideDuration:   "workload.duration",
+	script.FieldOverrideVUs:        "workload.concurrency",
+	script.FieldOverrideIterations: "workload.requests",
+}
+
+// scriptFieldName names a field of a script workload's problems: an
+// override by the workload key that sets it, an option as the script
+// writes it (script.OptionName).
+func scriptFieldName(p field.Path) string {
+	if k, ok := scriptOverrideKeys[p]; ok {
+		return k
+	}
+	return script.OptionName(p)
+}
+
+// scriptOptionProblems reports the problems of the script's options with
+// the workload's overrides on top: an override's at the workload key that
+// set it, an option's at workload.script, where the script is named.
+func (v *validator) scriptOptionProblems(oe *script.OptionsError) {
+	for _, p := range oe.Problems {
+		msg := p.Message(scriptFieldName)
+		if k, ok := scriptOverrideKeys[p.Path]; ok {
+			v.iss.add(k, "%s", msg)
+			continue
+		}
+		v.iss.add("workload.script", "%s: %s", oe.Err.Pos, msg)
 	}
 }

@@ -53,6 +53,7 @@ func TestValidateScriptWorkload(t *testing.T) {
 	// A ramping scenario's schedule ends with its stages: 1 s + 3 s.
 	write("ramping.js", strings.Replace(goodScript, "{ executor: 'constant-arrival-rate', rate: Number(__ENV.RATE), duration: '20s', preAllocatedVUs: 2 }",
 		"{ executor: 'ramping-vus', stages: [{ duration: '1s', target: 2 }, { duration: '3s', target: 0 }] }", 1))
+	write("zero-rate.js", strings.Replace(goodScript, "rate: Number(__ENV.RATE)", "rate: 0", 1))
 	doc := func(script string) string { return strings.Replace(scriptDoc, "SCRIPT", script, 1) }
 	tests := []struct {
 		name string
@@ -80,6 +81,12 @@ func TestValidateScriptWorkload(t *testing.T) {
 			}},
 		{name: "an unknown metric", src: strings.Replace(doc("good.js"), `"turns{phase:fault}"`, `"turnz{phase:fault}"`, 1),
 			want: []string{`unknown metric "turnz"`}},
+		// The script's options are named as the script writes them; the
+		// overrides by the workload keys that set them.
+		{name: "an option's problem", src: doc("zero-rate.js"),
+			want: []string{"t.yaml:6:20: workload.script: " + filepath.Join(dir, "zero-rate.js") + ": options.scenarios.s.rate must be positive"}},
+		{name: "an override's problem", src: strings.Replace(doc("good.js"), `env: {RATE: "5"}`, `env: {RATE: "5"}, rate: 3, requests: 10`, 1),
+			want: []string{"workload.requests: workload.rate and workload.requests: give one (a rate runs for a duration)"}},
 		{name: "rate and duration override the scenarios", src: strings.Replace(doc("short.js"), `env: {RATE: "5"}`, `env: {RATE: "5"}, rate: 3, duration: 30s`, 1)},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,27 @@ type engineServer struct {
 	behave   func(seq int) engineAct
 	accepted atomic.Int64
 	requests atomic.Int64
+	// thawed is set while the server is frozen, as a process stopped by
+	// SIGSTOP, and closed when it thaws: every step (an accept, a request
+	// read, a chunk written) waits for it, while the kernel still
+	// completes new connections and takes their bytes.
+	thawed atomic.Pointer[chan struct{}]
+}
+
+// step waits while the server is frozen.
+func (s *engineServer) step() {
+	if ch := s.thawed.Load(); ch != nil {
+		<-*ch
+	}
+}
+
+// freeze stops the server for d, as replica.pause's SIGSTOP and SIGCONT do.
+func (s *engineServer) freeze(d time.Duration) {
+	ch := make(chan struct{})
+	s.thawed.Store(&ch)
+	time.Sleep(d) // not pacing: how long the replica stays frozen
+	s.thawed.Store(nil)
+	close(ch)
 }
 
 // engineAct is what the server does with one request.
@@ -68,6 +89,7 @@ func startEngineServer(t *testing.T, behave func(seq int) engineAct) *engineServ
 			if err != nil {
 				return
 			}
+			s.step()
 			s.accepted.Add(1)
 			mu.Lock()
 			conns[c] = true
@@ -109,6 +131,7 @@ func (s *engineServer) serve(c net.Conn) {
 		if _, err := io.Copy(io.Discard, req.Body); err != nil {
 			return
 		}
+		s.step()
 		s.requests.Add(1)
 		seq := requestSeq(req.Header.Get("X-Request-Id"))
 		if !s.answer(c, seq, s.behave(seq)) {
@@ -131,6 +154,7 @@ const engineKeepAlive = "Connection: keep-alive\r\nKeep-Alive: timeout=5, max=10
 func (s *engineServer) answer(c net.Conn, seq int, act engineAct) bool {
 	w := bufio.NewWriter(c)
 	chunk := func(evs ...string) {
+		s.step()
 		var b strings.Builder
 		for _, e := range evs {
 			b.WriteString("data: " + e + "\n\n")
@@ -276,8 +300,11 @@ var loadTransports = []client.Transport{client.TransportEventLoop, client.Transp
 
 // TestProxyNoFalseErrors: 1,000 streams through an HTTP-mode proxy to a
 // server that closes after every stream while advertising keep-alive,
-// merges events and pauses mid-stream all fail none, with no toxic and
-// with each toxic that does not cause errors by design.
+// merges events and pauses mid-stream all fail none, with no toxic, with
+// each toxic that does not cause errors by design, and while the server
+// is frozen now and then and thawed (as replica.pause leaves it: new
+// connections queue in the kernel, streams under way stop, all of it
+// goes on at once when it ends).
 func TestProxyNoFalseErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 1,000 requests per case")
@@ -286,13 +313,17 @@ func TestProxyNoFalseErrors(t *testing.T) {
 	cases := []struct {
 		name   string
 		params ProxyParams
+		// freezes: the server is frozen this many times during the
+		// load (replica.pause of the upstream, then its end).
+		freezes int
 	}{
-		{"no toxic", nil},
-		{"latency", &LatencyParams{Latency: time.Millisecond, Jitter: time.Millisecond}},
-		{"throttle", &ThrottleParams{Rate: 4 << 20}},
-		{"chunk delay", &ChunkDelayParams{Delay: 200 * time.Microsecond}},
-		{"ttfb", &TTFBParams{Delay: time.Millisecond}},
-		{"stall", &StallParams{AfterTokens: 3, Stall: 2 * time.Millisecond}},
+		{"no toxic", nil, 0},
+		{"latency", &LatencyParams{Latency: time.Millisecond, Jitter: time.Millisecond}, 0},
+		{"throttle", &ThrottleParams{Rate: 4 << 20}, 0},
+		{"chunk delay", &ChunkDelayParams{Delay: 200 * time.Microsecond}, 0},
+		{"ttfb", &TTFBParams{Delay: time.Millisecond}, 0},
+		{"stall", &StallParams{AfterTokens: 3, Stall: 2 * time.Millisecond}, 0},
+		{"upstream frozen and thawed", nil, 3},
 	}
 	for _, tr := range loadTransports {
 		for _, tc := range cases {
@@ -303,7 +334,12 @@ func TestProxyNoFalseErrors(t *testing.T) {
 					inject(t, p, "t", tc.params, 1)
 				}
 				c := loadClient(t, tr, client.Options{Concurrency: workers, IdleTimeout: 5 * time.Second})
+				froze := make(chan int, 1)
+				go func() { froze <- freezeDuringLoad(srv, tc.freezes, n) }()
 				res := runLoad(c, "http://"+p.Addr()+"/v1", n, workers)
+				if got := <-froze; got != tc.freezes {
+					t.Errorf("the server was frozen %d times during the load, want %d: the test does not cover it", got, tc.freezes)
+				}
 				failed, reconnects := 0, 0
 				for i, r := range res {
 					reconnects += r.Reconnects
@@ -322,6 +358,26 @@ func TestProxyNoFalseErrors(t *testing.T) {
 			})
 		}
 	}
+}
+
+// freezeDuringLoad freezes srv for 300 ms k times while a load of n
+// requests runs, once each further n/(k+1) requests have reached it, and
+// returns how many times it did (fewer when the load ended first).
+func freezeDuringLoad(srv *engineServer, k, n int) int {
+	done := 0
+	for done < k {
+		next := int64((done + 1) * n / (k + 1))
+		deadline := time.Now().Add(time.Minute)
+		for srv.requests.Load() < next {
+			if time.Now().After(deadline) {
+				return done
+			}
+			time.Sleep(5 * time.Millisecond) // polling the server's request count; bounded by the deadline
+		}
+		srv.freeze(300 * time.Millisecond)
+		done++
+	}
+	return done
 }
 
 // engineMix gives each request one behaviour of a fixed cycle, errors of

@@ -225,7 +225,15 @@ type benchPath struct {
 	tokens   int64
 	cpu      time.Duration
 	failed   int
+	// rounds are each counted batch's own p99s, in the order of the
+	// rounds, so that each can be set against the same round's other
+	// paths (the machine's load moves between rounds, and moves a p99
+	// pooled over all of them by more than a proxy adds).
+	rounds []roundP99
 }
+
+// roundP99 is one batch's p99 TTFT and ITL, ms.
+type roundP99 struct{ ttft, itl float64 }
 
 // batch streams benchStreams requests through p, benchConc at a time, on
 // kept-alive connections, reading each event as it comes.
@@ -240,6 +248,7 @@ func (p *benchPath) batch(b *testing.B) {
 	var mu sync.Mutex
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	ttft0, itl0 := len(p.ttft), len(p.itl)
 	body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":%d,"stream":true}`, benchTokens)
 	for range benchConc {
 		wg.Go(func() {
@@ -261,6 +270,7 @@ func (p *benchPath) batch(b *testing.B) {
 		})
 	}
 	wg.Wait()
+	p.rounds = append(p.rounds, roundP99{percentile(p.ttft[ttft0:], .99), percentile(p.itl[itl0:], .99)})
 	if p.pid != 0 {
 		cpu1, err := procCPU(p.pid)
 		if err != nil {
@@ -358,7 +368,7 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 	for b.Loop() {
 		for _, p := range paths {
 			p.batch(b) // warm the connections and the proxies up; not counted
-			p.ttft, p.itl, p.delivery, p.tokens, p.cpu, p.failed = nil, nil, nil, 0, 0, 0
+			p.ttft, p.itl, p.delivery, p.tokens, p.cpu, p.failed, p.rounds = nil, nil, nil, 0, 0, 0, nil
 		}
 		for range benchRounds {
 			order := slices.Clone(paths)
@@ -370,9 +380,11 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 	}
 
 	direct := paths[0]
-	b.Logf("%d streams of %d tokens per path (TTFT %v, ITL %v, %d at a time), paths in turn; times in ms, rows after direct add to it",
+	b.Logf("%d streams of %d tokens a path (TTFT %v, ITL %v, %d at a time), paths in turn",
 		benchRounds*benchStreams, benchTokens, benchTTFT, benchITL, benchConc)
-	b.Logf("%-14s %8s %8s %8s %8s %9s %9s %11s %7s", "path", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "deliv p50", "deliv p99", "CPU s/Mtok", "failed")
+	b.Logf("TTFT, ITL, delivery p50 and p99 (pooled over the rounds) in ms, the rows after")
+	b.Logf("direct adding to it; the proxy's CPU in seconds per million tokens")
+	b.Logf("%-13s %7s %7s %7s %7s %8s %8s %8s %6s", "path", "TTFT50", "TTFT99", "ITL50", "ITL99", "deliv50", "deliv99", "CPU/Mtok", "failed")
 	var toxCPU float64
 	for _, p := range paths {
 		if p.name == "toxiproxy" && p.tokens > 0 {
@@ -384,11 +396,11 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 		return fig{percentile(p.ttft, .5), percentile(p.ttft, .99), percentile(p.itl, .5), percentile(p.itl, .99), percentile(p.delivery, .5), percentile(p.delivery, .99)}
 	}
 	d := figs(direct)
-	b.Logf("%-14s %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %11s %7d", direct.name, d.ttft50, d.ttft99, d.itl50, d.itl99, d.del50, d.del99, "-", direct.failed)
+	b.Logf("%-13s %7.3f %7.3f %7.3f %7.3f %8.3f %8.3f %8s %6d", direct.name, d.ttft50, d.ttft99, d.itl50, d.itl99, d.del50, d.del99, "-", direct.failed)
 	for _, p := range paths[1:] {
 		f := figs(p)
 		cpu := p.cpu.Seconds() / float64(max(p.tokens, 1)) * 1e6
-		b.Logf("%-14s %+8.3f %+8.3f %+8.3f %+8.3f %+9.3f %+9.3f %11.2f %7d", p.name,
+		b.Logf("%-13s %+7.3f %+7.3f %+7.3f %+7.3f %+8.3f %+8.3f %8.2f %6d", p.name,
 			f.ttft50-d.ttft50, f.ttft99-d.ttft99, f.itl50-d.itl50, f.itl99-d.itl99, f.del50-d.del50, f.del99-d.del99, cpu, p.failed)
 		key := strings.ReplaceAll(p.name, " ", "_")
 		b.ReportMetric(f.ttft99-d.ttft99, "ms_added_ttft_p99_"+key)
@@ -400,6 +412,48 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 		}
 		if p.failed > 0 {
 			b.Errorf("%s: %d streams failed", p.name, p.failed)
+		}
+	}
+	benchRoundFigures(b, paths)
+}
+
+// benchRoundFigures prints, for each proxy, what it added to the p99 TTFT
+// and ITL of the direct path in the same round (median over the rounds,
+// and their range, which shows how far the machine's load moves such a
+// figure), and the same for each llmchaos proxy against Toxiproxy.
+func benchRoundFigures(b *testing.B, paths []*benchPath) {
+	var tox *benchPath
+	for _, p := range paths {
+		if p.name == "toxiproxy" {
+			tox = p
+		}
+	}
+	b.Logf("p99 added, round by round (%d rounds): median [lowest, highest], ms", benchRounds)
+	b.Logf("%-26s %-25s %s", "path", "TTFT p99", "ITL p99")
+	row := func(name string, p, base *benchPath) {
+		var dt, di []float64
+		for i := range min(len(p.rounds), len(base.rounds)) {
+			dt = append(dt, p.rounds[i].ttft-base.rounds[i].ttft)
+			di = append(di, p.rounds[i].itl-base.rounds[i].itl)
+		}
+		if len(dt) == 0 {
+			return
+		}
+		span := func(xs []float64) string {
+			return fmt.Sprintf("%+.3f [%+.3f, %+.3f]", percentile(xs, .5), slices.Min(xs), slices.Max(xs))
+		}
+		b.Logf("%-26s %-25s %s", name, span(dt), span(di))
+	}
+	direct := paths[0]
+	for _, p := range paths[1:] {
+		row(p.name+" vs direct", p, direct)
+	}
+	if tox == nil {
+		return
+	}
+	for _, p := range paths[1:] {
+		if p != tox {
+			row(p.name+" vs toxiproxy", p, tox)
 		}
 	}
 }

@@ -75,13 +75,19 @@ func TestLatencyJitterSpread(t *testing.T) {
 		rtts = append(rtts, roundTrip(t, c, "j"))
 	}
 	slices.Sort(rtts)
-	lo, hi := rtts[0], rtts[len(rtts)-1]
-	t.Logf("20 round trips with %v ± %v: min %v, max %v", lat, jit, lo, hi)
+	lo, med, hi := rtts[0], rtts[len(rtts)/2], rtts[len(rtts)-1]
+	t.Logf("20 round trips with %v ± %v: min %v, median %v, max %v", lat, jit, lo, med, hi)
 	if lo < lat-jit-early {
 		t.Errorf("min: got %v, want at least %v", lo, lat-jit)
 	}
-	if hi > lat+jit+slack {
-		t.Errorf("max: got %v, want at most %v", hi, lat+jit+slack)
+	// The draws' own bounds are TestLatencyDrawsAreSeeded's; here the
+	// round trips, timed by the client, can only bound them from below one
+	// by one (a busy machine adds its own delay to any of them, 89 ms once
+	// under load 20). From above, the median: half the draws of a uniform
+	// spread lie below lat, so a median past lat+jit means the proxy added
+	// more than its draws, not that one read came late.
+	if med > lat+jit {
+		t.Errorf("median: got %v, want at most %v", med, lat+jit)
 	}
 	// 20 uniform draws over an 80 ms range: the chance that they span less
 	// than 40 ms is below 1e-4; and the seed fixes the draws anyway.

@@ -25,12 +25,15 @@ type Params struct {
 }
 
 // Targets returns the target part of p (promoted to every action's
-// params), so a runner can watch the replicas a fault acts on.
+// params), so a runner can watch the replicas a fault acts on: in
+// resolved params, with its defaults filled in (faults.Type.Defaults).
 func (p *Params) Targets() *TargetParams { return &p.Target }
 
 // Selection returns the selection part of p (promoted to every action's
-// params), so that a dry run can say what the fault would pick.
-func (p *Params) Selection() faults.Selection { return p.Select.WithDefaults() }
+// params), so that a dry run can say what the fault would pick: as
+// resolved, its defaults filled in by the experiment's resolution
+// (faults.Type.Defaults).
+func (p *Params) Selection() faults.Selection { return p.Select }
 
 // WithDefaults returns p with its defaults filled in.
 func (p Params) WithDefaults() Params {

@@ -28,7 +28,7 @@ func Types() []faults.Type {
 // Kubernetes pods with their namespace and selector, when the experiment
 // leaves it out; build makes the fault with the run's seeded source and
 // options.
-func replicaType[P any](name, summary string, lifetime faults.Lifetime, example string,
+func replicaType[P interface{ WithDefaults() P }](name, summary string, lifetime faults.Lifetime, example string,
 	target func(*P) *TargetParams, check func(P) error,
 	build func(name string, p P, rng *rand.Rand, opts ...Option) (faults.Fault, error),
 ) faults.Type {
@@ -44,6 +44,10 @@ func replicaType[P any](name, summary string, lifetime faults.Lifetime, example 
 		FromKubernetes: func(p any, env faults.KubernetesEnv) {
 			t := target(p.(*P))
 			*t = t.OrKubernetes(env)
+		},
+		Defaults: func(p any) {
+			q := p.(*P)
+			*q = (*q).WithDefaults()
 		},
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			opts := BuildOptions(env)

@@ -1,11 +1,11 @@
 package script
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/workload"
 )
@@ -149,22 +149,23 @@ func arrivalDefaults(s Scenario) Scenario {
 }
 
 // validateVUPool reports the problems of an arrival-rate executor's VUs.
-func validateVUPool(s Scenario) []error {
-	var errs []error
+func validateVUPool(s Scenario) field.Problems {
+	var ps field.Problems
 	switch {
-	case s.unset("preAllocatedVUs", s.PreAllocatedVUs):
-		errs = append(errs, errors.New("preAllocatedVUs is required (the VUs initialized before the load)"))
+	case s.unset(string(fieldPreAllocatedVUs), s.PreAllocatedVUs):
+		ps = append(ps, field.Problem{Path: fieldPreAllocatedVUs, Format: "%s is required (the VUs initialized before the load)",
+			Args: []any{fieldPreAllocatedVUs}, Missing: true})
 	case s.PreAllocatedVUs < 0:
-		errs = append(errs, errors.New("preAllocatedVUs must not be negative"))
+		ps.AddNamed(fieldPreAllocatedVUs, " must not be negative")
 	case s.MaxVUs <= 0:
-		errs = append(errs, errPositive("preAllocatedVUs"))
+		ps.AddNamed(fieldPreAllocatedVUs, " must be positive")
 	case s.MaxVUs < s.PreAllocatedVUs:
-		errs = append(errs, fmt.Errorf("maxVUs %d must be at least preAllocatedVUs %d", s.MaxVUs, s.PreAllocatedVUs))
+		ps.AddNamed(fieldMaxVUs, " %d must be at least %s %d", s.MaxVUs, fieldPreAllocatedVUs, s.PreAllocatedVUs)
 	}
 	if s.TimeUnit <= 0 {
-		errs = append(errs, errPositive("timeUnit"))
+		ps.AddNamed(fieldTimeUnit, " must be positive")
 	}
-	return errs
+	return ps
 }
 
 // startArrivals builds x's schedule and runs it.

@@ -1,6 +1,6 @@
 package script
 
-import "errors"
+import "github.com/llmchaos/llmchaos/internal/field"
 
 // constantArrivalRate is k6's constant-arrival-rate: rate iterations per
 // timeUnit for duration, evenly spaced (see runArrivals). It starts with
@@ -9,15 +9,9 @@ import "errors"
 var constantArrivalRate = executor{
 	keys:     []string{"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
 	defaults: arrivalDefaults,
-	validate: func(s Scenario) error {
-		var errs []error
-		if s.Rate <= 0 {
-			errs = append(errs, errPositive("rate"))
-		}
-		if s.Duration <= 0 {
-			errs = append(errs, errPositive("duration"))
-		}
-		return errors.Join(append(errs, validateVUPool(s)...)...)
+	validate: func(s Scenario) field.Problems {
+		ps := positive(namedInt{fieldRate, int64(s.Rate)}, namedInt{FieldDuration, int64(s.Duration)})
+		return append(ps, validateVUPool(s)...)
 	},
 	vus: func(s Scenario) int { return s.PreAllocatedVUs },
 	run: startArrivals,

@@ -1,6 +1,9 @@
 package script
 
-import "github.com/llmchaos/llmchaos/xk6-llm/js"
+import (
+	"github.com/llmchaos/llmchaos/internal/field"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
+)
 
 // constantVUs is k6's constant-vus: vus VUs (1 unless given) loop over
 // iterations for duration.
@@ -12,8 +15,8 @@ var constantVUs = executor{
 		}
 		return s
 	},
-	validate: func(s Scenario) error {
-		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"duration", int64(s.Duration)})
+	validate: func(s Scenario) field.Problems {
+		return positive(namedInt{FieldVUs, int64(s.VUs)}, namedInt{FieldDuration, int64(s.Duration)})
 	},
 	vus: func(s Scenario) int { return s.VUs },
 	run: func(x *scenarioRun) {

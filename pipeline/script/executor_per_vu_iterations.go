@@ -1,6 +1,9 @@
 package script
 
-import "github.com/llmchaos/llmchaos/xk6-llm/js"
+import (
+	"github.com/llmchaos/llmchaos/internal/field"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
+)
 
 // iterationDefaults are k6's defaults of the iteration executors: 1 VU and
 // 1 iteration.
@@ -19,8 +22,8 @@ func iterationDefaults(s Scenario) Scenario {
 var perVUIterations = executor{
 	keys:     []string{"vus", "iterations", "maxDuration"},
 	defaults: iterationDefaults,
-	validate: func(s Scenario) error {
-		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
+	validate: func(s Scenario) field.Problems {
+		return positive(namedInt{FieldVUs, int64(s.VUs)}, namedInt{FieldIterations, int64(s.Iterations)})
 	},
 	vus: func(s Scenario) int { return s.VUs },
 	progress: func(x *scenarioRun) float64 {

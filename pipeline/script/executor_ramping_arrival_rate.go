@@ -1,6 +1,6 @@
 package script
 
-import "errors"
+import "github.com/llmchaos/llmchaos/internal/field"
 
 // rampingArrivalRate is k6's ramping-arrival-rate: the rate of iteration
 // starts moves linearly from startRate through each stage's target (per
@@ -10,19 +10,19 @@ import "errors"
 var rampingArrivalRate = executor{
 	keys:     []string{"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
 	defaults: arrivalDefaults,
-	validate: func(s Scenario) error {
-		errs := validateStages(s.Stages)
+	validate: func(s Scenario) field.Problems {
+		ps := validateStages(s.Stages)
 		if s.StartRate < 0 {
-			errs = append(errs, errors.New("startRate must not be negative"))
+			ps.AddNamed(fieldStartRate, " must not be negative")
 		}
 		anyRate := s.StartRate > 0
 		for _, st := range s.Stages {
 			anyRate = anyRate || st.Target > 0
 		}
 		if len(s.Stages) > 0 && !anyRate {
-			errs = append(errs, errors.New("stages: startRate and every target are 0, so no iteration would start"))
+			ps.AddNamed(FieldStages, ": %s and every target are 0, so no iteration would start", fieldStartRate)
 		}
-		return errors.Join(append(errs, validateVUPool(s)...)...)
+		return append(ps, validateVUPool(s)...)
 	},
 	vus: func(s Scenario) int { return s.PreAllocatedVUs },
 	run: startArrivals,

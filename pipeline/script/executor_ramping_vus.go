@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
@@ -27,18 +28,18 @@ var rampingVUs = executor{
 		}
 		return s
 	},
-	validate: func(s Scenario) error {
-		errs := validateStages(s.Stages)
+	validate: func(s Scenario) field.Problems {
+		ps := validateStages(s.Stages)
 		if *s.StartVUs < 0 {
-			errs = append(errs, errors.New("startVUs must not be negative"))
+			ps.AddNamed(fieldStartVUs, " must not be negative")
 		}
 		if *s.GracefulRampDown < 0 {
-			errs = append(errs, errors.New("gracefulRampDown must not be negative"))
+			ps.AddNamed(fieldGracefulRampDown, " must not be negative")
 		}
 		if len(s.Stages) > 0 && rampingMaxVUs(s) <= 0 {
-			errs = append(errs, errors.New("stages: startVUs and every target are 0, so no VU would run"))
+			ps.AddNamed(FieldStages, ": %s and every target are 0, so no VU would run", fieldStartVUs)
 		}
-		return errors.Join(errs...)
+		return ps
 	},
 	vus: rampingMaxVUs,
 	run: func(x *scenarioRun) {

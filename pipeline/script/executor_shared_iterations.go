@@ -3,6 +3,7 @@ package script
 import (
 	"sync/atomic"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
@@ -12,8 +13,8 @@ import (
 var sharedIterations = executor{
 	keys:     []string{"vus", "iterations", "maxDuration"},
 	defaults: iterationDefaults,
-	validate: func(s Scenario) error {
-		return positive(namedInt{"vus", int64(s.VUs)}, namedInt{"iterations", int64(s.Iterations)})
+	validate: func(s Scenario) field.Problems {
+		return positive(namedInt{FieldVUs, int64(s.VUs)}, namedInt{FieldIterations, int64(s.Iterations)})
 	},
 	vus: func(s Scenario) int { return min(s.VUs, s.Iterations) },
 	progress: func(x *scenarioRun) float64 {

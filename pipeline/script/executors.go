@@ -2,12 +2,11 @@ package script
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/engine"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -24,7 +23,9 @@ type executor struct {
 	// defaults fills the executor's own defaults (nil: none), before
 	// validate.
 	defaults func(s Scenario) Scenario
-	validate func(s Scenario) error
+	// validate reports every problem of the scenario, keyed by its field
+	// (vus, stages[1].target).
+	validate func(s Scenario) field.Problems
 	vus      func(s Scenario) int
 	// progress is how far x is, 0 to 1 (nil: the time elapsed over its
 	// length).
@@ -98,24 +99,21 @@ func timeProgress(x *scenarioRun) float64 {
 	return 0
 }
 
-// errPositive is the error of a field that must be positive.
-func errPositive(field string) error { return errors.New(field + " must be positive") }
-
-// positive reports, joined, each of fields (name → value) that is not
-// positive: the validation most executors need.
-func positive(fields ...namedInt) error {
-	var errs []error
+// positive reports each of fields that is not positive: the validation
+// most executors need.
+func positive(fields ...namedInt) field.Problems {
+	var ps field.Problems
 	for _, f := range fields {
 		if f.v <= 0 {
-			errs = append(errs, errPositive(f.name))
+			ps.AddNamed(f.name, " must be positive")
 		}
 	}
-	return errors.Join(errs...)
+	return ps
 }
 
 // namedInt is a scenario field for positive.
 type namedInt struct {
-	name string
+	name field.Path
 	v    int64
 }
 
@@ -135,21 +133,21 @@ func eachVU(x *scenarioRun, loop func(vu *js.VU)) {
 }
 
 // validateStages reports the problems of a ramping executor's stages.
-func validateStages(stages []Stage) []error {
-	var errs []error
+func validateStages(stages []Stage) field.Problems {
+	var ps field.Problems
 	if len(stages) == 0 {
-		return []error{errors.New("stages: give at least one {duration, target}")}
+		return field.Problems{{Path: FieldStages, Format: "%s: give at least one {duration, target}", Args: []any{FieldStages}, Missing: true}}
 	}
 	for i, st := range stages {
 		if st.Duration < 0 {
-			errs = append(errs, fmt.Errorf("stages[%d].duration must not be negative", i))
+			ps.AddNamed(FieldStages.Index(i).Key("duration"), " must not be negative")
 		}
 		if st.Target < 0 {
-			errs = append(errs, fmt.Errorf("stages[%d].target must not be negative", i))
+			ps.AddNamed(FieldStages.Index(i).Key("target"), " must not be negative")
 		}
 	}
 	if stagesLength(stages) <= 0 {
-		errs = append(errs, errors.New("stages: their durations add up to 0"))
+		ps.AddNamed(FieldStages, ": their durations add up to 0")
 	}
-	return errs
+	return ps
 }

@@ -2,7 +2,6 @@ package script
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 )
 
 // Duration is a k6 duration: a string such as "30s" or "1m30s", or a
@@ -242,7 +242,7 @@ func parseOptions(js string, o Overrides) (Options, error) {
 	if js != "" {
 		dec := json.NewDecoder(strings.NewReader(js))
 		if err := dec.Decode(&opts); err != nil {
-			return opts, fmt.Errorf("options: %w", err)
+			return opts, field.Problems{field.Errorf("", "options: %w", err)}
 		}
 	}
 	if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0 {
@@ -269,14 +269,32 @@ func parseOptions(js string, o Overrides) (Options, error) {
 	return opts, nil
 }
 
+// shortcut reports whether the scenario to run is the one the vus,
+// duration, iterations and stages shortcut describes, not
+// options.scenarios.
+func (o Options) shortcut() bool { return len(o.Scenarios) == 0 || o.VUs != 0 }
+
+// scenarioPath is the path of scenario name's fields: under
+// scenarios.NAME, or the root for the shortcut's, whose fields are the
+// options the script wrote.
+func (o Options) scenarioPath(name string) field.Path {
+	if o.shortcut() {
+		return ""
+	}
+	return FieldScenarios.Key(name)
+}
+
 // scenarios returns the scenarios to run, by name: options.scenarios, or
 // the one the vus/duration/iterations shortcut describes, with defaults.
-func (o Options) scenarios() (map[string]Scenario, error) {
+// Every problem is keyed by its option's field.
+func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 	out := map[string]Scenario{}
+	var ps field.Problems
 	if len(o.Scenarios) > 0 && (o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0) {
-		return nil, errors.New("options: give either scenarios or duration/iterations/stages, not both")
+		ps.Add(FieldScenarios, "give either %s or %s/%s/%s, not both", FieldScenarios, FieldDuration, FieldIterations, FieldStages)
+		return nil, ps
 	}
-	if len(o.Scenarios) > 0 && o.VUs == 0 {
+	if !o.shortcut() {
 		for n, s := range o.Scenarios {
 			out[n] = s
 		}
@@ -288,7 +306,8 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 		switch {
 		case len(o.Stages) > 0:
 			if o.Duration > 0 || o.Iterations > 0 {
-				return nil, errors.New("options: stages set the run's length: give no duration or iterations with them")
+				ps.Add(FieldStages, "%s set the run's length: give no %s or %s with them", FieldStages, FieldDuration, FieldIterations)
+				return nil, ps
 			}
 			start := vus
 			out[DefaultScenario] = Scenario{Executor: "ramping-vus", StartVUs: &start, Stages: o.Stages}
@@ -308,26 +327,27 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 			out[DefaultScenario] = d
 		}
 	}
-	var errs []error
 	names := make([]string, 0, len(out))
 	for n := range out {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		s := out[n]
+		s, root := out[n], o.scenarioPath(n)
+		executor := root.Key("executor")
 		if s.Executor == "" {
-			errs = append(errs, fmt.Errorf("scenario %s has no executor: give one of %s", n, strings.Join(executorNames(), ", ")))
+			ps = append(ps, field.Problem{Path: executor, Format: "%s is missing: give one of %s",
+				Args: []any{executor, strings.Join(executorNames(), ", ")}, Missing: true})
 			continue
 		}
 		ex, ok := executors[s.Executor]
 		if !ok {
-			errs = append(errs, fmt.Errorf("scenario %s: executor %q: want one of %s", n, s.Executor, strings.Join(executorNames(), ", ")))
+			ps.AddNamed(executor, " %q: want one of %s", s.Executor, strings.Join(executorNames(), ", "))
 			continue
 		}
 		if bad := s.unknownKeys(ex.keys); len(bad) > 0 {
-			errs = append(errs, fmt.Errorf("scenario %s (%s): unknown field(s) %q: %s takes %s, and every scenario %s",
-				n, s.Executor, bad, s.Executor, strings.Join(ex.keys, ", "), strings.Join(scenarioKeys, ", ")))
+			ps.AddNamed(root, " (%s): unknown field(s) %q: %s takes %s, and every scenario %s",
+				s.Executor, bad, s.Executor, strings.Join(ex.keys, ", "), strings.Join(scenarioKeys, ", "))
 			continue
 		}
 		if s.Exec == "" {
@@ -346,12 +366,10 @@ func (o Options) scenarios() (map[string]Scenario, error) {
 		if def := executors[s.Executor].defaults; def != nil {
 			s = def(s)
 		}
-		if err := executors[s.Executor].validate(s); err != nil {
-			errs = append(errs, fmt.Errorf("scenario %s (%s): %w", n, s.Executor, err))
-		}
+		ps = append(ps, executors[s.Executor].validate(s).Under(root)...)
 		out[n] = s
 	}
-	return out, errors.Join(errs...)
+	return out, ps
 }
 
 // supportedOptions are the keys of `export const options` the runner

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/js"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
@@ -31,15 +32,31 @@ func (e *ThresholdError) Unwrap() error { return e.Err }
 // OptionsError is a problem of the script's options (k6's invalid
 // configuration, exit 104): options that do not decode, a scenario or a
 // threshold that is not valid, a scenario whose exec function the script
-// does not export. It wraps the *js.ScriptError that says where.
-type OptionsError struct{ Err *js.ScriptError }
+// does not export. Problems are every problem found, keyed by the option's
+// field (scenarios.spike.rate; FieldOverrides for an override's); Err is
+// the *js.ScriptError that says where, its message the problems with their
+// fields named as the script writes them (OptionName).
+type OptionsError struct {
+	Problems field.Problems
+	Err      *js.ScriptError
+}
 
 func (e *OptionsError) Error() string { return e.Err.Error() }
 func (e *OptionsError) Unwrap() error { return e.Err }
 
-// optionsError is an OptionsError at the script's path.
+// optionsError is an OptionsError at the script's path: the field
+// problems in err, and any other error as a problem of the options as a
+// whole.
 func optionsError(path string, err error) error {
-	return &OptionsError{Err: &js.ScriptError{Pos: path, Msg: err.Error()}}
+	ps, rest := field.Of(err)
+	for _, e := range rest {
+		ps = append(ps, field.Errorf("", "%w", e))
+	}
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Message(OptionName)
+	}
+	return &OptionsError{Problems: ps, Err: &js.ScriptError{Pos: path, Msg: strings.Join(msgs, "\n")}}
 }
 
 // newRun loads the script of cfg and makes the run's shared state and
@@ -168,35 +185,37 @@ func (r *run) readOptions(optsJSON string) error {
 	if err != nil {
 		return optionsError(prog.Path, err)
 	}
-	scenarios, err := opts.scenarios()
-	if err != nil {
-		return optionsError(prog.Path, err)
+	scenarios, ps := opts.scenarios()
+	if len(ps) > 0 {
+		return optionsError(prog.Path, ps)
 	}
-	var errs []error
 	ths, err := assertions.ParseConfigScript(r.sh.Metrics, opts.Thresholds)
 	if err != nil {
-		errs = append(errs, errors.New("options.thresholds: "+err.Error()))
+		ps.AddNamed(FieldThresholds, ": %w", err)
 	}
-	sumOpts, err := summaryOptions(opts, &r.text)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	sumOpts, sps := summaryOptions(opts, &r.text)
+	ps = append(ps, sps...)
 	for _, t := range []struct {
-		name string
-		d    *Duration
-	}{{"setupTimeout", opts.SetupTimeout}, {"teardownTimeout", opts.TeardownTimeout}} {
+		f field.Path
+		d *Duration
+	}{{FieldSetupTimeout, opts.SetupTimeout}, {FieldTeardownTimeout, opts.TeardownTimeout}} {
 		if t.d != nil && *t.d <= 0 {
-			errs = append(errs, fmt.Errorf("options.%s must be positive", t.name))
+			ps.AddNamed(t.f, " must be positive")
 		}
 	}
 	names := sortedNames(scenarios)
 	for _, n := range names {
-		if exec := scenarios[n].Exec; !r.vu0.HasExport(exec) {
-			errs = append(errs, fmt.Errorf("scenario %s: the script exports no function %q", n, exec))
+		exec := scenarios[n].Exec
+		switch {
+		case r.vu0.HasExport(exec):
+		case opts.shortcut():
+			ps.Add("", "the script exports no %s function: the %s scenario runs it", exec, n)
+		default:
+			ps.AddNamed(FieldScenarios.Key(n).Key(string(fieldExec)), ": the script exports no function %q", exec)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return optionsError(prog.Path, err)
+	if len(ps) > 0 {
+		return optionsError(prog.Path, ps)
 	}
 	for _, t := range cfg.Thresholds {
 		more, err := assertions.ParseScript(r.sh.Metrics, t)
@@ -222,22 +241,23 @@ func (r *run) readOptions(optsJSON string) error {
 // (else the options' duration), with o.VUs pre-allocated VUs (else
 // RateVUs).
 func (o Overrides) withRate(opts Options) (Options, error) {
-	var errs []error
+	var ps field.Problems
 	if !(o.Rate > 0 && o.Rate <= MaxRate) {
-		errs = append(errs, fmt.Errorf("rate %v: want more than 0 and at most %v iterations per second", o.Rate, float64(MaxRate)))
+		ps.AddNamed(FieldOverrideRate, " %v: want more than 0 and at most %v iterations per second", o.Rate, float64(MaxRate))
 	}
 	if o.Iterations > 0 {
-		errs = append(errs, errors.New("a rate and a number of iterations: give one (a rate runs for a duration)"))
+		ps.Add(FieldOverrideIterations, "%s and %s: give one (a rate runs for a duration)", FieldOverrideRate, FieldOverrideIterations)
 	}
 	d := opts.Duration
 	if o.Duration > 0 {
 		d = Duration(o.Duration)
 	}
 	if d <= 0 {
-		errs = append(errs, errors.New("a rate needs a duration (options.duration, or the duration override)"))
+		ps = append(ps, field.Problem{Path: FieldOverrideDuration, Format: "%s needs a duration: %s, or %s",
+			Args: []any{FieldOverrideRate, FieldDuration, FieldOverrideDuration}, Missing: true})
 	}
-	if err := errors.Join(errs...); err != nil {
-		return opts, err
+	if len(ps) > 0 {
+		return opts, ps
 	}
 	vus := o.VUs
 	if vus <= 0 {

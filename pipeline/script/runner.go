@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry/observe"
@@ -439,17 +440,17 @@ func reportChecks(g js.SummaryGroup, out []report.Check) []report.Check {
 // summaryTrendStats, when given, also become the terminal summary's
 // columns unless the command line chose them (text). Without either, k6's
 // default statistics.
-func summaryOptions(opts Options, text *report.TextOptions) (js.SummaryOptions, error) {
+func summaryOptions(opts Options, text *report.TextOptions) (js.SummaryOptions, field.Problems) {
 	so := js.SummaryOptions{SummaryTrendStats: opts.SummaryTrendStats, SummaryTimeUnit: opts.SummaryTimeUnit, NoColor: !text.Color}
 	switch opts.SummaryTimeUnit {
 	case "", "s", "ms", "us":
 	default:
-		return so, fmt.Errorf("options.summaryTimeUnit %q: want s, ms or us", opts.SummaryTimeUnit)
+		return so, field.Problems{field.Errorf(FieldSummaryTimeUnit, "%s %q: want s, ms or us", FieldSummaryTimeUnit, opts.SummaryTimeUnit)}
 	}
 	if len(opts.SummaryTrendStats) > 0 {
 		ts, err := report.ParseTrendStats(strings.Join(opts.SummaryTrendStats, ","))
 		if err != nil {
-			return so, fmt.Errorf("options.summaryTrendStats: %w", err)
+			return so, field.Problems{field.Errorf(FieldSummaryTrendStats, "%s: %w", FieldSummaryTrendStats, err)}
 		}
 		if text.TrendStats == nil {
 			text.TrendStats = ts

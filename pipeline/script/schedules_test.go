@@ -100,17 +100,17 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 					t.Errorf("got %+v", a)
 				}
 			}},
-		{"stages with duration", `{"duration": "1s", "stages": [{"duration": "1s", "target": 5}]}`, []string{"give no duration or iterations"}, nil},
+		{"stages with duration", `{"duration": "1s", "stages": [{"duration": "1s", "target": 5}]}`, []string{"options.stages set the run's length: give no options.duration or options.iterations"}, nil},
 		{"stages with scenarios", `{"stages": [{"duration": "1s", "target": 5}], "scenarios": {"a": {"executor": "constant-vus", "vus": 1, "duration": "1s"}}}`,
 			[]string{"not both"}, nil},
 		{"ramping-vus problems, all at once", `{"scenarios": {"r": {"executor": "ramping-vus", "startVUs": 0,
 			"stages": [{"duration": "-1s", "target": 0}, {"duration": "0s", "target": -2}]}}}`,
-			[]string{"stages[0].duration must not be negative", "stages[1].target must not be negative", "durations add up to 0", "every target are 0"}, nil},
+			[]string{"options.scenarios.r.stages[0].duration must not be negative", "options.scenarios.r.stages[1].target must not be negative", "durations add up to 0", "every target are 0"}, nil},
 		{"ramping-vus without stages", `{"scenarios": {"r": {"executor": "ramping-vus"}}}`, []string{"stages: give at least one"}, nil},
 		{"arrival-rate pools", `{"scenarios": {"a": {"executor": "constant-arrival-rate", "rate": 5, "duration": "1s", "preAllocatedVUs": 5, "maxVUs": 2},
 			"b": {"executor": "ramping-arrival-rate", "stages": [{"duration": "1s", "target": 0}]}}}`,
-			[]string{"scenario a (constant-arrival-rate): maxVUs 2 must be at least preAllocatedVUs 5",
-				"scenario b (ramping-arrival-rate): stages: startRate and every target are 0", "preAllocatedVUs is required"}, nil},
+			[]string{"options.scenarios.a.maxVUs 2 must be at least options.scenarios.a.preAllocatedVUs 5",
+				"options.scenarios.b.stages: options.scenarios.b.startRate and every target are 0", "options.scenarios.b.preAllocatedVUs is required"}, nil},
 		{"k6's defaults: 1 VU, 1 iteration", `{"scenarios": {"s": {"executor": "shared-iterations"}, "p": {"executor": "per-vu-iterations", "vus": 3},
 			"c": {"executor": "constant-vus", "duration": "1s"}}}`, nil,
 			func(t *testing.T, s map[string]Scenario) {
@@ -136,15 +136,15 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 					t.Errorf("got %+v", d)
 				}
 			}},
-		{"vus given as 0", `{"vus": 0, "duration": "1s"}`, []string{"scenario default (constant-vus): vus must be positive"}, nil},
+		{"vus given as 0", `{"vus": 0, "duration": "1s"}`, []string{"options.vus must be positive"}, nil},
 		{"a shortcut with scenarios", `{"duration": "1s", "scenarios": {"z": {"executor": "shared-iterations"}}}`, []string{"not both"}, nil},
 		{"zero VUs given are refused", `{"scenarios": {"z": {"executor": "shared-iterations", "vus": 0, "iterations": 0}}}`,
 			[]string{"vus must be positive", "iterations must be positive"}, nil},
 		{"a field the executor does not take", `{"scenarios": {"a": {"executor": "constant-arrival-rate", "rate": 1, "duration": "1s", "preAllocatedVUs": 1, "vus": 5},
 			"b": {"executor": "constant-vus", "duration": "1s", "target": 3}}}`,
-			[]string{`scenario a (constant-arrival-rate): unknown field(s) ["vus"]: constant-arrival-rate takes rate, timeUnit, duration, preAllocatedVUs, maxVUs`,
-				`scenario b (constant-vus): unknown field(s) ["target"]`}, nil},
-		{"no executor", `{"scenarios": {"a": {"vus": 1}}}`, []string{"scenario a has no executor"}, nil},
+			[]string{`options.scenarios.a (constant-arrival-rate): unknown field(s) ["vus"]: constant-arrival-rate takes rate, timeUnit, duration, preAllocatedVUs, maxVUs`,
+				`options.scenarios.b (constant-vus): unknown field(s) ["target"]`}, nil},
+		{"no executor", `{"scenarios": {"a": {"vus": 1}}}`, []string{"options.scenarios.a.executor is missing: give one of"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,17 +152,19 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := opts.scenarios()
+			s, ps := opts.scenarios()
 			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("got %v, want valid options", err)
+				if len(ps) > 0 {
+					t.Fatalf("got %v, want valid options", ps)
 				}
 				tt.check(t, s)
 				return
 			}
-			if err == nil {
+			if len(ps) == 0 {
 				t.Fatalf("got valid options, want errors %q", tt.want)
 			}
+			// As the script's author reads them: options.KEY.
+			err = optionsError("script.js", ps)
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("got %q, want it to contain %q", err, w)

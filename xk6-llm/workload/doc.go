@@ -7,5 +7,10 @@
 // named presets; BuildRequest turns one of its turns into the Request the
 // client sends.
 //
+// Resolve is the one workload resolver of every front end (an
+// experiment's workload: mapping, llmchaos load's flags, whose text it
+// parses through Given.Set): preset, settings on top, defaults, checks,
+// every problem keyed by its field.
+//
 // It imports nothing else of the load engine.
 package workload
