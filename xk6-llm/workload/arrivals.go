@@ -183,6 +183,32 @@ func (c ArrivalConfig) Lasting(d time.Duration) ArrivalConfig {
 	return c
 }
 
+// AtRate returns the open loop at rate r, lasting d, that a live load
+// makes of the ramp or stages c (a game day runs their highest rate and
+// changes it live): c's arrival kind, burstiness, request count, cap on
+// requests in flight and saturation rule. When c is checked only what
+// changed is checked, r and d: the checks of those other fields are the
+// same whichever of rate, ramp and stages sets the open loop, and c passed
+// them. Otherwise the whole config is checked.
+func (c ArrivalConfig) AtRate(r float64, d time.Duration) (ArrivalConfig, field.Problems) {
+	out := ArrivalConfig{
+		Rate: r, Arrival: c.Arrival, Burstiness: c.Burstiness, Duration: d,
+		Requests: c.Requests, MaxInFlight: c.MaxInFlight, OnSaturation: c.OnSaturation,
+	}
+	if m := c.Mode(); !c.checked || (m != ModeRamp && m != ModeStages) {
+		return out.Checked()
+	}
+	var ps field.Problems
+	if !(r > 0) || !finiteNum(r) || r > MaxRate {
+		ps.Add(FieldRate, "%s %v: want a finite rate more than 0 and at most %v requests per second", FieldRate, r, float64(MaxRate))
+	}
+	if d <= 0 {
+		ps.Add(FieldDuration, "%s %v must be > 0", FieldDuration, d)
+	}
+	out.checked = len(ps) == 0
+	return out, ps
+}
+
 // Mode returns the load mode cfg sets, or "" when none is set. When several
 // are set (an invalid config) it returns the first in the order rate, ramp,
 // stages, trace, closed.
