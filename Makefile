@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node soak-shards lint bench soak-quickstart image clean
+.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node soak-shards k6-examples lint bench soak-quickstart image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -51,6 +51,16 @@ k8s-node: k8s-controlplane
 NODE_TEST_PKGS = ./faults/replica/ ./experiments/ ./cmd/llmchaos/
 test-node: k8s-node
 	LLMCHAOS_REQUIRE_K8S_NODE=1 $(GO) test -race -count=1 -p 1 -timeout 20m -run 'OnARealNode' $(NODE_TEST_PKGS)
+
+# k6-examples runs k6's own example scripts (the examples/ folder of a
+# checkout of grafana/k6 at K6_REPO; AGPL, so none is kept here) through the
+# binary called as k6 against local stand-ins of the hosts they name, each
+# held to k6's exit code, checks, log lines and requests
+# (cmd/llmchaos/k6examples_test.go). make test skips them without K6_REPO.
+k6-examples:
+	@test -n "$(K6_REPO)" || { echo "k6-examples: set K6_REPO to a checkout of grafana/k6" >&2; exit 2; }
+	LLMCHAOS_K6_EXAMPLES=$(abspath $(K6_REPO))/examples $(GO) test -count=1 -timeout 20m \
+		-run '^(TestK6RepositoryExamplesRunAsInK6|TestK6EndlessLoopExampleEndsOnCtrlC)$$' -v ./cmd/llmchaos/
 
 # soak-shards runs the sharded load on the real node (3 shard pods of an
 # Indexed Job, their reports read back from the pods' logs) SOAK_N times

@@ -159,6 +159,16 @@ func orDefaultD(v, d time.Duration) time.Duration {
 	return v
 }
 
+// loadLimit is the most load one process drives in c's mode (the load
+// engine's own bounds), and its unit: a search bounded above it would fail
+// at the step that reached it.
+func (c Config) loadLimit() (float64, string) {
+	if c.Mode == ModeConcurrency {
+		return workload.MaxConcurrency, "users"
+	}
+	return workload.MaxRate, "requests per second"
+}
+
 // Validate reports every problem of c (with defaults applied) at once.
 func (c Config) Validate() error {
 	_, err := c.validate()
@@ -196,6 +206,9 @@ func (c Config) validate() (workload.ArrivalConfig, error) {
 	}
 	if !(s.Min > 0) || !(s.Max >= s.Min) || math.IsInf(s.Max, 0) {
 		bad("load bounds [%v, %v]: want 0 < min ≤ max, both finite", s.Min, s.Max)
+	}
+	if lim, unit := c.loadLimit(); s.Max > lim {
+		bad("max %v: at most %v %s in one process (spread a larger load over several: llmchaos load --shard)", s.Max, lim, unit)
 	}
 	if !(s.Start > 0) {
 		bad("start %v: want a load above 0", s.Start)

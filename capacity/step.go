@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,10 +132,11 @@ func measureStep(st *Step, cfg Config, sum *recording.Summary, measure time.Dura
 		Expected: st.Expected, CV: cv, Sent: st.Sent, Dropped: st.Dropped, SendLagP99: lag, CPU: st.CPU, ProcessCPU: st.ProcessCPU,
 	})
 	st.CompletedRPS, st.Saturated = saturation(sum, cfg, st.Sent, measure)
+	st.Unanswered = unanswered(c)
 	switch {
 	case len(st.Client) > 0:
 		st.Verdict = ClientLimited
-	case st.Saturated != "":
+	case st.Saturated != "", st.Unanswered != "":
 		st.Verdict = Fail
 	case outs.OK():
 		st.Verdict = Pass
@@ -210,4 +212,29 @@ func waitUntil(done <-chan struct{}, at time.Time) bool {
 	case <-done:
 		return false
 	}
+}
+
+// unansweredClasses are the errors of a request the server did not answer:
+// no connection, a connection dropped before the answer ended, or no
+// answer before the timeout or the step's grace.
+var unansweredClasses = []recording.ErrorClass{recording.ClassConnect, recording.ClassReset, recording.ClassTimeout}
+
+// unanswered says how many of a step's requests the server did not
+// answer, by class ("3 of 40 requests: connect 2, reset 1"), or "" when it
+// answered them all. Such a step does not hold, whatever its SLOs say:
+// its percentiles cover only the requests that were answered, and an
+// SLO set without an error rate would not see the others at all.
+func unanswered(c recording.Counts) string {
+	var n int64
+	var parts []string
+	for _, cl := range unansweredClasses {
+		if k := c.Class(cl); k > 0 {
+			n += k
+			parts = append(parts, fmt.Sprintf("%s %d", cl, k))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests: %s", n, c.Finished(), strings.Join(parts, ", "))
 }

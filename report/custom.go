@@ -179,6 +179,9 @@ func writeCustomRows(t *table, d *Document, stats []TrendStat) {
 	}
 	t.row("custom")
 	for _, c := range d.CustomMetrics {
+		if c.Count == 0 {
+			continue // as k6's summary: a metric without samples is not shown (run.json keeps it)
+		}
 		name := "  " + c.Name
 		switch {
 		case c.Stats != nil:

@@ -41,6 +41,7 @@ func TestRunScriptExitCodes(t *testing.T) {
 	setupThrows := script("setup-throws.js", "export function setup() {\n  throw new Error('no fixture');\n}\nexport default function () {}\n")
 	teardownThrows := script("teardown-throws.js", "export default function () {}\nexport async function teardown() {\n  await null;\n  throw new Error('cleanup broke');\n}\n")
 	badExecutor := script("bad-executor.js", "export const options = { scenarios: { s: { executor: 'constant-looping-vus' } } };\nexport default function () {}\n")
+	badTLS := script("bad-tls.js", "export const options = { tlsVersion: { min: 'tls1.4' }, tlsCipherSuites: ['RC5'] };\nexport default function () {}\n")
 	unknownMetric := script("unknown-metric.js", "export const options = { thresholds: { not_a_metric: ['count>0'] } };\nexport default function () {}\n")
 	setupTimeout := script("setup-timeout.js", "import { sleep } from 'k6';\nexport const options = { setupTimeout: '50ms' };\n"+
 		"export function setup() { sleep(10); }\nexport default function () {}\n")
@@ -110,6 +111,8 @@ func TestRunScriptExitCodes(t *testing.T) {
 			stderr: []string{"teardown-throws.js:4:9", "Error: cleanup broke"}},
 		{name: "an unknown executor", code: exitcode.ScriptInvalidConfig, args: []string{"run", badExecutor},
 			stderr: []string{`executor "constant-looping-vus"`}},
+		{name: "TLS options k6 refuses", code: exitcode.ScriptInvalidConfig, args: []string{"run", badTLS},
+			stderr: []string{`options.tlsVersion.min "tls1.4": want tls1.0`, `options.tlsCipherSuites: unknown cipher suite "RC5"`}},
 		{name: "a threshold on no metric", code: exitcode.ScriptInvalidConfig, args: []string{"run", unknownMetric},
 			stderr: []string{`unknown metric "not_a_metric"`}},
 		{name: "setupTimeout", code: exitcode.ScriptSetupTimeout, args: []string{"run", setupTimeout}, stderr: []string{"setupTimeout (50ms)"}},

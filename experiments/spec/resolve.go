@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"strconv"
 	"sync/atomic"
@@ -227,7 +226,7 @@ func ApplyCapacity(s *Spec, path string) (CapacityApplied, error) {
 	bad := func(format string, args ...any) field.Problem {
 		return field.Errorf(fieldCapacity, "%s %s: "+format, append([]any{fieldRate, w.Rate}, args...)...)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFileLimit(path, maxCapacityFileSize, "a capacity file")
 	if err != nil {
 		return CapacityApplied{}, bad("capacity file: %w", err)
 	}

@@ -423,8 +423,12 @@ func TestStreamChunkDelay(t *testing.T) {
 			t.Errorf("event %d came %v after the request, want at least %v", i, got, want)
 		}
 	}
-	if total := evs[len(evs)-1].at.Sub(start); total > 7*delay+slack {
-		t.Errorf("stream took %v, want about %v", total, 7*delay)
+	// From above: each event's timer starts when the one before was
+	// forwarded, so a busy machine's late wake-ups add up over the 7 hops
+	// (433 ms for 350 once at load 12-15). Half a delay per hop still
+	// fails a proxy that holds each event twice (700 ms).
+	if total, most := evs[len(evs)-1].at.Sub(start), 7*(delay+delay/2); total > most {
+		t.Errorf("stream took %v, want about %v and at most %v", total, 7*delay, most)
 	}
 }
 

@@ -165,8 +165,12 @@ func TestCutIterationsRecordNothingAfterTheCut(t *testing.T) {
 						}
 					}()
 				}
-				if what == "timer" && route.cause != "" && !route.ctrlC {
-					// The watch scenario waits for a held stream: hold one.
+				// The watch scenario waits for a held stream; a timer holds
+				// none, so the test holds one once the stall iteration has
+				// begun (held earlier, the watch could cut the run before
+				// the stall scenario's first sample: seen under -race).
+				var held atomic.Bool
+				holdOne := func() {
 					go func() {
 						req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/sse", nil)
 						if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -176,6 +180,9 @@ func TestCutIterationsRecordNothingAfterTheCut(t *testing.T) {
 				}
 				var began atomic.Bool
 				tagger := func(_ time.Duration, tags *recording.Tags) {
+					if tags.Scenario == "stall" && what == "timer" && route.cause != "" && !route.ctrlC && held.CompareAndSwap(false, true) {
+						holdOne()
+					}
 					// The stall scenario's first sample is its before.
 					if tags.Scenario == "stall" && what == "timer" && route.ctrlC && began.CompareAndSwap(false, true) {
 						// Nothing to observe from outside: the cut lands

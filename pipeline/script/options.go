@@ -58,6 +58,29 @@ func ParseStage(s string) (Stage, error) {
 	return st, nil
 }
 
+// TLSVersions is k6's tlsVersion option: a version name for both bounds,
+// or {min, max}.
+type TLSVersions struct {
+	Min string `json:"min,omitempty"`
+	Max string `json:"max,omitempty"`
+}
+
+// UnmarshalJSON reads "tls1.2" or {"min": ..., "max": ...}.
+func (v *TLSVersions) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		v.Min, v.Max = one, one
+		return nil
+	}
+	type plain TLSVersions
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("tlsVersion: want a version such as \"tls1.2\" or {min, max}: %w", err)
+	}
+	*v = TLSVersions(p)
+	return nil
+}
+
 // D is d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
@@ -82,6 +105,15 @@ type Options struct {
 	// (default 60s each, as k6).
 	SetupTimeout    *Duration `json:"setupTimeout,omitempty"`
 	TeardownTimeout *Duration `json:"teardownTimeout,omitempty"`
+	// InsecureSkipTLSVerify and MaxRedirects shape k6/http's client as
+	// k6's do: no certificate check; at most this many redirects followed
+	// per request unless its params.redirects says otherwise (default 10).
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+	MaxRedirects          *int `json:"maxRedirects,omitempty"`
+	// TLSVersion is k6's tlsVersion: "tls1.2" (both bounds) or {min, max};
+	// TLSCipherSuites its tlsCipherSuites (Go's suite names).
+	TLSVersion      *TLSVersions `json:"tlsVersion,omitempty"`
+	TLSCipherSuites []string     `json:"tlsCipherSuites,omitempty"`
 
 	keys map[string]bool // the keys the script's options gave
 }
@@ -169,7 +201,7 @@ var scenarioKeys = []string{"executor", "startTime", "gracefulStop", "exec", "en
 func (s Scenario) unknownKeys(executorKeys []string) []string {
 	var bad []string
 	for k := range s.keys {
-		if !slices.Contains(scenarioKeys, k) && !slices.Contains(executorKeys, k) {
+		if !containsFold(scenarioKeys, k) && !containsFold(executorKeys, k) {
 			bad = append(bad, k)
 		}
 	}
@@ -179,7 +211,24 @@ func (s Scenario) unknownKeys(executorKeys []string) []string {
 
 // unset reports whether the script left key out of s and the runner did
 // not set the field it names (v, its value, is 0): a default applies.
-func (s Scenario) unset(key string, v int) bool { return v == 0 && !s.keys[key] }
+func (s Scenario) unset(key string, v int) bool { return v == 0 && !hasKey(s.keys, key) }
+
+// hasKey reports whether keys holds key in any case: k6 reads its options
+// as Go's JSON decoder does, matching names without regard to case
+// (startvus is startVUs), and so do Options and Scenario.
+func hasKey(keys map[string]bool, key string) bool {
+	for k := range keys {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether list holds k in any case.
+func containsFold(list []string, k string) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return strings.EqualFold(s, k) })
+}
 
 // Defaults as k6's.
 const (
@@ -300,7 +349,7 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 		}
 	} else {
 		vus := o.VUs
-		if vus == 0 && !o.keys["vus"] {
+		if vus == 0 && !hasKey(o.keys, "vus") {
 			vus = 1 // k6's default
 		}
 		switch {
@@ -322,7 +371,7 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 		default:
 			out[DefaultScenario] = Scenario{Executor: "per-vu-iterations", VUs: vus, Iterations: 1}
 		}
-		if d := out[DefaultScenario]; o.keys["vus"] && slices.Contains(executors[d.Executor].keys, "vus") {
+		if d := out[DefaultScenario]; hasKey(o.keys, "vus") && slices.Contains(executors[d.Executor].keys, "vus") {
 			d.keys = map[string]bool{"vus": true} // given as 0, it stays 0: an error
 			out[DefaultScenario] = d
 		}
@@ -375,15 +424,15 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 // supportedOptions are the keys of `export const options` the runner
 // reads.
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
-	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout"}
+	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
 var k6OnlyOptions = []string{"batch", "batchPerHost", "blacklistIPs", "blockHostnames", "cloud", "discardResponseBodies",
 	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout", "hosts", "httpDebug",
-	"insecureSkipTLSVerify", "maxRedirects", "metricSamplesBufferSize", "minIterationDuration", "noConnectionReuse",
+	"metricSamplesBufferSize", "minIterationDuration", "noConnectionReuse",
 	"noCookiesReset", "noSetup", "noTeardown", "noVUConnectionReuse", "paused", "rps", "systemTags", "throw", "tlsAuth",
-	"tlsCipherSuites", "tlsVersion", "userAgent"}
+	"userAgent"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key
 // that is not acted on, in key order: a k6 option llmchaos lacks, a key k6
@@ -406,9 +455,12 @@ func optionWarnings(optsJSON string) []string {
 	var out []string
 	for _, k := range keys {
 		switch {
-		case slices.Contains(supportedOptions, k):
+		case containsFold(supportedOptions, k):
 		case slices.Contains(k6OnlyOptions, k):
 			out = append(out, fmt.Sprintf("options.%s is a k6 option llmchaos does not support: it is ignored", k))
+		case containsFold(k6OnlyOptions, k):
+			out = append(out, fmt.Sprintf("options.%s is k6's %s (k6 reads option names in any case), which llmchaos does not support: it is ignored",
+				k, closestOption(k)))
 		default:
 			msg := fmt.Sprintf("options.%s is not a k6 option: it is ignored", k)
 			if s := closestOption(k); s != "" {

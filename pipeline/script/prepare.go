@@ -85,10 +85,11 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	default:
 		return nil, fmt.Errorf("summary mode %q: want %s", cfg.SummaryMode, strings.Join(SummaryModes, ", "))
 	}
+	debug := cfg.Text.Verbose // --verbose shows console.debug, as k6's
 	if cfg.SummaryMode == SummaryFull {
 		cfg.Text.Verbose = true
 	}
-	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, Seed: cfg.Seed,
+	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, ConsoleDebug: debug, Seed: cfg.Seed,
 		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
 		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug, MaxOpenBytes: cfg.MaxOpenBytes})
 	if err != nil {
@@ -195,6 +196,24 @@ func (r *run) readOptions(optsJSON string) error {
 	}
 	sumOpts, sps := summaryOptions(opts, &r.text)
 	ps = append(ps, sps...)
+	httpOpts := js.HTTPOptions{InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, MaxRedirects: opts.MaxRedirects,
+		TLSCipherSuites: opts.TLSCipherSuites}
+	if v := opts.TLSVersion; v != nil {
+		httpOpts.TLSMin, httpOpts.TLSMax = v.Min, v.Max
+	}
+	if err := r.sh.SetHTTPOptions(httpOpts); err != nil {
+		all := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			all = j.Unwrap()
+		}
+		for _, e := range all {
+			if oe, ok := errors.AsType[*js.HTTPOptionError](e); ok {
+				ps.AddNamed(field.Path(oe.Option), "%s", oe.Msg)
+			} else {
+				ps.Add("", "%v", e)
+			}
+		}
+	}
 	for _, t := range []struct {
 		f field.Path
 		d *Duration

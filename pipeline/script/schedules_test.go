@@ -92,6 +92,19 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 					t.Errorf("got %+v", d)
 				}
 			}},
+		// k6's docs (graceful stop) write startvus: k6 reads names in any
+		// case, as Go's JSON decoder does.
+		{"keys in any case", `{"scenarios": {"c": {"executor": "ramping-vus", "startvus": 2, "gracefulrampdown": "3s",
+			"Stages": [{"duration": "1s", "target": 5}]}, "p": {"executor": "per-vu-iterations", "VUS": 3}}}`, nil,
+			func(t *testing.T, s map[string]Scenario) {
+				c, p := s["c"], s["p"]
+				if c.StartVUs == nil || *c.StartVUs != 2 || c.GracefulRampDown.D() != 3*time.Second || c.length() != time.Second {
+					t.Errorf("c: got %+v", c)
+				}
+				if p.VUs != 3 || p.Iterations != 1 {
+					t.Errorf("p: got %+v, want 3 VUs of 1 iteration", p)
+				}
+			}},
 		{"arrival rate maxVUs defaults to preAllocatedVUs", `{"scenarios": {"a": {"executor": "ramping-arrival-rate", "preAllocatedVUs": 4,
 			"stages": [{"duration": "2s", "target": 10}, {"duration": 500, "target": 0}]}}}`, nil,
 			func(t *testing.T, s map[string]Scenario) {
@@ -175,14 +188,16 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 }
 
 func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
+	// VUs and Duration are vus and duration, as k6 reads names in any
+	// case: no warning.
 	got := optionWarnings(`{"vus": 2, "hosts": {"a.test": "127.0.0.1"}, "discardResponseBodies": true, "VUs": 3, "Duration": "1s",
-		"tresholds": {}, "frobnicate": 1, "scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
+		"tresholds": {}, "frobnicate": 1, "nocookiesreset": true,
+		"scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
 	want := []string{
-		"options.Duration is not a k6 option: it is ignored (did you mean duration?)",
-		"options.VUs is not a k6 option: it is ignored (did you mean vus?)",
 		"options.discardResponseBodies is a k6 option llmchaos does not support: it is ignored",
 		"options.frobnicate is not a k6 option: it is ignored",
 		"options.hosts is a k6 option llmchaos does not support: it is ignored",
+		"options.nocookiesreset is k6's noCookiesReset (k6 reads option names in any case), which llmchaos does not support: it is ignored",
 		"options.tresholds is not a k6 option: it is ignored (did you mean thresholds?)",
 		"options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs",
 		"options.scenarios.b.options (k6's browser options) is not supported: it is ignored",

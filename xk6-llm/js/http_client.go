@@ -84,6 +84,16 @@ type httpOptions struct {
 	// --http-debug logs them; debugBody adds their bodies (--http-debug=full).
 	debug     func(string)
 	debugBody bool
+	// insecure is k6's insecureSkipTLSVerify: server certificates are
+	// not checked.
+	insecure bool
+	// maxRedirects is k6's maxRedirects: the redirects a request follows
+	// unless its params.redirects says otherwise.
+	maxRedirects int
+	// tlsMin, tlsMax and suites are k6's tlsVersion and tlsCipherSuites
+	// (0 and nil: Go's defaults).
+	tlsMin, tlsMax uint16
+	suites         []uint16
 }
 
 // newHTTPClient makes the run's HTTP client. The proxy comes from the
@@ -100,6 +110,8 @@ func newHTTPClient(o httpOptions) *httpClient {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableKeepAlives:   o.noReuse,
+		//nolint:gosec // the script's insecureSkipTLSVerify, tlsVersion and tlsCipherSuites ask for it
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: o.insecure, MinVersion: o.tlsMin, MaxVersion: o.tlsMax, CipherSuites: o.suites},
 	}
 	fresh := tr.Clone()
 	fresh.DisableKeepAlives = true
@@ -142,6 +154,9 @@ type httpSpec struct {
 	tags         recording.Tags    // the samples' tags
 	expected     *expectedStatuses // nil: http_req_failed is not recorded
 	badURL       error             // the URL does not parse: nothing is sent
+	jar          *cookieJar        // the request's active jar (nil: none)
+	cookies      []requestCookie   // params.cookies
+	auth         string            // params.auth: "" or basic (the URL's credentials), digest
 }
 
 // httpTrace collects a request's httptrace stamps. The transport calls its
@@ -272,6 +287,17 @@ func (c *httpClient) send(ctx context.Context, spec *httpSpec) *exchange {
 	if x.err != nil && x.trace.lostReused() && x.rctx.Err() == nil {
 		x.resp, x.err = c.roundTrip(c.retry, x)
 	}
+	if spec.auth == "digest" && x.err == nil && x.resp.StatusCode == http.StatusUnauthorized {
+		if authz, ok := digestAuthorization(spec, x.resp); ok {
+			_, _ = io.Copy(io.Discard, io.LimitReader(x.resp.Body, 1<<20))
+			x.resp.Body.Close()
+			again := *spec
+			again.header = spec.header.Clone()
+			again.header.Set("Authorization", authz)
+			x.spec = &again
+			x.resp, x.err = c.roundTrip(c.c, x)
+		}
+	}
 	return x
 }
 
@@ -288,6 +314,12 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	}
 	for k, vs := range x.spec.header {
 		req.Header[k] = vs
+	}
+	if x.spec.auth == "digest" {
+		req.URL.User = nil // the credentials answer the server's challenge, never sent as basic auth
+	}
+	if x.spec.jar != nil || len(x.spec.cookies) > 0 {
+		hc = x.spec.withCookies(hc, req)
 	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", httpUserAgent)
@@ -308,6 +340,28 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 		}
 	}
 	return resp, err
+}
+
+// withCookies adds params.cookies to req and returns hc with the
+// request's jar, which adds its cookies (less those params replace) to
+// each hop and keeps the responses'.
+func (spec *httpSpec) withCookies(hc *http.Client, req *http.Request) *http.Client {
+	var replace map[string]bool
+	for _, c := range spec.cookies {
+		req.AddCookie(&http.Cookie{Name: c.name, Value: c.value})
+		if c.replace {
+			if replace == nil {
+				replace = map[string]bool{}
+			}
+			replace[c.name] = true
+		}
+	}
+	if spec.jar == nil {
+		return hc
+	}
+	with := *hc
+	with.Jar = requestJar{jar: spec.jar.jar, replace: replace}
+	return &with
 }
 
 // lostReused reports whether the attempt failed on a reused connection
@@ -406,7 +460,14 @@ type httpResult struct {
 	code       int
 	timings    httpTimings
 	remote     string
-	sent       bool // a request went out (false: an invalid URL)
+	sent       bool   // a request went out (false: an invalid URL)
+	tlsVersion string // k6's tls_version ("tls1.3"); "" without TLS
+	tlsCipher  string // k6's tls_cipher_suite (Go's name of the suite)
+}
+
+// tlsVersions are k6's names of the TLS versions (http.TLS_1_0 ...).
+var tlsVersions = map[uint16]string{
+	tls.VersionTLS10: "tls1.0", tls.VersionTLS11: "tls1.1", tls.VersionTLS12: "tls1.2", tls.VersionTLS13: "tls1.3",
 }
 
 // doHTTP sends spec, reads the whole body and records the request's samples
@@ -424,6 +485,9 @@ func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *h
 	if x.resp != nil {
 		res.status, res.statusText, res.proto, res.header = x.resp.StatusCode, x.resp.Status, x.resp.Proto, x.resp.Header
 		res.url = x.resp.Request.URL.String()
+		if cs := x.resp.TLS; cs != nil {
+			res.tlsVersion, res.tlsCipher = tlsVersions[cs.Version], tls.CipherSuiteName(cs.CipherSuite)
+		}
 		if spec.responseType == "none" {
 			_, readErr = io.Copy(io.Discard, x.resp.Body)
 		} else {

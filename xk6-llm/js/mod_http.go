@@ -63,6 +63,17 @@ func newHTTPModule(vu *VU) *sobek.Object {
 	set(o, "asyncRequest", func(call sobek.FunctionCall) sobek.Value {
 		return m.asyncRequest(strings.ToUpper(call.Argument(0).String()), call.Argument(1), call.Argument(2), call.Argument(3))
 	})
+	set(o, "cookieJar", func() *sobek.Object {
+		if vu.inInit {
+			panic(rt.NewGoError(errors.New("http.cookieJar(): the VU's cookie jar does not exist in the init context")))
+		}
+		return m.jarObject(rt.NewObject(), vu.vuJar())
+	})
+	set(o, "CookieJar", func(call sobek.ConstructorCall) *sobek.Object { return m.jarObject(call.This, newJar()) })
+	set(o, "url", m.urlTemplate)
+	for _, v := range tlsVersions {
+		set(o, "TLS_"+strings.ReplaceAll(strings.TrimPrefix(v, "tls"), ".", "_"), v) // http.TLS_1_2 = "tls1.2"
+	}
 	set(o, "expectedStatuses", m.expectedStatuses)
 	set(o, "setResponseCallback", func(v sobek.Value) {
 		cb, err := m.responseCallback(v)
@@ -173,7 +184,7 @@ func (m *httpModule) batch(reqs sobek.Value) sobek.Value {
 // batchSpec reads one request of http.batch.
 func (m *httpModule) batchSpec(v sobek.Value) (*httpSpec, error) {
 	o, ok := v.(*sobek.Object)
-	if !ok {
+	if !ok || taggedURLOf(v) != nil {
 		return m.spec(http.MethodGet, v, sobek.Undefined(), sobek.Undefined())
 	}
 	arg := func(i int, name string) sobek.Value {
@@ -195,14 +206,69 @@ func (m *httpModule) batchSpec(v sobek.Value) (*httpSpec, error) {
 	return m.spec(method, arg(1, "url"), arg(2, "body"), arg(3, "params"))
 }
 
+// taggedURL is http.url's value: a URL and the name its requests get.
+type taggedURL struct{ url, name string }
+
+// urlKey is the hidden property of http.url's object that holds it.
+const urlKey = "__llmchaos_url"
+
+// urlTemplate is k6's http.url tagged template: the URL with the
+// template's values in it, named by the template with ${} for each value,
+// so that requests to URLs that differ only in those values share one
+// name tag.
+func (m *httpModule) urlTemplate(call sobek.FunctionCall) sobek.Value {
+	rt := m.vu.rt
+	parts, ok := call.Argument(0).(*sobek.Object)
+	if !ok {
+		panic(rt.NewTypeError("http.url: use it as a tagged template, http.url`https://host/items/${id}`"))
+	}
+	var u, name strings.Builder
+	for i := range int(parts.Get("length").ToInteger()) {
+		p := parts.Get(strconv.Itoa(i)).String()
+		u.WriteString(p)
+		name.WriteString(p)
+		if i+1 < len(call.Arguments) {
+			u.WriteString(call.Arguments[i+1].String())
+			name.WriteString("${}")
+		}
+	}
+	t := &taggedURL{url: u.String(), name: name.String()}
+	o := rt.NewObject()
+	set(o, "url", t.url)
+	set(o, "name", t.name)
+	set(o, "toString", func() string { return t.url })
+	_ = o.DefineDataProperty(urlKey, rt.ToValue(t), sobek.FLAG_FALSE, sobek.FLAG_FALSE, sobek.FLAG_FALSE)
+	return o
+}
+
+// taggedURLOf is the http.url value v holds (nil when it is none).
+func taggedURLOf(v sobek.Value) *taggedURL {
+	o, ok := v.(*sobek.Object)
+	if !ok {
+		return nil
+	}
+	if x := o.Get(urlKey); x != nil {
+		t, _ := x.Export().(*taggedURL)
+		return t
+	}
+	return nil
+}
+
 // spec reads a request from a script's arguments.
 func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpSpec, error) {
 	if !present(urlV) {
 		return nil, errors.New("the URL is missing")
 	}
+	rawURL, name := urlV.String(), ""
+	if t := taggedURLOf(urlV); t != nil {
+		rawURL, name = t.url, t.name
+	}
 	spec := &httpSpec{
-		method: method, url: urlV.String(), header: http.Header{}, timeout: httpDefaultTimeout,
-		redirects: httpDefaultRedirects, responseType: "text", expected: m.callback,
+		method: method, url: rawURL, header: http.Header{}, timeout: httpDefaultTimeout,
+		redirects: m.vu.shared.httpO.maxRedirects, responseType: "text", expected: m.callback,
+	}
+	if !m.vu.inInit {
+		spec.jar = m.vu.vuJar()
 	}
 	if err := readParams(spec, params, true); err != nil {
 		return nil, err
@@ -212,6 +278,9 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 	}
 	spec.checkURL()
 	spec.tags = m.vu.withTags(spec.tags) // the VU's (scenario) tags under the request's
+	if spec.tags.Class == "" {
+		spec.tags.Class = name // http.url's template ("" otherwise: the URL, below)
+	}
 	spec.defaultName()
 	return spec, nil
 }
@@ -221,8 +290,8 @@ func present(v sobek.Value) bool { return v != nil && !sobek.IsUndefined(v) && !
 
 // readParams reads a request's params: headers, tags (name is the request
 // class tag, as k6's name groups URLs), timeout (a duration string or
-// milliseconds), redirects, and for k6/http responseType and
-// responseCallback. Other keys (cookies, jar, auth, ...) are ignored.
+// milliseconds), redirects, cookies, jar, auth, and for k6/http
+// responseType and responseCallback. Other keys are ignored.
 func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 	p, ok := params.(*sobek.Object)
 	if !ok || !present(params) {
@@ -260,6 +329,25 @@ func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 			spec.timeout = d
 		case "redirects":
 			spec.redirects = int(v.ToInteger())
+		case "cookies":
+			cs, err := requestCookies(v)
+			if err != nil {
+				return err
+			}
+			spec.cookies = cs
+		case "jar":
+			j := jarOf(v)
+			if j == nil {
+				return errors.New("params.jar: want an http.CookieJar")
+			}
+			spec.jar = j
+		case "auth":
+			switch a := v.String(); a {
+			case "basic", "digest":
+				spec.auth = a
+			default:
+				return fmt.Errorf("params.auth %q: want basic or digest (k6's ntlm is not supported)", a)
+			}
 		case "responseType":
 			if !httpParams {
 				continue
@@ -318,7 +406,13 @@ func readBody(spec *httpSpec, body sobek.Value) error {
 	case map[string]any:
 		form := url.Values{}
 		for k, v := range b {
-			form.Set(k, fmt.Sprint(v))
+			if arr, ok := v.([]any); ok {
+				for _, el := range arr {
+					form.Add(k, formValue(el)) // an array is the key repeated, as k6 sends it
+				}
+				continue
+			}
+			form.Set(k, formValue(v))
 		}
 		spec.body = []byte(form.Encode())
 		if spec.header.Get("Content-Type") == "" {
@@ -328,6 +422,20 @@ func readBody(spec *httpSpec, body sobek.Value) error {
 		spec.body = []byte(body.String())
 	}
 	return nil
+}
+
+// formValue is one value of a form-encoded object body as k6 writes it:
+// null and undefined empty, a nested object or array empty (a flat form
+// cannot hold it), others as their string.
+func formValue(v any) string {
+	switch x := v.(type) {
+	case nil, map[string]any, []any:
+		return ""
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
 }
 
 // expectedStatuses is http.expectedStatuses(...statuses): each argument a
@@ -370,10 +478,13 @@ func (m *httpModule) response(spec *httpSpec, res *httpResult) *sobek.Object {
 	set(o, "status", res.status)
 	set(o, "status_text", res.statusText)
 	set(o, "proto", res.proto)
+	set(o, "tls_version", res.tlsVersion)
+	set(o, "tls_cipher_suite", res.tlsCipher)
 	set(o, "url", res.url)
 	set(o, "error", res.err)
 	set(o, "error_code", res.code)
 	set(o, "headers", headerObject(rt, res.header))
+	set(o, "cookies", responseCookies(rt, res.header))
 	host, port := splitRemote(res.remote)
 	set(o, "remote_ip", host)
 	set(o, "remote_port", port)

@@ -2,6 +2,7 @@ package js
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -14,6 +15,9 @@ import (
 // (handleSummary's root_group) besides the checks rate.
 func newK6Module(vu *VU) *sobek.Object {
 	rt := vu.rt
+	if err := registerMetrics(vu.shared.Metrics, k6Metrics); err != nil {
+		panic(rt.NewGoError(fmt.Errorf("k6: %w", err)))
+	}
 	o := rt.NewObject()
 	set(o, "check", func(call sobek.FunctionCall) sobek.Value {
 		if vu.stopIfCut() {
@@ -57,9 +61,15 @@ func newK6Module(vu *VU) *sobek.Object {
 			vu.retag()
 		}()
 		vu.shared.checks.group(vu.group)
+		start := time.Now()
 		v, err := fn(sobek.Undefined())
 		if err != nil {
 			panic(err)
+		}
+		// k6's group_duration, tagged with this group's path; a group cut
+		// with its iteration (err above) records none.
+		if err := vu.addSample(MetricGroupDuration, vu.recTags, float64(time.Since(start))/float64(time.Millisecond)); err != nil {
+			panic(rt.NewGoError(err))
 		}
 		return v
 	})

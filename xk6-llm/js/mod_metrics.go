@@ -3,6 +3,7 @@ package js
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/grafana/sobek"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
@@ -41,15 +42,22 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 		o := call.This
 		set(o, "name", name)
 		set(o, "add", func(c sobek.FunctionCall) sobek.Value {
+			// As k6: a truthy value that is 0 as a number (true, "x")
+			// counts 1; null or NaN is warned of and not added (false).
 			v := c.Argument(0)
 			f := v.ToFloat()
-			if _, ok := v.Export().(bool); ok {
-				f = boolFloat(v.ToBoolean())
+			if f == 0 && v.ToBoolean() {
+				f = 1
+			}
+			if sobek.IsNull(v) || sobek.IsUndefined(v) || math.IsNaN(f) {
+				vu.shared.logf("warn [vu %d] %q is an invalid value for metric %q, a number or a boolean value is expected",
+					vu.ID, v.String(), name)
+				return rt.ToValue(false)
 			}
 			if err := vu.addSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {
 				panic(rt.NewGoError(err))
 			}
-			return sobek.Undefined()
+			return rt.ToValue(true)
 		})
 		return nil
 	}

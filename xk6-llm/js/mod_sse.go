@@ -154,7 +154,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 		return nil, errors.New("the URL is missing")
 	}
 	spec := &httpSpec{
-		method: http.MethodGet, url: urlV.String(), header: http.Header{}, redirects: httpDefaultRedirects,
+		method: http.MethodGet, url: urlV.String(), header: http.Header{}, redirects: vu.shared.httpO.maxRedirects,
 		expected: defaultExpected,
 	}
 	spec.header.Set("Accept", "text/event-stream")

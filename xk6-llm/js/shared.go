@@ -1,6 +1,8 @@
 package js
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +24,7 @@ const (
 	MetricChecks                = "checks"
 	MetricIterations            = "iterations"
 	MetricIterationDuration     = "iteration_duration"
+	MetricGroupDuration         = "group_duration"
 	MetricIterationsFailed      = "iterations_failed"
 	MetricIterationsInterrupted = "iterations_interrupted"
 	MetricDroppedIterations     = "dropped_iterations"
@@ -64,6 +67,12 @@ var runMetrics = []runMetric{
 	{MetricVUsMax, metrics.Gauge, ""},
 }
 
+// k6Metrics is the table of the metrics the k6 module records, registered
+// when a script imports it: group() records group_duration.
+var k6Metrics = []runMetric{
+	{MetricGroupDuration, metrics.Trend, metrics.UnitMillis},
+}
+
 // httpMetrics is the table of the metrics k6/http and the SSE modules
 // record. They are registered when a script imports one of those modules,
 // not before: every registered metric shows in the reports, and a script
@@ -96,6 +105,9 @@ type SharedOptions struct {
 	Env map[string]string
 	// Console receives console.* output. Default os.Stderr.
 	Console io.Writer
+	// ConsoleDebug shows console.debug lines, which k6 shows only with
+	// --verbose.
+	ConsoleDebug bool
 	// Seed makes the clients' request ids repeatable.
 	Seed uint64
 	// SaveRequests, when set, receives one JSON line per LLM request.
@@ -133,10 +145,12 @@ type Shared struct {
 	Exec Execution
 
 	console io.Writer
-	conMu   sync.Mutex
-	seed    uint64
-	maxOpen int64
-	seq     atomic.Uint64
+	// consoleDebug: console.debug lines are shown (k6's --verbose).
+	consoleDebug bool
+	conMu        sync.Mutex
+	seed         uint64
+	maxOpen      int64
+	seq          atomic.Uint64
 
 	mu      sync.Mutex
 	clients map[clientKey]*client.Client
@@ -176,7 +190,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	sh := &Shared{
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
-		console:  opts.Console, seed: opts.Seed, clients: map[clientKey]*client.Client{},
+		console:  opts.Console, consoleDebug: opts.ConsoleDebug, seed: opts.Seed, clients: map[clientKey]*client.Client{},
 		arrays: map[string]*sharedArray{}, perVU: opts.NoVUConnectionReuse,
 		maxOpen: opts.MaxOpenBytes,
 	}
@@ -192,8 +206,66 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
 	}
 	sh.httpO.noReuse = opts.NoConnectionReuse
+	sh.httpO.maxRedirects = httpDefaultRedirects
 	sh.http = newHTTPClient(sh.httpO)
 	return sh, nil
+}
+
+// HTTPOptions are the script options (k6's) that shape k6/http's and the
+// SSE modules' client.
+type HTTPOptions struct {
+	InsecureSkipTLSVerify bool
+	MaxRedirects          *int // nil: k6's default, 10
+	// TLSMin and TLSMax are k6's tlsVersion ("tls1.2"; "" leaves Go's
+	// default); TLSCipherSuites is k6's tlsCipherSuites, by Go's names
+	// (the suites of TLS 1.0 to 1.2).
+	TLSMin, TLSMax  string
+	TLSCipherSuites []string
+}
+
+// HTTPOptionError is a script option SetHTTPOptions refuses: Option is
+// its k6 name (tlsVersion.min), Msg what follows the name in a message.
+type HTTPOptionError struct{ Option, Msg string }
+
+func (e *HTTPOptionError) Error() string { return e.Option + e.Msg }
+
+// SetHTTPOptions remakes the HTTP client with the script's options. Call
+// it once VU 0's init code gave them, before any request and before any
+// other VU is made (each VU's own pool is made like the shared one).
+func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
+	var errs []error
+	if o.MaxRedirects != nil && *o.MaxRedirects < 0 {
+		errs = append(errs, &HTTPOptionError{Option: "maxRedirects", Msg: fmt.Sprintf(" %d: want 0 or more", *o.MaxRedirects)})
+	}
+	lo, err := tlsVersionID("tlsVersion.min", o.TLSMin)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	hi, err := tlsVersionID("tlsVersion.max", o.TLSMax)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var suites []uint16
+	for _, name := range o.TLSCipherSuites {
+		id, ok := cipherSuiteID(name)
+		if !ok {
+			errs = append(errs, &HTTPOptionError{Option: "tlsCipherSuites",
+				Msg: fmt.Sprintf(": unknown cipher suite %q (Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", name)})
+			continue
+		}
+		suites = append(suites, id)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...) // each an *HTTPOptionError, all at once
+	}
+	s.http.close()
+	s.httpO.tlsMin, s.httpO.tlsMax, s.httpO.suites = lo, hi, suites
+	s.httpO.insecure = o.InsecureSkipTLSVerify
+	if o.MaxRedirects != nil {
+		s.httpO.maxRedirects = *o.MaxRedirects
+	}
+	s.http = newHTTPClient(s.httpO)
+	return nil
 }
 
 // RestartClock starts the run's clock again, so that the run's time
@@ -272,4 +344,29 @@ func (s *Shared) AddSample(name string, tags recording.Tags, v float64) error {
 		s.hooks.Sample(name, tags, v)
 	}
 	return nil
+}
+
+// tlsVersionID is the Go constant of k6's TLS version name ("" is 0: Go's
+// default).
+func tlsVersionID(field, name string) (uint16, error) {
+	if name == "" {
+		return 0, nil
+	}
+	for id, n := range tlsVersions {
+		if n == name {
+			return id, nil
+		}
+	}
+	return 0, &HTTPOptionError{Option: field, Msg: fmt.Sprintf(" %q: want tls1.0, tls1.1, tls1.2 or tls1.3", name)}
+}
+
+// cipherSuiteID is the ID of the cipher suite Go names name, insecure ones
+// included (k6 lets a script ask for them).
+func cipherSuiteID(name string) (uint16, bool) {
+	for _, cs := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if cs.Name == name {
+			return cs.ID, true
+		}
+	}
+	return 0, false
 }

@@ -81,6 +81,9 @@ type VU struct {
 	// noVUConnectionReuse (nil: the run's shared one), its idle
 	// connections closed at the end of each iteration.
 	ownHTTP *httpClient
+	// jar is the VU's cookie jar (http.cookieJar()), made on first use
+	// and emptied before each iteration.
+	jar *cookieJar
 }
 
 // httpClient is the HTTP client of the VU's k6/http and SSE requests.
@@ -344,9 +347,13 @@ func (vu *VU) builtin(name string) *sobek.Object {
 	return o
 }
 
-// consoleFunc prints a console line tagged with the VU and level.
+// consoleFunc prints a console line tagged with the VU and level; a
+// debug line only when the run shows them (k6 shows them with --verbose).
 func (vu *VU) consoleFunc(level string) func(sobek.FunctionCall) sobek.Value {
 	return func(call sobek.FunctionCall) sobek.Value {
+		if level == "debug" && !vu.shared.consoleDebug {
+			return sobek.Undefined()
+		}
 		s := ""
 		for i, a := range call.Arguments {
 			if i > 0 {
@@ -482,6 +489,7 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 		return Iteration{Interrupted: true}
 	}
 	vu.scIter = sc.iterations.Add(1) - 1
+	vu.resetJar()
 	defer func() {
 		vu.iter++
 		vu.inScenario++
@@ -754,10 +762,22 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 	return outs, true, nil
 }
 
-// readBounded reads the regular file at path, refusing a device, a pipe or
-// a directory (which could be endless or block) and a file over limit
-// bytes, before reading it, and again if it grows while being read.
+// readBounded reads the regular file at path for open(), refusing a
+// device, a pipe or a directory (which could be endless or block) and a
+// file over limit bytes, before reading it, and again if it grows while
+// being read.
 func readBounded(path string, limit int64) ([]byte, error) {
+	return readRegular(path, limit, "open() reads files only", func(n int64) error {
+		return fmt.Errorf("%d bytes is over open()'s limit of %d bytes (raise it with --max-open-size)", n, limit)
+	})
+}
+
+// readRegular reads the regular file at path, refusing anything else
+// (only says what is read instead, for the error) and a file over limit
+// bytes (tooBig makes that error from the size), before reading it, and
+// again if it grows while being read. A missing file's error is
+// os.Open's (errors.Is(err, os.ErrNotExist)).
+func readRegular(path string, limit int64, only string, tooBig func(n int64) error) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -779,10 +799,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		case m&os.ModeSocket != 0:
 			kind = "a socket"
 		}
-		return nil, fmt.Errorf("not a regular file but %s: open() reads files only", kind)
-	}
-	tooBig := func(n int64) error {
-		return fmt.Errorf("%d bytes is over open()'s limit of %d bytes (raise it with --max-open-size)", n, limit)
+		return nil, fmt.Errorf("not a regular file but %s: %s", kind, only)
 	}
 	if st.Size() > limit {
 		return nil, tooBig(st.Size())
