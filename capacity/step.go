@@ -26,8 +26,9 @@ var latencyMetrics = []struct {
 // runStep measures the load d asks for as step index (prev are the steps
 // before it): one load through the load pipeline, a warm-up whose results
 // are set apart by their phase tag, then the measurement window, whose
-// requests alone the SLOs are evaluated on.
-func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step) (Step, error) {
+// requests alone the SLOs are evaluated on. base is the arrival config
+// the search checked (Config.validate): the step sets its load and length.
+func runStep(ctx context.Context, cfg Config, base workload.ArrivalConfig, d Decision, index int, prev []Step) (Step, error) {
 	st := Step{Index: index, Phase: d.Phase, Load: d.Next, Seed: StepSeed(cfg.Seed, index), Needed: cfg.Length.Requests, CPU: -1, ProcessCPU: -1}
 	rate := d.Next
 	if cfg.Mode == ModeConcurrency {
@@ -37,17 +38,13 @@ func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step
 	st.Full = full
 	st.WarmupS, st.MeasureS = cfg.Warmup.Seconds(), measure.Seconds()
 
-	arr := cfg.Arrival
-	arr.Duration, arr.Requests = cfg.Warmup+measure, 0
+	arr, ps := cfg.stepArrival(base, d.Next, cfg.Warmup+measure)
+	if err := ps.Err(); err != nil {
+		return st, fmt.Errorf("step %d at %s: %w", index+1, FormatLoad(d.Next), err)
+	}
 	cv := 0.0
 	if cfg.Mode == ModeRate {
-		arr.Rate, arr.Concurrency = d.Next, 0
 		st.Expected = d.Next * measure.Seconds()
-	} else {
-		arr.Rate, arr.Concurrency = 0, int(d.Next)
-	}
-	arr = arr.WithDefaults()
-	if cfg.Mode == ModeRate {
 		cv = arrivalCV(arr)
 	}
 
