@@ -166,6 +166,9 @@ func (r *Result) failedAt(load float64) string {
 	if st.Saturated != "" {
 		parts = append(parts, "the load (saturated: "+st.Saturated+")")
 	}
+	if st.Unanswered != "" {
+		parts = append(parts, "the answers (unanswered: "+st.Unanswered+")")
+	}
 	if len(parts) == 0 {
 		return "an SLO failed"
 	}

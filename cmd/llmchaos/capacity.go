@@ -330,6 +330,9 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
 		return withCode(exitcode.Aborted, err)
 	case runErr != nil:
+		if _, ok := errors.AsType[*capacity.ServerLostError](runErr); ok {
+			return runErr // it names the step nobody answered
+		}
 		return fmt.Errorf("step %d: %w", len(res.Steps), runErr)
 	}
 	switch res.Status {
