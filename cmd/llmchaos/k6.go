@@ -52,6 +52,8 @@ func newK6RootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Version:       toolVersion(),
 	}
 	root.SetVersionTemplate(k6Version())
+	// As in k6, -v is --verbose, never --version.
+	root.Flags().Bool("version", false, "print the version, as k6 version does")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	version := &cobra.Command{

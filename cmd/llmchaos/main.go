@@ -143,6 +143,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Version: toolVersion(),
 	}
 	root.SetVersionTemplate(versionLine())
+	// --version has no -v: every verb's -v is --verbose, so -v means one
+	// thing at every level (cobra would give --version the shorthand).
+	root.Flags().Bool("version", false, "print the version, as llmchaos version does")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })

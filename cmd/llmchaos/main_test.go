@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
@@ -46,6 +47,31 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), " "+toolVersion()+" ") {
 		t.Errorf("--version output %q lacks the version %q", out.String(), toolVersion())
+	}
+}
+
+// TestShortVIsVerboseEverywhere: -v is --verbose in every verb that has
+// it and never --version (issue 28: -v means the same at every level), so
+// the root command has no -v.
+func TestShortVIsVerboseEverywhere(t *testing.T) {
+	var out, errb bytes.Buffer
+	root := newRootCmd(&out, &errb)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			if f := fs.ShorthandLookup("v"); f != nil && f.Name != "verbose" {
+				t.Errorf("%s: -v is --%s, want --verbose", c.CommandPath(), f.Name)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	out.Reset()
+	errb.Reset()
+	if code := execute(context.Background(), []string{"-v"}, &out, &errb); code != exitcode.Usage || out.Len() > 0 {
+		t.Errorf("llmchaos -v: exit %d, stdout %q; want a usage error, not the version", code, out.String())
 	}
 }
 
