@@ -14,6 +14,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -82,7 +83,7 @@ type httpOptions struct {
 	noReuse bool
 	// debug, when set, receives each request and response as k6's
 	// --http-debug logs them; debugBody adds their bodies (--http-debug=full).
-	debug     func(string)
+	debug     func(msg, requestID string)
 	debugBody bool
 	// insecure is k6's insecureSkipTLSVerify: server certificates are
 	// not checked.
@@ -330,13 +331,21 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	if c.opts.debug == nil {
 		return hc.Do(req)
 	}
-	if b, err := httputil.DumpRequestOut(req, c.opts.debugBody); err == nil {
-		c.opts.debug("Request:\n" + string(b))
+	id := newRequestID()
+	// The dump sends req through a stand-in transport: a copy without
+	// req's context keeps its trace hooks (timings, the remote address)
+	// from seeing the stand-in's connection; the body it reads is put
+	// back on req.
+	dreq := req.WithContext(context.Background())
+	b, err := httputil.DumpRequestOut(dreq, c.opts.debugBody)
+	req.Body = dreq.Body
+	if err == nil {
+		c.opts.debug("Request:\n"+strings.ReplaceAll(string(b), "\r\n", "\n")+"\n", id)
 	}
 	resp, err := hc.Do(req)
 	if err == nil {
 		if b, derr := httputil.DumpResponse(resp, c.opts.debugBody); derr == nil {
-			c.opts.debug("Response:\n" + string(b))
+			c.opts.debug("Response:\n"+strings.ReplaceAll(string(b), "\r\n", "\n")+"\n", id)
 		}
 	}
 	return resp, err
