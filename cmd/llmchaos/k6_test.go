@@ -343,7 +343,8 @@ export default function () {
 	if got, want := k6ConsoleFileMessages(t, logged), []string{"info hello world", "warning careful"}; !slices.Equal(got, want) {
 		t.Errorf("console file's lines: got %q, want %q", got, want)
 	}
-	reqID := regexp.MustCompile(`(?m)^time="[^"]+" level=info msg="(Request|Response):\\n[^"]*" request_id=(\S+)$`)
+	reqID := regexp.MustCompile(`(?m)^time="[^"]+" level=info msg="(Request|Response):\\n[^"]*" ` +
+		`iter=0 method=GET name="[^"]+" request_id=(\S+) scenario=default source=http-debug url="[^"]+" vu=1$`)
 	m := reqID.FindAllStringSubmatch(errb.String(), -1)
 	if len(m) != 2 || m[0][1] != "Request" || m[1][1] != "Response" || m[0][2] != m[1][2] {
 		t.Errorf("stderr: want k6's request and response lines sharing a request_id:\n%s", errb.String())

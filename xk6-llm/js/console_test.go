@@ -109,9 +109,9 @@ export default function () {
 	}
 	host := strings.TrimPrefix(srv.URL, "http://")
 	debugLines := "time=T level=info msg=\"Request:\\nGET /ping HTTP/1.1\\nHost: " + host +
-		"\\nUser-Agent: " + httpUserAgent + "\\nAccept-Encoding: gzip\\n\\n\\n\" request_id=ID\n" +
+		"\\nUser-Agent: " + httpUserAgent + "\\nAccept-Encoding: gzip\\n\\n\\n\" iter=0 method=GET name=\"" + srv.URL + "/ping\" request_id=ID source=http-debug url=\"" + srv.URL + "/ping\" vu=1\n" +
 		"time=T level=info msg=\"Response:\\nHTTP/1.1 200 OK\\nContent-Length: 4\\n" +
-		"Content-Type: text/plain; charset=utf-8\\nDate: Mon, 07 Dec 2026 11:00:00 GMT\\n\\n\\n\" request_id=ID\n"
+		"Content-Type: text/plain; charset=utf-8\\nDate: Mon, 07 Dec 2026 11:00:00 GMT\\n\\n\\n\" iter=0 method=GET name=\"" + srv.URL + "/ping\" request_id=ID source=http-debug url=\"" + srv.URL + "/ping\" vu=1\n"
 	failLines := "time=T level=warning msg=\"'null' is an invalid value for metric 'cc', a number or a boolean value is expected\"\n" +
 		"time=T level=error msg=\"test marked as failed: too slow\"\n"
 	for _, tt := range []struct {
@@ -154,19 +154,19 @@ export default function () {
 			after := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
-			ids := regexp.MustCompile(`request_id=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\n`)
+			ids := regexp.MustCompile(`request_id=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) `)
 			both := console.String() + logs.String()
 			if m := ids.FindAllStringSubmatch(both, -1); !tt.color && (len(m) != 2 || m[0][1] != m[1][1]) {
 				t.Errorf("want one request_id (a UUID) on the request's and the response's line, got %v", m)
 			}
-			got := ids.ReplaceAllString(console.String(), "request_id=ID\n")
+			got := ids.ReplaceAllString(console.String(), "request_id=ID ")
 			if !tt.color {
 				got = logTimes(t, got, before, after)
 			}
 			if got != tt.console {
 				t.Errorf("console: got\n%q\nwant\n%q", got, tt.console)
 			}
-			if gotLog := logTimes(t, ids.ReplaceAllString(logs.String(), "request_id=ID\n"), before, after); !tt.color && gotLog != tt.logLines {
+			if gotLog := logTimes(t, ids.ReplaceAllString(logs.String(), "request_id=ID "), before, after); !tt.color && gotLog != tt.logLines {
 				t.Errorf("log: got\n%q\nwant\n%q", gotLog, tt.logLines)
 			}
 			if !strings.Contains(logs.String(), tt.logHas) {

@@ -282,6 +282,7 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 		spec.tags.Class = name // http.url's template ("" otherwise: the URL, below)
 	}
 	spec.defaultName()
+	spec.debugFields = m.vu.httpDebugFields(spec)
 	return spec, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -223,7 +225,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	switch opts.HTTPDebug {
 	case "":
 	case "headers", "full":
-		sh.httpO.debug = func(msg, id string) { sh.logLine("info", msg, logField{"request_id", id}) }
+		sh.httpO.debug = func(msg string, fields []logField) { sh.logLine("info", msg, fields...) }
 		sh.httpO.debugBody = opts.HTTPDebug == "full"
 	default:
 		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
@@ -356,8 +358,10 @@ func (s *Shared) consoleLine(level, msg string) {
 	_, _ = io.WriteString(s.console, line)
 }
 
-// logLine writes one of the run's own log lines (SharedOptions.Log).
+// logLine writes one of the run's own log lines (SharedOptions.Log), its
+// fields in key order, as k6's logger sorts them.
 func (s *Shared) logLine(level, msg string, fields ...logField) {
+	slices.SortFunc(fields, func(a, b logField) int { return strings.Compare(a.key, b.key) })
 	line := s.logFmt.line(time.Now(), level, msg, fields...)
 	s.conMu.Lock()
 	defer s.conMu.Unlock()
