@@ -158,7 +158,7 @@ type httpSpec struct {
 	badURL       error             // the URL does not parse: nothing is sent
 	jar          *cookieJar        // the request's active jar (nil: none)
 	cookies      []requestCookie   // params.cookies
-	auth         string            // params.auth: "" or basic (the URL's credentials), digest
+	auth         string            // params.auth: "" or basic (the URL's credentials), digest, ntlm
 	debugFields  []logField        // --http-debug's fields on its lines (httpDebugFields)
 }
 
@@ -323,6 +323,9 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	}
 	if x.spec.jar != nil || len(x.spec.cookies) > 0 {
 		hc = x.spec.withCookies(hc, req)
+	}
+	if x.spec.auth == "ntlm" {
+		hc = ntlmClient(hc)
 	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", httpUserAgent)

@@ -344,10 +344,10 @@ func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 			spec.jar = j
 		case "auth":
 			switch a := v.String(); a {
-			case "basic", "digest":
+			case "basic", "digest", "ntlm":
 				spec.auth = a
 			default:
-				return fmt.Errorf("params.auth %q: want basic or digest (k6's ntlm is not supported)", a)
+				return fmt.Errorf("params.auth %q: want basic, digest or ntlm", a)
 			}
 		case "responseType":
 			if !httpParams {
