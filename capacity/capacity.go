@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/pipeline/load"
 	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -91,11 +92,21 @@ type Config struct {
 }
 
 // WithDefaults returns c with every unset setting at its default: the
-// search's bounds for its mode, the step length from the SLOs
-// (StepRequests), the goodput SLO from the latency SLOs.
+// search's bounds for its mode, the open loop's arrival settings (rate
+// mode), the step length from the SLOs (StepRequests), the goodput SLO
+// from the latency SLOs.
 func (c Config) WithDefaults() Config {
 	if c.Mode == "" {
 		c.Mode = ModeRate
+	}
+	if c.Mode == ModeRate {
+		// WithDefaults fills an open loop's settings in a config that
+		// has a load shape; each step sets its own rate.
+		a := c.Arrival
+		a.Rate = 1
+		a = a.WithDefaults()
+		a.Rate = 0
+		c.Arrival = a
 	}
 	s := &c.Search
 	if c.Mode == ModeConcurrency {
@@ -148,8 +159,25 @@ func orDefaultD(v, d time.Duration) time.Duration {
 	return v
 }
 
+// loadLimit is the most load one process drives in c's mode (the load
+// engine's own bounds), and its unit: a search bounded above it would fail
+// at the step that reached it.
+func (c Config) loadLimit() (float64, string) {
+	if c.Mode == ModeConcurrency {
+		return workload.MaxConcurrency, "users"
+	}
+	return workload.MaxRate, "requests per second"
+}
+
 // Validate reports every problem of c (with defaults applied) at once.
 func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate; it also returns the arrival config every step
+// is made of (stepArrival), checked.
+func (c Config) validate() (workload.ArrivalConfig, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(c.Targets) == 0 {
@@ -179,6 +207,9 @@ func (c Config) Validate() error {
 	if !(s.Min > 0) || !(s.Max >= s.Min) || math.IsInf(s.Max, 0) {
 		bad("load bounds [%v, %v]: want 0 < min ≤ max, both finite", s.Min, s.Max)
 	}
+	if lim, unit := c.loadLimit(); s.Max > lim {
+		bad("max %v: at most %v %s in one process (spread a larger load over several: llmchaos load --shard)", s.Max, lim, unit)
+	}
 	if !(s.Start > 0) {
 		bad("start %v: want a load above 0", s.Start)
 	} else if s.Min > 0 && s.Max >= s.Min && (s.Start < s.Min || s.Start > s.Max) {
@@ -200,6 +231,7 @@ func (c Config) Validate() error {
 			bad("%s %v must not be negative", d.name, d.d)
 		}
 	}
+	n := len(errs)
 	if c.Mode == ModeRate {
 		if c.Arrival.Concurrency != 0 || c.Arrival.TraceFile != "" || len(c.Arrival.Stages) > 0 || !c.Arrival.Ramp.IsZero() {
 			bad("rate mode varies an open loop's rate: give no concurrency, trace, stages or ramp")
@@ -207,10 +239,32 @@ func (c Config) Validate() error {
 	} else if c.Arrival.MaxInFlight != 0 {
 		bad("concurrency mode: max in flight applies to an open loop (rate mode) only")
 	}
+	var base workload.ArrivalConfig
+	if len(errs) == n && (c.Mode == ModeRate || c.Mode == ModeConcurrency) {
+		// The settings every step shares, checked once at a load and
+		// length that pass: each step then checks only its own.
+		a := c.Arrival
+		a.Requests = 0
+		var ps field.Problems
+		if base, ps = c.stepArrival(a, 1, time.Second); len(ps) > 0 {
+			errs = append(errs, fmt.Errorf("arrival: %w", ps.Err()))
+		}
+	}
 	if err := c.Workload.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return base, errors.Join(errs...)
+}
+
+// stepArrival returns the arrival config of a step at load x (a rate, or
+// a number of users in concurrency mode) lasting d, made of base: only x
+// and d are checked when base is checked (a step's rate is the one thing
+// that changes), else the whole config.
+func (c Config) stepArrival(base workload.ArrivalConfig, x float64, d time.Duration) (workload.ArrivalConfig, field.Problems) {
+	if c.Mode == ModeConcurrency {
+		return base.AtConcurrency(int(x), d)
+	}
+	return base.AtRate(x, d)
 }
 
 // maxLatencyBound is the largest bound of a latency SLO.
@@ -279,7 +333,8 @@ func StepSeed(seed uint64, index int) uint64 {
 // so far.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	base, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	res := newResult(cfg)
@@ -315,7 +370,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				break
 			}
 		}
-		st, err := runStep(ctx, cfg, d, len(res.Steps), res.Steps)
+		st, err := runStep(ctx, cfg, base, d, len(res.Steps), res.Steps)
 		if err != nil {
 			runErr = err
 			break

@@ -206,6 +206,11 @@ type Step struct {
 	// offered rate (its queue grew through the window): the step fails,
 	// whatever its percentiles say.
 	Saturated string `json:"saturated,omitempty"`
+	// Unanswered says how many of the step's requests the server did not
+	// answer (no connection, a connection dropped mid-answer, a timeout),
+	// by class: the step fails, whatever its SLOs say, so that a knee is
+	// never a step the server did not answer in full.
+	Unanswered string `json:"unanswered,omitempty"`
 }
 
 // Percentiles are a latency's p50, p90 and p99 in milliseconds.

@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +26,9 @@ var latencyMetrics = []struct {
 // runStep measures the load d asks for as step index (prev are the steps
 // before it): one load through the load pipeline, a warm-up whose results
 // are set apart by their phase tag, then the measurement window, whose
-// requests alone the SLOs are evaluated on.
-func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step) (Step, error) {
+// requests alone the SLOs are evaluated on. base is the arrival config
+// the search checked (Config.validate): the step sets its load and length.
+func runStep(ctx context.Context, cfg Config, base workload.ArrivalConfig, d Decision, index int, prev []Step) (Step, error) {
 	st := Step{Index: index, Phase: d.Phase, Load: d.Next, Seed: StepSeed(cfg.Seed, index), Needed: cfg.Length.Requests, CPU: -1, ProcessCPU: -1}
 	rate := d.Next
 	if cfg.Mode == ModeConcurrency {
@@ -35,17 +38,13 @@ func runStep(ctx context.Context, cfg Config, d Decision, index int, prev []Step
 	st.Full = full
 	st.WarmupS, st.MeasureS = cfg.Warmup.Seconds(), measure.Seconds()
 
-	arr := cfg.Arrival
-	arr.Duration, arr.Requests = cfg.Warmup+measure, 0
+	arr, ps := cfg.stepArrival(base, d.Next, cfg.Warmup+measure)
+	if err := ps.Err(); err != nil {
+		return st, fmt.Errorf("step %d at %s: %w", index+1, FormatLoad(d.Next), err)
+	}
 	cv := 0.0
 	if cfg.Mode == ModeRate {
-		arr.Rate, arr.Concurrency = d.Next, 0
 		st.Expected = d.Next * measure.Seconds()
-	} else {
-		arr.Rate, arr.Concurrency = 0, int(d.Next)
-	}
-	arr = arr.WithDefaults()
-	if cfg.Mode == ModeRate {
 		cv = arrivalCV(arr)
 	}
 
@@ -133,10 +132,11 @@ func measureStep(st *Step, cfg Config, sum *recording.Summary, measure time.Dura
 		Expected: st.Expected, CV: cv, Sent: st.Sent, Dropped: st.Dropped, SendLagP99: lag, CPU: st.CPU, ProcessCPU: st.ProcessCPU,
 	})
 	st.CompletedRPS, st.Saturated = saturation(sum, cfg, st.Sent, measure)
+	st.Unanswered = unanswered(c)
 	switch {
 	case len(st.Client) > 0:
 		st.Verdict = ClientLimited
-	case st.Saturated != "":
+	case st.Saturated != "", st.Unanswered != "":
 		st.Verdict = Fail
 	case outs.OK():
 		st.Verdict = Pass
@@ -212,4 +212,29 @@ func waitUntil(done <-chan struct{}, at time.Time) bool {
 	case <-done:
 		return false
 	}
+}
+
+// unansweredClasses are the errors of a request the server did not answer:
+// no connection, a connection dropped before the answer ended, or no
+// answer before the timeout or the step's grace.
+var unansweredClasses = []recording.ErrorClass{recording.ClassConnect, recording.ClassReset, recording.ClassTimeout}
+
+// unanswered says how many of a step's requests the server did not
+// answer, by class ("3 of 40 requests: connect 2, reset 1"), or "" when it
+// answered them all. Such a step does not hold, whatever its SLOs say:
+// its percentiles cover only the requests that were answered, and an
+// SLO set without an error rate would not see the others at all.
+func unanswered(c recording.Counts) string {
+	var n int64
+	var parts []string
+	for _, cl := range unansweredClasses {
+		if k := c.Class(cl); k > 0 {
+			n += k
+			parts = append(parts, fmt.Sprintf("%s %d", cl, k))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests: %s", n, c.Finished(), strings.Join(parts, ", "))
 }

@@ -43,7 +43,11 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 	}
 	b.WriteString("\n")
-	b.WriteString(r.kneeLine())
+	b.WriteString(r.KneeLine() + "\n")
+	if k := r.Knee; k.Load > 0 {
+		fmt.Fprintf(&b, "at the knee, req/s: offered %.2f, completed %.2f, throughput %.2f, goodput %.2f; output tokens %.0f/s\n",
+			k.OfferedRPS, k.CompletedRPS, k.ThroughputRPS, k.GoodputRPS, k.OutputTokensPerS)
+	}
 	fmt.Fprintf(&b, "%s\n", r.Summary)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -90,14 +94,16 @@ func (r *Result) cappedShort(st Step) bool {
 	return st.Full && st.Verdict != ClientLimited && int64(st.Needed) > st.Sent && st.MeasureS >= r.Method.MaxStepS*(1-1e-9)
 }
 
-// kneeLine states the knee, its bracket and the figures at it.
-func (r *Result) kneeLine() string {
+// KneeLine states the knee and its bracket in one line, as the terminal
+// summary shows it and `llmchaos capacity --quiet` prints it: "knee: 65
+// req/s (bracket 65–68.25 req/s, +5.0%)".
+func (r *Result) KneeLine() string {
 	k := r.Knee
 	if k.Load == 0 {
 		if r.Status == StatusServerLost {
-			return "knee: none (the server stopped answering)\n"
+			return "knee: none (the server stopped answering)"
 		}
-		return "knee: none (no load held every SLO)\n"
+		return "knee: none (no load held every SLO)"
 	}
 	s := fmt.Sprintf("knee: %s %s", FormatLoad(k.Load), r.Unit)
 	if k.Hi > 0 {
@@ -105,8 +111,6 @@ func (r *Result) kneeLine() string {
 	} else {
 		s += " (a lower bound: no load above it failed)"
 	}
-	s += fmt.Sprintf("; at the knee: offered %.2f req/s, completed %.2f req/s, throughput %.2f req/s, goodput %.2f req/s, %.0f output tokens/s\n",
-		k.OfferedRPS, k.CompletedRPS, k.ThroughputRPS, k.GoodputRPS, k.OutputTokensPerS)
 	return s
 }
 
@@ -129,7 +133,12 @@ func (r *Result) summary() string {
 		if k.Hi == 0 || k.Lo == 0 {
 			return fmt.Sprintf("The search ran out of steps (%d) before it bracketed the knee; raise --max-steps or start nearer (--start).", r.Method.MaxSteps)
 		}
-		return fmt.Sprintf("The search ran out of steps (%d) with the knee between %s and %s (%.1f%%), wider than the precision asked (%.1f%%).",
+		if k.Uncertainty <= r.Method.Precision {
+			// Narrow enough, but an end stood only on a short ramp step.
+			return fmt.Sprintf("The search ran out of steps (%d) with the knee between %s and %s (%.1f%%) before it measured both ends of the bracket at full length; raise --max-steps.",
+				r.Method.MaxSteps, lo, hi, 100*k.Uncertainty)
+		}
+		return fmt.Sprintf("The search ran out of steps (%d) with the knee between %s and %s (%.1f%%), wider than the precision asked (%.1f%%); raise --max-steps.",
 			r.Method.MaxSteps, lo, hi, 100*k.Uncertainty, 100*r.Method.Precision)
 	case StatusServerLost:
 		return "The server stopped answering: a step got no answer and the pre-flight check made again failed; no knee is reported."
@@ -156,6 +165,9 @@ func (r *Result) failedAt(load float64) string {
 	}
 	if st.Saturated != "" {
 		parts = append(parts, "the load (saturated: "+st.Saturated+")")
+	}
+	if st.Unanswered != "" {
+		parts = append(parts, "the answers (unanswered: "+st.Unanswered+")")
 	}
 	if len(parts) == 0 {
 		return "an SLO failed"

@@ -115,8 +115,9 @@ func (p *plan) makeLive(l *Control) error {
 	case workload.ModeRate:
 		rate = a.Rate
 	case workload.ModeRamp:
-		rate = a.Ramp.To
+		rate = max(a.Ramp.From, a.Ramp.To)
 	case workload.ModeStages:
+		rate = a.StartRate
 		for _, st := range a.Stages {
 			rate = max(rate, st.Target)
 		}
@@ -134,12 +135,11 @@ func (p *plan) makeLive(l *Control) error {
 		// as the game day lasts.
 		a = a.Lasting(l.opts.MaxDuration)
 	default:
-		// A ramp or stages become a rate, their highest, changed live.
+		// A ramp or stages become a rate, their highest, changed live:
+		// the resolved config's defaults and checks hold for it, so only
+		// the new rate and duration are checked (AtRate).
 		var ps field.Problems
-		a, ps = workload.ArrivalConfig{
-			Rate: rate, Arrival: a.Arrival, Burstiness: a.Burstiness, Duration: l.opts.MaxDuration,
-			Requests: a.Requests, MaxInFlight: a.MaxInFlight, OnSaturation: a.OnSaturation,
-		}.WithDefaults().Checked()
+		a, ps = a.AtRate(rate, l.opts.MaxDuration)
 		if err := ps.Err(); err != nil {
 			return fmt.Errorf("game day load: %w", err)
 		}

@@ -286,7 +286,10 @@ func (r *run) startMonitors(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	if r.sim == nil {
-		if ns := openNVMLSampler(r.now, func(msg string) { r.out.println(msg + "; no GPU samples") }); ns != nil {
+		// "no GPU: ..." (no driver, no device) is an alarm that
+		// `run --quiet` keeps; a build without NVML ("GPU monitor off:
+		// built without NVML support ...") is a notice it leaves out.
+		if ns := openNVMLSampler(r.now, r.out.println); ns != nil {
 			r.obs.nvml = ns
 			wg.Go(func() {
 				defer r.judge.guard("sampling GPUs through NVML")

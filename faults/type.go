@@ -104,7 +104,8 @@ func (e BuildEnv) Rand() *rand.Rand { return rand.New(rand.NewPCG(e.Seed, 0x6661
 type Type struct {
 	// Name is the type as written in an experiment's `type:` field.
 	Name string
-	// Family is the package that defines it: network, replica or gpu.
+	// Family is the package that defines it: network, replica, gpu,
+	// gpupod or chaosmesh.
 	Family string
 	// Summary is one line saying what the fault does.
 	Summary string
@@ -123,8 +124,10 @@ type Type struct {
 	// its yaml (else json) tags are the keys, and its doc, unit, default
 	// and required tags document them (Params).
 	NewParams func() any
-	// Check validates decoded params as the fault will run them: the
-	// type's defaults are applied to a copy first. It returns every
+	// Check validates decoded params as the fault will run them, that is
+	// resolved: what the target gives and the type's defaults (Defaults)
+	// filled in, which the experiment's validation does on a copy before it
+	// calls Check. It changes nothing and applies no default. It returns every
 	// problem keyed by its field under the params (latency,
 	// select.value; "" for the params as a whole), which the experiment
 	// file reports at faults[i].params.KEY and a console under its own
@@ -137,19 +140,32 @@ type Type struct {
 	// and a run against a Kubernetes target provides (the pods' namespace
 	// and selector, the cluster).
 	FromKubernetes func(params any, env KubernetesEnv)
-	// Defaults, when set, fills in (in place) the type's defaults, once
-	// what the target gives is filled in (FromSim, FromKubernetes). The
-	// experiment's resolution applies it, so that what the runner
-	// describes (a dry run's targets, the replicas it watches) is what the
-	// fault runs, and nothing downstream applies a default again.
+	// Defaults fills in (in place) the type's defaults, the values its
+	// params' default tags document, once what the target gives is filled
+	// in (FromSim, FromKubernetes). Every type has one. The experiment's
+	// resolution applies it, so that what the runner describes (a dry
+	// run's targets and params, the replicas it watches) is what the fault
+	// runs, and nothing downstream applies a default again.
 	Defaults func(params any)
-	// Build returns the fault from decoded params (resolved params, or
-	// params without defaults: the constructors apply them to what they
-	// are given, which changes nothing in resolved ones).
+	// Build returns the fault from resolved params (Defaults applied). The
+	// families whose exported constructors are also called with params
+	// built in Go by hand (network.NewToxic and the netns faults,
+	// gpu.NewMemoryPressure, replica's) apply the defaults there, which
+	// changes nothing in resolved params; the others (gpupod, chaosmesh)
+	// are built from resolved params only and apply none.
 	Build func(env BuildEnv, params any) (Fault, error)
 	// Reverters returns the reverter of every RevertSpec kind the type's
 	// faults may write in the journal (a new map on every call).
 	Reverters func() map[string]Reverter
+}
+
+// DefaultsBy returns a Type.Defaults for params of type *P whose
+// WithDefaults returns a copy with the defaults filled in.
+func DefaultsBy[P interface{ WithDefaults() P }]() func(params any) {
+	return func(params any) {
+		p := params.(*P)
+		*p = (*p).WithDefaults()
+	}
 }
 
 // ParamProblems returns the problems of a params check's error (a

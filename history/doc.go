@@ -13,8 +13,11 @@
 // static binary needs no cgo; .llmchaos/history.db by default) and
 // PostgreSQL (github.com/lib/pq) for a team sharing one history. Open
 // picks one from a path or URL. The schema is versioned: each migration is
-// one numbered SQL file per dialect (migrations/), applied once, in order,
-// under a lock, and recorded in llmchaos_schema_migrations.
+// one numbered SQL file per dialect (migrations/) or a numbered Go step for
+// both (goMigrations: a change of data, such as migration 2, which clears
+// the score 0 that runs their reports leave unscored were once stored
+// with), applied once, in order, under a lock, and recorded in
+// llmchaos_schema_migrations.
 //
 // Record turns a report.Document into a Run and inserts it; Check compares
 // a run with the median of its last comparable runs (same spec hash and

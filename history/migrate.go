@@ -21,20 +21,49 @@ import (
 //go:embed migrations
 var migrationFiles embed.FS
 
-// migration is one numbered SQL file of a dialect.
+// migrationSource is where the migrations come from: the numbered SQL
+// files of each dialect and the numbered steps written in Go, which share
+// one numbering (a version is one or the other).
+type migrationSource struct {
+	files fs.FS
+	steps []goMigration
+}
+
+// builtinMigrations are this llmchaos's migrations.
+var builtinMigrations = migrationSource{files: migrationFiles, steps: goMigrations}
+
+// goMigration is a numbered migration written in Go, for every dialect: a
+// change of data that SQL alone cannot make (one that reads the compressed
+// reports). It runs in the migrations' transaction, under their lock, on
+// the connection q, and is recorded in the migrations table as a SQL one.
+type goMigration struct {
+	version int
+	name    string
+	run     func(ctx context.Context, q execer, d dialect) error
+}
+
+// goMigrations are the migrations written in Go.
+var goMigrations = []goMigration{
+	{version: 2, name: "unscored_runs_without_score", run: clearUnscoredZeros},
+}
+
+// migration is one numbered migration of a dialect: a SQL file's
+// statements, or a Go step (run).
 type migration struct {
 	version int
 	name    string
 	sql     string
+	run     func(ctx context.Context, q execer, d dialect) error
 }
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// migrations reads the migrations of dialect d from fsys (rooted where
-// "migrations" is), in order; numbers must run 1, 2, 3 … without a gap.
-func migrations(fsys fs.FS, d dialect) ([]migration, error) {
+// migrations reads the migrations of dialect d from src, in order: its SQL
+// files (src.files, rooted where "migrations" is) and its Go steps; numbers
+// must run 1, 2, 3 … without a gap, each taken once.
+func migrations(src migrationSource, d dialect) ([]migration, error) {
 	dir := path.Join("migrations", d.name)
-	entries, err := fs.ReadDir(fsys, dir)
+	entries, err := fs.ReadDir(src.files, dir)
 	if err != nil {
 		return nil, fmt.Errorf("history migrations %s: %w", dir, err)
 	}
@@ -44,15 +73,21 @@ func migrations(fsys fs.FS, d dialect) ([]migration, error) {
 		if m == nil {
 			return nil, fmt.Errorf("history migrations %s: %q is not named NNNN_name.sql", dir, e.Name())
 		}
-		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		b, err := fs.ReadFile(src.files, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("history migrations: %w", err)
 		}
 		v, _ := strconv.Atoi(m[1])
 		out = append(out, migration{version: v, name: m[2], sql: string(b)})
 	}
+	for _, g := range src.steps {
+		out = append(out, migration{version: g.version, name: g.name, run: g.run})
+	}
 	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
 	for i, m := range out {
+		if i > 0 && m.version == out[i-1].version {
+			return nil, fmt.Errorf("history migrations %s: two migrations numbered %04d (%s and %s)", dir, m.version, out[i-1].name, m.name)
+		}
 		if m.version != i+1 {
 			return nil, fmt.Errorf("history migrations %s: want migration %04d, found %04d_%s", dir, i+1, m.version, m.name)
 		}
@@ -82,14 +117,14 @@ func statements(src string) []string {
 	return out
 }
 
-// migrate brings db's schema up to date with the migrations of d in fsys,
+// migrate brings db's schema up to date with the migrations of d in src,
 // in one transaction under a lock (see dialect.begin and dialect.lock), so
 // that processes opening one store at once apply each migration once. It
 // returns the versions it applied (none when the schema was current). A
 // schema newer than this program knows is an error: an older llmchaos
 // must not write to a store a newer one has changed.
-func migrate(ctx context.Context, db *sql.DB, d dialect, fsys fs.FS) (applied []int, err error) {
-	ms, err := migrations(fsys, d)
+func migrate(ctx context.Context, db *sql.DB, d dialect, src migrationSource) (applied []int, err error) {
+	ms, err := migrations(src, d)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +159,11 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, fsys fs.FS) (applied []
 	for _, m := range ms {
 		if slices.Contains(done, m.version) {
 			continue
+		}
+		if m.run != nil {
+			if err := m.run(ctx, conn, d); err != nil {
+				return nil, fmt.Errorf("history: migration %04d_%s (%s): %w", m.version, m.name, d.name, err)
+			}
 		}
 		for i, stmt := range statements(m.sql) {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -35,11 +34,11 @@ const busyTimeoutMs = 15000
 //   - sqlite:PATH, or any other PATH, is an SQLite file, created with its
 //     directory.
 func Open(ctx context.Context, location string) (Store, error) {
-	return openWith(ctx, location, migrationFiles)
+	return openWith(ctx, location, builtinMigrations)
 }
 
-// openWith is Open with the migrations read from fsys (tests add their own).
-func openWith(ctx context.Context, location string, fsys fs.FS) (Store, error) {
+// openWith is Open with the migrations of src (tests make their own).
+func openWith(ctx context.Context, location string, src migrationSource) (Store, error) {
 	d, dsn, shown, err := resolve(location)
 	if err != nil {
 		return nil, err
@@ -59,7 +58,7 @@ func openWith(ctx context.Context, location string, fsys fs.FS) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("history %s: connect: %w", shown, err)
 	}
-	if _, err := migrate(ctx, db, d, fsys); err != nil {
+	if _, err := migrate(ctx, db, d, src); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("history %s: %w", shown, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -322,28 +321,35 @@ func joinURLs(urls []string) string {
 
 // scoreOf reads a resilience score from a report's JSON: a top-level
 // "resilience_score" or "score" that is a number in [0, 100], or an object
-// with such a "value" or "score".
+// with such a "value" or "score". A null is no score (an unscored run: one
+// a signal or an error cut short, or one without data), never 0.
 func scoreOf(report []byte) *float64 {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(report, &top) != nil {
 		return nil
+	}
+	number := func(raw json.RawMessage) *float64 {
+		var v *float64
+		if json.Unmarshal(raw, &v) != nil || v == nil || !(*v >= 0 && *v <= 100) {
+			return nil
+		}
+		return v
 	}
 	for _, k := range []string{"resilience_score", "score"} {
 		raw, ok := top[k]
 		if !ok {
 			continue
 		}
-		var v float64
-		if json.Unmarshal(raw, &v) == nil && v >= 0 && v <= 100 && !math.IsNaN(v) {
-			return &v
+		if v := number(raw); v != nil {
+			return v
 		}
 		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil {
+		if json.Unmarshal(raw, &obj) != nil || obj == nil {
 			continue
 		}
 		for _, kk := range []string{"value", "score"} {
-			if json.Unmarshal(obj[kk], &v) == nil && v >= 0 && v <= 100 {
-				return &v
+			if v, ok := obj[kk]; ok {
+				return number(v) // the object's own value, null or not
 			}
 		}
 	}

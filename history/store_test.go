@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -158,25 +159,40 @@ func testMigrationsIdempotent(t *testing.T, loc string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	applied, err := migrate(ctx, db, d, migrationFiles)
+	applied, err := migrate(ctx, db, d, builtinMigrations)
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("migrating a current schema: applied %v, %v; want nothing", applied, err)
 	}
+	ms, err := migrations(builtinMigrations, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []int
+	for _, m := range ms {
+		all = append(all, m.version)
+	}
 	versions, err := appliedVersions(ctx, db)
-	if err != nil || !slices.Equal(versions, []int{1}) {
-		t.Fatalf("migrations table: %v, %v; want [1]", versions, err)
+	if err != nil || !slices.Equal(versions, all) {
+		t.Fatalf("migrations table: %v, %v; want %v", versions, err, all)
 	}
 	// A later migration is applied once, on top, and keeps the data.
-	next := fstest.MapFS{}
-	for _, name := range []string{"0001_init.sql"} {
-		b, err := migrationFiles.ReadFile("migrations/" + d.name + "/" + name)
+	files := fstest.MapFS{}
+	names, err := fs.Glob(migrationFiles, "migrations/"+d.name+"/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		b, err := migrationFiles.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		next["migrations/"+d.name+"/"+name] = &fstest.MapFile{Data: b}
+		files[name] = &fstest.MapFile{Data: b}
 	}
-	next["migrations/"+d.name+"/0002_note.sql"] = &fstest.MapFile{Data: []byte("-- a column added later\nALTER TABLE llmchaos_runs ADD COLUMN note TEXT;\n")}
-	for i, want := range [][]int{{2}, nil} {
+	note := len(all) + 1
+	next := migrationSource{files: files, steps: builtinMigrations.steps}
+	files[fmt.Sprintf("migrations/%s/%04d_note.sql", d.name, note)] = &fstest.MapFile{
+		Data: []byte("-- a column added later\nALTER TABLE llmchaos_runs ADD COLUMN note TEXT;\n")}
+	for i, want := range [][]int{{note}, nil} {
 		applied, err := migrate(ctx, db, d, next)
 		if err != nil || !slices.Equal(applied, want) {
 			t.Fatalf("migration round %d: applied %v, %v; want %v", i, applied, err, want)
@@ -184,16 +200,24 @@ func testMigrationsIdempotent(t *testing.T, loc string) {
 	}
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM llmchaos_runs WHERE note IS NULL").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("after migration 2: %d runs, %v; want the 1 recorded", n, err)
+		t.Fatalf("after the note migration: %d runs, %v; want the 1 recorded", n, err)
 	}
-	// This llmchaos knows only migration 1: it refuses the newer store.
-	if _, err := migrate(ctx, db, d, migrationFiles); err == nil {
+	// This llmchaos knows fewer migrations: it refuses the newer store.
+	if _, err := migrate(ctx, db, d, builtinMigrations); err == nil {
 		t.Fatal("an llmchaos that knows fewer migrations than the store has: no error")
 	}
 	// A numbering gap is refused before anything is applied.
 	gap := fstest.MapFS{"migrations/" + d.name + "/0001_a.sql": {Data: []byte("SELECT 1;")}, "migrations/" + d.name + "/0003_c.sql": {Data: []byte("SELECT 1;")}}
-	if _, err := migrations(gap, d); err == nil {
+	if _, err := migrations(migrationSource{files: gap}, d); err == nil {
 		t.Fatal("migrations 1 and 3: no error for the gap")
+	}
+	// So is a Go step numbered as a SQL file, and one that leaves a gap.
+	one := fstest.MapFS{"migrations/" + d.name + "/0001_a.sql": {Data: []byte("SELECT 1;")}}
+	noop := func(context.Context, execer, dialect) error { return nil }
+	for _, steps := range [][]goMigration{{{version: 1, name: "b", run: noop}}, {{version: 3, name: "c", run: noop}}} {
+		if _, err := migrations(migrationSource{files: one, steps: steps}, d); err == nil {
+			t.Errorf("SQL migration 1 and Go step %d: no error", steps[0].version)
+		}
 	}
 }
 

@@ -23,7 +23,9 @@
 # ports chosen free at start, waits (bounded) until the apiserver is ready,
 # the controller-manager has made the default service account and the kwok
 # nodes (KWOK_NODES, default 2: kwok-node-0, kwok-node-1) are Ready, and
-# writes DIR/kubeconfig, DIR/env and DIR/*.pid; logs go to DIR/*.log. Nodes
+# writes DIR/kubeconfig, DIR/env and DIR/*.pid (and DIR/api-ready with
+# API_PORT as soon as the apiserver answers, for what may start before the
+# rest: the test node's kubelet); logs go to DIR/*.log. Nodes
 # carry no taint, so any pod schedules on them; node i has InternalIP
 # 10.1.0.(i+1) and gives its pods IPs from 10.0.i.0/24. With --owner PID a watcher stops the control plane when that
 # process exits (a test binary passes its own pid, so nothing outlives it
@@ -430,6 +432,8 @@ cmd_start() {
 		--service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true \
 		--cert-dir "$DIR/pki" --profiling=false --feature-gates WatchList=false
 	wait_for kube-apiserver 120 "kube-apiserver /readyz ok" ready
+	# For what can start before the rest is up (the test node's kubelet).
+	echo "API_PORT=$API_PORT" >"$DIR/api-ready"
 
 	for c in admin controller-manager scheduler kwok; do
 		write_kubeconfig "$DIR/$c.kubeconfig" "$c"
@@ -518,7 +522,7 @@ cmd_stop() {
 	for c in owner-watch kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		kill_component "$c"
 	done
-	rm -rf "$DIR/pki" "$DIR/etcd" "$DIR"/*.kubeconfig "$DIR/kubeconfig" "$DIR/env"
+	rm -rf "$DIR/pki" "$DIR/etcd" "$DIR"/*.kubeconfig "$DIR/kubeconfig" "$DIR/env" "$DIR/api-ready"
 }
 
 case ${1:-} in

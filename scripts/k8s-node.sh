@@ -38,7 +38,12 @@
 #     imagePullPolicy: Never (or IfNotPresent);
 #   - the kubelet (node llmchaos-node, client certificate of the control
 #     plane's CA, failCgroupV1: false, cgroup root /llmchaos-node);
-# and waits until the node is Ready. It records every host change first
+# and waits until the node is Ready. The control plane starts in the
+# background while the bridge, containerd and the images are made (the
+# images' binaries are built into the cache, per checkout, so that go build
+# relinks only what changed); the kubelet starts as soon as the apiserver
+# answers (DIR/cp/api-ready). Start and stop print their times, by step.
+# It records every host change first
 # (DIR/host.before): the FORWARD accept rules for the pod network (Docker's
 # FORWARD policy is DROP), the DNAT rule, the sysctls the kubelet and the
 # bridge set (kernel.panic, kernel.panic_on_oops, kernel.keys.root_max*,
@@ -95,6 +100,12 @@ die() {
 
 log() {
 	echo "k8s-node: $*" >&2
+}
+
+# since T0: seconds since T0 (an $EPOCHREALTIME), to a tenth.
+since() {
+	local now=$EPOCHREALTIME
+	awk -v a="$1" -v b="$now" 'BEGIN { printf "%.1f", b - a }'
 }
 
 usage() {
@@ -320,7 +331,7 @@ wait_for() {
 			tail -n 20 "$DIR/$name.log" >&2 || true
 			die "no $what after $secs s (log: $DIR/$name.log)"
 		fi
-		sleep 0.5
+		sleep 0.1
 	done
 }
 
@@ -381,13 +392,15 @@ cmd_start() {
 	local t0=$SECONDS
 	claim "$DIR" "$wait"
 	((SECONDS - t0 < 2)) || log "waited $((SECONDS - t0)) s for the node in another directory to stop"
-	trap 'rc=$?; if ((rc != 0)); then log "start failed; stopping what it started (logs stay in $DIR)"; cmd_stop "$DIR"; fi' EXIT
-	t0=$SECONDS
+	# The control plane starts in the background (about two thirds of a
+	# start, mostly the apiserver's) while the bridge, containerd and the
+	# images are made; the kubelet, which needs the API, starts after it.
+	CP_PID=
+	trap 'rc=$?; if ((rc != 0)); then log "start failed; stopping what it started (logs stay in $DIR)"; [[ -z $CP_PID ]] || wait "$CP_PID"; cmd_stop "$DIR"; fi' EXIT
+	t0=$EPOCHREALTIME
 	save_host
-	KWOK_NODES=${KWOK_NODES:-0} "$CP" start "$DIR/cp"
-	cp "$DIR/cp/kubeconfig" "$DIR/kubeconfig"
-	local api_port
-	api_port=$(sed -n 's/^API_PORT=//p' "$DIR/cp/env")
+	KWOK_NODES=${KWOK_NODES:-0} "$CP" start "$DIR/cp" >"$DIR/cp-start.log" 2>&1 9>&- &
+	CP_PID=$!
 
 	ip link add "$BRIDGE" type bridge
 	ip addr add "$NODE_IP/24" dev "$BRIDGE"
@@ -396,7 +409,6 @@ cmd_start() {
 	iptables -I FORWARD -s "$POD_CIDR" -j ACCEPT
 	iptables -I FORWARD -d "$POD_CIDR" -j ACCEPT
 	sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
-	iptables -t nat -I PREROUTING -s "$POD_CIDR" -d "$SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination "127.0.0.1:$api_port"
 
 	mkdir -p "$DIR/cni/net.d" "$DIR/containerd/root" "$DIR/containerd/state" "$DIR/kubelet" "$DIR/pods-logs"
 	cat >"$DIR/cni/net.d/10-llmchaos.conflist" <<CNI
@@ -424,14 +436,32 @@ state = "$DIR/containerd/state"
     runtime_type = "io.containerd.runc.v2"
 TOML
 	launch containerd containerd --config "$DIR/containerd/config.toml"
-	wait_for containerd 30 "containerd's socket" ctr --address "$DIR/containerd.sock" version
 
-	local bin=$DIR/bin
+	# The images' binaries are built into a directory of this checkout's
+	# in the cache: go build relinks only when they changed (a link of
+	# llmchaos costs seconds of CPU at every start otherwise).
+	local bin t1=$EPOCHREALTIME
+	bin=$CACHE/node-bin/$(printf %s "$ROOT" | sha256sum | cut -c1-16)
 	mkdir -p "$bin"
 	(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$bin/pause" ./scripts/k8s/node/pause &&
 		CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$bin/llmchaos" ./cmd/llmchaos) || die "building the images' binaries failed"
-	image pause llmchaos-pause:node "$bin/pause"
+	log "images' binaries built in $(since "$t1") s"
+	wait_for containerd 30 "containerd's socket" ctr --address "$DIR/containerd.sock" version
+	t1=$EPOCHREALTIME
+	image pause llmchaos-pause:node "$bin/pause" &
+	local pause_pid=$!
 	image llmchaos llmchaos:node "$bin/llmchaos"
+	wait "$pause_pid" || die "importing the pause image failed"
+	log "images imported in $(since "$t1") s (containerd up at $(since "$t0") s)"
+
+	# The kubelet starts once the apiserver answers (DIR/cp/api-ready),
+	# while the controller-manager and the scheduler still start.
+	echo "$CP_PID" >"$DIR/cp-start.pid"
+	wait_for cp-start 150 "the control plane's apiserver (log: $DIR/cp-start.log)" test -s "$DIR/cp/api-ready"
+	log "apiserver up at $(since "$t0") s"
+	local api_port
+	api_port=$(sed -n 's/^API_PORT=//p' "$DIR/cp/api-ready")
+	iptables -t nat -I PREROUTING -s "$POD_CIDR" -d "$SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination "127.0.0.1:$api_port"
 
 	# The kubelet's client certificate, from the control plane's CA.
 	local pki=$DIR/cp/pki
@@ -492,7 +522,17 @@ KCFG
 	launch kubelet "$NODE_BIN/kubelet" --config "$DIR/kubelet/config.yaml" --kubeconfig "$DIR/kubelet/kubeconfig" \
 		--root-dir "$DIR/kubelet/root" --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" \
 		--pod-infra-container-image llmchaos-pause:node
+	t1=$EPOCHREALTIME
+	wait "$CP_PID" || {
+		CP_PID=
+		cat "$DIR/cp-start.log" >&2
+		die "the control plane did not start"
+	}
+	CP_PID=
+	log "control plane up at $(since "$t0") s ($(grep -o 'up in [0-9]* s' "$DIR/cp-start.log" | tail -n1) of its own)"
+	cp "$DIR/cp/kubeconfig" "$DIR/kubeconfig"
 	wait_for kubelet 60 "node $NODE_NAME Ready" node_ready
+	log "node Ready $(since "$t1") s after the kubelet started"
 
 	cat >"$DIR/env" <<ENV
 KUBECONFIG=$DIR/kubeconfig
@@ -508,7 +548,7 @@ ENV
 		launch owner-watch bash -c 'tail --pid="$1" -f /dev/null; exec "$2" stop "$3"' _ "$owner" "$SELF" "$DIR"
 	fi
 	trap - EXIT
-	log "up in $((SECONDS - t0)) s: KUBECONFIG=$DIR/kubeconfig, node $NODE_NAME ($NODE_IP), image llmchaos:node"
+	log "up in $(since "$t0") s: KUBECONFIG=$DIR/kubeconfig, node $NODE_NAME ($NODE_IP), image llmchaos:node"
 }
 
 # ----------------------------------------------------------------- stop ---
@@ -540,7 +580,7 @@ cmd_stop() {
 	# Every step is tried whatever the ones before did (a grep that finds
 	# nothing included).
 	set +e +o pipefail
-	local t0=$SECONDS
+	local t0=$EPOCHREALTIME
 	kill_component owner-watch
 	kill_component kubelet
 	# Every container of the node, then its containerd.
@@ -566,9 +606,9 @@ cmd_stop() {
 		log "not restoring the host: the machine's node is now another's ($(cat "$HOLDER"))"
 	fi
 	"$CP" stop "$DIR/cp" || true
-	rm -rf "$DIR/containerd" "$DIR/kubelet" "$DIR/cni" "$DIR/bin" "$DIR"/image-* "$DIR/kubeconfig" "$DIR/env" "$DIR/containerd.sock"*
+	rm -rf "$DIR/containerd" "$DIR/kubelet" "$DIR/cni" "$DIR"/image-* "$DIR/kubeconfig" "$DIR/env" "$DIR/containerd.sock"* "$DIR/cp-start.pid"
 	unclaim "$DIR"
-	log "stopped in $((SECONDS - t0)) s"
+	log "stopped in $(since "$t0") s"
 }
 
 cmd_env() {

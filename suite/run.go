@@ -46,10 +46,16 @@ type Options struct {
 	// executable, progress, guard, pre-flight, tool version); RunDir,
 	// File and Seed are set per experiment.
 	Experiment experiments.Options
-	// Out receives the suite's progress: a line per experiment started,
-	// the runner's own lines (through Experiment.Out), each experiment's
-	// summary and the health checks (nil: discarded).
+	// Out receives each experiment's outcome: its summary (as Text says)
+	// and a line with its status and resilience score, or why it did not
+	// run (nil: discarded). Under Text.Quiet only that line: a bare
+	// verdict line would not say whose it is.
 	Out io.Writer
+	// Progress receives the suite's notices: a header line per experiment
+	// started, each experiment's run directory, the settle time and the
+	// health checks (nil: Out). The runner's own lines go to
+	// Experiment.Out (nil: Progress).
+	Progress io.Writer
 	// Text is how each experiment's summary is written to Out.
 	Text report.TextOptions
 	// HealthInterval is the time between two health checks (0:
@@ -86,6 +92,9 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Record, error) {
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if opts.Progress == nil {
+		opts.Progress = opts.Out
 	}
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = DefaultHealthInterval
@@ -152,7 +161,7 @@ func (r *suiteRun) run(ctx context.Context) error {
 		}
 		n++
 		head := fmt.Sprintf("═══ suite %s: experiment %d of %d: %s (%s) ═══", r.p.Name, n, total, it.Name, shownPath(it.File))
-		fmt.Fprintf(r.opts.Out, "\n%s\n", report.FitLine(head))
+		fmt.Fprintf(r.opts.Progress, "\n%s\n", report.FitLine(head))
 		if r.ran && it.Experiment.Spec.Target.LLM != nil {
 			h := r.waitHealthy(ctx, it)
 			e.Health = h
@@ -210,7 +219,7 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	opts := r.opts.Experiment
 	opts.RunDir, opts.File, opts.Seed = dir, it.File, nil
 	if opts.Out == nil {
-		opts.Out = r.opts.Out
+		opts.Out = r.opts.Progress
 	}
 	started := time.Now().UTC()
 	e.StartedAt = &started
@@ -259,16 +268,20 @@ func (r *suiteRun) runOne(ctx context.Context, i int, e *ExperimentRecord) {
 	if werr := errors.Join(werrs...); werr != nil {
 		r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: %v", it.Name, werr))
 	}
-	fmt.Fprintln(r.opts.Out)
-	if werr := report.WriteTextWith(r.opts.Out, doc, r.opts.Text); werr != nil {
-		r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: summary: %v", it.Name, werr))
+	if !r.opts.Text.Quiet {
+		fmt.Fprintln(r.opts.Out)
+		if werr := report.WriteTextWith(r.opts.Out, doc, r.opts.Text); werr != nil {
+			r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: summary: %v", it.Name, werr))
+		}
 	}
-	// Two lines: a run directory's path does not fold.
-	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s\n  run directory: %s\n", it.Name, status.Word(), doc.Score, dir)
+	fmt.Fprintf(r.opts.Out, "%s: %s, resilience score %s\n", it.Name, status.Word(), doc.Score)
+	// A line of its own: a run directory's path does not fold.
+	fmt.Fprintf(r.opts.Progress, "  run directory: %s\n", dir)
+	// A failure to record is one of the record's warnings, which the
+	// caller reports (llmchaos suite: on stderr, after the summary).
 	if rec := r.opts.Recorder; rec != nil {
 		if rerr := rec.RecordRun(context.WithoutCancel(ctx), doc, labels); rerr != nil {
 			r.rec.Warnings = append(r.rec.Warnings, fmt.Sprintf("%s: record the run: %v", it.Name, rerr))
-			fmt.Fprintf(r.opts.Out, "warning: %s: record the run: %v\n", it.Name, rerr)
 		}
 	}
 }
@@ -334,7 +347,7 @@ func (r *suiteRun) waitHealthy(ctx context.Context, it Item) *HealthRecord {
 	h := &HealthRecord{SettleS: r.p.Settle.Seconds()}
 	defer func() { h.WaitedS = time.Since(start).Seconds() }()
 	if r.p.Settle > 0 {
-		fmt.Fprintf(r.opts.Out, "settling for %v\n", r.p.Settle)
+		fmt.Fprintf(r.opts.Progress, "settling for %v\n", r.p.Settle)
 		if !sleep(ctx, r.p.Settle) {
 			return h
 		}
@@ -354,7 +367,7 @@ func (r *suiteRun) waitHealthy(ctx context.Context, it Item) *HealthRecord {
 		if err == nil && allOK(probes) {
 			h.OK = true
 			if h.Attempts > 1 {
-				fmt.Fprintf(r.opts.Out, "the target is healthy again after %v\n", time.Since(start).Round(100*time.Millisecond))
+				fmt.Fprintf(r.opts.Progress, "the target is healthy again after %v\n", time.Since(start).Round(100*time.Millisecond))
 			}
 			return h
 		}
@@ -362,7 +375,7 @@ func (r *suiteRun) waitHealthy(ctx context.Context, it Item) *HealthRecord {
 			return h
 		}
 		if h.Attempts == 1 {
-			fmt.Fprintf(r.opts.Out, "waiting (at most %v) for the target to be healthy again: %s\n", r.p.HealthTimeout, failedProbes(probes))
+			fmt.Fprintf(r.opts.Progress, "waiting (at most %v) for the target to be healthy again: %s\n", r.p.HealthTimeout, failedProbes(probes))
 		}
 		if !sleep(ctx, r.opts.HealthInterval) {
 			return h

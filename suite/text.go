@@ -45,7 +45,9 @@ func WriteText(w io.Writer, r *Record) error {
 	// cut (suite.json and the HTML page have it whole).
 	for _, line := range strings.SplitAfter(table.String(), "\n") {
 		if line != "" {
-			b.WriteString(report.FitLine(strings.TrimSuffix(line, "\n")) + "\n")
+			// A row without a reason would end in the padding of its
+			// time column.
+			b.WriteString(report.FitLine(strings.TrimRight(line, " \n")) + "\n")
 		}
 	}
 	score := "none (no experiment was scored)"

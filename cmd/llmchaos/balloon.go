@@ -47,8 +47,9 @@ func newBalloonCmd() *cobra.Command {
 		Long: `gpu-balloon reserves memory on a vGPU (see sim --vgpu-dir) so that replicas
 find less free: --gib N holds N GiB, --leave-free-gib N holds everything free
 but N GiB, and with --grow it keeps taking memory that others free (a
-crashed replica's, say), so that a restart finds too little. Once it holds, it prints one line ("holding ...") on stdout, a
-readiness signal for whoever started it. It releases the memory and exits 0 on
+crashed replica's, say), so that a restart finds too little. Once it holds,
+it prints one line ("holding ...") on stdout, a readiness signal for whoever
+started it. It releases the memory and exits 0 on
 SIGTERM or SIGINT, and when its parent process exits. It exits 4 when too
 little memory is free, 2 on bad flags.
 

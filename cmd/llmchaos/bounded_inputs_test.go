@@ -30,6 +30,11 @@ func TestUnboundedInputsAreUsageErrors(t *testing.T) {
 	deep := write("deep.yaml", append([]byte("apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: "), bytes.Repeat([]byte("["), 60_000)...))
 	deepBlock := write("deep-block.yaml", []byte("apiVersion: llmchaos/v1\nkind: Experiment\nmetadata:\n  x: "+strings.Repeat("- ", 30_000)+"1\n"))
 	huge := write("huge.yaml", append([]byte("apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: {name: x, description: \""), bytes.Repeat([]byte("x"), 2<<20)...))
+	share := experimentAt(t, dir, "share", "{rate: 50%, arrival: constant, duration: 30s, input_tokens: 16, output_tokens: 6}")
+	bigCapacity := write("capacity.json", nil)
+	if err := os.Truncate(bigCapacity, 17<<20); err != nil { // sparse: 17 MiB of zeros
+		t.Fatal(err)
+	}
 	load := []string{"load", "--target", "http://127.0.0.1:9/v1", "--model", "m", "--duration", "1s", "--workload", "chat"}
 	capa := []string{"capacity", "--target", "http://127.0.0.1:9/v1", "--model", "m", "--workload", "chat", "--slo", "ttft: p(99)<1s"}
 	tests := []struct {
@@ -49,6 +54,13 @@ func TestUnboundedInputsAreUsageErrors(t *testing.T) {
 			"--input-tokens", "1000000000"}, "more than 2097152 tokens"},
 		{"output tokens past any context", []string{"load", "--target", "http://127.0.0.1:9/v1", "--model", "m", "--duration", "1s", "--rate", "5",
 			"--input-tokens", "10", "--output-tokens", "uniform:1:999999999"}, "more than 2097152 tokens"},
+		{"a capacity file that is a device", []string{"run", "--dry-run", "--capacity", "/dev/zero", share}, "/dev/zero is not a regular file"},
+		{"a capacity file of 17 MiB", []string{"run", "--dry-run", "--capacity", bigCapacity, share},
+			"capacity file: " + bigCapacity + " is bigger than a capacity file may be: at most 16777216 bytes"},
+		{"capacity --max past one process", append(capa[:len(capa):len(capa)], "--max", "1e9"),
+			"max 1e+09: at most 1e+06 requests per second in one process"},
+		{"capacity --max users past one process", append(capa[:len(capa):len(capa)], "--mode", "concurrency", "--max", "1e7"),
+			"max 1e+07: at most 100000 users in one process"},
 		{"capacity --start 0", append(capa[:len(capa):len(capa)], "--start", "0"), "--start 0: want a load above 0"},
 		{"capacity --start above --max", append(capa[:len(capa):len(capa)], "--start", "10", "--max", "1"), "start 10 is outside the load bounds [0.1, 1]"},
 	}

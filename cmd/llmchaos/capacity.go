@@ -96,8 +96,10 @@ Exit codes: 0 a knee was found (also when it is a lower bound: the client was
 the limit, or every load up to --max held); 99 no load held every SLO, even
 --min; 98 interrupted (Ctrl-C; the outputs hold the steps so far); 2 bad flags,
 or a failed pre-flight check; 1 anything else.`,
-		Example: `  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload chat --slo 'ttft: p(99)<500ms' --slo 'e2e: p(99)<20s' --slo 'error_rate: rate<0.01' --out capacity.json --html capacity.html
-  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload batch --mode concurrency --slo 'tpot: p(90)<50ms' --precision 10%
+		Example: `  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload chat --slo 'ttft: p(99)<500ms' \
+    --slo 'e2e: p(99)<20s' --slo 'error_rate: rate<0.01' --out capacity.json --html capacity.html
+  llmchaos capacity --target http://127.0.0.1:8000/v1 --model M --workload batch --mode concurrency \
+    --slo 'tpot: p(90)<50ms' --precision 10%
   llmchaos run experiments/catalog/replica-kill.yaml --capacity capacity.json   # its workload says rate: 80%`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,7 +137,7 @@ or a failed pre-flight check; 1 anything else.`,
 	fs.StringVar(&cf.Out, "out", "", "write the capacity file (JSON) here, for workload: {rate: 80%, capacity: FILE} and run --capacity")
 	fs.StringVar(&cf.HTML, "html", "", "write the HTML page (curves, knee, steps) here")
 	fs.BoolVar(&cf.JSON, "json", false, "print the capacity file on stdout instead of the table (progress goes to stderr)")
-	fs.BoolVarP(&cf.Quiet, "quiet", "q", false, "no progress lines; only the knee line")
+	fs.BoolVarP(&cf.Quiet, "quiet", "q", false, "print only the knee line on stdout (knee: LOAD (bracket LO–HI, +N%)); warnings and errors on stderr; no start line, step lines or table")
 	return cmd
 }
 
@@ -272,15 +274,21 @@ func (cf *capacityFlags) config(fs *pflag.FlagSet, lf *loadFlags) (capacity.Conf
 // exit code.
 func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, stdout, stderr io.Writer) error {
 	const cmdName = "llmchaos capacity"
-	human := stdout
-	if out.JSON {
-		human = stderr
+	// What people read goes to stdout, folded to maxWidth (the summary's
+	// closing sentence, a client-limited step's reasons), or to stderr
+	// under --json, whose stdout is the capacity file.
+	human := stderr
+	if !out.JSON {
+		fw := newFoldWriter(stdout, maxWidth)
+		defer fw.Flush()
+		human = fw
 	}
 	cfg.Warn = func(w string) { fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, w) }
 	if !out.Quiet {
 		cfg.Progress = human
 		c := cfg.WithDefaults()
-		fmt.Fprintf(human, "%s: %s mode, SLOs %s; %d requests per full step (%s), precision %s%%, seed %d\n", cmdName, c.Mode,
+		// Two lines, so that the SLOs have one of their own.
+		fmt.Fprintf(human, "%s: %s mode, SLOs %s\n%d requests per full step (%s), precision %s%%, seed %d\n", cmdName, c.Mode,
 			sloList(c), c.Length.Requests, stepRule(c), capacity.FormatLoad(100*c.Search.Precision), c.Seed)
 	}
 	res, runErr := capacity.Run(ctx, cfg)
@@ -302,10 +310,10 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 	if out.JSON {
 		errs = append(errs, res.WriteJSON(stdout))
 	} else if out.Quiet {
-		fmt.Fprint(stdout, kneeOnly(res))
+		fmt.Fprintln(human, res.KneeLine())
 	} else {
-		fmt.Fprintln(stdout)
-		errs = append(errs, capacity.WriteText(stdout, res))
+		fmt.Fprintln(human)
+		errs = append(errs, capacity.WriteText(human, res))
 	}
 	if out.File != "" {
 		errs = append(errs, res.WriteFile(out.File))
@@ -322,6 +330,9 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 		fmt.Fprintf(stderr, "%s: %v\n", cmdName, err)
 		return withCode(exitcode.Aborted, err)
 	case runErr != nil:
+		if _, ok := errors.AsType[*capacity.ServerLostError](runErr); ok {
+			return runErr // it names the step nobody answered
+		}
 		return fmt.Errorf("step %d: %w", len(res.Steps), runErr)
 	}
 	switch res.Status {
@@ -331,18 +342,6 @@ func runCapacity(ctx context.Context, cfg capacity.Config, out capacityOutputs, 
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdName, res.Summary)
 	}
 	return nil
-}
-
-// kneeOnly is --quiet's output: the knee and its bracket in one line.
-func kneeOnly(r *capacity.Result) string {
-	k := r.Knee
-	if k.Load == 0 {
-		return fmt.Sprintf("knee: none (%s)\n", r.Status)
-	}
-	if k.Hi == 0 {
-		return fmt.Sprintf("knee: %s %s (%s; a lower bound)\n", capacity.FormatLoad(k.Load), r.Unit, r.Status)
-	}
-	return fmt.Sprintf("knee: %s %s (bracket %s–%s, %s)\n", capacity.FormatLoad(k.Load), r.Unit, capacity.FormatLoad(k.Lo), capacity.FormatLoad(k.Hi), r.Status)
 }
 
 // sloList names the SLOs for the start line.

@@ -87,7 +87,7 @@ func TestCapacityCommand(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, errs, out)
 	}
 	for _, want := range []string{
-		"llmchaos capacity: rate mode, SLOs 'ttft: p(90)<1s', 'error_rate: rate<0.1'; 20 requests per full step (--step-requests)",
+		"llmchaos capacity: rate mode, SLOs 'ttft: p(90)<1s', 'error_rate: rate<0.1'\n20 requests per full step (--step-requests), precision 5%, seed 5\n",
 		"step 0 ramp",
 		"#", "load req/s", "ttft p(90)", "verdict",
 		"knee: 8 req/s (a lower bound: no load above it failed)",

@@ -38,7 +38,7 @@ func newGamedayCmd() *cobra.Command {
 	obsFlags.ScrapeInterval = time.Second // the console draws the server's series every second
 	cmd := &cobra.Command{
 		Use:   "gameday [FILE]",
-		Short: "Run a game day: the experiment's target and load, and a console in the browser to break things by hand, watch and take notes",
+		Short: "Run a game day: an experiment's target and load, and a browser console to break, watch and take notes",
 		Long: `gameday starts an experiment's target, fault proxies and load as llmchaos run
 does (without FILE: the built-in simulator with two replicas under a chat load)
 and serves a console on 127.0.0.1 (--listen to change; an address off the

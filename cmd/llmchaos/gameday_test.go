@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/gameday"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/simcontract/replicastate"
 )
@@ -272,5 +274,44 @@ func TestGamedayRefusesRemoteListen(t *testing.T) {
 	code := execute(t.Context(), []string{"gameday", "--listen", "0.0.0.0:0"}, &out, &errb)
 	if code != exitcode.Usage || !strings.Contains(errb.String(), "--allow-remote") {
 		t.Errorf("exit %d, stderr %q: want a usage error naming --allow-remote", code, errb.String())
+	}
+}
+
+// TestGamedayRefusesBadTokenHolders: a --token name the console cannot
+// carry (a space, a slash, an HTML tag, more than 40 characters, empty) or
+// one named twice is a usage error, exit 2, before anything starts: no
+// run directory is made.
+func TestGamedayRefusesBadTokenHolders(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		holders []string
+		want    string
+	}{
+		{"a space", []string{"alice smith"}, `token holder "alice smith": use 1 to 40 letters`},
+		{"a slash", []string{"ops/alice"}, `token holder "ops/alice": use 1 to 40 letters`},
+		{"markup", []string{"<b>bob</b>"}, `token holder "<b>bob</b>": use 1 to 40 letters`},
+		{"41 characters", []string{strings.Repeat("a", 41)}, `token holder "` + strings.Repeat("a", 41) + `": use 1 to 40 letters`},
+		{"empty", []string{""}, `token holder "": use 1 to 40 letters`},
+		{"named twice", []string{"alice", "bob", "alice"}, `token holder "alice" is named twice`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			args := []string{"gameday", "--out", out}
+			for _, h := range tt.holders {
+				args = append(args, "--token", h)
+			}
+			var stdout, stderr bytes.Buffer
+			code := execute(t.Context(), args, &stdout, &stderr)
+			if code != exitcode.Usage || !strings.Contains(stderr.String(), "--token: "+tt.want) {
+				t.Errorf("exit %d, stderr %q: want %d and %q", code, stderr.String(), exitcode.Usage, "--token: "+tt.want)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the run directory was made (%v): the game day started", err)
+			}
+		})
+	}
+	// Names it can carry pass the check (the game day would then start).
+	if err := gameday.CheckHolders([]string{"alice", "bob.s", "on_call-2"}); err != nil {
+		t.Errorf("valid holders refused: %v", err)
 	}
 }

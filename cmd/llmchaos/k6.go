@@ -76,6 +76,7 @@ func newK6RootCmd(stdout, stderr io.Writer) *cobra.Command {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	fitHelp(root)
 	return root
 }
 

@@ -717,16 +717,23 @@ postgres:// URL) the run is recorded there, labelled (--label KEY=VALUE) and
 checked against its comparable runs as llmchaos run does (--max-regression,
 --fail-on-regression: exit 99, --regression-runs); a history that cannot be
 written is a warning.`,
-		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat --out run.json
-  llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 --input-tokens 1024 --output-tokens 256 --ignore-eos
-  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat --threshold 'ttft: p(99)<500ms' --junit junit.xml
-  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html
+		Example: `  llmchaos load --target http://127.0.0.1:8000/v1 --model llmchaos-sim --rate 20 --duration 30s --workload chat \
+    --out run.json
+  llmchaos load --target http://a:8000/v1,http://b:8000/v1 --model M --concurrency 64 --requests 1000 \
+    --input-tokens 1024 --output-tokens 256 --ignore-eos
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 50 --duration 1m --workload chat \
+    --threshold 'ttft: p(99)<500ms' --junit junit.xml
+  llmchaos load --target http://127.0.0.1:8000/v1 --model M --rate 20 --duration 5m --workload chat \
+    --metrics-listen :9464 --out prometheus-rw=http://127.0.0.1:9090/api/v1/write --html run.html
   # one load of 400 req/s from two machines, then one report:
-  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 0/2 --start-at 2025-06-01T12:00:00Z --out a.json   # machine A
-  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 --shard 1/2 --start-at 2025-06-01T12:00:00Z --out b.json   # machine B
+  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 \
+    --shard 0/2 --start-at 2025-06-01T12:00:00Z --out a.json   # machine A
+  llmchaos load --target http://vllm:8000/v1 --model M --rate 400 --duration 5m --workload chat --seed 7 \
+    --shard 1/2 --start-at 2025-06-01T12:00:00Z --out b.json   # machine B
   llmchaos merge a.json b.json -o all.json
   # the ready pods of a Deployment, followed while the load runs:
-  llmchaos load --kubernetes-namespace llm --kubernetes-selector app=vllm --kubernetes-port 8000 --model M --rate 20 --duration 5m --workload chat --out run.json`,
+  llmchaos load --kubernetes-namespace llm --kubernetes-selector app=vllm --kubernetes-port 8000 --model M \
+    --rate 20 --duration 5m --workload chat --out run.json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())

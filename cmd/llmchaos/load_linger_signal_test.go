@@ -8,6 +8,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
 // TestLoadLingerEndsOnSignal: llmchaos load --metrics-listen, scraped once
@@ -70,5 +74,46 @@ func TestLoadLingerEndsOnSignal(t *testing.T) {
 				t.Errorf("the run was not aborted by the signal:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestShardLingerEndsWithinAPodsGrace: in a shard (load --shard), the
+// linger after the run is bounded so that it ends, and the shard's report
+// is written, within the 30 s a Kubernetes pod gets between SIGTERM and
+// SIGKILL, whatever --metrics-linger asks; a whole run keeps what was
+// asked, and a shorter linger is kept as it is.
+func TestShardLingerEndsWithinAPodsGrace(t *testing.T) {
+	const podGrace = 30 * time.Second // a pod's default terminationGracePeriodSeconds
+	for _, tt := range []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{"a whole run", []string{"--metrics-linger", "5m"}, 5 * time.Minute},
+		{"a shard", []string{"--shard", "1/4", "--metrics-linger", "5m"}, maxShardLinger},
+		{"a shard, the default linger", []string{"--shard", "0/2"}, maxShardLinger},
+		{"a shard, a short linger", []string{"--shard", "0/2", "--metrics-linger", "10s"}, 10 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--target", "http://127.0.0.1:1/v1", "--model", "m", "--workload", "chat", "--rate", "5", "--duration", "10s",
+				"--metrics-listen", "127.0.0.1:0"}, tt.args...)
+			lf := defaultLoadFlags()
+			fs := pflag.NewFlagSet("load", pflag.ContinueOnError)
+			addLoadFlags(fs, &lf)
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := lf.config(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.pipeline(nil, nil, recording.Options{}, func(string) {}).Observe.Linger; got != tt.want {
+				t.Errorf("linger %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// What is left of the grace after the linger writes the report.
+	if left := podGrace - maxShardLinger; left < 5*time.Second {
+		t.Errorf("a shard's linger of %v leaves %v of a pod's grace for its report", maxShardLinger, left)
 	}
 }

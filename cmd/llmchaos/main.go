@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
@@ -172,5 +174,18 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	}
+	fitHelp(root)
 	return root
+}
+
+// fitHelp makes the help of root and its commands fit maxWidth: pflag
+// wraps each flag's usage, its continuation lines under the usage column.
+// (cobra's template functions are one process-wide map: the function
+// added is pure, under a name of llmchaos's own.)
+func fitHelp(root *cobra.Command) {
+	cobra.AddTemplateFunc("llmchaosFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(maxWidth) })
+	root.SetUsageTemplate(strings.NewReplacer(
+		"{{.LocalFlags.FlagUsages", "{{llmchaosFlagUsages .LocalFlags",
+		"{{.InheritedFlags.FlagUsages", "{{llmchaosFlagUsages .InheritedFlags",
+	).Replace(root.UsageTemplate()))
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -72,23 +71,9 @@ func TestCatalogPodKillOnARealNode(t *testing.T) {
 	}
 	n := k8stest.StartNode(t)
 	const ns = "llmchaos"
+	n.FixedNamespace(t, ns)
 	client := n.Client(t)
 	ctx := t.Context()
-	// A namespace of a fixed name: one left by an earlier run must be gone.
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatalf("namespace %s still there: %v", ns, err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns, err)
-		}
-	})
 	n.CreateWorkload(t, ns, nodeSim(n))
 	// As a user runs it: the llmchaos binary (its guard too), from the
 	// repository's root.

@@ -149,6 +149,7 @@ func TestAlarmWriter(t *testing.T) {
 		"warning: http://127.0.0.1:1/metrics: connection refused",
 		"    +3.0s  revert_failed slow: proxy gone",
 		"no GPU memory samples: no NVML",
+		"GPU monitor off: built without NVML support (build llmchaos with -tags nvml and cgo on)",
 		"    +5.0s  load_ended: 50 requests scheduled",
 	} {
 		if _, err := a.Write([]byte(line + "\n")); err != nil {

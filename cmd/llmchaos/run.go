@@ -80,7 +80,7 @@ func newRunCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run an experiment, or a k6-style script (FILE.js or FILE.ts): load, faults on a timeline, steady state, thresholds, verdict",
+		Short: "Run an experiment or a k6-style script (.js, .ts): load, faults on a timeline, steady state, verdict",
 		Long: `run executes an experiment file (see llmchaos validate and docs/experiments.md,
 the "Experiments" page): it starts the built-in simulator for target.sim, puts
 fault proxies in front of the endpoints when proxy faults need them, checks
@@ -239,7 +239,11 @@ func runExperiment(ctx context.Context, c runConfig, stdout, stderr io.Writer) (
 	if progress == 0 {
 		progress = -1
 	}
-	var progressOut io.Writer = stdout
+	// The runner's lines (events with their details) are folded to
+	// maxWidth; under --quiet only its alarms are left, on stderr.
+	fw := newFoldWriter(stdout, maxWidth)
+	defer fw.Flush()
+	var progressOut io.Writer = fw
 	if c.Summary.Quiet {
 		progressOut = &alarmWriter{w: stderr}
 	}

@@ -81,7 +81,7 @@ func scriptHelp() string {
 	return "A FILE ending in " + strings.Join(exts[:len(exts)-1], ", ") + " or " + exts[len(exts)-1] +
 		` is a k6-style script
 (export const options, a default function, setup/teardown, handleSummary;
-modules: ` + strings.Join(js.ModuleNames(), ", ") + `). TypeScript is
+` + strings.TrimSuffix(fold("modules: "+strings.Join(js.ModuleNames(), ", ")+").", 76), "\n") + ` TypeScript is
 transpiled in-process, types are not checked, and positions point into the
 .ts file. A script runs with -e KEY=VALUE (its __ENV), and --vus,
 --duration and --iterations replace its scenarios as k6's flags do; --out

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/llmchaos/llmchaos/faults"
+	"github.com/llmchaos/llmchaos/history"
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/report"
 )
@@ -90,8 +93,13 @@ func (b *bgRun) wait(t *testing.T) int {
 	}
 }
 
+// recordedAs finds the history's line for a recorded run: its id and the
+// history's location.
+var recordedAs = regexp.MustCompile(`history: recorded as run (\d+) in (\S+) `)
+
 // checkAbortedBy checks that a run ended by sig reverted everything and
-// recorded it: exit 98, nothing pending, run.json aborted by the signal.
+// recorded it: exit 98, nothing pending, run.json aborted by the signal,
+// and it unscored there and in the history.
 func (b *bgRun) checkAbortedBy(t *testing.T, sig string) {
 	t.Helper()
 	if code := b.wait(t); code != exitcode.Aborted {
@@ -109,6 +117,32 @@ func (b *bgRun) checkAbortedBy(t *testing.T, sig string) {
 	}
 	if want := "verdict: ABORTED by signal " + sig; !strings.Contains(b.out.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.out)
+	}
+	// A run a signal cut short is unscored, not 0, in run.json and in the
+	// history row recorded for it (in the history its output names).
+	if s := doc.Score; s == nil || s.Value != nil || s.Unscored != report.AbortSignal {
+		t.Errorf("run.json score %+v, want none (unscored: %s)", s, report.AbortSignal)
+	}
+	m := recordedAs.FindStringSubmatch(b.out.String())
+	if m == nil {
+		t.Fatalf("the run does not say where the history recorded it:\n%s", b.out)
+	}
+	id, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := history.Open(t.Context(), m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := store.Get(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != report.VerdictAborted || r.ExitCode != exitcode.Aborted || r.Score != nil || !strings.Contains(r.Abort, sig) {
+		t.Errorf("history row: verdict %s exit %d score %v abort %q; want aborted, %d, no score, by %s",
+			r.Verdict, r.ExitCode, r.Score, r.Abort, exitcode.Aborted, sig)
 	}
 }
 

@@ -77,7 +77,8 @@ Exit codes: 0 merged (with --threshold: every threshold held); 99 with
 aborted; 2 bad flags; 1 anything else (a shard without a report, unless
 --partial).`,
 		Example: `  llmchaos shard-job -n llm --image registry.example/llmchaos:v1 --shards 4 -o all.json -- \
-    --target http://vllm.llm.svc:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct --workload chat --rate 400 --duration 5m --seed 7`,
+    --target http://vllm.llm.svc:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct --workload chat \
+    --rate 400 --duration 5m --seed 7`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if i := cmd.ArgsLenAtDash(); i < 0 && len(args) > 0 {

@@ -238,12 +238,25 @@ func (o *simOptions) finish(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
+// maxAdminTokenFile bounds what readAdminToken reads.
+const maxAdminTokenFile = 64 << 10
+
 // readAdminToken reads the admin token from path, trimmed. The token itself
 // never appears in errors or logs.
 func readAdminToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	defer f.Close()
+	// At most maxAdminTokenFile bytes are read: a device (/dev/zero) or a
+	// wrong file is refused without being read whole; a pipe is read.
+	b, err := io.ReadAll(io.LimitReader(f, maxAdminTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	if len(b) > maxAdminTokenFile {
+		return "", fmt.Errorf("--admin-token-file %s: more than %d bytes: not a token file", path, maxAdminTokenFile)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {

@@ -113,6 +113,7 @@ func TestSimFlagErrors(t *testing.T) {
 		{name: "negative restart delay", args: []string{"--replicas", "1", "--restart-delay", "-1s"}, want: []string{"--restart-delay"}},
 		{name: "missing token file", args: []string{"--admin-token-file", filepath.Join(dir, "nope")}, want: []string{"--admin-token-file", "no such file"}},
 		{name: "empty token file", args: []string{"--admin-token-file", empty}, want: []string{"--admin-token-file", "empty"}},
+		{name: "a device as token file", args: []string{"--admin-token-file", "/dev/zero"}, want: []string{"--admin-token-file /dev/zero: more than 65536 bytes"}},
 		{name: "gpu without a ledger", args: []string{"--gpu", "1"}, want: []string{"--gpu needs --vgpu-dir"}},
 		{name: "router alone", args: []string{"--router", "127.0.0.1:0"}, want: []string{"--router needs --replicas and --state-file"}},
 		{name: "migrate without router", args: []string{"--migrate", "clean"}, want: []string{"--migrate, --migrate-span and --router-addr-file need --router"}},

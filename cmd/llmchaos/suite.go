@@ -168,7 +168,7 @@ is invalid (nothing is run then).`,
 	fs.BoolVar(&c.NoPreflight, "no-preflight", false, "skip the pre-flight check of the endpoints, in each run and in the health check between runs")
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "do not start the dead-man's switch of each run (then only llmchaos recover reverts what a killed suite left)")
 	histFlags.add(fs, true)
-	sumFlags.add(fs, "print only each experiment's verdict line and the suite's summary on stdout; of the runs' progress, only warnings and failures, on stderr")
+	sumFlags.add(fs, "print only a line per experiment (NAME: STATUS, resilience score) and the suite's summary (table, score, verdict) on stdout; of the runs' progress, only warnings and failures, on stderr")
 	return cmd
 }
 
@@ -220,9 +220,16 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	if progress == 0 {
 		progress = -1
 	}
-	var progressOut io.Writer = stdout
+	// --quiet: the runner's progress is left with its alarms, on stderr,
+	// and the suite's own notices (headers, run directories, health
+	// waits) with none.
+	// The runner's lines are folded to maxWidth, as llmchaos run folds
+	// them.
+	fw := newFoldWriter(stdout, maxWidth)
+	defer fw.Flush()
+	var progressOut, notices io.Writer = fw, stdout
 	if c.Summary.Quiet {
-		progressOut = &alarmWriter{w: stderr}
+		progressOut, notices = &alarmWriter{w: stderr}, io.Discard
 	}
 	base := experiments.Options{Out: progressOut, Progress: progress, ToolVersion: toolVersion(), NoGuard: c.NoGuard, NoPreflight: c.NoPreflight}
 	if c.DryRun {
@@ -237,7 +244,7 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 		return fmt.Errorf("find own executable to run the helpers: %w", err)
 	}
 	rec, runErr := suite.Run(ctx, plan, suite.Options{
-		Dir: dir, Experiment: base, Out: stdout, Text: withColor(c.Summary, stdout, c.NoColor), Recorder: c.Recorder,
+		Dir: dir, Experiment: base, Out: stdout, Progress: notices, Text: withColor(c.Summary, stdout, c.NoColor), Recorder: c.Recorder,
 	})
 	if rec == nil {
 		return withCode(exitcode.Internal, runErr)
@@ -263,7 +270,7 @@ func runSuite(ctx context.Context, c suiteConfig, stdout, stderr io.Writer) erro
 	if err := suite.WriteText(stdout, rec); err != nil {
 		errs = append(errs, err)
 	}
-	fmt.Fprintf(stdout, "suite directory: %s (suite.json, index.html, one directory per experiment)\n", dir)
+	fmt.Fprintf(notices, "suite directory: %s (suite.json, index.html, one directory per experiment)\n", dir)
 	for _, w := range rec.Warnings {
 		fmt.Fprintf(stderr, "llmchaos suite: warning: %s\n", w)
 	}

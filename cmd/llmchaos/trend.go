@@ -25,7 +25,7 @@ func newTrendCmd() *cobra.Command {
 	o := trendOptions{Since: "30d"}
 	cmd := &cobra.Command{
 		Use:   "trend [EXPERIMENT]",
-		Short: "Show the history's runs over time: latency per phase, recovery, errors, score, verdicts (--html: a page of plots)",
+		Short: "Show the history's runs over time: latency per phase, recovery, errors, score (--html: plots)",
 		Long: `trend reads the history (` + history.DefaultPath + `, or --history) and shows, per
 experiment, its runs over time: TTFT p99 and E2E p99 per phase (the whole
 run, baseline, fault, recovery, after), each fault's recovery time, the

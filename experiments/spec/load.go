@@ -80,7 +80,9 @@ func parse(name string, data []byte, o LoadOptions) (*Spec, field.Problems, *Exp
 		if o.applyCapacity && spec.Workload.Rate.Unresolved() && spec.Workload.Capacity != "" {
 			a, err := ApplyCapacity(spec, spec.Workload.CapacityPath(baseDir(name)))
 			if err != nil {
-				capIss.add("workload.capacity", "%s", err)
+				for _, p := range problemsOf(err) {
+					capIss.add(string(p.Path), "%s", p.Message(nil)) // placed in the file at its field
+				}
 			} else {
 				applied = &a
 			}

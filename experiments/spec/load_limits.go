@@ -16,6 +16,9 @@ import (
 const (
 	// MaxFileSize is the largest experiment or suite file read.
 	MaxFileSize = 1 << 20
+	// maxCapacityFileSize is the largest capacity file a rate given as a
+	// share reads: a search's file is about 1.5 kB a step.
+	maxCapacityFileSize = 16 << 20
 	// maxRawDepth bounds the nesting the raw scan counts (scanDepth):
 	// above maxDepth, which the tree builder checks exactly, since the
 	// scan counts conservatively (a bracket in a plain scalar counts).
@@ -120,17 +123,50 @@ func scanDepth(data []byte, limit int) (line, col int, deep bool) {
 // device (/dev/zero would never end) before reading it; a pipe is read
 // (process substitution), bounded the same.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+}
+
+// readFileLimit reads the file at path, refusing a device, a socket, a
+// directory or a file of more than limit bytes (what is means the file in
+// the error: "a capacity file"); a regular file is refused by its size
+// before any of it is read.
+func readFileLimit(path string, limit int64, what string) ([]byte, error) {
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	if st.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket) != 0 || st.IsDir() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	defer f.Close()
+	tooBig := fmt.Errorf("%s is bigger than %s may be: at most %d bytes", path, what, limit)
+	if st.Mode().IsRegular() && st.Size() > limit {
+		return nil, tooBig
 	}
-	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		return nil, tooBig
+	}
+	return b, err
+}
+
+// openRegular opens the file at path, refusing a device, a socket or a
+// directory, which reading would never end or could not parse.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if st.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket) != 0 || st.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	return f, st, nil
 }

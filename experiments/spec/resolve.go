@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"strconv"
 	"sync/atomic"
@@ -97,7 +96,7 @@ func Resolve(s *Spec, file string) (*Experiment, error) {
 	if s.Workload.Rate.Unresolved() && s.Workload.Capacity != "" {
 		a, err := ApplyCapacity(s, s.Workload.CapacityPath(baseDir(file)))
 		if err != nil {
-			return nil, field.Problems{problemAt("", 0, 0, "workload.capacity", err.Error(), false)}
+			return nil, problemsOf(err)
 		}
 		applied = &a
 	}
@@ -203,37 +202,50 @@ type capacityFile struct {
 // errNoKnee is ApplyCapacity's error for a capacity file without a knee.
 var errNoKnee = errors.New("no load held every SLO")
 
+// The fields ApplyCapacity's problems are about and mention.
+const (
+	fieldCapacity field.Path = "workload.capacity"
+	fieldRate     field.Path = "workload.rate"
+)
+
 // ApplyCapacity sets s's workload rate, given as a share of a measured
 // capacity (workload: {rate: 80%}), to that share of the knee of the
 // capacity file at path. The file must be a capacity search in rate mode
 // with a knee; a knee that is only a lower bound (the client was the
 // limit, or no load failed) or that another workload measured is applied
-// with a warning. A rate that is not a share is left as it is.
+// with a warning. A rate that is not a share is left as it is. Its error
+// is a field.Problem of the capacity file (workload.capacity, whose
+// message names workload.rate as a field), which each front end names
+// its own way.
 func ApplyCapacity(s *Spec, path string) (CapacityApplied, error) {
 	w := &s.Workload
 	if !w.Rate.IsShare() {
 		return CapacityApplied{}, nil
 	}
-	b, err := os.ReadFile(path)
+	// bad is a problem of the capacity file, said of the rate it is for.
+	bad := func(format string, args ...any) field.Problem {
+		return field.Errorf(fieldCapacity, "%s %s: "+format, append([]any{fieldRate, w.Rate}, args...)...)
+	}
+	b, err := readFileLimit(path, maxCapacityFileSize, "a capacity file")
 	if err != nil {
-		return CapacityApplied{}, fmt.Errorf("workload.rate %s: capacity file: %w", w.Rate, err)
+		return CapacityApplied{}, bad("capacity file: %w", err)
 	}
 	var r capacityFile
 	switch err := json.Unmarshal(b, &r); {
 	case err != nil:
-		return CapacityApplied{}, fmt.Errorf("workload.rate %s: capacity file %s: not a capacity file (write one with llmchaos capacity --out FILE): %w", w.Rate, path, err)
+		return CapacityApplied{}, bad("capacity file %s: not a capacity file (write one with llmchaos capacity --out FILE): %w", path, err)
 	case r.Kind != CapacityFileKind:
-		return CapacityApplied{}, fmt.Errorf("workload.rate %s: capacity file %s: kind %q is not %q: not a capacity file (write one with llmchaos capacity --out FILE)", w.Rate, path, r.Kind, CapacityFileKind)
+		return CapacityApplied{}, bad("capacity file %s: kind %q is not %q: not a capacity file (write one with llmchaos capacity --out FILE)", path, r.Kind, CapacityFileKind)
 	case r.Version < 1 || r.Version > CapacityFileVersion:
-		return CapacityApplied{}, fmt.Errorf("workload.rate %s: capacity file %s: version %d: this llmchaos reads version %d; use the llmchaos that wrote it, or measure again", w.Rate, path, r.Version, CapacityFileVersion)
+		return CapacityApplied{}, bad("capacity file %s: version %d: this llmchaos reads version %d; use the llmchaos that wrote it, or measure again", path, r.Version, CapacityFileVersion)
 	}
 	a := CapacityApplied{File: path, Knee: r.Knee.Load, Status: r.Status, Share: w.Rate.Share}
 	switch {
 	case r.Mode != "rate":
-		return a, fmt.Errorf("workload.rate %s: %s measured the knee in %s mode (%s); a rate needs a capacity measured in rate mode: llmchaos capacity --mode rate",
-			w.Rate, path, r.Mode, formatLoad(r.Knee.Load)+" "+r.Unit)
+		return a, bad("%s measured the knee in %s mode (%s); a rate needs a capacity measured in rate mode: llmchaos capacity --mode rate",
+			path, r.Mode, formatLoad(r.Knee.Load)+" "+r.Unit)
 	case r.Knee.Load <= 0:
-		return a, fmt.Errorf("workload.rate %s: %s has no knee (%w; status %s): %s", w.Rate, path, errNoKnee, r.Status, r.Summary)
+		return a, bad("%s has no knee (%w; status %s): %s", path, errNoKnee, r.Status, r.Summary)
 	}
 	switch r.Status {
 	case "client_limited":

@@ -768,6 +768,9 @@ func (v *validator) faultParams(i int, p string, f Fault, ft FaultType) {
 	if fromKube {
 		ft.FromKubernetes(params, v.s.Target.Kubernetes.Env())
 	}
+	if ft.Defaults != nil {
+		ft.Defaults(params) // Check checks params as resolved
+	}
 	// Checked even when some keys did not decode, so that every problem
 	// shows at once; a problem of a key that did not decode would only
 	// repeat its problem. The type keys each problem by its field under

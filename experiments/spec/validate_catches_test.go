@@ -69,6 +69,27 @@ func TestValidateCatches(t *testing.T) {
 			want: []string{`t.yaml:6:32: workload.rate: 1e+12 requests per second is more than one client can send: want at most 1e+06 (spread a larger load over several llmchaos processes)`},
 		},
 		{
+			name: "concurrency past one process",
+			src:  edit(6, "workload: {preset: chat, concurrency: 10000000, duration: 60s}"),
+			want: []string{
+				`t.yaml:6:39: workload.concurrency: concurrency 10000000: at most 100000 users in one process (spread more over several: --shard)`,
+			},
+		},
+		{
+			name: "max_in_flight past one process",
+			src:  edit(6, "workload: {preset: chat, rate: 5, max_in_flight: 10000000, duration: 60s}"),
+			want: []string{
+				`t.yaml:6:50: workload.max_in_flight: max_in_flight 10000000: at most 100000 requests in flight in one process (spread more over several: --shard)`,
+			},
+		},
+		{
+			name: "input_tokens past any context",
+			src:  edit(6, "workload: {rate: 5, input_tokens: 1000000000, output_tokens: 8, duration: 60s}"),
+			want: []string{
+				`t.yaml:6:35: workload.input_tokens: length distribution "1000000000": more than 2097152 tokens: a length above the longest context a model serves would only exhaust memory`,
+			},
+		},
+		{
 			name: "recovery.hold: 0s is not replaced by a default",
 			src:  baseDoc + "recovery: {hold: 0s}\n",
 			want: []string{`t.yaml:11:18: recovery.hold: 0 would be replaced by the default (10s): want more than 0, or leave the key out for the default`},

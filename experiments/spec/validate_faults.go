@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -162,7 +161,9 @@ func (s *Spec) EnvOf(sim *SimEnv) TargetEnv {
 
 // DecodeParamsIn is DecodeParams with what the target gives (FromSim,
 // FromKubernetes) filled in from env, then the type's defaults: a fault
-// injected by hand resolved as a timeline's is.
+// injected by hand resolved as a timeline's is. Its error is the
+// field.Problems of the params, each keyed by its field
+// (faults[i].params.KEY).
 func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 	var iss issues
 	params := ft.NewParams()
@@ -170,11 +171,11 @@ func DecodeParamsIn(i int, f Fault, ft FaultType, env TargetEnv) (any, error) {
 	dec := newDecoder(&iss)
 	dec.decode(index("faults", i)+".params", valueNode(f.Params), reflect.ValueOf(params).Elem())
 	if len(iss) > 0 {
-		msgs := make([]string, len(iss))
+		ps := make(field.Problems, len(iss))
 		for j, is := range iss {
-			msgs[j] = is.path + ": " + is.msg
+			ps[j] = problemAt("", 0, 0, is.path, is.msg, is.warn)
 		}
-		return nil, fmt.Errorf("fault %q: %s", f.Name, strings.Join(msgs, "; "))
+		return nil, ps
 	}
 	completeParams(params, ft, env)
 	return params, nil

@@ -42,8 +42,8 @@ func TestEveryFaultTypeIsComplete(t *testing.T) {
 			if ft.Target != TargetProxy && ft.Target != TargetParams {
 				t.Errorf("target %q", ft.Target)
 			}
-			if ft.NewParams == nil || ft.Check == nil || ft.Build == nil || ft.Reverters == nil {
-				t.Fatalf("NewParams, Check, Build or Reverters missing")
+			if ft.NewParams == nil || ft.Check == nil || ft.Defaults == nil || ft.Build == nil || ft.Reverters == nil {
+				t.Fatalf("NewParams, Check, Defaults, Build or Reverters missing")
 			}
 			for _, p := range ft.Params() {
 				if p.Doc == "" {
@@ -82,7 +82,9 @@ func TestFaultParamProblemsNameTheirKeys(t *testing.T) {
 		for _, p := range ft.Params() {
 			keys[p.Name] = true
 		}
-		ps := ft.Check(ft.NewParams())
+		params := ft.NewParams()
+		ft.Defaults(params)
+		ps := ft.Check(params)
 		if len(ps) == 0 {
 			continue // empty params are valid (all optional)
 		}

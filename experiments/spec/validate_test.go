@@ -209,6 +209,7 @@ func TestFaultTypes(t *testing.T) {
 			if len(iss) > 0 {
 				t.Fatalf("good params do not decode: %+v", iss)
 			}
+			ft.Defaults(p) // checked as resolved, as the validator does
 			if err := ft.Check(p).Err(); err != nil {
 				t.Errorf("good params: %v", err)
 			}
@@ -218,6 +219,7 @@ func TestFaultTypes(t *testing.T) {
 			for _, is := range iss {
 				msgs = append(msgs, is.msg)
 			}
+			ft.Defaults(p)
 			for _, q := range ft.Check(p) {
 				msgs = append(msgs, q.Error())
 			}

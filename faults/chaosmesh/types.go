@@ -77,16 +77,20 @@ func chaosType[P any, PP interface {
 		Name: name, Family: Family, Summary: summary, Lifetime: lifetime,
 		Target: faults.TargetParams, Example: example,
 		NewParams: func() any { return PP(new(P)) },
-		Check: func(p any) field.Problems {
-			d := PP(p.(*P)).WithDefaults()
-			return faults.ParamProblems(PP(&d).Validate())
+		Check:     func(p any) field.Problems { return faults.ParamProblems(PP(p.(*P)).Validate()) },
+		Defaults: func(p any) {
+			q := p.(*P)
+			*q = PP(q).WithDefaults()
 		},
+		// Built from resolved params only (the runner's, or
+		// spec.DecodeParams'): no caller builds them by hand, so no
+		// default is applied here again.
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
-			d := PP(p.(*P)).WithDefaults()
-			if err := PP(&d).Validate(); err != nil {
+			q := PP(p.(*P))
+			if err := q.Validate(); err != nil {
 				return nil, fmt.Errorf("%s %q: %w", name, env.Name, err)
 			}
-			return newFault(name, lifetime, env, PP(&d).Chaos()), nil
+			return newFault(name, lifetime, env, q.Chaos()), nil
 		},
 		Reverters: Reverters,
 	}

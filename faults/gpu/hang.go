@@ -131,13 +131,14 @@ func hangType() faults.Type {
 		Summary:   "freeze the serving process, as a wedged GPU, until the revert resumes it",
 		Example:   "state_file: state.json\nreplica: 0",
 		NewParams: func() any { return &HangParams{} },
-		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*HangParams).WithDefaults().Validate()) },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*HangParams).Validate()) },
 		FromSim: func(p any, env faults.SimEnv) {
 			q := p.(*HangParams)
 			if q.PID == 0 && q.PIDFile == "" && q.StateFile == "" {
 				q.StateFile = env.StateFile
 			}
 		},
+		Defaults: faults.DefaultsBy[HangParams](),
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			return NewHang(env.Name, *p.(*HangParams))
 		},

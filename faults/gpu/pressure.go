@@ -171,13 +171,14 @@ func memoryPressureType() faults.Type {
 		Summary:   "hold GPU memory in a balloon process until the revert frees it",
 		Example:   "gib: 10\ngpu: 0\nbackend: vgpu",
 		NewParams: func() any { return &PressureParams{} },
-		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).WithDefaults().Validate()) },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).Validate()) },
 		FromSim: func(p any, env faults.SimEnv) {
 			q := p.(*PressureParams)
 			if q.VGPUDir == "" && (q.Backend == "" || q.Backend == BackendVGPU) {
 				q.VGPUDir = env.VGPUDir
 			}
 		},
+		Defaults: faults.DefaultsBy[PressureParams](),
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			return NewMemoryPressure(env.Name, *p.(*PressureParams), BalloonOptions{
 				Binary: env.Helper, Log: env.Log, OnExit: env.OnHelperExit,

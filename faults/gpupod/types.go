@@ -27,9 +27,13 @@ func memoryPressureType() faults.Type {
 		Summary:   "hold GPU memory on a pod's GPU from a balloon pod on its node, until the revert deletes it",
 		Example:   "namespace: llm\nselector: app=vllm\nimage: registry.example/llmchaos:cuda\nleave_free_gib: 1",
 		NewParams: func() any { return &PressureParams{} },
-		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).WithDefaults().Validate()) },
+		Check:     func(p any) field.Problems { return faults.ParamProblems(p.(*PressureParams).Validate()) },
+		Defaults:  faults.DefaultsBy[PressureParams](),
+		// Built from resolved params only (the runner's, or
+		// spec.DecodeParams'): no caller builds them by hand, so no
+		// default is applied here again.
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
-			q := p.(*PressureParams).WithDefaults()
+			q := *p.(*PressureParams)
 			if err := q.Validate(); err != nil {
 				return nil, fmt.Errorf("%s %q: %w", TypeMemoryPressure, env.Name, err)
 			}

@@ -216,6 +216,6 @@ func (f *NetnsBandwidth) Inject(ctx context.Context, log faults.RevertLog) (faul
 func netnsBandwidthType() faults.Type {
 	return netnsType(TypeNetnsBandwidth, "shape what a network namespace sends (tbf qdisc)",
 		"netns: app\ninterface: veth0\nrate: 1mbit",
-		func(p NetnsBandwidthParams) error { return p.WithDefaults().Validate() },
+		func(p NetnsBandwidthParams) error { return p.Validate() },
 		func(name string, p NetnsBandwidthParams) (faults.Fault, error) { return NewNetnsBandwidth(name, p) })
 }

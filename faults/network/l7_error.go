@@ -1,6 +1,9 @@
 package network
 
 import (
+	"net/http"
+	"strconv"
+
 	"github.com/llmchaos/llmchaos/faults"
 )
 
@@ -13,7 +16,8 @@ type HTTPErrorParams struct {
 	// Status is the HTTP status (default 503); 429, 500 and 503 are the
 	// usual ones, any 4xx or 5xx is allowed.
 	Status int `json:"status,omitempty" yaml:"status,omitempty" doc:"HTTP status answered (400 to 599)" default:"503"`
-	// Message is the error message ("" → "llmchaos: injected 503 Service Unavailable").
+	// Message is the error message ("" → "llmchaos: injected 503 Service
+	// Unavailable", from Status).
 	Message string `json:"message,omitempty" yaml:"message,omitempty" doc:"error message in the OpenAI error body" default:"llmchaos: injected STATUS TEXT"`
 }
 
@@ -25,6 +29,9 @@ func (p *HTTPErrorParams) withDefaults() ProxyParams {
 	q.RequestMatch = q.RequestMatch.withDefaults()
 	if q.Status == 0 {
 		q.Status = 503
+	}
+	if q.Message == "" {
+		q.Message = "llmchaos: injected " + strconv.Itoa(q.Status) + " " + http.StatusText(q.Status)
 	}
 	return &q
 }

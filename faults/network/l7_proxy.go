@@ -728,7 +728,7 @@ func (h *httpConn) probeAfterFailure(ctx context.Context) {
 // errorResponse is the proxy's own answer: status with an OpenAI error body
 // ({"error":{"message","type","param","code"}}); 429 reads as a rate
 // limit, 5xx as a server error, other 4xx as an invalid request. It names
-// the toxic in FaultHeader.
+// the toxic in FaultHeader. msg is the toxic's, defaults applied.
 func errorResponse(status int, msg, toxic string, headOnly, closeConn bool) []byte {
 	e := openAIError{Message: msg, Type: "server_error", Code: snakeStatus(status)}
 	switch {
@@ -736,9 +736,6 @@ func errorResponse(status int, msg, toxic string, headOnly, closeConn bool) []by
 		e.Type, e.Code = "rate_limit_error", "rate_limit_exceeded"
 	case status < 500:
 		e.Type = "invalid_request_error"
-	}
-	if e.Message == "" {
-		e.Message = "llmchaos: injected " + strconv.Itoa(status) + " " + http.StatusText(status)
 	}
 	body, _ := json.Marshal(struct {
 		Error openAIError `json:"error"`

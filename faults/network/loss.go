@@ -96,6 +96,6 @@ func (l *NetnsLoss) Inject(ctx context.Context, log faults.RevertLog) (faults.Un
 func netnsLossType() faults.Type {
 	return netnsType(TypeNetnsLoss, "drop a share of packets in a network namespace (nftables)",
 		"netns: app\ninterface: veth0\npercent: 20\ndirection: ingress",
-		func(p NetnsLossParams) error { return p.WithDefaults().Validate() },
+		func(p NetnsLossParams) error { return p.Validate() },
 		func(name string, p NetnsLossParams) (faults.Fault, error) { return NewNetnsLoss(name, p) })
 }

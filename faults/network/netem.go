@@ -100,6 +100,6 @@ func (f *NetnsDelay) Inject(ctx context.Context, log faults.RevertLog) (faults.U
 func netnsDelayType() faults.Type {
 	return netnsType(TypeNetnsDelay, "delay what a network namespace sends (netem qdisc)",
 		"netns: app\ninterface: veth0\ndelay: 100ms\njitter: 20ms",
-		func(p NetnsDelayParams) error { return p.WithDefaults().Validate() },
+		func(p NetnsDelayParams) error { return p.Validate() },
 		func(name string, p NetnsDelayParams) (faults.Fault, error) { return NewNetnsDelay(name, p) })
 }

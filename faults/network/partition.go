@@ -73,6 +73,6 @@ func (f *NetnsPartition) Inject(ctx context.Context, log faults.RevertLog) (faul
 func netnsPartitionType() faults.Type {
 	return netnsType(TypeNetnsPartition, "drop every matching packet in a network namespace (nftables)",
 		"netns: app\npeer: 192.0.2.1",
-		func(p NetnsPartitionParams) error { return p.WithDefaults().Validate() },
+		func(p NetnsPartitionParams) error { return p.Validate() },
 		func(name string, p NetnsPartitionParams) (faults.Fault, error) { return NewNetnsPartition(name, p) })
 }

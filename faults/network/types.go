@@ -41,10 +41,11 @@ func Types() []faults.Type {
 	}
 }
 
-// toxicType describes a toxic of the fault proxy whose params are a P: its params are checked
-// the way the proxy will run them (NewToxic applies the defaults and
-// validates, here against a proxy that takes nothing), and it is built as
-// a toxic in the proxy given by the build environment.
+// toxicType describes a toxic of the fault proxy whose params are a P: its
+// params are checked the way the proxy will run them (NewToxic validates,
+// here against a proxy that takes nothing), and it is built as a toxic in
+// the proxy given by the build environment. NewToxic also applies the
+// defaults, for toxics built in Go by hand; resolved params have them.
 func toxicType[P any, PP interface {
 	*P
 	ProxyParams
@@ -60,6 +61,10 @@ func toxicType[P any, PP interface {
 			}
 			_, err := NewToxic("check", noProxy{}, p, 0)
 			return faults.ParamProblems(err)
+		},
+		Defaults: func(params any) {
+			p := PP(params.(*P))
+			*p = *p.withDefaults().(PP)
 		},
 		Build: func(env faults.BuildEnv, params any) (faults.Fault, error) {
 			p, ok := params.(ProxyParams)
@@ -78,12 +83,13 @@ func toxicType[P any, PP interface {
 
 // netnsType describes a kernel-level fault in a network namespace, whose
 // params are a P.
-func netnsType[P any](name, summary string, example string, check func(P) error, build func(string, P) (faults.Fault, error)) faults.Type {
+func netnsType[P interface{ WithDefaults() P }](name, summary string, example string, check func(P) error, build func(string, P) (faults.Fault, error)) faults.Type {
 	return faults.Type{
 		Name: name, Family: Family, Summary: summary, Lifetime: faults.Sustained,
 		Target: faults.TargetParams, Example: example,
 		NewParams: func() any { return new(P) },
 		Check:     func(p any) field.Problems { return faults.ParamProblems(check(*p.(*P))) },
+		Defaults:  faults.DefaultsBy[P](),
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			return build(env.Name, *p.(*P))
 		},

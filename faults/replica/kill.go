@@ -119,7 +119,7 @@ func killType() faults.Type {
 	return replicaType(TypeKill, "send a signal (SIGKILL) to some replicas, as a crash", faults.Instantaneous,
 		"target: {driver: process, pid_file: /run/llama-server.pid}\nselect: {mode: one, min_available: 1}\nsignal: SIGKILL",
 		func(p *KillParams) *TargetParams { return &p.Target },
-		func(p KillParams) error { return p.WithDefaults().Validate() },
+		func(p KillParams) error { return p.Validate() },
 		func(name string, p KillParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
 			return NewKill(name, p, rng, opts...)
 		})

@@ -67,7 +67,7 @@ func pauseType() faults.Type {
 	return replicaType(TypePause, "freeze some replicas (SIGSTOP, docker pause) until the revert resumes them", faults.Sustained,
 		"target: {state_file: state.json}\nselect: {mode: percent, value: 50, min_available: 1}",
 		func(p *PauseParams) *TargetParams { return &p.Target },
-		func(p PauseParams) error { return p.WithDefaults().Validate() },
+		func(p PauseParams) error { return p.Validate() },
 		func(name string, p PauseParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
 			return NewPause(name, p, rng, opts...)
 		})

@@ -102,7 +102,7 @@ func restartType() faults.Type {
 	return replicaType(TypeRestart, "stop some replicas gracefully and have them started again", faults.Instantaneous,
 		"target: {state_file: state.json}\nselect: {mode: all}\ngrace: 5s",
 		func(p *RestartParams) *TargetParams { return &p.Target },
-		func(p RestartParams) error { return p.WithDefaults().Validate() },
+		func(p RestartParams) error { return p.Validate() },
 		func(name string, p RestartParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
 			return NewRestart(name, p, rng, opts...)
 		})

@@ -97,7 +97,7 @@ func stopType() faults.Type {
 	return replicaType(TypeStop, "stop some replicas as an orchestrator does (SIGTERM, grace, SIGKILL)", faults.Instantaneous,
 		"target: {driver: docker, labels: {app: vllm}}\nselect: {mode: count, value: 1}\ngrace: 5s",
 		func(p *StopParams) *TargetParams { return &p.Target },
-		func(p StopParams) error { return p.WithDefaults().Validate() },
+		func(p StopParams) error { return p.Validate() },
 		func(name string, p StopParams, rng *rand.Rand, opts ...Option) (faults.Fault, error) {
 			return NewStop(name, p, rng, opts...)
 		})

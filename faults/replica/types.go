@@ -45,10 +45,7 @@ func replicaType[P interface{ WithDefaults() P }](name, summary string, lifetime
 			t := target(p.(*P))
 			*t = t.OrKubernetes(env)
 		},
-		Defaults: func(p any) {
-			q := p.(*P)
-			*q = (*q).WithDefaults()
-		},
+		Defaults: faults.DefaultsBy[P](),
 		Build: func(env faults.BuildEnv, p any) (faults.Fault, error) {
 			opts := BuildOptions(env)
 			if s := env.Sim; s != nil && s.Owner.PID > 0 && s.StateFile != "" && target(p.(*P)).StateFile == s.StateFile {

@@ -19,10 +19,13 @@
 // on every address of it (LoopbackNode.Listen).
 //
 // What kwok cannot show (containers that really run, die and log) runs on
-// a real node: StartNode starts scripts/k8s-node.sh's kubelet and
-// containerd with a control plane of their own, once per test binary,
-// for tests run with LLMCHAOS_REQUIRE_K8S_NODE=1 (make test-node); Run
-// stops it and checks that the host is as it was (HostState).
+// a real node of scripts/k8s-node.sh (a kubelet and a containerd with a
+// control plane of their own): StartNode returns it. The runner
+// internal/k8stest/nodetests (make test, make test-node) starts one node
+// for all the packages with such tests and points their test binaries at
+// it (LLMCHAOS_K8S_NODE_DIR); a package run by hand with
+// LLMCHAOS_REQUIRE_K8S_NODE=1 starts its own, which Run stops. Either
+// checks after the stop that the host is as it was (hoststate).
 //
 // The binaries are built once per version into a cache outside the
 // repository (scripts/k8s-controlplane.sh build, or make test-k8s). When they

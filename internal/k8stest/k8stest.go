@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -332,4 +333,38 @@ func (c *Cluster) Namespace(t testing.TB) string {
 		}
 	})
 	return ns.Name
+}
+
+// FixedNamespace gives t the namespace called name, for tests of what
+// fixes its namespace (the catalog's experiments, deploy/kubernetes):
+// it waits (up to 2 minutes) until one of that name left by an earlier
+// test is gone, creates it, and deletes it when t ends. Tests that use the
+// same name must not run at the same time (make test-node runs packages
+// one after another).
+func (c *Cluster) FixedNamespace(t testing.TB, name string) {
+	t.Helper()
+	client := c.Client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for {
+		_, err := client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("k8stest: namespace %s of an earlier test still there: %v", name, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("k8stest: creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("k8stest: deleting namespace %s: %v", name, err)
+		}
+	})
 }

@@ -12,18 +12,26 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmchaos/llmchaos/internal/k8stest/hoststate"
 )
 
 // NodeScript is the path of the node script from the repository root.
 const NodeScript = "scripts/k8s-node.sh"
 
-// RequireNodeEnv names the environment variable that, set to 1, runs the
-// tests that need a real node, failing them when it cannot start here
-// (make test-node sets it; .ci/run calls make test-node). Unset, StartNode
-// skips them: go test runs packages in parallel and each would start a
-// node of its own, one machine holding one at a time, so they run as a
-// step of their own, one package after another.
+// RequireNodeEnv names the environment variable that, set to 1, fails the
+// tests that need a real node when none can start here instead of skipping
+// them (.ci/run sets it).
 const RequireNodeEnv = "LLMCHAOS_REQUIRE_K8S_NODE"
+
+// NodeDirEnv names the environment variable that points the tests at a
+// node already running (its directory, scripts/k8s-node.sh start DIR): the
+// node test runner (internal/k8stest/nodetests, which make test and make
+// test-node call) starts one node for every package it runs, sets it and
+// stops the node after them. Without it, StartNode starts a node of the
+// test binary's own when LLMCHAOS_REQUIRE_K8S_NODE=1 (one package run by
+// hand) and skips otherwise.
+const NodeDirEnv = "LLMCHAOS_K8S_NODE_DIR"
 
 // Node is a control plane with one real node (scripts/k8s-node.sh): a
 // kubelet and a containerd whose pods run containers of the images Image
@@ -53,22 +61,28 @@ var sharedNode struct {
 	script string
 	// facts and before: the host-wide state before the start, which the
 	// stop must leave as it was.
-	facts  NodeFacts
+	facts  hoststate.Facts
 	before []string
+	// attached: the node is the runner's (NodeDirEnv), which stops it.
+	attached bool
 }
 
-// StartNode returns the test binary's node, starting it (with its own
-// control plane, no kwok nodes) on first use, stopped by Run, which then
-// checks that the host is as it was before the start (HostState) and
-// fails the run if not. It skips t unless LLMCHAOS_REQUIRE_K8S_NODE=1,
-// and then fails it when the node cannot start (not Linux, not root, not
-// built: the script's check says why). One node per machine: a test binary
-// whose start finds another's node running waits for it to stop (up to
-// 15 minutes).
+// StartNode returns the node of the run: the runner's when NodeDirEnv
+// names one (every test binary of the run shares it; the runner stops it
+// and checks the host), else one of the test binary's own, started on
+// first use (with its own control plane, no kwok nodes) and stopped by Run,
+// which then checks that the host is as it was before the start
+// (hoststate) and fails the run if not. Without a runner's node it skips t
+// unless LLMCHAOS_REQUIRE_K8S_NODE=1, and then fails it when the node
+// cannot start (not Linux, not root, not built: the script's check says
+// why). One node per machine: a test binary whose start finds another's
+// node running waits for it to stop (up to 15 minutes). Tests share the
+// node: each works in a namespace of its own (Namespace).
 func StartNode(t testing.TB) *Node {
 	t.Helper()
-	if os.Getenv(RequireNodeEnv) != "1" {
-		t.Skipf("needs a real Kubernetes node: run make test-node (as root on Linux; %s=1)", RequireNodeEnv)
+	if os.Getenv(NodeDirEnv) == "" && os.Getenv(RequireNodeEnv) != "1" {
+		t.Skipf("needs a real Kubernetes node, which make test and make test-node start where they can "+
+			"(as root on Linux, built: scripts/k8s-node.sh check says what is missing); %s=1 starts one here", RequireNodeEnv)
 	}
 	n, err := startSharedNode()
 	if err != nil {
@@ -89,6 +103,11 @@ func startSharedNode() (*Node, error) {
 		return sharedNode.node, sharedNode.err
 	}
 	sharedNode.done = true
+	if dir := os.Getenv(NodeDirEnv); dir != "" {
+		sharedNode.attached = true
+		sharedNode.node, sharedNode.err = attachNode(dir)
+		return sharedNode.node, sharedNode.err
+	}
 	script, err := nodeScript()
 	if err != nil {
 		sharedNode.err = err
@@ -105,8 +124,8 @@ func startSharedNode() (*Node, error) {
 		sharedNode.err = fmt.Errorf("k8stest: %w", err)
 		return nil, sharedNode.err
 	}
-	if sharedNode.facts, err = nodeFacts(ctx, script); err == nil {
-		sharedNode.before, err = HostState(ctx, sharedNode.facts, dir)
+	if sharedNode.facts, err = hoststate.ReadFacts(ctx, script); err == nil {
+		sharedNode.before, err = hoststate.Take(ctx, sharedNode.facts, dir)
 	}
 	if err == nil {
 		var waited bool
@@ -147,18 +166,23 @@ func StartNodeIn(ctx context.Context, script, dir string, owner int, wait time.D
 	if err != nil {
 		return nil, waited, fmt.Errorf("k8stest: starting the node in %s: %w\n%s", dir, err, out)
 	}
+	n, err := attachNode(dir)
+	return n, waited, err
+}
+
+// attachNode returns the node running in dir (its env file).
+func attachNode(dir string) (*Node, error) {
 	env, err := readEnv(filepath.Join(dir, "env"))
 	if err != nil {
-		return nil, waited, err
+		return nil, fmt.Errorf("%w (no node runs in %s)", err, dir)
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", env["KUBECONFIG"])
 	if err != nil {
-		return nil, waited, fmt.Errorf("k8stest: loading %s: %w", env["KUBECONFIG"], err)
+		return nil, fmt.Errorf("k8stest: loading %s: %w", env["KUBECONFIG"], err)
 	}
 	config.QPS, config.Burst = 100, 200
 	c := &Cluster{Dir: filepath.Join(dir, "cp"), Kubeconfig: env["KUBECONFIG"], config: config}
-	n := &Node{Cluster: c, NodeDir: dir, Name: env["NODE_NAME"], IP: env["NODE_IP"], PodCIDR: env["POD_CIDR"], Image: env["IMAGE"]}
-	return n, waited, nil
+	return &Node{Cluster: c, NodeDir: dir, Name: env["NODE_NAME"], IP: env["NODE_IP"], PodCIDR: env["POD_CIDR"], Image: env["IMAGE"]}, nil
 }
 
 // StopNode runs the script's stop on the node's directory.
@@ -177,7 +201,7 @@ func stopSharedNode() error {
 	sharedNode.mu.Lock()
 	defer sharedNode.mu.Unlock()
 	n := sharedNode.node
-	if n == nil {
+	if n == nil || sharedNode.attached {
 		return nil
 	}
 	sharedNode.node = nil
@@ -188,11 +212,11 @@ func stopSharedNode() error {
 	if sharedNode.before == nil {
 		return nil
 	}
-	after, err := HostState(ctx, sharedNode.facts, n.NodeDir)
+	after, err := hoststate.Take(ctx, sharedNode.facts, n.NodeDir)
 	if err != nil {
 		return err
 	}
-	if d := DiffState(sharedNode.before, after); d != "" {
+	if d := hoststate.Diff(sharedNode.before, after); d != "" {
 		return fmt.Errorf("k8stest: the node's stop left the host changed:\n%s", d)
 	}
 	return nil

@@ -236,10 +236,10 @@ func (p *Program) parse(key string) (sobek.ModuleRecord, error) {
 		return sobek.ParseModule(key, builtinSource(mod), p.resolve)
 	}
 	path := key
-	src, err := os.ReadFile(path)
+	src, err := readModule(path)
 	if errors.Is(err, os.ErrNotExist) && strings.EqualFold(filepath.Ext(path), ".js") {
 		ts := strings.TrimSuffix(path, filepath.Ext(path)) + ".ts"
-		if b, tsErr := os.ReadFile(ts); tsErr == nil {
+		if b, tsErr := readModule(ts); tsErr == nil {
 			path, src, err = ts, b, nil
 		}
 	}
@@ -247,7 +247,10 @@ func (p *Program) parse(key string) (sobek.ModuleRecord, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("module %s %w", key, errModuleNotFound)
 		}
-		return nil, fmt.Errorf("read module: %w", err)
+		if _, ok := errors.AsType[*os.PathError](err); ok {
+			return nil, fmt.Errorf("read module: %w", err) // names the file
+		}
+		return nil, fmt.Errorf("read module %s: %w", path, err)
 	}
 	text := string(src)
 	if isTypeScript(path) {
@@ -272,11 +275,30 @@ func (p *Program) parse(key string) (sobek.ModuleRecord, error) {
 // generated file's), as a bundle shipped without its maps still runs.
 func loadSourceMap(path string) ([]byte, error) {
 	path = strings.TrimPrefix(path, "file://")
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, MaxModuleSize, "a source map is read from a file", func(n int64) error {
+		return fmt.Errorf("%d bytes is over the limit of %d bytes (64 MiB)", n, MaxModuleSize)
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if _, ok := errors.AsType[*os.PathError](err); err != nil && !ok {
+		err = fmt.Errorf("%s: %w", path, err)
+	}
 	return b, err
+}
+
+// MaxModuleSize bounds a script, a module it imports and a source map:
+// parsed, a source takes many times its size in memory, and a bundle of
+// every dependency is a few MiB.
+const MaxModuleSize = 64 << 20
+
+// readModule reads the source of a script or module file, refusing a
+// device, a pipe or a directory (reading /dev/zero would never end) and a
+// file over MaxModuleSize before reading it.
+func readModule(path string) ([]byte, error) {
+	return readRegular(path, MaxModuleSize, "a module is read from a file", func(n int64) error {
+		return fmt.Errorf("%d bytes is over the limit of %d bytes (64 MiB) for one module", n, MaxModuleSize)
+	})
 }
 
 // builtinSource is the ES module text of a built-in module: it takes the

@@ -763,10 +763,22 @@ func (vu *VU) HandleSummary(ctx context.Context, data SummaryData) (outs []Summa
 	return outs, true, nil
 }
 
-// readBounded reads the regular file at path, refusing a device, a pipe or
-// a directory (which could be endless or block) and a file over limit
-// bytes, before reading it, and again if it grows while being read.
+// readBounded reads the regular file at path for open(), refusing a
+// device, a pipe or a directory (which could be endless or block) and a
+// file over limit bytes, before reading it, and again if it grows while
+// being read.
 func readBounded(path string, limit int64) ([]byte, error) {
+	return readRegular(path, limit, "open() reads files only", func(n int64) error {
+		return fmt.Errorf("%d bytes is over open()'s limit of %d bytes (raise it with --max-open-size)", n, limit)
+	})
+}
+
+// readRegular reads the regular file at path, refusing anything else
+// (only says what is read instead, for the error) and a file over limit
+// bytes (tooBig makes that error from the size), before reading it, and
+// again if it grows while being read. A missing file's error is
+// os.Open's (errors.Is(err, os.ErrNotExist)).
+func readRegular(path string, limit int64, only string, tooBig func(n int64) error) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -788,10 +800,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		case m&os.ModeSocket != 0:
 			kind = "a socket"
 		}
-		return nil, fmt.Errorf("not a regular file but %s: open() reads files only", kind)
-	}
-	tooBig := func(n int64) error {
-		return fmt.Errorf("%d bytes is over open()'s limit of %d bytes (raise it with --max-open-size)", n, limit)
+		return nil, fmt.Errorf("not a regular file but %s: %s", kind, only)
 	}
 	if st.Size() > limit {
 		return nil, tooBig(st.Size())

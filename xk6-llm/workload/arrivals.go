@@ -183,6 +183,55 @@ func (c ArrivalConfig) Lasting(d time.Duration) ArrivalConfig {
 	return c
 }
 
+// AtRate returns the open loop at rate r, lasting d, made of the open
+// loop c (a game day runs a ramp's or stages' highest rate and changes it
+// live; each step of a capacity search runs its own rate): c's arrival
+// kind, burstiness, request count, cap on requests in flight and
+// saturation rule. When c is a checked rate, ramp or stages config only
+// what changed is checked, r and d: the checks of the other fields are
+// the same whichever of those sets the open loop and whatever its rate,
+// and c passed them. Otherwise the whole config is checked.
+func (c ArrivalConfig) AtRate(r float64, d time.Duration) (ArrivalConfig, field.Problems) {
+	out := ArrivalConfig{
+		Rate: r, Arrival: c.Arrival, Burstiness: c.Burstiness, Duration: d,
+		Requests: c.Requests, MaxInFlight: c.MaxInFlight, OnSaturation: c.OnSaturation,
+	}
+	if m := c.Mode(); !c.checked || (m != ModeRate && m != ModeRamp && m != ModeStages) {
+		return out.Checked()
+	}
+	var ps field.Problems
+	if !(r > 0) || !finiteNum(r) || r > MaxRate {
+		ps.Add(FieldRate, "%s %v: want a finite rate more than 0 and at most %v requests per second", FieldRate, r, float64(MaxRate))
+	}
+	if d <= 0 {
+		ps.Add(FieldDuration, "%s %v must be > 0", FieldDuration, d)
+	}
+	out.checked = len(ps) == 0
+	return out, ps
+}
+
+// AtConcurrency returns the closed loop of n users, lasting d, made of
+// the closed loop c (each step of a capacity search runs its own number):
+// c's think time and request count. When c is checked only what changed
+// is checked, n and d: the checks of the other fields do not depend on the
+// number of users, and c passed them. Otherwise the whole config is
+// checked.
+func (c ArrivalConfig) AtConcurrency(n int, d time.Duration) (ArrivalConfig, field.Problems) {
+	out := ArrivalConfig{Concurrency: n, ThinkTime: c.ThinkTime, Duration: d, Requests: c.Requests}
+	if !c.checked || c.Mode() != ModeClosed {
+		return out.Checked()
+	}
+	var ps field.Problems
+	if n < 1 || n > MaxConcurrency {
+		ps.Add(FieldConcurrency, "%s %d: want 1 to %d users", FieldConcurrency, n, MaxConcurrency)
+	}
+	if d <= 0 {
+		ps.Add(FieldDuration, "%s %v must be > 0", FieldDuration, d)
+	}
+	out.checked = len(ps) == 0
+	return out, ps
+}
+
 // Mode returns the load mode cfg sets, or "" when none is set. When several
 // are set (an invalid config) it returns the first in the order rate, ramp,
 // stages, trace, closed.

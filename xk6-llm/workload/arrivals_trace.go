@@ -103,8 +103,11 @@ func traceLength(v *float64) (int, error) {
 	if v == nil {
 		return 0, nil
 	}
-	if !finiteNum(*v) || *v < 0 || *v != math.Trunc(*v) || *v > math.MaxInt32 {
+	if !finiteNum(*v) || *v < 0 || *v != math.Trunc(*v) {
 		return 0, fmt.Errorf("%v is not a whole number of tokens ≥ 0", *v)
+	}
+	if *v > MaxLength {
+		return 0, errTooLong(*v)
 	}
 	return int(*v), nil
 }

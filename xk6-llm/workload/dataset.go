@@ -303,6 +303,9 @@ func parseJSONLEntry(b []byte) (DatasetEntry, error) {
 	if out < 0 {
 		return DatasetEntry{}, fmt.Errorf("output length %d must be ≥ 0", out)
 	}
+	if out > MaxLength {
+		return DatasetEntry{}, fmt.Errorf("output length: %w", errTooLong(float64(out)))
+	}
 	switch {
 	case rec.Prompt != nil && rec.Messages != nil:
 		return DatasetEntry{}, errors.New("both \"prompt\" and \"messages\": give one")
@@ -351,6 +354,11 @@ func parseJSONLEntry(b []byte) (DatasetEntry, error) {
 	}
 	if n > 0 {
 		e.Turns[len(e.Turns)-1].OutputTokens = out
+	}
+	for i, t := range e.Turns {
+		if t.OutputTokens > MaxLength {
+			return DatasetEntry{}, fmt.Errorf("turn %d: the assistant's answer: %w", i, errTooLong(float64(t.OutputTokens)))
+		}
 	}
 	return e, nil
 }

@@ -99,6 +99,13 @@ func (d Dist) Sample(rng *rand.Rand) int {
 // lognormal) are clamped to it.
 const MaxLength = 1 << 21
 
+// errTooLong is the error for a length n (in tokens) over MaxLength given
+// by a file (a trace's line, a dataset's entry).
+func errTooLong(n float64) error {
+	return fmt.Errorf("%s tokens is more than %d tokens: a length above the longest context a model serves would only exhaust memory",
+		strconv.FormatFloat(n, 'f', -1, 64), MaxLength)
+}
+
 func (d Dist) clamp(x float64) int {
 	lo := float64(max(1, d.Min))
 	hi := float64(MaxLength)

@@ -1,4 +1,10 @@
-package k8stest
+// Package hoststate records the host-wide state that the test node of
+// scripts/k8s-node.sh changes while it runs (sysctls, iptables rules, its
+// bridge, nftables tables, cgroups, mounts), so that a state taken before
+// a start and one taken after the stop can be compared. It imports only the
+// standard library: the node test runner (internal/k8stest/nodetests)
+// builds in moments.
+package hoststate
 
 import (
 	"bufio"
@@ -13,9 +19,9 @@ import (
 	"time"
 )
 
-// NodeFacts are the host-wide names a node uses (scripts/k8s-node.sh
-// facts): what HostState looks at.
-type NodeFacts struct {
+// Facts are the host-wide names a node uses (scripts/k8s-node.sh facts):
+// what Take looks at.
+type Facts struct {
 	Bridge, PodCIDR, ServiceIP, CgroupRoot string
 }
 
@@ -28,19 +34,19 @@ var nodeSysctls = []string{
 	"vm.overcommit_memory", "vm.panic_on_oom", "net.ipv4.ip_forward",
 }
 
-// HostState returns, one a line and sorted, the host-wide state that a node
+// Take returns, one a line and sorted, the host-wide state that a node
 // changes while it runs: the sysctls above, the iptables rules and chains
 // that name its pod network, bridge, Service address or the CNI's and
 // Kubernetes' chains, its bridge and the links on it, the nftables tables,
 // its cgroups, and the mounts under dir (the node's directory). Docker's
 // rules and links are left out: other tests change them meanwhile. Two
 // states taken before a node starts and after it stops must be equal.
-func HostState(ctx context.Context, f NodeFacts, dir string) ([]string, error) {
+func Take(ctx context.Context, f Facts, dir string) ([]string, error) {
 	var lines []string
 	for _, k := range nodeSysctls {
 		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
 		if err != nil {
-			return nil, fmt.Errorf("k8stest: sysctl %s: %w", k, err)
+			return nil, fmt.Errorf("hoststate: sysctl %s: %w", k, err)
 		}
 		lines = append(lines, "sysctl "+k+"="+strings.Join(strings.Fields(string(b)), " "))
 	}
@@ -62,7 +68,7 @@ func HostState(ctx context.Context, f NodeFacts, dir string) ([]string, error) {
 	} {
 		out, err := exec.CommandContext(ctx, c.args[0], c.args[1:]...).Output()
 		if err != nil {
-			return nil, fmt.Errorf("k8stest: %s: %w", strings.Join(c.args, " "), err)
+			return nil, fmt.Errorf("hoststate: %s: %w", strings.Join(c.args, " "), err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
@@ -91,7 +97,7 @@ func HostState(ctx context.Context, f NodeFacts, dir string) ([]string, error) {
 	}
 	mounts, err := os.ReadFile("/proc/mounts")
 	if err != nil {
-		return nil, fmt.Errorf("k8stest: %w", err)
+		return nil, fmt.Errorf("hoststate: %w", err)
 	}
 	for l := range strings.Lines(string(mounts)) {
 		if dir != "" && strings.Contains(l, dir) {
@@ -102,8 +108,8 @@ func HostState(ctx context.Context, f NodeFacts, dir string) ([]string, error) {
 	return lines, nil
 }
 
-// DiffState describes how after differs from before ("" when equal).
-func DiffState(before, after []string) string {
+// Diff describes how after differs from before ("" when equal).
+func Diff(before, after []string) string {
 	var b strings.Builder
 	for _, l := range before {
 		if !slices.Contains(after, l) {
@@ -118,14 +124,19 @@ func DiffState(before, after []string) string {
 	return b.String()
 }
 
-// nodeFacts runs the script's facts.
-func nodeFacts(ctx context.Context, script string) (NodeFacts, error) {
+// ReadFacts runs the node script's facts.
+func ReadFacts(ctx context.Context, script string) (Facts, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := runScript(ctx, script, "facts")
+	out, err := exec.CommandContext(ctx, "bash", script, "facts").CombinedOutput()
 	if err != nil {
-		return NodeFacts{}, fmt.Errorf("k8stest: %s facts: %w\n%s", script, err, out)
+		return Facts{}, fmt.Errorf("hoststate: %s facts: %w\n%s", script, err, out)
 	}
-	env := parseEnv(out)
-	return NodeFacts{Bridge: env["BRIDGE"], PodCIDR: env["POD_CIDR"], ServiceIP: env["SERVICE_IP"], CgroupRoot: env["CGROUP_ROOT"]}, nil
+	env := map[string]string{}
+	for l := range strings.Lines(string(out)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
+			env[k] = v
+		}
+	}
+	return Facts{Bridge: env["BRIDGE"], PodCIDR: env["POD_CIDR"], ServiceIP: env["SERVICE_IP"], CgroupRoot: env["CGROUP_ROOT"]}, nil
 }
