@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -301,5 +302,67 @@ func TestK6EnvironmentVariables(t *testing.T) {
 	}
 	if got := sum.Metrics["vus_max"]["value"]; got != 2 {
 		t.Errorf("vus_max = %v, want 2 (K6_VUS)", got)
+	}
+}
+
+// TestK6ConsoleOutputAppendsK6sLines: --console-output appends the
+// script's console lines to its file as k6 writes them (its logger's text
+// form, no source field), while --http-debug's dumps stay on stderr, paired
+// by request_id; without the flag the console lines go to stderr with k6's
+// source=console.
+func TestK6ConsoleOutputAppendsK6sLines(t *testing.T) {
+	url, n := countingServer(t, http.StatusOK)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "log.js")
+	if err := os.WriteFile(script, []byte(`import http from 'k6/http';
+export default function () {
+  console.log('hello', 'world');
+  http.get(__ENV.URL);
+  console.warn('careful');
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "console.txt")
+	if err := os.WriteFile(file, []byte("earlier run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"run", script, "-e", "URL=" + url, "--quiet", "--no-history", "--http-debug", "--console-output", file}
+	if code := executeK6(context.Background(), args, &out, &errb); code != exitcode.OK {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged, ok := strings.CutPrefix(string(b), "earlier run\n")
+	if !ok {
+		t.Errorf("the file's earlier content is gone: k6 appends:\n%s", b)
+	}
+	if got, want := k6ConsoleFileMessages(t, logged), []string{"info hello world", "warning careful"}; !slices.Equal(got, want) {
+		t.Errorf("console file's lines: got %q, want %q", got, want)
+	}
+	reqID := regexp.MustCompile(`(?m)^time="[^"]+" level=info msg="(Request|Response):\\n[^"]*" ` +
+		`iter=0 method=GET name="[^"]+" request_id=(\S+) scenario=default source=http-debug url="[^"]+" vu=1$`)
+	m := reqID.FindAllStringSubmatch(errb.String(), -1)
+	if len(m) != 2 || m[0][1] != "Request" || m[1][1] != "Response" || m[0][2] != m[1][2] {
+		t.Errorf("stderr: want k6's request and response lines sharing a request_id:\n%s", errb.String())
+	}
+	if strings.Contains(errb.String(), "hello world") {
+		t.Errorf("a console line is on stderr with --console-output:\n%s", errb.String())
+	}
+
+	errb.Reset()
+	args = []string{"run", script, "-e", "URL=" + url, "--quiet", "--no-history"}
+	if code := executeK6(context.Background(), args, &out, &errb); code != exitcode.OK {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
+	}
+	line := regexp.MustCompile(`(?m)^time="[^"]+" level=warning msg=careful source=console$`)
+	if !line.MatchString(errb.String()) || !strings.Contains(errb.String(), `level=info msg="hello world" source=console`+"\n") {
+		t.Errorf("stderr: want the console lines as k6 writes them there:\n%s", errb.String())
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("%d requests, want 2", got)
 	}
 }

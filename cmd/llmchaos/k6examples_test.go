@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ type k6Example struct {
 	either             []string // checks whose outcome is left to chance by the script
 	untrusted          bool     // the stand-in's certificate is not trusted (the script must skip verification)
 	checks             int      // distinct check names the script has
-	console            []string // lines the script logs (their message)
+	console            []string // lines the script logs: part of "level message" (level as k6 names it)
 	hidden             []string // what the script logs that k6 does not show (console.debug without --verbose)
 	stderr             []string // what k6 also reports on stderr (an iteration's exception at its source position)
 	served             map[string]int
@@ -100,7 +101,7 @@ func k6Examples() []k6Example {
 		{file: "json.js", checks: 2},
 		{file: "jwt.js", console: []string{"encoded " + jwt, `decoded {"key2":"value2"}`}},
 		{file: "localhost.js", checks: 1, codeFromThresholds: true},
-		{file: "logging.js", console: []string{"log a b", "info a b", "warn a b", "error a b"}, hidden: []string{"debug a b"}},
+		{file: "logging.js", console: []string{"info log a b", "info info a b", "warning warn a b", "error error a b"}, hidden: []string{"debug a b"}},
 		{file: "redirects.js", checks: 3, console: []string{"200"}},
 		{file: "stages.js", checks: 1},
 		{file: "tagging.js", checks: 1},
@@ -205,10 +206,7 @@ func TestK6RepositoryExamplesRunAsInK6(t *testing.T) {
 				t.Errorf("%d checks ran, the script has %d: %v", len(checks), ex.checks, checks)
 			}
 			logged, _ := os.ReadFile(filepath.Join(work, "console.txt"))
-			lines := strings.Split(strings.TrimSuffix(string(logged), "\n"), "\n")
-			if len(logged) == 0 {
-				lines = nil
-			}
+			lines := k6ConsoleFileMessages(t, string(logged))
 			if len(lines) < len(ex.console) {
 				t.Errorf("%d lines logged, want %d:\n%s", len(lines), len(ex.console), logged)
 			}
@@ -235,6 +233,38 @@ func TestK6RepositoryExamplesRunAsInK6(t *testing.T) {
 			}
 		})
 	}
+}
+
+// k6ConsoleLine is a line of k6's --console-output file without colours:
+// its logger's text form, with no field after the message.
+var k6ConsoleLine = regexp.MustCompile(`^time="(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d\d:\d\d))" ` +
+	`level=(debug|info|warning|error)(?: msg=("(?:[^"\\]|\\.)*"|[A-Za-z0-9./@^+_-]+))?$`)
+
+// k6ConsoleFileMessages checks that every line of a --console-output file
+// is k6's and returns their messages, unquoted, each after its level
+// ("info log a b").
+func k6ConsoleFileMessages(t *testing.T, logged string) []string {
+	t.Helper()
+	var msgs []string
+	for _, l := range strings.Split(strings.TrimSuffix(logged, "\n"), "\n") {
+		if logged == "" {
+			break
+		}
+		m := k6ConsoleLine.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("console line %q is not k6's (time=\"RFC 3339\" level=L msg=M)", l)
+			continue
+		}
+		msg := m[3]
+		if strings.HasPrefix(msg, `"`) {
+			var err error
+			if msg, err = strconv.Unquote(msg); err != nil {
+				t.Errorf("console line %q: msg: %v", l, err)
+			}
+		}
+		msgs = append(msgs, m[2]+" "+msg)
+	}
+	return msgs
 }
 
 // summaryExport is the part of k6's --summary-export this test reads.

@@ -63,7 +63,7 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.NoConnectionReuse, "no-connection-reuse", false, "for a script: no keep-alive for k6/http, SSE and k6/x/llm requests (each on a new connection), as k6's")
 	fs.BoolVar(&f.NoVUConnectionReuse, "no-vu-connection-reuse", false, "for a script: each VU's k6/http and SSE connections are its own and closed at the end of each of its iterations, as k6's")
 	fs.BoolVar(&f.IncludeSystemEnv, "include-system-env-vars", true, "for a script: put the process environment in __ENV (with -e over it); =false: only -e's, as k6's")
-	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: write console.* output (and --http-debug's) to this file instead of stderr")
+	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: append console.* output to this file instead of stderr, in k6's log format")
 	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
 	fs.Lookup("http-debug").NoOptDefVal = "headers"
 	fs.StringVar(&f.MaxOpenSize, "max-open-size", "256MiB", "for a script: the most one open() may read (e.g. 1GiB); a larger file, a device or a pipe is an error")
@@ -208,6 +208,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
 		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir, MaxOpenBytes: maxOpen,
 		ProgressTTY: isTerminal(stderr),
+		LogColor:    colorWanted(isTerminal(stderr), c.NoColor, os.Getenv("NO_COLOR")),
 		Text:        withColor(c.Summary, stdout, c.NoColor),
 		ToolVersion: toolVersion(),
 		StdoutTTY:   isTerminal(stdout), StderrTTY: isTerminal(stderr),
@@ -240,7 +241,7 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		cfg.SaveRequests = recording.NewRequestWriter(saveFile)
 	}
 	if f.ConsoleOutput != "" {
-		con, err := os.Create(f.ConsoleOutput)
+		con, err := os.OpenFile(f.ConsoleOutput, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644) // appended to, as k6's
 		if err != nil {
 			return usageError(fmt.Errorf("--console-output: %w", err))
 		}

@@ -67,12 +67,9 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	console := cfg.Stderr
-	if cfg.Console != nil {
-		console = cfg.Console
-	}
-	if console == nil {
-		console = io.Discard
+	logs := cfg.Stderr
+	if logs == nil {
+		logs = io.Discard
 	}
 	env := cfg.Env
 	if !cfg.NoSystemEnv {
@@ -89,7 +86,8 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	if cfg.SummaryMode == SummaryFull {
 		cfg.Text.Verbose = true
 	}
-	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: console, ConsoleDebug: debug, Seed: cfg.Seed,
+	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: cfg.Console, ConsoleFile: cfg.Console != nil, Log: logs,
+		LogColor: cfg.LogColor, ConsoleDebug: debug, Seed: cfg.Seed,
 		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
 		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug, MaxOpenBytes: cfg.MaxOpenBytes})
 	if err != nil {

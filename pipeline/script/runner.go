@@ -115,9 +115,16 @@ type Config struct {
 	// SampleOutputs are k6's --out json=FILE and csv=FILE: every sample
 	// as the run records it, in k6's formats.
 	SampleOutputs []SampleOutput
-	// Console, when set, receives console.* output and --http-debug's
-	// dumps in place of Stderr (k6's --console-output).
+	// Console, when set, receives console.* output in place of Stderr
+	// (k6's --console-output), in k6's log format without k6's
+	// source=console field, as k6 writes its file. --http-debug's dumps
+	// and the run's other log lines stay on Stderr, as k6's do.
 	Console io.Writer
+	// LogColor writes console and log lines in k6's terminal form
+	// (colours, a seconds counter), as k6 does when its stderr is a
+	// terminal and --no-color is not given, its --console-output file
+	// included.
+	LogColor bool
 	// NoConnectionReuse, NoVUConnectionReuse and HTTPDebug are k6's
 	// options of the same names for k6/http and the SSE modules (see
 	// js.SharedOptions).

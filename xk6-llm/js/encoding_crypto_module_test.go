@@ -155,3 +155,44 @@ export default function () {}
 		t.Errorf("no module directory: %v; want where to save it and how to name the directory", err)
 	}
 }
+
+// TestCryptoMD4AndRIPEMD160GiveKnownVectors checks k6/crypto's md4 and
+// ripemd160 against RFC 1320's and the RIPEMD-160 authors' digests, HMAC
+// with RIPEMD-160 against RFC 2286's test cases 1 and 2, each through the
+// one-call functions, createHash/createHMAC and hmac, and hexEncode on a
+// string and on an ArrayBuffer, as k6 offers them.
+func TestCryptoMD4AndRIPEMD160GiveKnownVectors(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"script.js": `import crypto from 'k6/crypto';
+import { md4, ripemd160, createHash, createHMAC, hmac, hexEncode } from 'k6/crypto';
+function eq(got, want, what) { if (got !== want) throw new Error(what + ': got ' + got + ', want ' + want); }
+export default function () {
+  eq(md4('', 'hex'), '31d6cfe0d16ae931b73c59d7e0c089c0', 'md4 empty');
+  eq(md4('abc', 'hex'), 'a448017aaf21d8525fc10ae87aa6729d', 'md4 abc');
+  eq(crypto.md4('message digest', 'hex'), 'd9130a8164549fe818874806e1c7014b', 'md4 message digest');
+  eq(ripemd160('', 'hex'), '9c1185a5c5e9fc54612808977ee8f548b2258d31', 'ripemd160 empty');
+  eq(ripemd160('abc', 'hex'), '8eb208f7e05d987a9b044a8e98c6b087f15a0bfc', 'ripemd160 abc');
+  eq(crypto.ripemd160('message digest', 'hex'), '5d0689ef49d2fae572b881b123a85ffa21595f36', 'ripemd160 message digest');
+  const h4 = createHash('md4'); h4.update('message '); h4.update('digest');
+  eq(h4.digest('hex'), 'd9130a8164549fe818874806e1c7014b', 'createHash md4');
+  const hr = createHash('ripemd160'); hr.update('a'); hr.update('bc');
+  eq(hr.digest('hex'), '8eb208f7e05d987a9b044a8e98c6b087f15a0bfc', 'createHash ripemd160');
+  eq(hexEncode(ripemd160('abc', 'binary')), '8eb208f7e05d987a9b044a8e98c6b087f15a0bfc', 'binary, hexEncode');
+  eq(hexEncode('abc'), '616263', 'hexEncode string');
+  const key = new Uint8Array(20).fill(0x0b).buffer;
+  eq(hmac('ripemd160', key, 'Hi There', 'hex'), '24cb4bd67d20fc1a5d2ed7732dcc39377f0a5668', 'hmac ripemd160 case 1');
+  eq(hmac('ripemd160', 'Jefe', 'what do ya want for nothing?', 'hex'), 'dda6c0213a485a9e24f4742064a7f033b43c4069', 'hmac ripemd160 case 2');
+  const m = createHMAC('ripemd160', 'Jefe'); m.update('what do ya want '); m.update('for nothing?');
+  eq(m.digest('hex'), 'dda6c0213a485a9e24f4742064a7f033b43c4069', 'createHMAC ripemd160');
+  const m4 = createHMAC('md4', 'Jefe'); m4.update('what do ya want for nothing?');
+  eq(m4.digest('base64'), hmac('md4', 'Jefe', 'what do ya want for nothing?', 'base64'), 'createHMAC md4');
+  eq(hmac('md4', 'Jefe', 'what do ya want for nothing?', 'hex').length, 32, 'hmac md4 size');
+}
+`})
+	vu, _, err := loadVU(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := runDefault(context.Background(), t, vu); it.Err != nil {
+		t.Fatal(it.Err)
+	}
+}

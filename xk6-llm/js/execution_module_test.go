@@ -204,7 +204,7 @@ export default function () {
 	if reason, failed := sh.Exec.MarkedFailed(); !failed || reason != "too slow" {
 		t.Errorf("got %q, %v: exec.test.fail() did not mark the run failed with its reason", reason, failed)
 	}
-	if !strings.Contains(console.String(), "error [vu 1] test marked as failed: too slow") {
+	if !strings.Contains(console.String(), `level=error msg="test marked as failed: too slow"`) {
 		t.Errorf("console lacks the reason:\n%s", console.String())
 	}
 	if got := sh.Recorder.Finish(sh.Clock.Now()).Custom("after_fail", recording.TagFilter{}).Sum; got != 3 {

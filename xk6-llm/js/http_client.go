@@ -13,7 +13,9 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -82,7 +84,7 @@ type httpOptions struct {
 	noReuse bool
 	// debug, when set, receives each request and response as k6's
 	// --http-debug logs them; debugBody adds their bodies (--http-debug=full).
-	debug     func(string)
+	debug     func(msg string, fields []logField)
 	debugBody bool
 	// insecure is k6's insecureSkipTLSVerify: server certificates are
 	// not checked.
@@ -156,7 +158,8 @@ type httpSpec struct {
 	badURL       error             // the URL does not parse: nothing is sent
 	jar          *cookieJar        // the request's active jar (nil: none)
 	cookies      []requestCookie   // params.cookies
-	auth         string            // params.auth: "" or basic (the URL's credentials), digest
+	auth         string            // params.auth: "" or basic (the URL's credentials), digest, ntlm
+	debugFields  []logField        // --http-debug's fields on its lines (httpDebugFields)
 }
 
 // httpTrace collects a request's httptrace stamps. The transport calls its
@@ -321,6 +324,9 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	if x.spec.jar != nil || len(x.spec.cookies) > 0 {
 		hc = x.spec.withCookies(hc, req)
 	}
+	if x.spec.auth == "ntlm" {
+		hc = ntlmClient(hc)
+	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", httpUserAgent)
 	}
@@ -330,13 +336,21 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	if c.opts.debug == nil {
 		return hc.Do(req)
 	}
-	if b, err := httputil.DumpRequestOut(req, c.opts.debugBody); err == nil {
-		c.opts.debug("Request:\n" + string(b))
+	fields := append(slices.Clone(x.spec.debugFields), logField{"request_id", newRequestID()})
+	// The dump sends req through a stand-in transport: a copy without
+	// req's context keeps its trace hooks (timings, the remote address)
+	// from seeing the stand-in's connection; the body it reads is put
+	// back on req.
+	dreq := req.WithContext(context.Background())
+	b, err := httputil.DumpRequestOut(dreq, c.opts.debugBody)
+	req.Body = dreq.Body
+	if err == nil {
+		c.opts.debug("Request:\n"+strings.ReplaceAll(string(b), "\r\n", "\n")+"\n", fields)
 	}
 	resp, err := hc.Do(req)
 	if err == nil {
 		if b, derr := httputil.DumpResponse(resp, c.opts.debugBody); derr == nil {
-			c.opts.debug("Response:\n" + string(b))
+			c.opts.debug("Response:\n"+strings.ReplaceAll(string(b), "\r\n", "\n")+"\n", fields)
 		}
 	}
 	return resp, err
@@ -599,6 +613,20 @@ func (spec *httpSpec) defaultName() {
 	if spec.tags.Class == "" {
 		spec.tags.Class = spec.url
 	}
+}
+
+// httpDebugFields are the fields k6 puts on a request's --http-debug
+// lines: source=http-debug, the VU and its iteration, and the request's
+// method, name, url and scenario tags. Nil when --http-debug is off.
+func (vu *VU) httpDebugFields(spec *httpSpec) []logField {
+	if vu.shared.httpO.debug == nil {
+		return nil
+	}
+	f := []logField{{"iter", strconv.FormatInt(vu.iter, 10)}, {"method", spec.method}, {"name", spec.tags.Class}}
+	if spec.tags.Scenario != "" {
+		f = append(f, logField{"scenario", spec.tags.Scenario})
+	}
+	return append(f, logField{"source", "http-debug"}, logField{"url", spec.url}, logField{"vu", strconv.Itoa(vu.ID)})
 }
 
 // endpointOf is the endpoint tag of a request to u: its scheme and host,

@@ -14,13 +14,19 @@ import (
 	"sort"
 
 	"github.com/grafana/sobek"
+	//lint:ignore SA1019 k6/crypto offers MD4, broken as it is, for scripts that talk to legacy systems
+	"golang.org/x/crypto/md4"
+	//lint:ignore SA1019 k6/crypto offers RIPEMD-160, a legacy hash, for the same reason
+	"golang.org/x/crypto/ripemd160"
 )
 
-// cryptoHashes are the hash algorithms of `k6/crypto`, by k6's names (k6's
-// md4 and ripemd160, long broken and gone from Go's standard library, are
-// left out: a script that uses them gets an error naming the ones here).
+// cryptoHashes are the hash algorithms of `k6/crypto`, by k6's names. md4
+// and ripemd160 are not in Go's standard library; they come from
+// golang.org/x/crypto, as in k6.
 var cryptoHashes = map[string]func() hash.Hash{
+	"md4":        md4.New,
 	"md5":        md5.New,
+	"ripemd160":  ripemd160.New,
 	"sha1":       sha1.New,
 	"sha256":     sha256.New,
 	"sha384":     sha512.New384,
@@ -31,7 +37,7 @@ var cryptoHashes = map[string]func() hash.Hash{
 
 // cryptoExports are the names `k6/crypto` exports.
 func cryptoExports() []string {
-	names := []string{"createHash", "createHMAC", "hmac", "randomBytes"}
+	names := []string{"createHash", "createHMAC", "hexEncode", "hmac", "randomBytes"}
 	for n := range cryptoHashes {
 		names = append(names, n)
 	}
@@ -43,7 +49,8 @@ func cryptoExports() []string {
 // (sha256(input, outputEncoding)), hmac(algorithm, secret, data,
 // outputEncoding), createHash(algorithm) and createHMAC(algorithm, secret)
 // objects with update(input) and digest(outputEncoding), and
-// randomBytes(n) (an ArrayBuffer from the system's random source). The
+// randomBytes(n) (an ArrayBuffer from the system's random source) and
+// hexEncode(data) (the hex of a string, an ArrayBuffer or a typed array). The
 // output encodings are hex, base64, base64url, base64rawurl and binary (an
 // ArrayBuffer).
 func newCryptoModule(vu *VU) *sobek.Object {
@@ -110,6 +117,9 @@ func newCryptoModule(vu *VU) *sobek.Object {
 		m := hmac.New(newHash, bytesArg(rt, "hmac", call.Argument(1)))
 		m.Write(bytesArg(rt, "hmac", call.Argument(2)))
 		return encode("hmac", m.Sum(nil), call.Argument(3))
+	})
+	set(o, "hexEncode", func(call sobek.FunctionCall) sobek.Value {
+		return rt.ToValue(hex.EncodeToString(bytesArg(rt, "hexEncode", call.Argument(0))))
 	})
 	set(o, "randomBytes", func(call sobek.FunctionCall) sobek.Value {
 		n := call.Argument(0).ToInteger()

@@ -80,7 +80,7 @@ func newExecutionModule(vu *VU) *sobek.Object {
 		if reason != "" {
 			msg += ": " + reason
 		}
-		vu.shared.logf("error [vu %d] %s", vu.ID, msg)
+		vu.shared.logLine("error", msg)
 		ex.markFailed(reason)
 		return sobek.Undefined()
 	})

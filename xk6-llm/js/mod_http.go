@@ -282,6 +282,7 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 		spec.tags.Class = name // http.url's template ("" otherwise: the URL, below)
 	}
 	spec.defaultName()
+	spec.debugFields = m.vu.httpDebugFields(spec)
 	return spec, nil
 }
 
@@ -343,10 +344,10 @@ func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 			spec.jar = j
 		case "auth":
 			switch a := v.String(); a {
-			case "basic", "digest":
+			case "basic", "digest", "ntlm":
 				spec.auth = a
 			default:
-				return fmt.Errorf("params.auth %q: want basic or digest (k6's ntlm is not supported)", a)
+				return fmt.Errorf("params.auth %q: want basic, digest or ntlm", a)
 			}
 		case "responseType":
 			if !httpParams {

@@ -50,8 +50,8 @@ func (vu *VU) metricConstructor(kind metrics.Kind) func(sobek.ConstructorCall) *
 				f = 1
 			}
 			if sobek.IsNull(v) || sobek.IsUndefined(v) || math.IsNaN(f) {
-				vu.shared.logf("warn [vu %d] %q is an invalid value for metric %q, a number or a boolean value is expected",
-					vu.ID, v.String(), name)
+				vu.shared.logLine("warn", fmt.Sprintf("'%s' is an invalid value for metric '%s', a number or a boolean value is expected",
+					v.String(), name))
 				return rt.ToValue(false)
 			}
 			if err := vu.addSample(name, vu.withTags(tagsArg(c.Argument(1))), f); err != nil {

@@ -172,6 +172,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 	spec.checkURL()
 	spec.tags = vu.withTags(spec.tags) // the VU's (scenario) tags under the stream's
 	spec.defaultName()
+	spec.debugFields = vu.httpDebugFields(spec)
 	return spec, nil
 }
 

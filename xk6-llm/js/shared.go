@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,8 +105,20 @@ type SharedOptions struct {
 	// Env is the script's __ENV (the caller merges the process environment
 	// and -e flags as it wants).
 	Env map[string]string
-	// Console receives console.* output. Default os.Stderr.
+	// Console receives console.* output, one line each in k6's log
+	// format (logFormat) with k6's source=console field. Default Log.
 	Console io.Writer
+	// ConsoleFile says Console is k6's --console-output file, whose
+	// lines have no source field, as k6's have none.
+	ConsoleFile bool
+	// Log receives the run's own log lines, as k6 logs them:
+	// --http-debug's dumps, exec.test.fail's reason, an invalid metric
+	// value. Default Console, else os.Stderr.
+	Log io.Writer
+	// LogColor writes Console's and Log's lines in k6's terminal form,
+	// which k6 uses whenever its stderr is a terminal and --no-color is
+	// not given (its --console-output file included).
+	LogColor bool
 	// ConsoleDebug shows console.debug lines, which k6 shows only with
 	// --verbose.
 	ConsoleDebug bool
@@ -144,10 +158,13 @@ type Shared struct {
 	// test), kept by the runner and the VUs.
 	Exec Execution
 
-	console io.Writer
+	console     io.Writer
+	consoleFile bool // console is --console-output's file (SharedOptions.ConsoleFile)
+	log         io.Writer
+	logFmt      logFormat
 	// consoleDebug: console.debug lines are shown (k6's --verbose).
 	consoleDebug bool
-	conMu        sync.Mutex
+	conMu        sync.Mutex // one line at a time on console and log
 	seed         uint64
 	maxOpen      int64
 	seq          atomic.Uint64
@@ -181,8 +198,14 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	if err := registerMetrics(reg, runMetrics); err != nil {
 		return nil, err
 	}
+	if opts.Log == nil {
+		opts.Log = opts.Console
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
 	if opts.Console == nil {
-		opts.Console = os.Stderr
+		opts.Console, opts.ConsoleFile = opts.Log, false
 	}
 	if opts.Env == nil {
 		opts.Env = map[string]string{}
@@ -190,7 +213,9 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	sh := &Shared{
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
-		console:  opts.Console, consoleDebug: opts.ConsoleDebug, seed: opts.Seed, clients: map[clientKey]*client.Client{},
+		console:  opts.Console, consoleFile: opts.ConsoleFile, log: opts.Log,
+		logFmt:       logFormat{color: opts.LogColor, start: time.Now()},
+		consoleDebug: opts.ConsoleDebug, seed: opts.Seed, clients: map[clientKey]*client.Client{},
 		arrays: map[string]*sharedArray{}, perVU: opts.NoVUConnectionReuse,
 		maxOpen: opts.MaxOpenBytes,
 	}
@@ -200,7 +225,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	switch opts.HTTPDebug {
 	case "":
 	case "headers", "full":
-		sh.httpO.debug = func(msg string) { sh.logf("%s", msg) }
+		sh.httpO.debug = func(msg string, fields []logField) { sh.logLine("info", msg, fields...) }
 		sh.httpO.debugBody = opts.HTTPDebug == "full"
 	default:
 		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
@@ -319,11 +344,28 @@ func (s *Shared) client(k clientKey) (*client.Client, error) {
 	return c, nil
 }
 
-// logf writes one console line.
-func (s *Shared) logf(format string, args ...any) {
+// consoleLine writes one line of a script's console.<level>(...) as k6
+// does: on the terminal with source=console, in --console-output's file
+// without.
+func (s *Shared) consoleLine(level, msg string) {
+	var fields []logField
+	if !s.consoleFile {
+		fields = []logField{{"source", "console"}}
+	}
+	line := s.logFmt.line(time.Now(), level, msg, fields...)
 	s.conMu.Lock()
 	defer s.conMu.Unlock()
-	fmt.Fprintf(s.console, format+"\n", args...)
+	_, _ = io.WriteString(s.console, line)
+}
+
+// logLine writes one of the run's own log lines (SharedOptions.Log), its
+// fields in key order, as k6's logger sorts them.
+func (s *Shared) logLine(level, msg string, fields ...logField) {
+	slices.SortFunc(fields, func(a, b logField) int { return strings.Compare(a.key, b.key) })
+	line := s.logFmt.line(time.Now(), level, msg, fields...)
+	s.conMu.Lock()
+	defer s.conMu.Unlock()
+	_, _ = io.WriteString(s.log, line)
 }
 
 // AddSample records a sample of a registered metric (see

@@ -347,8 +347,9 @@ func (vu *VU) builtin(name string) *sobek.Object {
 	return o
 }
 
-// consoleFunc prints a console line tagged with the VU and level; a
-// debug line only when the run shows them (k6 shows them with --verbose).
+// consoleFunc prints a console line at its level, as k6's console does
+// (Shared.consoleLine); a debug line only when the run shows them (k6
+// shows them with --verbose).
 func (vu *VU) consoleFunc(level string) func(sobek.FunctionCall) sobek.Value {
 	return func(call sobek.FunctionCall) sobek.Value {
 		if level == "debug" && !vu.shared.consoleDebug {
@@ -361,7 +362,7 @@ func (vu *VU) consoleFunc(level string) func(sobek.FunctionCall) sobek.Value {
 			}
 			s += vu.format(a)
 		}
-		vu.shared.logf("%s [vu %d] %s", level, vu.ID, s)
+		vu.shared.consoleLine(level, s)
 		return sobek.Undefined()
 	}
 }
