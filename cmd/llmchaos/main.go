@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -181,12 +182,18 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+// addHelpFuncs adds fitHelp's template function to cobra's map once.
+var addHelpFuncs sync.Once
+
 // fitHelp makes the help of root and its commands fit maxWidth: pflag
 // wraps each flag's usage, its continuation lines under the usage column.
 // (cobra's template functions are one process-wide map: the function
-// added is pure, under a name of llmchaos's own.)
+// added is pure, under a name of llmchaos's own, and added once, since
+// command trees are made concurrently in tests and the map has no lock.)
 func fitHelp(root *cobra.Command) {
-	cobra.AddTemplateFunc("llmchaosFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(maxWidth) })
+	addHelpFuncs.Do(func() {
+		cobra.AddTemplateFunc("llmchaosFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(maxWidth) })
+	})
 	root.SetUsageTemplate(strings.NewReplacer(
 		"{{.LocalFlags.FlagUsages", "{{llmchaosFlagUsages .LocalFlags",
 		"{{.InheritedFlags.FlagUsages", "{{llmchaosFlagUsages .InheritedFlags",
