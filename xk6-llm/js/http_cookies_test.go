@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
@@ -66,7 +64,7 @@ func cookieServer(t *testing.T) string {
 // add() returns true, as k6's.
 func TestHTTPCookiesAndDigestAuth(t *testing.T) {
 	base := cookieServer(t)
-	dir := writeScripts(t, map[string]string{"script.js": `
+	src := `
 import http from 'k6/http';
 import { Counter } from 'k6/metrics';
 const c = new Counter('adds');
@@ -111,26 +109,11 @@ export default function () {
   eq(c.add(1), true, 'add returns true');
   eq(c.add(NaN), false, 'NaN is not added');
 }
-` + jsAsserts})
-	var console strings.Builder
-	var mu sync.Mutex
-	sh, err := NewShared(SharedOptions{Env: map[string]string{"BASE": base}, Console: lockedWriter{&mu, &console}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sh.Close)
-	prog, err := Load(filepath.Join(dir, "script.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vu, err := NewVU(context.Background(), 1, prog, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+` + jsAsserts
+	vu, sh, console := scriptVU(t, src, map[string]string{"BASE": base})
 	for i := range 2 {
 		if it := runDefault(context.Background(), t, vu); it.Err != nil {
-			mu.Lock()
-			t.Fatalf("iteration %d: %v\nconsole:\n%s", i, it.Err, console.String())
+			t.Fatalf("iteration %d: %v\nconsole:\n%s", i, it.Err, console())
 		}
 	}
 	if s := sh.Recorder.Finish(sh.Clock.Now()).Custom("adds", recording.TagFilter{}); s == nil || s.Sum != 2 {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +159,7 @@ func TestHTTPNTLMAuth(t *testing.T) {
 	ns := &ntlmServer{password: "S3cret!", pending: map[string][]byte{}, seen: map[string]int{}}
 	srv := httptest.NewServer(ns)
 	t.Cleanup(srv.Close)
-	dir := writeScripts(t, map[string]string{"script.js": `import http from 'k6/http';
+	src := `import http from 'k6/http';
 export default function () {
   const host = __ENV.URL.replace('http://', '');
   let r = http.post('http://CORP%5Cjane:S3cret!@' + host + '/ntlm', 'the body', { auth: 'ntlm' });
@@ -171,23 +170,8 @@ export default function () {
   r = http.get('http://CORP%5Cjane:S3cret!@' + host + '/ntlm');
   eq(r.status, 401, 'no params.auth');
 }
-` + jsAsserts})
-	sh, err := NewShared(SharedOptions{Env: map[string]string{"URL": srv.URL}, Console: &strings.Builder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sh.Close)
-	prog, err := Load(filepath.Join(dir, "script.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vu, err := NewVU(context.Background(), 1, prog, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if it := runDefault(context.Background(), t, vu); it.Err != nil {
-		t.Fatal(it.Err)
-	}
+` + jsAsserts
+	runIteration(context.Background(), t, src, map[string]string{"URL": srv.URL}).mustPass(t)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	want := map[string]int{"anonymous": 3, "negotiate": 2, "authenticate": 2, "ok": 1}

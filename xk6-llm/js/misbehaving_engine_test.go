@@ -157,10 +157,19 @@ type scriptRun struct {
 // shared state first (its hooks, say).
 func runIteration(ctx context.Context, t *testing.T, src string, env map[string]string, with ...func(*Shared)) scriptRun {
 	t.Helper()
+	vu, sh, console := scriptVU(t, src, env, with...)
+	it := runDefault(ctx, t, vu)
+	return scriptRun{it: it, sum: sh.Recorder.Finish(sh.Clock.Now()), console: console()}
+}
+
+// scriptVU loads src as script.js and makes VU 1 with env, with applied
+// to the shared state first; console returns what the script logged so far.
+func scriptVU(t *testing.T, src string, env map[string]string, with ...func(*Shared)) (vu *VU, sh *Shared, console func() string) {
+	t.Helper()
 	dir := writeScripts(t, map[string]string{"script.js": src})
-	var console strings.Builder
+	var out strings.Builder
 	var mu sync.Mutex
-	sh, err := NewShared(SharedOptions{Env: env, Console: lockedWriter{&mu, &console}})
+	sh, err := NewShared(SharedOptions{Env: env, Console: lockedWriter{&mu, &out}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +181,11 @@ func runIteration(ctx context.Context, t *testing.T, src string, env map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	vu, err := NewVU(context.Background(), 1, prog, sh)
+	vu, err = NewVU(context.Background(), 1, prog, sh)
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := runDefault(ctx, t, vu)
-	mu.Lock()
-	defer mu.Unlock()
-	return scriptRun{it: it, sum: sh.Recorder.Finish(sh.Clock.Now()), console: console.String()}
+	return vu, sh, func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
 }
 
 // mustPass fails the test when the iteration threw.
