@@ -195,7 +195,12 @@ func (r *run) readOptions(optsJSON string) error {
 	sumOpts, sps := summaryOptions(opts, &r.text)
 	ps = append(ps, sps...)
 	httpOpts := js.HTTPOptions{InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, MaxRedirects: opts.MaxRedirects,
-		TLSCipherSuites: opts.TLSCipherSuites}
+		TLSCipherSuites: opts.TLSCipherSuites, UserAgent: opts.UserAgent, DiscardResponseBodies: opts.DiscardResponseBodies,
+		Hosts: opts.Hosts, NoConnectionReuse: opts.NoConnectionReuse, NoVUConnectionReuse: opts.NoVUConnectionReuse,
+		Throw: opts.Throw, Batch: opts.Batch, BatchPerHost: opts.BatchPerHost}
+	for _, a := range opts.TLSAuth {
+		httpOpts.TLSAuth = append(httpOpts.TLSAuth, js.TLSAuth{Cert: a.Cert, Key: a.Key, Password: a.Password, Domains: a.Domains})
+	}
 	if v := opts.TLSVersion; v != nil {
 		httpOpts.TLSMin, httpOpts.TLSMax = v.Min, v.Max
 	}

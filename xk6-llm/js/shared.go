@@ -232,6 +232,8 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	}
 	sh.httpO.noReuse = opts.NoConnectionReuse
 	sh.httpO.maxRedirects = httpDefaultRedirects
+	sh.httpO.userAgent, sh.httpO.responseType = httpUserAgent, "text"
+	sh.httpO.batch, sh.httpO.batchPerHost = httpBatchParallel, httpBatchPerHost
 	sh.http = newHTTPClient(sh.httpO)
 	return sh, nil
 }
@@ -246,6 +248,29 @@ type HTTPOptions struct {
 	// (the suites of TLS 1.0 to 1.2).
 	TLSMin, TLSMax  string
 	TLSCipherSuites []string
+	// UserAgent is k6's userAgent: nil keeps llmchaos's ("llmchaos"), ""
+	// sends no User-Agent header.
+	UserAgent *string
+	// DiscardResponseBodies is k6's discardResponseBodies: a response's
+	// body is read and dropped (body null) unless its request's
+	// params.responseType asks for it.
+	DiscardResponseBodies bool
+	// Hosts is k6's hosts: a name, host:port or *-pattern → an IP or
+	// IP:port its connections go to instead of DNS's answer.
+	Hosts map[string]string
+	// NoConnectionReuse and NoVUConnectionReuse are k6's options of those
+	// names; either set here or in SharedOptions applies.
+	NoConnectionReuse, NoVUConnectionReuse bool
+	// TLSAuth are k6's tlsAuth client certificates.
+	TLSAuth []TLSAuth
+	// Throw is k6's throw: a request that gets no response (a transport
+	// error, an invalid URL) throws instead of returning a response with
+	// error set, unless its params.throw says otherwise.
+	Throw bool
+	// Batch and BatchPerHost are k6's batch and batchPerHost: the
+	// requests of one http.batch in flight at once, in all (nil: 20) and
+	// to one host (nil: 6; 0: no limit).
+	Batch, BatchPerHost *int
 }
 
 // HTTPOptionError is a script option SetHTTPOptions refuses: Option is
@@ -270,6 +295,16 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if o.Batch != nil && *o.Batch < 1 {
+		errs = append(errs, &HTTPOptionError{Option: "batch", Msg: fmt.Sprintf(" %d: want 1 or more", *o.Batch)})
+	}
+	if o.BatchPerHost != nil && *o.BatchPerHost < 0 {
+		errs = append(errs, &HTTPOptionError{Option: "batchPerHost", Msg: fmt.Sprintf(" %d: want 0 (no limit) or more", *o.BatchPerHost)})
+	}
+	hosts, herrs := newHostsMap(o.Hosts)
+	errs = append(errs, herrs...)
+	certs, cerrs := tlsAuthCertificates(o.TLSAuth)
+	errs = append(errs, cerrs...)
 	var suites []uint16
 	for _, name := range o.TLSCipherSuites {
 		id, ok := cipherSuiteID(name)
@@ -288,6 +323,21 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	s.httpO.insecure = o.InsecureSkipTLSVerify
 	if o.MaxRedirects != nil {
 		s.httpO.maxRedirects = *o.MaxRedirects
+	}
+	if o.UserAgent != nil {
+		s.httpO.userAgent = *o.UserAgent
+	}
+	if o.DiscardResponseBodies {
+		s.httpO.responseType = "none"
+	}
+	s.httpO.hosts, s.httpO.certs, s.httpO.throw = hosts, certs, o.Throw
+	s.httpO.noReuse = s.httpO.noReuse || o.NoConnectionReuse
+	s.perVU = s.perVU || o.NoVUConnectionReuse
+	if o.Batch != nil {
+		s.httpO.batch = *o.Batch
+	}
+	if o.BatchPerHost != nil {
+		s.httpO.batchPerHost = *o.BatchPerHost
 	}
 	s.http = newHTTPClient(s.httpO)
 	return nil
