@@ -136,7 +136,8 @@ type Options struct {
 	TLSVersion      *TLSVersions `json:"tlsVersion,omitempty"`
 	TLSCipherSuites []string     `json:"tlsCipherSuites,omitempty"`
 	// UserAgent, DiscardResponseBodies, Hosts, NoConnectionReuse,
-	// NoVUConnectionReuse, TLSAuth, Throw, Batch and BatchPerHost are
+	// NoVUConnectionReuse, TLSAuth, Throw, NoCookiesReset, HTTPDebug,
+	// Batch and BatchPerHost are
 	// k6's options of those names (js.HTTPOptions says what each does).
 	UserAgent             *string           `json:"userAgent,omitempty"`
 	DiscardResponseBodies bool              `json:"discardResponseBodies,omitempty"`
@@ -145,6 +146,8 @@ type Options struct {
 	NoVUConnectionReuse   bool              `json:"noVUConnectionReuse,omitempty"`
 	TLSAuth               []TLSAuth         `json:"tlsAuth,omitempty"`
 	Throw                 bool              `json:"throw,omitempty"`
+	NoCookiesReset        bool              `json:"noCookiesReset,omitempty"`
+	HTTPDebug             string            `json:"httpDebug,omitempty"`
 	Batch                 *int              `json:"batch,omitempty"`
 	BatchPerHost          *int              `json:"batchPerHost,omitempty"`
 
@@ -458,14 +461,15 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 // reads.
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
 	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites",
-	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost"}
+	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost",
+	"noCookiesReset", "httpDebug"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
 var k6OnlyOptions = []string{"blacklistIPs", "blockHostnames", "cloud",
-	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout", "httpDebug",
+	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
 	"metricSamplesBufferSize", "minIterationDuration",
-	"noCookiesReset", "noSetup", "noTeardown", "paused", "rps", "systemTags"}
+	"noSetup", "noTeardown", "paused", "rps", "systemTags"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key
 // that is not acted on, in key order: a k6 option llmchaos lacks, a key k6

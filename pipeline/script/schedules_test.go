@@ -191,12 +191,12 @@ func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	// VUs and Duration are vus and duration, as k6 reads names in any
 	// case: no warning.
 	got := optionWarnings(`{"vus": 2, "rps": 10, "minIterationDuration": "1s", "VUs": 3, "Duration": "1s",
-		"tresholds": {}, "frobnicate": 1, "nocookiesreset": true,
+		"tresholds": {}, "frobnicate": 1, "nosetup": true,
 		"scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
 	want := []string{
 		"options.frobnicate is not a k6 option: it is ignored",
 		"options.minIterationDuration is a k6 option llmchaos does not support: it is ignored",
-		"options.nocookiesreset is k6's noCookiesReset (k6 reads option names in any case), which llmchaos does not support: it is ignored",
+		"options.nosetup is k6's noSetup (k6 reads option names in any case), which llmchaos does not support: it is ignored",
 		"options.rps is a k6 option llmchaos does not support: it is ignored",
 		"options.tresholds is not a k6 option: it is ignored (did you mean thresholds?)",
 		"options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs",
@@ -207,7 +207,7 @@ func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	}
 	if w := optionWarnings(`{"vus": 1, "duration": "1s", "thresholds": {}, "tags": {"a": "b"}, "hosts": {"a.test": "127.0.0.1"},
 		"discardResponseBodies": true, "userAgent": "", "noConnectionReuse": true, "noVUConnectionReuse": true, "tlsAuth": [],
-		"throw": true, "batch": 5, "batchPerHost": 2}`); len(w) != 0 {
+		"throw": true, "batch": 5, "batchPerHost": 2, "noCookiesReset": true, "httpDebug": "full"}`); len(w) != 0 {
 		t.Errorf("got %q for options llmchaos reads, want none", w)
 	}
 }

@@ -111,6 +111,9 @@ type httpOptions struct {
 	certs []tls.Certificate
 	// throw is k6's throw option: the default of params.throw.
 	throw bool
+	// keepCookies is k6's noCookiesReset: a VU's jar is not emptied
+	// between iterations.
+	keepCookies bool
 	// batch and batchPerHost bound one http.batch's requests in flight,
 	// in all and per host (0: no limit per host).
 	batch, batchPerHost int

@@ -463,3 +463,47 @@ export default function () {
 		t.Errorf("%d requests in flight at once, want at most batchPerHost (2)", most)
 	}
 }
+
+// TestHTTPNoCookiesResetAndHTTPDebugOptions: under noCookiesReset the
+// VU's jar keeps a cookie into the next iteration (without it each
+// iteration starts empty); the httpDebug option logs requests as
+// --http-debug does.
+func TestHTTPNoCookiesResetAndHTTPDebugOptions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/set" {
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "42", Path: "/"})
+		}
+		_, _ = w.Write([]byte("cookie=" + r.Header.Get("Cookie")))
+	}))
+	t.Cleanup(srv.Close)
+	src := `import http from 'k6/http';
+let n = 0;
+export default function () {
+  console.log(http.get(__ENV.BASE + (n++ === 0 ? '/set' : '/echo')).body);
+}
+`
+	for _, keep := range []bool{false, true} {
+		var log strings.Builder
+		var mu sync.Mutex
+		vu, _, console := scriptVU(t, src, map[string]string{"BASE": srv.URL}, func(sh *Shared) {
+			sh.log = lockedWriter{&mu, &log}
+		}, withHTTPOptions(t, HTTPOptions{NoCookiesReset: keep, HTTPDebug: "headers"}))
+		for i := range 2 {
+			if it := runDefault(context.Background(), t, vu); it.Err != nil {
+				t.Fatalf("iteration %d: %v", i, it.Err)
+			}
+		}
+		want := "cookie="
+		if keep {
+			want = "cookie=sid=42"
+		}
+		if lines := strings.Split(strings.TrimSpace(console()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], `msg="`+want+`"`) {
+			t.Errorf("noCookiesReset %v: console %q, want the second iteration to log %q", keep, lines, want)
+		}
+		mu.Lock()
+		if !strings.Contains(log.String(), "GET /echo HTTP/1.1") {
+			t.Errorf("httpDebug headers: the log lacks the request:\n%s", log.String())
+		}
+		mu.Unlock()
+	}
+}

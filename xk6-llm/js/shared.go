@@ -225,8 +225,7 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	switch opts.HTTPDebug {
 	case "":
 	case "headers", "full":
-		sh.httpO.debug = func(msg string, fields []logField) { sh.logLine("info", msg, fields...) }
-		sh.httpO.debugBody = opts.HTTPDebug == "full"
+		sh.setHTTPDebug(opts.HTTPDebug)
 	default:
 		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
 	}
@@ -236,6 +235,13 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	sh.httpO.batch, sh.httpO.batchPerHost = httpBatchParallel, httpBatchPerHost
 	sh.http = newHTTPClient(sh.httpO)
 	return sh, nil
+}
+
+// setHTTPDebug logs each request and response as k6's --http-debug
+// does: their heads for "headers", with their bodies for "full".
+func (s *Shared) setHTTPDebug(mode string) {
+	s.httpO.debug = func(msg string, fields []logField) { s.logLine("info", msg, fields...) }
+	s.httpO.debugBody = mode == "full"
 }
 
 // HTTPOptions are the script options (k6's) that shape k6/http's and the
@@ -267,6 +273,12 @@ type HTTPOptions struct {
 	// error, an invalid URL) throws instead of returning a response with
 	// error set, unless its params.throw says otherwise.
 	Throw bool
+	// NoCookiesReset is k6's noCookiesReset: a VU's cookie jar keeps its
+	// cookies from one iteration to the next.
+	NoCookiesReset bool
+	// HTTPDebug is k6's httpDebug option ("", "headers" or "full"); the
+	// --http-debug flag (SharedOptions.HTTPDebug) wins over it.
+	HTTPDebug string
 	// Batch and BatchPerHost are k6's batch and batchPerHost: the
 	// requests of one http.batch in flight at once, in all (nil: 20) and
 	// to one host (nil: 6; 0: no limit).
@@ -301,6 +313,11 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if o.BatchPerHost != nil && *o.BatchPerHost < 0 {
 		errs = append(errs, &HTTPOptionError{Option: "batchPerHost", Msg: fmt.Sprintf(" %d: want 0 (no limit) or more", *o.BatchPerHost)})
 	}
+	switch o.HTTPDebug {
+	case "", "headers", "full":
+	default:
+		errs = append(errs, &HTTPOptionError{Option: "httpDebug", Msg: fmt.Sprintf(" %q: want headers or full", o.HTTPDebug)})
+	}
 	hosts, herrs := newHostsMap(o.Hosts)
 	errs = append(errs, herrs...)
 	certs, cerrs := tlsAuthCertificates(o.TLSAuth)
@@ -330,7 +347,10 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if o.DiscardResponseBodies {
 		s.httpO.responseType = "none"
 	}
-	s.httpO.hosts, s.httpO.certs, s.httpO.throw = hosts, certs, o.Throw
+	s.httpO.hosts, s.httpO.certs, s.httpO.throw, s.httpO.keepCookies = hosts, certs, o.Throw, o.NoCookiesReset
+	if s.httpO.debug == nil && o.HTTPDebug != "" {
+		s.setHTTPDebug(o.HTTPDebug)
+	}
 	s.httpO.noReuse = s.httpO.noReuse || o.NoConnectionReuse
 	s.perVU = s.perVU || o.NoVUConnectionReuse
 	if o.Batch != nil {
