@@ -137,6 +137,7 @@ type Options struct {
 	TLSCipherSuites []string     `json:"tlsCipherSuites,omitempty"`
 	// UserAgent, DiscardResponseBodies, Hosts, NoConnectionReuse,
 	// NoVUConnectionReuse, TLSAuth, Throw, NoCookiesReset, HTTPDebug,
+	// BlockHostnames, BlacklistIPs,
 	// Batch and BatchPerHost are
 	// k6's options of those names (js.HTTPOptions says what each does).
 	UserAgent             *string           `json:"userAgent,omitempty"`
@@ -147,6 +148,8 @@ type Options struct {
 	TLSAuth               []TLSAuth         `json:"tlsAuth,omitempty"`
 	Throw                 bool              `json:"throw,omitempty"`
 	NoCookiesReset        bool              `json:"noCookiesReset,omitempty"`
+	BlockHostnames        []string          `json:"blockHostnames,omitempty"`
+	BlacklistIPs          []string          `json:"blacklistIPs,omitempty"`
 	HTTPDebug             string            `json:"httpDebug,omitempty"`
 	Batch                 *int              `json:"batch,omitempty"`
 	BatchPerHost          *int              `json:"batchPerHost,omitempty"`
@@ -462,11 +465,11 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
 	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites",
 	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost",
-	"noCookiesReset", "httpDebug"}
+	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
-var k6OnlyOptions = []string{"blacklistIPs", "blockHostnames", "cloud",
+var k6OnlyOptions = []string{"cloud",
 	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
 	"metricSamplesBufferSize", "minIterationDuration",
 	"noSetup", "noTeardown", "paused", "rps", "systemTags"}

@@ -197,7 +197,8 @@ func (r *run) readOptions(optsJSON string) error {
 	httpOpts := js.HTTPOptions{InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, MaxRedirects: opts.MaxRedirects,
 		TLSCipherSuites: opts.TLSCipherSuites, UserAgent: opts.UserAgent, DiscardResponseBodies: opts.DiscardResponseBodies,
 		Hosts: opts.Hosts, NoConnectionReuse: opts.NoConnectionReuse, NoVUConnectionReuse: opts.NoVUConnectionReuse,
-		Throw: opts.Throw, NoCookiesReset: opts.NoCookiesReset, HTTPDebug: opts.HTTPDebug, Batch: opts.Batch, BatchPerHost: opts.BatchPerHost}
+		Throw: opts.Throw, NoCookiesReset: opts.NoCookiesReset, HTTPDebug: opts.HTTPDebug,
+		BlockHostnames: opts.BlockHostnames, BlacklistIPs: opts.BlacklistIPs, Batch: opts.Batch, BatchPerHost: opts.BatchPerHost}
 	for _, a := range opts.TLSAuth {
 		httpOpts.TLSAuth = append(httpOpts.TLSAuth, js.TLSAuth{Cert: a.Cert, Key: a.Key, Password: a.Password, Domains: a.Domains})
 	}

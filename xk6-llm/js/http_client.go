@@ -107,6 +107,8 @@ type httpOptions struct {
 	responseType string
 	// hosts is k6's hosts option (nil: DNS for every name).
 	hosts *hostsMap
+	// guard is k6's blockHostnames and blacklistIPs (nil: none).
+	guard *dialGuard
 	// certs are k6's tlsAuth client certificates.
 	certs []tls.Certificate
 	// throw is k6's throw option: the default of params.throw.
@@ -126,7 +128,7 @@ func newHTTPClient(o httpOptions) *httpClient {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         countingDial(o.hosts.dial(dialer.DialContext)),
+		DialContext:         countingDial(o.guard.dialer(dialer, o.hosts)),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        httpMaxIdleConns,
 		MaxIdleConnsPerHost: httpMaxIdleConns,
@@ -438,11 +440,24 @@ func (x *exchange) failure(err error) (string, int) {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	return err.Error(), errorCode(err)
+	switch code := errorCode(err); code {
+	case codeBlockedHost:
+		return "hostname is blocked", code // k6's messages of the two
+	case codeBlacklistedIP:
+		return "ip is blacklisted", code
+	default:
+		return err.Error(), code
+	}
 }
 
 // errorCode is k6's error_code of a transport error.
 func errorCode(err error) int {
+	if _, ok := errors.AsType[*blockedHostError](err); ok {
+		return codeBlockedHost
+	}
+	if _, ok := errors.AsType[*blacklistedIPError](err); ok {
+		return codeBlacklistedIP
+	}
 	if dns, ok := errors.AsType[*net.DNSError](err); ok {
 		if dns.IsNotFound {
 			return codeDNSNoIP

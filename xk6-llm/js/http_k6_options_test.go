@@ -507,3 +507,37 @@ export default function () {
 		mu.Unlock()
 	}
 }
+
+// TestHTTPBlockHostnamesAndBlacklistIPs: a blocked name fails with k6's
+// 1111 before any lookup, a connection to a blacklisted range with 1110
+// (also when a hosts entry leads there), others go through.
+func TestHTTPBlockHostnamesAndBlacklistIPs(t *testing.T) {
+	srv := headerEcho(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	src := `import http from 'k6/http';
+export default function () {
+  const get = (host) => http.get('http://' + host + ':` + port + `/');
+  for (const h of ['blocked.test', 'a.b.blocked.test', 'Exact.Test']) {
+    const r = get(h);
+    eq(r.error_code, 1111, h + ': ' + r.error);
+    eq(r.error, 'hostname is blocked', h);
+  }
+  for (const h of ['127.0.0.2', 'to-bad.test']) {
+    const r = get(h);
+    eq(r.error_code, 1110, h + ': ' + r.error);
+    eq(r.error, 'ip is blacklisted', h);
+  }
+  eq(get('127.0.0.1').status, 200, 'an address outside the ranges');
+  eq(get('fine.test').status, 200, 'a name neither blocked nor leading to a range');
+}
+` + jsAsserts
+	runIteration(context.Background(), t, src, nil, withHTTPOptions(t, HTTPOptions{
+		BlockHostnames: []string{"*blocked.test", "exact.test"},
+		BlacklistIPs:   []string{"127.0.0.2/32", "10.0.0.0/8"},
+		Hosts:          map[string]string{"to-bad.test": "127.0.0.2", "fine.test": "127.0.0.1"},
+	})).mustPass(t)
+	_, errs := newDialGuard([]string{"bad:80"}, []string{"10.0.0.1"})
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "blockHostnames[0]") || !strings.Contains(errs[1].Error(), "blacklistIPs[0]") {
+		t.Errorf("errors %v: want blockHostnames[0] and blacklistIPs[0] named", errs)
+	}
+}

@@ -273,6 +273,10 @@ type HTTPOptions struct {
 	// error, an invalid URL) throws instead of returning a response with
 	// error set, unless its params.throw says otherwise.
 	Throw bool
+	// BlockHostnames and BlacklistIPs are k6's blockHostnames (names,
+	// or *.suffix patterns, no request may go to) and blacklistIPs (CIDR
+	// ranges no connection may reach).
+	BlockHostnames, BlacklistIPs []string
 	// NoCookiesReset is k6's noCookiesReset: a VU's cookie jar keeps its
 	// cookies from one iteration to the next.
 	NoCookiesReset bool
@@ -320,6 +324,8 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	}
 	hosts, herrs := newHostsMap(o.Hosts)
 	errs = append(errs, herrs...)
+	guard, gerrs := newDialGuard(o.BlockHostnames, o.BlacklistIPs)
+	errs = append(errs, gerrs...)
 	certs, cerrs := tlsAuthCertificates(o.TLSAuth)
 	errs = append(errs, cerrs...)
 	var suites []uint16
@@ -347,7 +353,7 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if o.DiscardResponseBodies {
 		s.httpO.responseType = "none"
 	}
-	s.httpO.hosts, s.httpO.certs, s.httpO.throw, s.httpO.keepCookies = hosts, certs, o.Throw, o.NoCookiesReset
+	s.httpO.hosts, s.httpO.guard, s.httpO.certs, s.httpO.throw, s.httpO.keepCookies = hosts, guard, certs, o.Throw, o.NoCookiesReset
 	if s.httpO.debug == nil && o.HTTPDebug != "" {
 		s.setHTTPDebug(o.HTTPDebug)
 	}
