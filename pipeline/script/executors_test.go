@@ -158,6 +158,15 @@ export function teardown(data) { console.log('teardown got', data.n * 2); }
 				t.Errorf("console output %q lacks teardown's line", out)
 			}
 		}},
+		{"noSetup and noTeardown skip setup and teardown", `export const options = { iterations: 1, noSetup: true, noTeardown: true };
+export function setup() { console.log('setup ran'); return { n: 1 }; }
+export default function (data) { console.log('data is ' + typeof data); }
+export function teardown() { console.log('teardown ran'); }
+`, func(t *testing.T, _ *report.Document, out string) {
+			if strings.Contains(out, "setup ran") || strings.Contains(out, "teardown ran") || !strings.Contains(out, "data is undefined") {
+				t.Errorf("want neither setup nor teardown run, and no data for the iteration:\n%s", out)
+			}
+		}},
 		{"summaryTrendStats picks the summary's columns", `import { Trend } from 'k6/metrics';
 const t = new Trend('mine');
 export const options = { iterations: 3, summaryTrendStats: ['avg', 'p(95)', 'max'] };

@@ -149,10 +149,13 @@ type Options struct {
 	Throw                 bool              `json:"throw,omitempty"`
 	NoCookiesReset        bool              `json:"noCookiesReset,omitempty"`
 	BlockHostnames        []string          `json:"blockHostnames,omitempty"`
-	BlacklistIPs          []string          `json:"blacklistIPs,omitempty"`
-	HTTPDebug             string            `json:"httpDebug,omitempty"`
-	Batch                 *int              `json:"batch,omitempty"`
-	BatchPerHost          *int              `json:"batchPerHost,omitempty"`
+	// NoSetup and NoTeardown are k6's: setup() (teardown()) is not run.
+	NoSetup      bool     `json:"noSetup,omitempty"`
+	NoTeardown   bool     `json:"noTeardown,omitempty"`
+	BlacklistIPs []string `json:"blacklistIPs,omitempty"`
+	HTTPDebug    string   `json:"httpDebug,omitempty"`
+	Batch        *int     `json:"batch,omitempty"`
+	BatchPerHost *int     `json:"batchPerHost,omitempty"`
 
 	keys map[string]bool // the keys the script's options gave
 }
@@ -465,14 +468,14 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
 	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites",
 	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost",
-	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs"}
+	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs", "noSetup", "noTeardown"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
 var k6OnlyOptions = []string{"cloud",
 	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
 	"metricSamplesBufferSize", "minIterationDuration",
-	"noSetup", "noTeardown", "paused", "rps", "systemTags"}
+	"paused", "rps", "systemTags"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key
 // that is not acted on, in key order: a k6 option llmchaos lacks, a key k6
