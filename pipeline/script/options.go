@@ -149,6 +149,9 @@ type Options struct {
 	Throw                 bool              `json:"throw,omitempty"`
 	NoCookiesReset        bool              `json:"noCookiesReset,omitempty"`
 	BlockHostnames        []string          `json:"blockHostnames,omitempty"`
+	// MinIterationDuration is k6's: a VU waits after an iteration that
+	// took less, for the rest.
+	MinIterationDuration Duration `json:"minIterationDuration,omitempty"`
 	// NoSetup and NoTeardown are k6's: setup() (teardown()) is not run.
 	NoSetup      bool     `json:"noSetup,omitempty"`
 	NoTeardown   bool     `json:"noTeardown,omitempty"`
@@ -468,13 +471,14 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
 	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites",
 	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost",
-	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs", "noSetup", "noTeardown"}
+	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs", "noSetup", "noTeardown",
+	"minIterationDuration"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
 var k6OnlyOptions = []string{"cloud",
 	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
-	"metricSamplesBufferSize", "minIterationDuration",
+	"metricSamplesBufferSize",
 	"paused", "rps", "systemTags"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key

@@ -218,6 +218,10 @@ func (r *run) readOptions(optsJSON string) error {
 			}
 		}
 	}
+	if opts.MinIterationDuration < 0 {
+		ps.AddNamed(FieldMinIterDuration, " must not be negative")
+	}
+	r.sh.SetMinIterationDuration(opts.MinIterationDuration.D())
 	for _, t := range []struct {
 		f field.Path
 		d *Duration

@@ -190,13 +190,13 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	// VUs and Duration are vus and duration, as k6 reads names in any
 	// case: no warning.
-	got := optionWarnings(`{"vus": 2, "rps": 10, "minIterationDuration": "1s", "VUs": 3, "Duration": "1s",
+	got := optionWarnings(`{"vus": 2, "rps": 10, "paused": false, "VUs": 3, "Duration": "1s",
 		"tresholds": {}, "frobnicate": 1, "nopaused": true,
 		"scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
 	want := []string{
 		"options.frobnicate is not a k6 option: it is ignored",
-		"options.minIterationDuration is a k6 option llmchaos does not support: it is ignored",
 		"options.nopaused is not a k6 option: it is ignored (did you mean paused?)",
+		"options.paused is a k6 option llmchaos does not support: it is ignored",
 		"options.rps is a k6 option llmchaos does not support: it is ignored",
 		"options.tresholds is not a k6 option: it is ignored (did you mean thresholds?)",
 		"options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs",

@@ -172,10 +172,13 @@ type Shared struct {
 	mu      sync.Mutex
 	clients map[clientKey]*client.Client
 
-	http   *httpClient             // k6/http's and the SSE modules' one connection pool
-	httpO  httpOptions             // how it was made; a VU's own pool (NoVUConnectionReuse) is made alike
-	perVU  bool                    // NoVUConnectionReuse
-	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
+	http  *httpClient // k6/http's and the SSE modules' one connection pool
+	httpO httpOptions // how it was made; a VU's own pool (NoVUConnectionReuse) is made alike
+	perVU bool        // NoVUConnectionReuse
+	// minIter is k6's minIterationDuration (0: none): an iteration that
+	// ended sooner is followed by a wait for the rest.
+	minIter time.Duration
+	arrays  map[string]*sharedArray // k6/data's SharedArrays, by name
 
 	checks checkTally
 	made   []ClientInfo // VU 0's llm.Client objects (see Clients)
@@ -368,6 +371,11 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	s.http = newHTTPClient(s.httpO)
 	return nil
 }
+
+// SetMinIterationDuration sets k6's minIterationDuration: a VU waits
+// after an iteration that took less, until d has passed since it started
+// (or its context ends). Call it before any VU runs.
+func (s *Shared) SetMinIterationDuration(d time.Duration) { s.minIter = d }
 
 // RestartClock starts the run's clock again, so that the run's time
 // excludes the VUs' init. Call it before any request is sent and before
