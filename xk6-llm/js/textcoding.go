@@ -143,7 +143,7 @@ type textDecoder struct {
 }
 
 // decode decodes in after what is pending; ok is false on invalid input
-// when fatal. Without stream, the decoder is reset for a new stream.
+// when fatal (the decoders call invalid for each U+FFFD they put out). Without stream, the decoder is reset for a new stream.
 func (d *textDecoder) decode(in []byte, stream bool) (s string, ok bool) {
 	data := append(d.pending, in...)
 	d.pending = nil
@@ -153,7 +153,6 @@ func (d *textDecoder) decode(in []byte, stream bool) (s string, ok bool) {
 		if d.fatal {
 			ok = false
 		}
-		out = append(out, utf8.RuneError)
 	}
 	if d.encoding == "utf-8" {
 		out = d.utf8(data, stream, out, bad)
@@ -184,7 +183,8 @@ func (d *textDecoder) reset() { d.bomSeen, d.pending, d.lead = false, nil, 0 }
 // utf8 is the standard's UTF-8 decoder: a sequence cut short by an
 // invalid byte gives one U+FFFD and the byte is read again; an incomplete
 // sequence at the end waits for the next call when streaming.
-func (d *textDecoder) utf8(data []byte, stream bool, out []rune, bad func()) []rune {
+func (d *textDecoder) utf8(data []byte, stream bool, out []rune, invalid func()) []rune {
+	bad := func() { out = append(out, utf8.RuneError); invalid() }
 	for i := 0; i < len(data); {
 		b := data[i]
 		need, lower, upper, cp := 0, byte(0x80), byte(0xBF), rune(0)
@@ -244,7 +244,8 @@ func (d *textDecoder) utf8(data []byte, stream bool, out []rune, bad func()) []r
 }
 
 // utf16 is the standard's UTF-16LE or UTF-16BE decoder.
-func (d *textDecoder) utf16(data []byte, stream bool, out []rune, bad func()) []rune {
+func (d *textDecoder) utf16(data []byte, stream bool, out []rune, invalid func()) []rune {
+	bad := func() { out = append(out, utf8.RuneError); invalid() }
 	i := 0
 	for ; i+1 < len(data); i += 2 {
 		u := rune(data[i]) | rune(data[i+1])<<8
