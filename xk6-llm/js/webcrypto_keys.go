@@ -555,9 +555,10 @@ func importEC(k *cryptoKey, format string, data []byte, j *jwkKey, usages []stri
 			return nil, err
 		}
 	}
-	if name := k.ecPub.Curve.Params().Name; name != k.curve {
-		return nil, cryptoErr(errDataError, "importKey: the key is on curve %s, not %s as the algorithm says", name, k.curve)
-	}
+	// As in k6, an SPKI, PKCS #8 or JWK key's own curve wins over the
+	// algorithm's namedCurve (k6's examples import a P-521 JWK as P-256);
+	// the key's algorithm then names its real curve.
+	k.curve = k.ecPub.Curve.Params().Name
 	return k, nil
 }
 
@@ -570,10 +571,12 @@ func importECJWK(k *cryptoKey, j *jwkKey, usages []string) error {
 	if err := checkJWK(j, "EC", use, k.extractable, usages); err != nil {
 		return err
 	}
-	if j.crv != k.curve {
-		return cryptoErr(errDataError, "importKey: the JWK's crv is %q, not %s as the algorithm says", j.crv, k.curve)
+	curve, ok := curves[j.crv]
+	if !ok {
+		return cryptoErr(errNotSupported, "importKey: the JWK's crv %q is not supported: want P-256, P-384 or P-521", j.crv)
 	}
-	size := (curves[k.curve].Params().BitSize + 7) / 8
+	k.curve = j.crv
+	size := (curve.Params().BitSize + 7) / 8
 	x, err := unb64("x", j.x)
 	if err != nil {
 		return err
@@ -585,7 +588,7 @@ func importECJWK(k *cryptoKey, j *jwkKey, usages []string) error {
 	if len(x) != size || len(y) != size {
 		return cryptoErr(errDataError, "importKey: the JWK's x and y must have %d bytes on %s", size, k.curve)
 	}
-	pub, err := ecdsa.ParseUncompressedPublicKey(curves[k.curve], append(append([]byte{4}, x...), y...))
+	pub, err := ecdsa.ParseUncompressedPublicKey(curve, append(append([]byte{4}, x...), y...))
 	if err != nil {
 		return cryptoErr(errDataError, "importKey: the JWK's x and y are not a point of %s: %v", k.curve, err)
 	}
@@ -597,7 +600,7 @@ func importECJWK(k *cryptoKey, j *jwkKey, usages []string) error {
 	if err != nil {
 		return err
 	}
-	priv, err := ecdsa.ParseRawPrivateKey(curves[k.curve], d)
+	priv, err := ecdsa.ParseRawPrivateKey(curve, d)
 	if err != nil {
 		return cryptoErr(errDataError, "importKey: the JWK's d is not a %s private key: %v", k.curve, err)
 	}
