@@ -23,6 +23,7 @@ export default function () {
   eq(bytes instanceof Uint8Array, true, 'encode gives a Uint8Array');
   eq(hexOf(bytes), '68 c3 a9 20 e2 82 ac f0 9d 84 9e', 'encode');
   eq(enc.encode().length, 0, 'encode()');
+  eq(hexOf(enc.encode('a\ud800b')), '61 ef bf bd 62', 'a lone surrogate encodes as U+FFFD');
   const dst = new Uint8Array(6);
   const res = enc.encodeInto('a\u00e9\u20ac\ud834\udd1e', dst);
   eq(res.read + '/' + res.written, '3/6', 'encodeInto stops before what does not fit');

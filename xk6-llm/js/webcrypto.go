@@ -11,9 +11,8 @@ import (
 	"github.com/grafana/sobek"
 )
 
-// The global crypto object: k6's WebCrypto API (a global since k6 v0.52's
-// graduation of k6/experimental/webcrypto), on Go's standard crypto
-// packages. crypto.getRandomValues and crypto.randomUUID are synchronous;
+// The global crypto object: k6's WebCrypto API (a global since
+// k6/experimental/webcrypto graduated), on Go's standard crypto packages. crypto.getRandomValues and crypto.randomUUID are synchronous;
 // every crypto.subtle method returns a promise. A method reads its
 // arguments on the VU's goroutine, does the cryptography on a goroutine of
 // its own and settles its promise on the VU's event loop, so the call in
