@@ -241,7 +241,10 @@ func (c *webCrypto) errorValue(err error) sobek.Value {
 	if ce.name == errTypeError {
 		return c.rt.NewTypeError(ce.msg)
 	}
-	o := c.rt.NewGoError(errors.New(ce.msg))
+	o, err := c.rt.New(c.rt.Get("Error"), c.rt.ToValue(ce.msg))
+	if err != nil {
+		panic(err)
+	}
 	if err := o.DefineDataProperty("name", c.rt.ToValue(ce.name), sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_FALSE); err != nil {
 		panic(err)
 	}
