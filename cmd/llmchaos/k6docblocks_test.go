@@ -398,12 +398,18 @@ var (
 var k6Rejects = []struct {
 	llmchaos *regexp.Regexp
 	k6       string
+	// shortened: only for a run given --duration.
+	shortened bool
 }{
 	{regexp.MustCompile(`options\.tlsVersion\.\w+ "ssl3\.0"`),
-		`k6 rejects "ssl3.0" (lib/options.go; lib/options_test.go "Unsupported version")`},
+		`k6 rejects "ssl3.0" (lib/options.go; lib/options_test.go "Unsupported version")`, false},
 	{regexp.MustCompile(`options\.scenarios\.\S+\.executor is missing`),
-		`"scenario '%s' doesn't have a specified executor type" (lib/executors.go)`},
-	{regexp.MustCompile(`\.stages: give at least one`), `"at least one stage has to be specified" (lib/executor/helpers.go)`},
+		`"scenario '%s' doesn't have a specified executor type" (lib/executors.go)`, false},
+	{regexp.MustCompile(`\.stages: give at least one`), `"at least one stage has to be specified" (lib/executor/helpers.go)`, false},
+	// A block of exec scenarios only, run with --duration: k6's -d
+	// replaces the scenarios with one that runs default.
+	{regexp.MustCompile(`the script exports no default function`),
+		`"executor default: function 'default' not found in exports" (internal/cmd/config.go)`, true},
 }
 
 // judgeDocRun says whether a run gives k6's outcome for the block and, if
@@ -421,7 +427,7 @@ func judgeDocRun(b k6DocBlock, r docRun) (ok bool, class, reason string) {
 	all := strings.Join(strings.Fields(r.out+"\n"+r.console), " ")
 	if r.code == exitcode.ScriptInvalidConfig {
 		for _, rej := range k6Rejects {
-			if rej.llmchaos.MatchString(all) {
+			if rej.llmchaos.MatchString(all) && (r.shortened || !rej.shortened) {
 				return true, "", "k6 rejects it too, exit 104: " + rej.k6
 			}
 		}
