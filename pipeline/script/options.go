@@ -476,10 +476,14 @@ var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scen
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
-var k6OnlyOptions = []string{"cloud",
-	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
+var k6OnlyOptions = []string{
+	"dns", "executionSegment", "executionSegmentSequence", "features", "handleSummaryTimeout",
 	"metricSamplesBufferSize",
 	"paused", "rps", "systemTags"}
+
+// k6CloudOptions are k6's options for its cloud runs alone: `k6 run`
+// reads them for nothing and says nothing of them, nor does llmchaos.
+var k6CloudOptions = []string{"cloud", "ext"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key
 // that is not acted on, in key order: a k6 option llmchaos lacks, a key k6
@@ -502,7 +506,7 @@ func optionWarnings(optsJSON string) []string {
 	var out []string
 	for _, k := range keys {
 		switch {
-		case containsFold(supportedOptions, k):
+		case containsFold(supportedOptions, k), containsFold(k6CloudOptions, k):
 		case slices.Contains(k6OnlyOptions, k):
 			out = append(out, fmt.Sprintf("options.%s is a k6 option llmchaos does not support: it is ignored", k))
 		case containsFold(k6OnlyOptions, k):
@@ -538,7 +542,7 @@ func optionWarnings(optsJSON string) []string {
 // closestOption is the option key k most likely meant: one that differs
 // only in case, or by at most two edits; "" when none is that close.
 func closestOption(k string) string {
-	all := append(slices.Clone(supportedOptions), k6OnlyOptions...)
+	all := slices.Concat(supportedOptions, k6OnlyOptions, k6CloudOptions)
 	best, bestD := "", 3
 	for _, o := range all {
 		if strings.EqualFold(o, k) {

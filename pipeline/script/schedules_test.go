@@ -187,6 +187,21 @@ func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
 	}
 }
 
+// TestOptionWarningsCloudOptionsSilent: k6 reads options.cloud and
+// options.ext for its cloud runs alone and says nothing of them on
+// `k6 run`, nor does llmchaos; a misspelt one is still named.
+func TestOptionWarningsCloudOptionsSilent(t *testing.T) {
+	got := optionWarnings(`{"vus": 1, "cloud": {"projectID": 3, "name": "x"}, "ext": {"loadimpact": {"projectID": 3}},
+		"Cloud": {}, "clod": {}, "rps": 1}`)
+	want := []string{
+		"options.clod is not a k6 option: it is ignored (did you mean cloud?)",
+		"options.rps is a k6 option llmchaos does not support: it is ignored",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	// VUs and Duration are vus and duration, as k6 reads names in any
 	// case: no warning.
