@@ -104,3 +104,13 @@ func runeOffset(s string, n int) int {
 	}
 	return len(s)
 }
+
+// unfolded is the writer under w when w is a foldWriter, else w: k6's log
+// lines (a JSON object each, or key=value pairs a tool parses) are written
+// whole, as k6 writes them, never folded.
+func unfolded(w io.Writer) io.Writer {
+	if f, ok := w.(*foldWriter); ok {
+		return f.w
+	}
+	return w
+}

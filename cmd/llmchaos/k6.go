@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmchaos/llmchaos/pipeline/script"
+	"github.com/llmchaos/llmchaos/xk6-llm/js"
 )
 
 // k6Names are the names (argv[0]'s base) under which the binary answers
@@ -73,6 +74,12 @@ func newK6RootCmd(stdout, stderr io.Writer) *cobra.Command {
 		_ = fl.Value.Set("true")
 		fl.DefValue = "true"
 	}
+	// As k6, its log lines (warnings, exceptions) are k6's text lines
+	// unless --log-format says otherwise.
+	if fl := run.Flags().Lookup("log-format"); fl != nil {
+		_ = fl.Value.Set(js.LogText)
+		fl.DefValue = js.LogText
+	}
 	root.AddCommand(run, version)
 	for _, c := range root.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
@@ -105,6 +112,9 @@ var k6EnvFlags = []struct {
 	{"no-vu-connection-reuse", "K6_NO_VU_CONNECTION_REUSE", false},
 	{"include-system-env-vars", "K6_INCLUDE_SYSTEM_ENV_VARS", false},
 	{"console-output", "K6_CONSOLE_OUTPUT", false},
+	{"log-format", "K6_LOG_FORMAT", false},
+	{"log-output", "K6_LOG_OUTPUT", false},
+	{"throw", "K6_THROW", false},
 	{"http-debug", "K6_HTTP_DEBUG", false},
 	{"summary-trend-stats", "K6_SUMMARY_TREND_STATS", false},
 }

@@ -43,6 +43,9 @@ type scriptFlags struct {
 	NoVUConnectionReuse bool
 	IncludeSystemEnv    bool
 	ConsoleOutput       string
+	LogFormat           string
+	LogOutput           string
+	Throw               bool
 	HTTPDebug           string
 	ModuleDir           string
 	MaxOpenSize         string
@@ -64,6 +67,10 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.NoVUConnectionReuse, "no-vu-connection-reuse", false, "for a script: each VU's k6/http and SSE connections are its own and closed at the end of each of its iterations, as k6's")
 	fs.BoolVar(&f.IncludeSystemEnv, "include-system-env-vars", true, "for a script: put the process environment in __ENV (with -e over it); =false: only -e's, as k6's")
 	fs.StringVar(&f.ConsoleOutput, "console-output", "", "for a script: append console.* output to this file instead of stderr, in k6's log format")
+	fs.StringVar(&f.LogFormat, "log-format", "", "for a script: the log's format, as k6's: text (k6's key=value lines), json or raw (messages alone); "+
+		"console.*, warnings and iteration exceptions are its lines")
+	fs.StringVar(&f.LogOutput, "log-output", "stderr", "for a script: where the log goes, as k6's: stderr, stdout, none or file=PATH[,level=NAME] (appended to)")
+	fs.BoolVarP(&f.Throw, "throw", "w", false, "for a script: a k6/http request that gets no response throws, as k6's --throw (the throw option)")
 	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
 	fs.Lookup("http-debug").NoOptDefVal = "headers"
 	fs.StringVar(&f.MaxOpenSize, "max-open-size", "256MiB", "for a script: the most one open() may read (e.g. 1GiB); a larger file, a device or a pipe is an error")
@@ -123,10 +130,16 @@ const scriptCmd = "llmchaos run"
 // pre-flight check the server refused.
 func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
+	_, folded := stderr.(*foldWriter)
+	rawStderr := unfolded(stderr)
 	// The progress line, the live observers' notices and the run's
 	// warnings write to stderr from their own goroutines: one lock for
 	// all (a file is left as it is, its writes are atomic enough).
 	stderr = childOutput(stderr)
+	logStderr := stderr // k6's log lines are written whole, never folded
+	if folded {
+		logStderr = childOutput(rawStderr)
+	}
 	var errs []error
 	for name, why := range scriptRefused {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
@@ -179,6 +192,13 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 	}
 	if f.HTTPDebug != "" && f.HTTPDebug != "headers" && f.HTTPDebug != "full" {
 		errs = append(errs, fmt.Errorf("--http-debug=%s: want --http-debug (headers) or --http-debug=full", f.HTTPDebug))
+	}
+	if !validLogFormat(f.LogFormat) {
+		errs = append(errs, fmt.Errorf("--log-format %q: want text, json or raw, as k6's", f.LogFormat))
+	}
+	logOut, err := parseLogOutput(f.LogOutput)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return usageError(errors.Join(errs...))
@@ -248,6 +268,27 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		defer con.Close()
 		cfg.Console = con
 	}
+	// k6's log (--log-format, --log-output): the run's warnings and
+	// exceptions in k6's form; left as llmchaos's own lines unless asked.
+	cfg.LogFormat, cfg.Throw = f.LogFormat, f.Throw
+	switch logOut.dest {
+	case "stderr":
+		if f.LogFormat != "" {
+			cfg.Log = logStderr
+		}
+	case "stdout":
+		cfg.Log = stdout
+		cfg.LogColor = colorWanted(isTerminal(stdout), c.NoColor, os.Getenv("NO_COLOR"))
+	case "none":
+		cfg.Log = io.Discard
+	case "file":
+		lf, err := os.OpenFile(logOut.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644) // appended to, as k6's
+		if err != nil {
+			return usageError(fmt.Errorf("--log-output file=%s: %w", logOut.path, err))
+		}
+		defer lf.Close()
+		cfg.Log, cfg.LogLevel, cfg.LogColor = lf, logOut.level, false
+	}
 	if !c.Summary.Quiet && c.Progress > 0 {
 		cfg.Progress = stderr
 	}
@@ -314,6 +355,9 @@ func checkScriptPaths(c runConfig, f scriptFlags, outs []report.Output) error {
 		}
 	}
 	files := []struct{ flag, path string }{{"--summary-export", f.SummaryExport}, {"--save-requests", c.SaveRequests}, {"--console-output", f.ConsoleOutput}}
+	if lo, err := parseLogOutput(f.LogOutput); err == nil && lo.dest == "file" {
+		files = append(files, struct{ flag, path string }{"--log-output file=", lo.path})
+	}
 	for _, o := range outs {
 		if o.Format != report.FormatJSON {
 			files = append(files, struct{ flag, path string }{"--" + o.Format, o.Path})

@@ -68,6 +68,9 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		return nil, err
 	}
 	logs := cfg.Stderr
+	if cfg.Log != nil {
+		logs = cfg.Log
+	}
 	if logs == nil {
 		logs = io.Discard
 	}
@@ -87,6 +90,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		cfg.Text.Verbose = true
 	}
 	sh, err := js.NewShared(js.SharedOptions{Env: env, Console: cfg.Console, ConsoleFile: cfg.Console != nil, Log: logs,
+		LogFormat: cfg.LogFormat, LogLevel: cfg.LogLevel,
 		LogColor: cfg.LogColor, ConsoleDebug: debug, Seed: cfg.Seed,
 		SaveRequests: cfg.SaveRequests, SLO: cfg.SLO,
 		NoConnectionReuse: cfg.NoConnectionReuse, NoVUConnectionReuse: cfg.NoVUConnectionReuse, HTTPDebug: cfg.HTTPDebug, MaxOpenBytes: cfg.MaxOpenBytes})
@@ -96,6 +100,20 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	sh.Exec.SetAbort(func(reason string) { cancel(&js.AbortError{Reason: reason}) })
 	return &run{cfg: cfg, prog: prog, sh: sh, ctx: runCtx, cancel: cancel, text: cfg.Text}, nil
+}
+
+// k6Log says whether the run's warnings and exceptions are log lines in
+// k6's form (Config.LogFormat, Config.Log).
+func (r *run) k6Log() bool { return r.cfg.LogFormat != "" || r.cfg.Log != nil }
+
+// warn writes one of the run's warnings: a k6 log line (k6Log), else
+// "llmchaos run: warning: ..." on stderr.
+func (r *run) warn(msg string) {
+	if r.k6Log() {
+		r.sh.Log("warning", msg)
+		return
+	}
+	fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", msg)
 }
 
 // stderr is where the run's warnings go.
@@ -133,7 +151,7 @@ func (r *run) prepare() error {
 	}
 	vu0.SetTags(r.opts.Tags)
 	for _, w := range r.keyWarnings() {
-		fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", w)
+		r.warn(w)
 	}
 	return nil
 }
@@ -172,7 +190,7 @@ func (r *run) keyWarnings() []string {
 func (r *run) readOptions(optsJSON string) error {
 	prog, cfg := r.prog, r.cfg
 	for _, w := range optionWarnings(optsJSON) {
-		fmt.Fprintf(r.stderr(), "llmchaos run: warning: %s\n", w)
+		r.warn(w)
 	}
 	opts, err := parseOptions(optsJSON, cfg.Overrides)
 	if len(cfg.Tags) > 0 {
@@ -197,7 +215,7 @@ func (r *run) readOptions(optsJSON string) error {
 	httpOpts := js.HTTPOptions{InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, MaxRedirects: opts.MaxRedirects,
 		TLSCipherSuites: opts.TLSCipherSuites, UserAgent: opts.UserAgent, DiscardResponseBodies: opts.DiscardResponseBodies,
 		Hosts: opts.Hosts, NoConnectionReuse: opts.NoConnectionReuse, NoVUConnectionReuse: opts.NoVUConnectionReuse,
-		Throw: opts.Throw, NoCookiesReset: opts.NoCookiesReset, HTTPDebug: opts.HTTPDebug,
+		Throw: opts.Throw || cfg.Throw, NoCookiesReset: opts.NoCookiesReset, HTTPDebug: opts.HTTPDebug,
 		BlockHostnames: opts.BlockHostnames, BlacklistIPs: opts.BlacklistIPs, Batch: opts.Batch, BatchPerHost: opts.BatchPerHost}
 	for _, a := range opts.TLSAuth {
 		httpOpts.TLSAuth = append(httpOpts.TLSAuth, js.TLSAuth{Cert: a.Cert, Key: a.Key, Password: a.Password, Domains: a.Domains})

@@ -120,6 +120,19 @@ type Config struct {
 	// source=console field, as k6 writes its file. --http-debug's dumps
 	// and the run's other log lines stay on Stderr, as k6's do.
 	Console io.Writer
+	// LogFormat is k6's --log-format ("" the usual lines, js.LogText,
+	// js.LogJSON, js.LogRaw), Log where the log goes (k6's --log-output;
+	// nil: Stderr) and LogLevel the least severe level it keeps ("": all).
+	// With either LogFormat or Log set, the run's warnings and iteration
+	// exceptions are log lines in k6's form (an exception with
+	// source=stacktrace, each one, as k6 logs them) in place of the
+	// "llmchaos run: ..." lines, and console.* output goes to Log unless
+	// Console is set.
+	LogFormat, LogLevel string
+	Log                 io.Writer
+	// Throw is k6's --throw (-w): the throw option on, whatever the
+	// script's options say.
+	Throw bool
 	// LogColor writes console and log lines in k6's terminal form
 	// (colours, a seconds counter), as k6 does when its stderr is a
 	// terminal and --no-color is not given, its --console-output file
@@ -215,6 +228,9 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 		}
 	}
 	errs := &iterationErrors{w: cfg.Stderr, count: map[string]int{}}
+	if r.k6Log() {
+		errs.log = r.sh
+	}
 	stopSampling := r.sampleVUs()
 	stopProgress := startProgress(cfg.Progress, cfg.ProgressTTY, r.sh.Clock.Now, &r.sh.Exec)
 	var wg sync.WaitGroup
@@ -572,12 +588,23 @@ func sortedNames(scenarios map[string]Scenario) []string {
 // first few distinct ones as they happen.
 type iterationErrors struct {
 	w     io.Writer
+	log   *js.Shared // set: each exception is logged there as k6 logs it, no summary
 	mu    sync.Mutex
 	count map[string]int
 	order []string
 }
 
 func (e *iterationErrors) add(scenario string, vu int, err *js.ScriptError) {
+	if e.log != nil {
+		// As k6: a thrown exception is its stack (its message, then
+		// the frames) with source=stacktrace, another error its text.
+		if err.Stack != "" {
+			e.log.Log("error", strings.TrimPrefix(err.Msg, "iteration: ")+"\n"+strings.TrimRight(err.Stack, "\n"), "source", "stacktrace")
+		} else {
+			e.log.Log("error", err.Error())
+		}
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	msg := err.Pos + ": " + err.Msg

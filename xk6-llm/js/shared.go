@@ -119,6 +119,11 @@ type SharedOptions struct {
 	// which k6 uses whenever its stderr is a terminal and --no-color is
 	// not given (its --console-output file included).
 	LogColor bool
+	// LogFormat is k6's --log-format of Log's lines, and of Console's
+	// unless ConsoleFile (which keeps k6's text form): "" or LogText,
+	// LogJSON, LogRaw. LogLevel, when set, drops the lines less severe
+	// (k6's --log-output=file=F,level=NAME).
+	LogFormat, LogLevel string
 	// ConsoleDebug shows console.debug lines, which k6 shows only with
 	// --verbose.
 	ConsoleDebug bool
@@ -162,6 +167,7 @@ type Shared struct {
 	consoleFile bool // console is --console-output's file (SharedOptions.ConsoleFile)
 	log         io.Writer
 	logFmt      logFormat
+	conFmt      logFormat // console's: logFmt, or text for ConsoleFile
 	// consoleDebug: console.debug lines are shown (k6's --verbose).
 	consoleDebug bool
 	conMu        sync.Mutex // one line at a time on console and log
@@ -217,13 +223,17 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 		Env: opts.Env, Clock: recording.NewRunClock(), Metrics: reg,
 		Recorder: recording.NewRecorder(recording.Options{Metrics: reg, SaveRequests: opts.SaveRequests, SLO: opts.SLO}),
 		console:  opts.Console, consoleFile: opts.ConsoleFile, log: opts.Log,
-		logFmt:       logFormat{color: opts.LogColor, start: time.Now()},
+		logFmt:       logFormat{color: opts.LogColor, start: time.Now(), kind: opts.LogFormat, maxLevel: opts.LogLevel},
 		consoleDebug: opts.ConsoleDebug, seed: opts.Seed, clients: map[clientKey]*client.Client{},
 		arrays: map[string]*sharedArray{}, perVU: opts.NoVUConnectionReuse,
 		maxOpen: opts.MaxOpenBytes,
 	}
 	if sh.maxOpen <= 0 {
 		sh.maxOpen = DefaultMaxOpenBytes
+	}
+	sh.conFmt = sh.logFmt
+	if sh.consoleFile { // --console-output's file keeps k6's text form, all levels
+		sh.conFmt.kind, sh.conFmt.maxLevel = "", ""
 	}
 	switch opts.HTTPDebug {
 	case "":
@@ -436,7 +446,10 @@ func (s *Shared) consoleLine(level, msg string) {
 	if !s.consoleFile {
 		fields = []logField{{"source", "console"}}
 	}
-	line := s.logFmt.line(time.Now(), level, msg, fields...)
+	line := s.conFmt.line(time.Now(), level, msg, fields...)
+	if line == "" {
+		return
+	}
 	s.conMu.Lock()
 	defer s.conMu.Unlock()
 	_, _ = io.WriteString(s.console, line)
@@ -447,9 +460,27 @@ func (s *Shared) consoleLine(level, msg string) {
 func (s *Shared) logLine(level, msg string, fields ...logField) {
 	slices.SortFunc(fields, func(a, b logField) int { return strings.Compare(a.key, b.key) })
 	line := s.logFmt.line(time.Now(), level, msg, fields...)
+	if line == "" {
+		return
+	}
 	s.conMu.Lock()
 	defer s.conMu.Unlock()
 	_, _ = io.WriteString(s.log, line)
+}
+
+// Log writes one line of the run's (level "error", "warning", "info",
+// "debug"), with fields as NAME, VALUE pairs, in k6's log form on
+// SharedOptions.Log: the runner's warnings and iteration exceptions (with
+// k6's source=stacktrace).
+func (s *Shared) Log(level, msg string, fields ...string) {
+	var fs []logField
+	for i := 0; i+1 < len(fields); i += 2 {
+		fs = append(fs, logField{fields[i], fields[i+1]})
+	}
+	if level == "warning" {
+		level = "warn" // logLevels is by console method
+	}
+	s.logLine(level, msg, fs...)
 }
 
 // AddSample records a sample of a registered metric (see
