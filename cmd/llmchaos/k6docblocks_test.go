@@ -381,12 +381,15 @@ var k6Globals = []string{"crypto", "open", "console", "require", "module", "expo
 var (
 	reReference = regexp.MustCompile(`ReferenceError: ([A-Za-z_$][A-Za-z0-9_$]*) is not defined`)
 	reOpenFile  = regexp.MustCompile(`open [^:\n]+: (?:open [^:\n]+: )?no such file or directory`)
-	reOption    = regexp.MustCompile(`warning: options\.\S+ (?:\(.*?\) )?is (?:a k6 option llmchaos does not support|k6's \S+ \(k6 reads option names in any case\), which llmchaos does not support|not supported)`)
+	reOption    = regexp.MustCompile(`(?:warning: |level=warning msg=")options\.\S+ (?:\(.*?\) )?is (?:a k6 option llmchaos does not support|k6's \S+ \(k6 reads option names in any case\), which llmchaos does not support|not supported)`)
 	reAPI       = regexp.MustCompile(`(?i).{0,100}(not supported|not implemented|has no (?:member|method)|is not a function|Object has no member).{0,60}`)
 	reIterLine  = regexp.MustCompile(`^(scenario [^,]+, vu \d+|\d+ failed iteration\(s\)): `)
-	reLoad      = regexp.MustCompile(`llmchaos: load: SyntaxError: .*`)
-	reSyntax    = regexp.MustCompile(`SyntaxError.{0,120}`)
-	reEllipsis  = regexp.MustCompile(`(?m)^\s*(//\s*)?(\.\.\.|…)\s*$`)
+	// reIterLog is an iteration's exception as the binary logs it under
+	// the name k6 (k6's text log line).
+	reIterLog  = regexp.MustCompile(`level=error msg="((?:[^"\\]|\\.)*)" source=stacktrace`)
+	reLoad     = regexp.MustCompile(`llmchaos: load: SyntaxError: .*`)
+	reSyntax   = regexp.MustCompile(`SyntaxError.{0,120}`)
+	reEllipsis = regexp.MustCompile(`(?m)^\s*(//\s*)?(\.\.\.|…)\s*$`)
 	// rePlaceholderHost is a host the docs name as a placeholder, which
 	// has no real answer to stand in for.
 	rePlaceholderHost = regexp.MustCompile(`https?://([^/'"\s]*@)?(([a-z0-9-]+\.)*example\.(com|org|net|domain)|your\.[a-z.]+|(my)?website\.com)\b`)
@@ -438,6 +441,9 @@ func judgeDocRun(b k6DocBlock, r docRun) (ok bool, class, reason string) {
 		if reIterLine.MatchString(seg) {
 			iterErrs = append(iterErrs, clip(seg, 240))
 		}
+	}
+	for _, m := range reIterLog.FindAllString(all, -1) {
+		iterErrs = append(iterErrs, clip(m, 240))
 	}
 	passed := !r.timedOut && (r.code == exitcode.OK || r.code == want) && len(iterErrs) == 0 &&
 		reOption.FindString(all) == ""
