@@ -342,6 +342,9 @@ func (vu *VU) builtin(name string) *sobek.Object {
 	if !ok {
 		panic(vu.rt.NewTypeError("unknown module %q", name))
 	}
+	if mod.removed != "" {
+		panic(vu.rt.NewGoError(removedModuleError(mod.removed)))
+	}
 	o := mod.new(vu)
 	vu.objects[name] = o
 	return o
