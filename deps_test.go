@@ -18,7 +18,6 @@ var replaced = []struct{ prefix, instead string }{
 	{"github.com/jackc/pgx/", "github.com/lib/pq, the history's PostgreSQL driver"},
 	{"gonum.org/v1/plot", "report/svgchart.go, which draws the report's plots"},
 	{"k8s.io/client-go/kubernetes", "internal/kube.Clientset"},
-	{"go.opentelemetry.io/proto/", "telemetry/tracing/wire.go, the OTLP span encoder (protowire)"},
 }
 
 // TestBinaryLeavesOutWhatItReplaced: cmd/llmchaos depends on none of the

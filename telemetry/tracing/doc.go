@@ -1,10 +1,8 @@
 // Package tracing exports one OpenTelemetry span per request of a run
 // (--otlp-endpoint URL) over OTLP/HTTP with protobuf bodies (the OTLP
-// protobuf messages, encoded with protowire as proto.Marshal encodes the
-// types of go.opentelemetry.io/proto/otlp, wire.go), through a batcher and
+// protobuf messages, go.opentelemetry.io/proto/otlp), through a batcher and
 // exporter of its own that send what the OpenTelemetry Go SDK's
-// otlptracehttp sends, without the SDK's or the generated types' weight on
-// the build.
+// otlptracehttp sends, without the SDK's weight on the build.
 //
 // Spans are built after the fact from each recording.Result, with the times the
 // Result recorded on the run clock (wall time = Options.RunStart + offset),

@@ -17,7 +17,11 @@ import (
 	"sync"
 	"time"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
@@ -104,12 +108,12 @@ type Tracer struct {
 	batch    time.Duration
 	maxQueue int
 	ratio    float64
-	resource []kv // the resource's attributes
+	resource *resourcepb.Resource
 	client   *http.Client
 
 	mu      sync.Mutex
 	rnd     *rand.Rand
-	queue   []*span
+	queue   []*tracepb.Span
 	flushes []chan struct{} // Flush calls waiting for the next export
 	closed  bool
 	kick    chan struct{}
@@ -150,13 +154,21 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if name == "" {
 		name = DefaultServiceName
 	}
-	attrs := []kv{strKV("service.name", name)}
+	attrs := []*commonpb.KeyValue{strAttr("service.name", name)}
 	for _, k := range slices.Sorted(maps.Keys(opts.Attributes)) {
-		attrs = append(attrs, strKV(k, opts.Attributes[k]))
+		attrs = append(attrs, strAttr(k, opts.Attributes[k]))
 	}
-	t.resource = attrs
+	t.resource = &resourcepb.Resource{Attributes: attrs}
 	go t.loop(context.WithoutCancel(ctx))
 	return t, nil
+}
+
+func strAttr(k, v string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
+
+func intAttr(k string, v int64) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
 // ids draws a trace id and a span id and reports whether the span is
@@ -190,11 +202,11 @@ func (t *Tracer) Record(res *recording.Result) {
 	end := max(res.End, begin)
 	at := func(d time.Duration) uint64 { return uint64(t.start.Add(d).UnixNano()) }
 
-	attrs := make([]kv, 0, 16)
-	attrs = append(attrs, intKV("llmchaos.seq", int64(res.Seq)), strKV("llmchaos.outcome", res.Outcome.String()))
+	attrs := make([]*commonpb.KeyValue, 0, 16)
+	attrs = append(attrs, intAttr("llmchaos.seq", int64(res.Seq)), strAttr("llmchaos.outcome", res.Outcome.String()))
 	str := func(k, v string) {
 		if v != "" {
-			attrs = append(attrs, strKV(k, v))
+			attrs = append(attrs, strAttr(k, v))
 		}
 	}
 	str("llmchaos.request_id", res.RequestID)
@@ -204,43 +216,45 @@ func (t *Tracer) Record(res *recording.Result) {
 	str("llmchaos.fault", res.Tags.Fault)
 	str("llmchaos.request_class", res.Tags.Class)
 	if res.HTTPStatus > 0 {
-		attrs = append(attrs, intKV("http.response.status_code", int64(res.HTTPStatus)))
+		attrs = append(attrs, intAttr("http.response.status_code", int64(res.HTTPStatus)))
 	}
 	if res.Outcome != recording.OutcomeDropped {
 		in := res.InputTokens
 		if in == 0 {
 			in = res.PromptTokensSent
 		}
-		attrs = append(attrs, intKV("gen_ai.usage.input_tokens", int64(in)), intKV("gen_ai.usage.output_tokens", int64(res.OutputTokenCount())))
+		attrs = append(attrs, intAttr("gen_ai.usage.input_tokens", int64(in)), intAttr("gen_ai.usage.output_tokens", int64(res.OutputTokenCount())))
 	}
 	if res.FinishReason != "" {
-		attrs = append(attrs, strArrayKV("gen_ai.response.finish_reasons", res.FinishReason))
+		attrs = append(attrs, &commonpb.KeyValue{Key: "gen_ai.response.finish_reasons", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{
+			ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_StringValue{StringValue: res.FinishReason}}}}}}})
 	}
 	if res.Session != 0 {
-		attrs = append(attrs, intKV("llmchaos.session", int64(res.Session)), intKV("llmchaos.turn", int64(res.Turn)))
+		attrs = append(attrs, intAttr("llmchaos.session", int64(res.Session)), intAttr("llmchaos.turn", int64(res.Turn)))
 	}
-	sp := &span{
-		traceID: traceID, spanID: spanID, name: SpanName, // kind client
-		start: at(begin), end: at(end), attrs: attrs,
-		flags: 0x100 | 0x01, // the parent is known to be remote or not (none), sampled
+	span := &tracepb.Span{
+		TraceId: traceID, SpanId: spanID, Name: SpanName, Kind: tracepb.Span_SPAN_KIND_CLIENT,
+		StartTimeUnixNano: at(begin), EndTimeUnixNano: at(end), Attributes: attrs, Status: &tracepb.Status{},
+		Flags: 0x100 | 0x01, // the parent is known to be remote or not (none), sampled
 	}
 	if res.FirstToken > 0 {
-		sp.events = append(sp.events, event{name: "first_token", at: at(res.FirstToken)})
+		span.Events = append(span.Events, &tracepb.Span_Event{Name: "first_token", TimeUnixNano: at(res.FirstToken)})
 	}
-	sp.events = append(sp.events, event{name: "end", at: at(end),
-		attrs: []kv{intKV("llmchaos.content_chunks", int64(res.ContentChunks))}})
+	span.Events = append(span.Events, &tracepb.Span_Event{Name: "end", TimeUnixNano: at(end),
+		Attributes: []*commonpb.KeyValue{intAttr("llmchaos.content_chunks", int64(res.ContentChunks))}})
 	if res.Outcome == recording.OutcomeFailed {
-		sp.failed, sp.message = true, res.Err
-		if sp.message == "" {
-			sp.message = string(res.Class)
+		msg := res.Err
+		if msg == "" {
+			msg = string(res.Class)
 		}
+		span.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: msg}
 	}
 	t.mu.Lock()
 	if t.closed || len(t.queue) >= t.maxQueue {
 		t.mu.Unlock()
 		return // a full queue drops new spans, as the SDK's batcher
 	}
-	t.queue = append(t.queue, sp)
+	t.queue = append(t.queue, span)
 	full := len(t.queue) >= maxBatch
 	t.mu.Unlock()
 	if full {
@@ -295,12 +309,17 @@ func (t *Tracer) loop(ctx context.Context) {
 
 // export posts one batch, retrying as the SDK's exporter does, and counts
 // the outcome.
-func (t *Tracer) export(ctx context.Context, spans []*span) {
-	// ExportTraceServiceRequest is field 1 (resource_spans, repeated): its
-	// one element, length-delimited.
-	body := protowire.AppendTag(nil, 1, protowire.BytesType)
-	body = protowire.AppendBytes(body, encodeResourceSpans(t.resource, scopeName, spans))
-	err := t.post(ctx, body)
+func (t *Tracer) export(ctx context.Context, spans []*tracepb.Span) {
+	rs := &tracepb.ResourceSpans{Resource: t.resource, ScopeSpans: []*tracepb.ScopeSpans{{
+		Scope: &commonpb.InstrumentationScope{Name: scopeName}, Spans: spans}}}
+	body, err := proto.Marshal(rs)
+	if err == nil {
+		// ExportTraceServiceRequest is field 1 (resource_spans, repeated):
+		// its one element, length-delimited.
+		req := protowire.AppendTag(nil, 1, protowire.BytesType)
+		body = protowire.AppendBytes(req, body)
+		err = t.post(ctx, body)
+	}
 	t.statsMu.Lock()
 	defer t.statsMu.Unlock()
 	if err != nil {
