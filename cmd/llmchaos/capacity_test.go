@@ -16,6 +16,7 @@ import (
 )
 
 func TestCapacityFlagErrors(t *testing.T) {
+	t.Parallel()
 	base := []string{"capacity", "--target", "http://127.0.0.1:9/v1", "--model", "m", "--workload", "chat"}
 	tests := []struct {
 		name string
@@ -61,6 +62,7 @@ func TestCapacityFlagErrors(t *testing.T) {
 // as above_max, and checks the outputs: the table and the knee line, the
 // capacity file, the HTML page, and --json's capacity file on stdout.
 func TestCapacityCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a search against a simulator for seconds; skipped under -short")
 	}

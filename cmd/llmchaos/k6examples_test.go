@@ -315,6 +315,7 @@ func (s summaryExport) thresholdFailed() bool {
 // interrupted and the run ends with k6's code for an external abort, its
 // summary export written.
 func TestK6EndlessLoopExampleEndsOnCtrlC(t *testing.T) {
+	t.Parallel()
 	dir := k6ExamplesDir(t)
 	k6 := k6Binary(t)
 	work := t.TempDir()
