@@ -42,6 +42,7 @@ type sinkFigures struct {
 }
 
 func TestExecutorsAndLifecycle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
@@ -184,6 +185,7 @@ export default function () { t.add(__ITER); }
 }
 
 func TestAbortsEndTheRunAsAborted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		script    string
@@ -275,6 +277,7 @@ func (w *watchWriter) String() string {
 }
 
 func TestSetupAndTeardownTimeoutsAreScriptErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, script, want string
 		wantDoc            bool
