@@ -135,6 +135,7 @@ func k6Examples() []k6Example {
 // exit code, every check's outcome (from --summary-export), the lines it
 // logs (from --console-output) and the requests the stand-in served.
 func TestK6RepositoryExamplesRunAsInK6(t *testing.T) {
+	t.Parallel()
 	dir := k6ExamplesDir(t)
 	k6 := k6Binary(t)
 	hosts := startK6ExampleHosts(t)
