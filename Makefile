@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node soak-shards k6-examples lint bench soak-quickstart image clean
+.PHONY: build test test-short test-k8s k8s-controlplane k8s-node test-node soak-shards k6-examples k6-docs lint bench soak-quickstart image clean
 
 # build makes a static binary (no cgo) so that it runs FROM scratch.
 build:
@@ -70,6 +70,17 @@ k6-examples:
 	@test -n "$(K6_REPO)" || { echo "k6-examples: set K6_REPO to a checkout of grafana/k6" >&2; exit 2; }
 	LLMCHAOS_K6_EXAMPLES=$(abspath $(K6_REPO))/examples $(GO) test -count=1 -timeout 20m \
 		-run '^(TestK6RepositoryExamplesRunAsInK6|TestK6EndlessLoopExampleEndsOnCtrlC)$$' -v ./cmd/llmchaos/
+
+# k6-docs runs every code block of k6's documentation (the current
+# version's under a checkout of grafana/k6-docs at K6_DOCS; the docs carry
+# no licence, so none is kept here) that is a whole script importing only
+# modules llmchaos has, through the binary called as k6 against the same
+# stand-in, and prints passes and failures by class
+# (cmd/llmchaos/k6docblocks_test.go). make test skips it without K6_DOCS.
+k6-docs:
+	@test -n "$(K6_DOCS)" || { echo "k6-docs: set K6_DOCS to a checkout of grafana/k6-docs" >&2; exit 2; }
+	LLMCHAOS_K6_DOCS=$(abspath $(K6_DOCS)) $(GO) test -count=1 -timeout 30m -parallel 4 \
+		-run '^TestK6DocsBlocksRunAsInK6$$' -v ./cmd/llmchaos/
 
 # soak-shards runs the sharded load on the real node (3 shard pods of an
 # Indexed Job, their reports read back from the pods' logs) SOAK_N times

@@ -40,6 +40,8 @@ type CustomSink struct {
 	Sum    float64 `json:"sum,omitempty"`
 	Last   float64 `json:"last,omitempty"`
 	Seq    uint64  `json:"seq,omitempty"`
+	Lo     float64 `json:"lo,omitempty"` // a gauge's smallest value
+	Hi     float64 `json:"hi,omitempty"` // a gauge's largest value
 	HDR    string  `json:"hdr,omitempty"`
 }
 
@@ -85,7 +87,7 @@ func encodeCustom(t *recording.TupleStats) (map[string]CustomSink, error) {
 	}
 	out := make(map[string]CustomSink, len(t.Custom))
 	for name, s := range t.Custom {
-		c := CustomSink{Count: s.Count, Passes: s.Passes, Sum: s.Sum, Last: s.Last, Seq: s.Seq}
+		c := CustomSink{Count: s.Count, Passes: s.Passes, Sum: s.Sum, Last: s.Last, Seq: s.Seq, Lo: s.Lo, Hi: s.Hi}
 		if s.Hist != nil && s.Hist.TotalCount() > 0 {
 			b, err := s.Hist.Encode(hdrV2)
 			if err != nil {
@@ -129,7 +131,7 @@ func decodeCustom(reg *metrics.Registry, in map[string]CustomSink) (map[string]*
 			return nil, fmt.Errorf("custom metric %q is not in custom_metrics", name)
 		}
 		s := metrics.NewSink(m.Kind)
-		s.Count, s.Passes, s.Sum, s.Last, s.Seq = c.Count, c.Passes, c.Sum, c.Last, c.Seq
+		s.Count, s.Passes, s.Sum, s.Last, s.Seq, s.Lo, s.Hi = c.Count, c.Passes, c.Sum, c.Last, c.Seq, c.Lo, c.Hi
 		if c.HDR != "" {
 			h, err := hdrhistogram.Decode([]byte(c.HDR))
 			if err != nil {

@@ -71,8 +71,7 @@ type k6Example struct {
 
 // k6Examples are the example scripts of k6's repository that use only the
 // modules llmchaos has. Left out, with the reason: browser/, grpc_*,
-// websocket*, experimental/, webcrypto/, secrets/ (modules llmchaos does not
-// have); ocsp.js (OCSP stapling); pantheon*.js (a whole Drupal shop with
+// websocket*, experimental/, secrets/ (modules llmchaos does not have); ocsp.js (OCSP stapling); pantheon*.js (a whole Drupal shop with
 // 30 s think times).
 // malicious.js, an endless loop, has its own test (Ctrl-C ends it).
 func k6Examples() []k6Example {
@@ -84,7 +83,7 @@ func k6Examples() []k6Example {
 	mac.Write([]byte(jwtHeader + "." + jwtPayload))
 	jwt := jwtHeader + "." + jwtPayload + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 	timerLines := make([]string, 11) // logline's timestamps: only their count is known
-	return []k6Example{
+	return append([]k6Example{
 		{file: "base64.js", checks: 8},
 		{file: "cookies.js", checks: 21},
 		{file: "crypto.js", console: []string{md("some text"), md("some other text"), b64("some other text")}},
@@ -125,6 +124,52 @@ func k6Examples() []k6Example {
 		// Three minutes of 10 VUs; -d shortens it, the threshold on
 		// http_reqs{expected_response:true} stays.
 		{file: "docker-compose/opentelemetry/script.js", checks: 2, args: []string{"-d", "2s"}},
+	}, k6WebCryptoExamples()...)
+}
+
+// k6WebCryptoExamples are k6's examples of the global crypto: each logs
+// what it made, and throws nothing (no error name shows).
+func k6WebCryptoExamples() []k6Example {
+	wc := func(file string, console ...string) k6Example {
+		return k6Example{file: "webcrypto/" + file, console: console, hidden: []string{"Error"}}
+	}
+	deciphered := "deciphered text == original text:  true"
+	return []k6Example{
+		wc("derive_bits/derive-bits-ecdh.js", "alice shared secret: ", "bob shared secret: "),
+		wc("derive_bits/derive-bits-pbkdf2.js", "Derived Bits:  ["), // of a random salt
+		wc("derive_key/derive-key-pbkdf2.js", `"name":"AES-GCM"`),
+		wc("digest.js", "315f5bdb76d078c43b8ac0064e4a0164612b1fce77c869345bfc94c75894edd3"),
+		wc("encrypt_decrypt/encrypt-decrypt-aes-cbc.js", deciphered),
+		wc("encrypt_decrypt/encrypt-decrypt-aes-ctr.js", deciphered),
+		wc("encrypt_decrypt/encrypt-decrypt-aes-gcm.js", deciphered),
+		wc("encrypt_decrypt/encrypt-decrypt-rsa.js", deciphered),
+		wc("generateKey/generateKey-RSA-PSS.js", `"name":"RSA-PSS"`),
+		wc("generateKey/generateKey-RSASSA-PKCS1-v1_5.js", `"name":"RSASSA-PKCS1-v1_5"`),
+		wc("generateKey/generateKey-aes.js", `"name":"AES-CBC"`),
+		wc("generateKey/generateKey-ecdh.js", `"name":"ECDH"`),
+		wc("generateKey/generateKey-ecdsa.js", `"name":"ECDSA"`),
+		wc("generateKey/generateKey-hmac.js", `"name":"HMAC"`),
+		wc("getRandomValues.js", make([]string, 10)...), // ten random numbers
+		wc("import_export/export-ecdh-keys.js", "exported private key: 48,129,135,2,1,0", "exported public key: 4,"),
+		wc("import_export/export-ecdsa-keys.js", "exported private key: 48,129,135,2,1,0", "exported public key: 4,"),
+		wc("import_export/export-rsa-spki.js", "exported private key: 48,130,2", "exported public key: 48,129,159"),
+		wc("import_export/import-ecdh-key.js", "alice shared secret: ", "bob shared secret: "),
+		wc("import_export/import-ecdsa-keys.js", "alice: "),
+		wc("import_export/import-export-aes-key.js", `"name":"AES-CBC"`),
+		wc("import_export/import-export-hmac-key.js", `"name":"HMAC"`),
+		wc("import_export/import-export-jwk-aes-key.js", "exported again: "),
+		wc("import_export/import-export-jwk-aes-static-key.js", "exported again: ", `"k":"LhR2VJFb1NJ8HORgOn7LNKLXhUqPsTjC65UAWFb4GKI"`),
+		wc("import_export/import-export-jwk-ecdsa.js", "exported again: ", `"crv":"P-521"`),
+		wc("import_export/import-export-jwk-hmac-key.js", "exported again: "),
+		wc("import_export/import-export-jwk-hmac-static-key.js", "exported again: ", `"k":"H6gLp3lw7w27NrPUn00WpcKU-IJojJdNzhL_8F6se2k"`),
+		wc("import_export/import-jwk-base64-decrypt.js", "result: 'my secret message'"),
+		wc("import_export/import-raw-base64-decrypt.js", "result: 'my secret message'"),
+		wc("randomUUID.js", "-4"),
+		wc("sign_verify/sign-verify-ecdsa.js", "verified:  true"),
+		wc("sign_verify/sign-verify-hmac.js", "verified:  true"),
+		wc("sign_verify/verify-spki-ecdsa-invalid.js", "verified:  false"),
+		wc("sign_verify/verify-spki-ecdsa-valid.js", "verified:  true"),
+		wc("sign_verify/verify-spki-rsa-valid.js", "private key type: private", "public key type: public", "verified:  true"),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +158,28 @@ export function teardown(data) { console.log('teardown got', data.n * 2); }
 			}
 			if !strings.Contains(out, "teardown got 42") {
 				t.Errorf("console output %q lacks teardown's line", out)
+			}
+		}},
+		{"noSetup and noTeardown skip setup and teardown", `export const options = { iterations: 1, noSetup: true, noTeardown: true };
+export function setup() { console.log('setup ran'); return { n: 1 }; }
+export default function (data) { console.log('data is ' + typeof data); }
+export function teardown() { console.log('teardown ran'); }
+`, func(t *testing.T, _ *report.Document, out string) {
+			if strings.Contains(out, "setup ran") || strings.Contains(out, "teardown ran") || !strings.Contains(out, "data is undefined") {
+				t.Errorf("want neither setup nor teardown run, and no data for the iteration:\n%s", out)
+			}
+		}},
+		{"minIterationDuration spaces a VU's iterations", `export const options = { iterations: 2, minIterationDuration: '400ms' };
+export default function () { console.log('started at ' + Date.now()); }
+`, func(t *testing.T, _ *report.Document, out string) {
+			var at []int64
+			for _, f := range strings.Fields(out) {
+				if n, err := strconv.ParseInt(strings.Trim(f, `"`), 10, 64); err == nil && n > 1e12 {
+					at = append(at, n)
+				}
+			}
+			if len(at) != 2 || at[1]-at[0] < 400 {
+				t.Errorf("iterations started at %v (ms): want two, at least 400 ms apart\n%s", at, out)
 			}
 		}},
 		{"summaryTrendStats picks the summary's columns", `import { Trend } from 'k6/metrics';

@@ -24,6 +24,7 @@ const (
 	FieldSummaryTimeUnit   field.Path = "summaryTimeUnit"
 	FieldSetupTimeout      field.Path = "setupTimeout"
 	FieldTeardownTimeout   field.Path = "teardownTimeout"
+	FieldMinIterDuration   field.Path = "minIterationDuration"
 
 	fieldRate             field.Path = "rate"
 	fieldStartRate        field.Path = "startRate"

@@ -30,7 +30,7 @@ const emptyTrend = new Trend('Empty_Trend');
 const emptyCounter = new Counter('empty_counter');
 const emptyRate = new Rate('empty_rate');
 export const options = {
-  hosts: { 'test.k6.io': '127.0.0.1' },
+  rps: 1000,
   tags: { env: 'dev' },
   scenarios: { browse: { executor: 'shared-iterations', tags: { team: 'web' } } },
   thresholds: {
@@ -86,7 +86,7 @@ export default function () {
 	if len(got) != len(want) {
 		t.Errorf("got thresholds %v, want %d", got, len(want))
 	}
-	if w := "llmchaos run: warning: options.hosts is a k6 option llmchaos does not support: it is ignored"; !strings.Contains(out.String(), w) {
+	if w := "llmchaos run: warning: options.rps is a k6 option llmchaos does not support: it is ignored"; !strings.Contains(out.String(), w) {
 		t.Errorf("output lacks %q:\n%s", w, out.String())
 	}
 	if doc.Verdict != report.VerdictFail {

@@ -81,6 +81,27 @@ func (v *TLSVersions) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// TLSAuth is one entry of k6's tlsAuth option, with k6's keys.
+type TLSAuth struct {
+	Cert     string   `json:"cert"`
+	Key      string   `json:"key"`
+	Password *string  `json:"password,omitempty"`
+	Domains  []string `json:"domains,omitempty"`
+}
+
+// UnmarshalJSON refuses a key k6 does not know, as k6 does.
+func (a *TLSAuth) UnmarshalJSON(b []byte) error {
+	type plain TLSAuth
+	var p plain
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("tlsAuth: want {cert, key, password, domains}: %w", err)
+	}
+	*a = TLSAuth(p)
+	return nil
+}
+
 // D is d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
@@ -114,6 +135,30 @@ type Options struct {
 	// TLSCipherSuites its tlsCipherSuites (Go's suite names).
 	TLSVersion      *TLSVersions `json:"tlsVersion,omitempty"`
 	TLSCipherSuites []string     `json:"tlsCipherSuites,omitempty"`
+	// UserAgent, DiscardResponseBodies, Hosts, NoConnectionReuse,
+	// NoVUConnectionReuse, TLSAuth, Throw, NoCookiesReset, HTTPDebug,
+	// BlockHostnames, BlacklistIPs,
+	// Batch and BatchPerHost are
+	// k6's options of those names (js.HTTPOptions says what each does).
+	UserAgent             *string           `json:"userAgent,omitempty"`
+	DiscardResponseBodies bool              `json:"discardResponseBodies,omitempty"`
+	Hosts                 map[string]string `json:"hosts,omitempty"`
+	NoConnectionReuse     bool              `json:"noConnectionReuse,omitempty"`
+	NoVUConnectionReuse   bool              `json:"noVUConnectionReuse,omitempty"`
+	TLSAuth               []TLSAuth         `json:"tlsAuth,omitempty"`
+	Throw                 bool              `json:"throw,omitempty"`
+	NoCookiesReset        bool              `json:"noCookiesReset,omitempty"`
+	BlockHostnames        []string          `json:"blockHostnames,omitempty"`
+	// MinIterationDuration is k6's: a VU waits after an iteration that
+	// took less, for the rest.
+	MinIterationDuration Duration `json:"minIterationDuration,omitempty"`
+	// NoSetup and NoTeardown are k6's: setup() (teardown()) is not run.
+	NoSetup      bool     `json:"noSetup,omitempty"`
+	NoTeardown   bool     `json:"noTeardown,omitempty"`
+	BlacklistIPs []string `json:"blacklistIPs,omitempty"`
+	HTTPDebug    string   `json:"httpDebug,omitempty"`
+	Batch        *int     `json:"batch,omitempty"`
+	BatchPerHost *int     `json:"batchPerHost,omitempty"`
 
 	keys map[string]bool // the keys the script's options gave
 }
@@ -424,15 +469,17 @@ func (o Options) scenarios() (map[string]Scenario, field.Problems) {
 // supportedOptions are the keys of `export const options` the runner
 // reads.
 var supportedOptions = []string{"vus", "duration", "iterations", "stages", "scenarios", "thresholds", "tags",
-	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites"}
+	"summaryTrendStats", "summaryTimeUnit", "setupTimeout", "teardownTimeout", "insecureSkipTLSVerify", "maxRedirects", "tlsVersion", "tlsCipherSuites",
+	"userAgent", "discardResponseBodies", "hosts", "noConnectionReuse", "noVUConnectionReuse", "tlsAuth", "throw", "batch", "batchPerHost",
+	"noCookiesReset", "httpDebug", "blockHostnames", "blacklistIPs", "noSetup", "noTeardown",
+	"minIterationDuration"}
 
 // k6OnlyOptions are k6's other options: llmchaos does not act on them,
 // and says so.
-var k6OnlyOptions = []string{"batch", "batchPerHost", "blacklistIPs", "blockHostnames", "cloud", "discardResponseBodies",
-	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout", "hosts", "httpDebug",
-	"metricSamplesBufferSize", "minIterationDuration", "noConnectionReuse",
-	"noCookiesReset", "noSetup", "noTeardown", "noVUConnectionReuse", "paused", "rps", "systemTags", "throw", "tlsAuth",
-	"userAgent"}
+var k6OnlyOptions = []string{"cloud",
+	"dns", "executionSegment", "executionSegmentSequence", "ext", "features", "handleSummaryTimeout",
+	"metricSamplesBufferSize",
+	"paused", "rps", "systemTags"}
 
 // optionWarnings are the warnings the options JSON deserves, one per key
 // that is not acted on, in key order: a k6 option llmchaos lacks, a key k6

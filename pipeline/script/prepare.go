@@ -195,7 +195,13 @@ func (r *run) readOptions(optsJSON string) error {
 	sumOpts, sps := summaryOptions(opts, &r.text)
 	ps = append(ps, sps...)
 	httpOpts := js.HTTPOptions{InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, MaxRedirects: opts.MaxRedirects,
-		TLSCipherSuites: opts.TLSCipherSuites}
+		TLSCipherSuites: opts.TLSCipherSuites, UserAgent: opts.UserAgent, DiscardResponseBodies: opts.DiscardResponseBodies,
+		Hosts: opts.Hosts, NoConnectionReuse: opts.NoConnectionReuse, NoVUConnectionReuse: opts.NoVUConnectionReuse,
+		Throw: opts.Throw, NoCookiesReset: opts.NoCookiesReset, HTTPDebug: opts.HTTPDebug,
+		BlockHostnames: opts.BlockHostnames, BlacklistIPs: opts.BlacklistIPs, Batch: opts.Batch, BatchPerHost: opts.BatchPerHost}
+	for _, a := range opts.TLSAuth {
+		httpOpts.TLSAuth = append(httpOpts.TLSAuth, js.TLSAuth{Cert: a.Cert, Key: a.Key, Password: a.Password, Domains: a.Domains})
+	}
 	if v := opts.TLSVersion; v != nil {
 		httpOpts.TLSMin, httpOpts.TLSMax = v.Min, v.Max
 	}
@@ -212,6 +218,10 @@ func (r *run) readOptions(optsJSON string) error {
 			}
 		}
 	}
+	if opts.MinIterationDuration < 0 {
+		ps.AddNamed(FieldMinIterDuration, " must not be negative")
+	}
+	r.sh.SetMinIterationDuration(opts.MinIterationDuration.D())
 	for _, t := range []struct {
 		f field.Path
 		d *Duration

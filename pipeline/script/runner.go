@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 	r.att.end(nil)
 	interrupted := r.ctx.Err() != nil
 	var teardownErr error
-	if !interrupted {
+	if !interrupted && !r.opts.NoTeardown {
 		teardownErr = r.teardown()
 	}
 	errs.summary()
@@ -335,6 +335,9 @@ func (r *run) activate(vu *js.VU, sc *js.Scenario) error {
 // setup runs the script's setup() within setupTimeout and returns its
 // data as JSON.
 func (r *run) setup() (string, error) {
+	if r.opts.NoSetup {
+		return "", nil // k6's noSetup: the iterations get no data
+	}
 	d := timeout(r.opts.SetupTimeout, DefaultSetupTimeout)
 	ctx, cancel := context.WithTimeoutCause(r.ctx, d, errSetupTimeout)
 	defer cancel()

@@ -194,14 +194,14 @@ func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	t.Parallel()
 	// VUs and Duration are vus and duration, as k6 reads names in any
 	// case: no warning.
-	got := optionWarnings(`{"vus": 2, "hosts": {"a.test": "127.0.0.1"}, "discardResponseBodies": true, "VUs": 3, "Duration": "1s",
-		"tresholds": {}, "frobnicate": 1, "nocookiesreset": true,
+	got := optionWarnings(`{"vus": 2, "rps": 10, "paused": false, "VUs": 3, "Duration": "1s",
+		"tresholds": {}, "frobnicate": 1, "nopaused": true,
 		"scenarios": {"b": {"executor": "per-vu-iterations", "options": {"browser": {"type": "chromium"}}}}}`)
 	want := []string{
-		"options.discardResponseBodies is a k6 option llmchaos does not support: it is ignored",
 		"options.frobnicate is not a k6 option: it is ignored",
-		"options.hosts is a k6 option llmchaos does not support: it is ignored",
-		"options.nocookiesreset is k6's noCookiesReset (k6 reads option names in any case), which llmchaos does not support: it is ignored",
+		"options.nopaused is not a k6 option: it is ignored (did you mean paused?)",
+		"options.paused is a k6 option llmchaos does not support: it is ignored",
+		"options.rps is a k6 option llmchaos does not support: it is ignored",
 		"options.tresholds is not a k6 option: it is ignored (did you mean thresholds?)",
 		"options.vus overrides options.scenarios, as in k6: the run is vus iterations shared by vus VUs",
 		"options.scenarios.b.options (k6's browser options) is not supported: it is ignored",
@@ -209,7 +209,9 @@ func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if w := optionWarnings(`{"vus": 1, "duration": "1s", "thresholds": {}, "tags": {"a": "b"}}`); len(w) != 0 {
+	if w := optionWarnings(`{"vus": 1, "duration": "1s", "thresholds": {}, "tags": {"a": "b"}, "hosts": {"a.test": "127.0.0.1"},
+		"discardResponseBodies": true, "userAgent": "", "noConnectionReuse": true, "noVUConnectionReuse": true, "tlsAuth": [],
+		"throw": true, "batch": 5, "batchPerHost": 2, "noCookiesReset": true, "httpDebug": "full"}`); len(w) != 0 {
 		t.Errorf("got %q for options llmchaos reads, want none", w)
 	}
 }

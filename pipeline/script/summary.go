@@ -93,7 +93,8 @@ func summaryMetric(m metrics.Metric, sum *recording.Summary, src *assertions.Sum
 	if m.IsTime() {
 		sm.Contains = "time"
 	}
-	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario}
+	f := recording.TagFilter{Phase: sel.Phase, Fault: sel.Fault, Class: sel.Class, Endpoint: sel.Endpoint, Scenario: sel.Scenario,
+		Extra: sel.Extra} // a submetric's own tags (k6's my_counter{tag:x})
 	secs := sum.Duration.Seconds()
 	switch m.Kind {
 	case metrics.Trend:
@@ -141,7 +142,7 @@ func summaryMetric(m metrics.Metric, sum *recording.Summary, src *assertions.Sum
 			if s == nil || s.Count == 0 {
 				return sm, false
 			}
-			sm.Values["value"] = s.Last
+			sm.Values["value"], sm.Values["min"], sm.Values["max"] = s.Last, s.Lo, s.Hi
 		}
 	}
 	return sm, true

@@ -28,6 +28,7 @@ const (
 	httpDefaultTimeout   = 60 * time.Second // params.timeout
 	httpDefaultRedirects = 10               // params.redirects (k6's maxRedirects)
 	httpBatchParallel    = 20               // requests of one http.batch in flight at once (k6's batch option)
+	httpBatchPerHost     = 6                // of them to one host (k6's batchPerHost option)
 )
 
 // httpMaxIdleConns bounds the run's idle keep-alive connections, in all
@@ -36,7 +37,9 @@ const (
 // sockets.
 const httpMaxIdleConns = 1024
 
-// httpUserAgent is the User-Agent sent when a script sets none.
+// httpUserAgent is the User-Agent sent when neither the script's
+// userAgent option nor a request's headers set one (k6 sends its own name
+// and version the same way).
 const httpUserAgent = "llmchaos"
 
 // Errors a request's context is cancelled with, to tell why it ended.
@@ -96,6 +99,26 @@ type httpOptions struct {
 	// (0 and nil: Go's defaults).
 	tlsMin, tlsMax uint16
 	suites         []uint16
+	// userAgent is the User-Agent a request has unless its params set
+	// one (k6's userAgent; "" sends none).
+	userAgent string
+	// responseType is a request's params.responseType unless it sets
+	// one: "text", or "none" under k6's discardResponseBodies.
+	responseType string
+	// hosts is k6's hosts option (nil: DNS for every name).
+	hosts *hostsMap
+	// guard is k6's blockHostnames and blacklistIPs (nil: none).
+	guard *dialGuard
+	// certs are k6's tlsAuth client certificates.
+	certs []tls.Certificate
+	// throw is k6's throw option: the default of params.throw.
+	throw bool
+	// keepCookies is k6's noCookiesReset: a VU's jar is not emptied
+	// between iterations.
+	keepCookies bool
+	// batch and batchPerHost bound one http.batch's requests in flight,
+	// in all and per host (0: no limit per host).
+	batch, batchPerHost int
 }
 
 // newHTTPClient makes the run's HTTP client. The proxy comes from the
@@ -105,7 +128,7 @@ func newHTTPClient(o httpOptions) *httpClient {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         countingDial(dialer.DialContext),
+		DialContext:         countingDial(o.guard.dialer(dialer, o.hosts)),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        httpMaxIdleConns,
 		MaxIdleConnsPerHost: httpMaxIdleConns,
@@ -113,7 +136,8 @@ func newHTTPClient(o httpOptions) *httpClient {
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableKeepAlives:   o.noReuse,
 		//nolint:gosec // the script's insecureSkipTLSVerify, tlsVersion and tlsCipherSuites ask for it
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: o.insecure, MinVersion: o.tlsMin, MaxVersion: o.tlsMax, CipherSuites: o.suites},
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: o.insecure, MinVersion: o.tlsMin, MaxVersion: o.tlsMax, CipherSuites: o.suites,
+			Certificates: o.certs},
 	}
 	fresh := tr.Clone()
 	fresh.DisableKeepAlives = true
@@ -159,6 +183,7 @@ type httpSpec struct {
 	jar          *cookieJar        // the request's active jar (nil: none)
 	cookies      []requestCookie   // params.cookies
 	auth         string            // params.auth: "" or basic (the URL's credentials), digest, ntlm
+	throw        bool              // params.throw (k6's throw option by default): no response throws
 	debugFields  []logField        // --http-debug's fields on its lines (httpDebugFields)
 }
 
@@ -270,7 +295,8 @@ type exchange struct {
 	stop   context.CancelFunc
 	trace  *httpTrace
 	resp   *http.Response
-	err    error // the transport's error (resp is nil)
+	err    error       // the transport's error (resp is nil)
+	sent   http.Header // the header the last attempt's first hop was sent with
 }
 
 // send sends spec and waits for the response head. On a transport error
@@ -327,16 +353,23 @@ func (c *httpClient) roundTrip(hc *http.Client, x *exchange) (*http.Response, er
 	if x.spec.auth == "ntlm" {
 		hc = ntlmClient(hc)
 	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", httpUserAgent)
-	}
 	if x.spec.host != "" {
 		req.Host = x.spec.host
 	}
+	resp, err := c.do(hc, req, x.spec)
+	// The header as sent, the jar's cookies included (the client adds
+	// them to the first hop's header): the response's request.headers.
+	x.sent = req.Header.Clone()
+	return resp, err
+}
+
+// do sends req through hc, logging it and its response when --http-debug
+// asks for it.
+func (c *httpClient) do(hc *http.Client, req *http.Request, spec *httpSpec) (*http.Response, error) {
 	if c.opts.debug == nil {
 		return hc.Do(req)
 	}
-	fields := append(slices.Clone(x.spec.debugFields), logField{"request_id", newRequestID()})
+	fields := append(slices.Clone(spec.debugFields), logField{"request_id", newRequestID()})
 	// The dump sends req through a stand-in transport: a copy without
 	// req's context keeps its trace hooks (timings, the remote address)
 	// from seeing the stand-in's connection; the body it reads is put
@@ -407,11 +440,24 @@ func (x *exchange) failure(err error) (string, int) {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	return err.Error(), errorCode(err)
+	switch code := errorCode(err); code {
+	case codeBlockedHost:
+		return "hostname is blocked", code // k6's messages of the two
+	case codeBlacklistedIP:
+		return "ip is blacklisted", code
+	default:
+		return err.Error(), code
+	}
 }
 
 // errorCode is k6's error_code of a transport error.
 func errorCode(err error) int {
+	if _, ok := errors.AsType[*blockedHostError](err); ok {
+		return codeBlockedHost
+	}
+	if _, ok := errors.AsType[*blacklistedIPError](err); ok {
+		return codeBlacklistedIP
+	}
 	if dns, ok := errors.AsType[*net.DNSError](err); ok {
 		if dns.IsNotFound {
 			return codeDNSNoIP
@@ -477,6 +523,8 @@ type httpResult struct {
 	sent       bool   // a request went out (false: an invalid URL)
 	tlsVersion string // k6's tls_version ("tls1.3"); "" without TLS
 	tlsCipher  string // k6's tls_cipher_suite (Go's name of the suite)
+	ocsp       httpOCSP
+	sentHeader http.Header // the header sent (nil: nothing was sent)
 }
 
 // tlsVersions are k6's names of the TLS versions (http.TLS_1_0 ...).
@@ -495,12 +543,14 @@ func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *h
 	res.sent = true
 	x := hc.send(ctx, spec)
 	defer x.end()
+	res.sentHeader = x.sent
 	var readErr error
 	if x.resp != nil {
 		res.status, res.statusText, res.proto, res.header = x.resp.StatusCode, x.resp.Status, x.resp.Proto, x.resp.Header
 		res.url = x.resp.Request.URL.String()
 		if cs := x.resp.TLS; cs != nil {
 			res.tlsVersion, res.tlsCipher = tlsVersions[cs.Version], tls.CipherSuiteName(cs.CipherSuite)
+			res.ocsp = stapledOCSP(cs)
 		}
 		if spec.responseType == "none" {
 			_, readErr = io.Copy(io.Discard, x.resp.Body)
@@ -605,6 +655,17 @@ func (spec *httpSpec) checkURL() {
 	case spec.tags.Endpoint == "":
 		spec.tags.Endpoint = endpointOf(u)
 	}
+}
+
+// hostKey is the host (and port) the request goes to, by which
+// http.batch bounds the requests in flight to one host ("" for a URL that
+// does not parse).
+func (spec *httpSpec) hostKey() string {
+	u, err := url.Parse(spec.url)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // defaultName gives the request k6's name tag, the URL, unless the

@@ -36,9 +36,13 @@ func (vu *VU) vuJar() *cookieJar {
 }
 
 // resetJar drops the VU's cookies: each iteration starts with none, as in
-// k6 (its noCookiesReset is not supported). The next use makes a new jar,
+// k6, unless the noCookiesReset option keeps them. The next use makes a new jar,
 // so an iteration that sends no request allocates none.
-func (vu *VU) resetJar() { vu.jar = nil }
+func (vu *VU) resetJar() {
+	if !vu.shared.httpO.keepCookies {
+		vu.jar = nil
+	}
+}
 
 // jarObject is the JavaScript object of j: cookiesForURL, set, clear,
 // delete, as k6's CookieJar has them.

@@ -74,6 +74,7 @@ func newHTTPModule(vu *VU) *sobek.Object {
 	for _, v := range tlsVersions {
 		set(o, "TLS_"+strings.ReplaceAll(strings.TrimPrefix(v, "tls"), ".", "_"), v) // http.TLS_1_2 = "tls1.2"
 	}
+	setOCSPConstants(o)
 	set(o, "expectedStatuses", m.expectedStatuses)
 	set(o, "setResponseCallback", func(v sobek.Value) {
 		cb, err := m.responseCallback(v)
@@ -96,7 +97,19 @@ func (m *httpModule) request(method string, urlV, body, params sobek.Value) sobe
 	if m.vu.stopIfCut() {
 		return sobek.Undefined()
 	}
+	if err := res.thrown(spec); err != nil {
+		panic(m.vu.rt.NewGoError(err))
+	}
 	return m.response(spec, res)
+}
+
+// thrown is the error a request throws under k6's throw option (its
+// params.throw): one that got no response; nil otherwise.
+func (res *httpResult) thrown(spec *httpSpec) error {
+	if !spec.throw || res.err == "" || res.status != 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %s", spec.method, spec.url, res.err)
 }
 
 // asyncRequest sends one request without blocking the VU's JavaScript and
@@ -110,7 +123,7 @@ func (m *httpModule) asyncRequest(method string, urlV, body, params sobek.Value)
 	if err != nil {
 		panic(rt.NewTypeError("http.asyncRequest: %v", err))
 	}
-	promise, resolve, _ := rt.NewPromise()
+	promise, resolve, reject := rt.NewPromise()
 	ctx, enqueue := m.vu.asyncWork()
 	hc := m.vu.httpClient()
 	go func() {
@@ -118,6 +131,9 @@ func (m *httpModule) asyncRequest(method string, urlV, body, params sobek.Value)
 		enqueue(func() error {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if err := res.thrown(spec); err != nil {
+				return reject(rt.NewGoError(err))
 			}
 			return resolve(m.response(spec, res))
 		})
@@ -132,8 +148,8 @@ func (m *httpModule) mustNotInit() {
 	}
 }
 
-// batch sends several requests at once (at most httpBatchParallel in
-// flight) and returns their responses in the form it was given: an array
+// batch sends several requests at once (at most k6's batch option, 20,
+// in flight, and batchPerHost, 6, to one host) and returns their responses in the form it was given: an array
 // for an array, an object with the same keys for an object. Each request
 // is a URL string (GET), an array [method, url, body, params] or an object
 // {method, url, body, params}.
@@ -156,18 +172,34 @@ func (m *httpModule) batch(reqs sobek.Value) sobek.Value {
 	}
 	results := make([]*httpResult, len(specs))
 	ctx := m.vu.context()
-	sem := make(chan struct{}, httpBatchParallel)
+	ho := m.vu.shared.httpO
+	sem := make(chan struct{}, ho.batch)
+	perHost := map[string]chan struct{}{}
+	for _, spec := range specs {
+		if h := spec.hostKey(); ho.batchPerHost > 0 && perHost[h] == nil {
+			perHost[h] = make(chan struct{}, ho.batchPerHost)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			if h := perHost[spec.hostKey()]; h != nil {
+				h <- struct{}{}
+				defer func() { <-h }()
+			}
 			results[i] = m.vu.shared.doHTTP(ctx, m.vu.httpClient(), spec)
 		})
 	}
 	wg.Wait()
 	if m.vu.stopIfCut() {
 		return sobek.Undefined()
+	}
+	for i, res := range results {
+		if err := res.thrown(specs[i]); err != nil {
+			panic(rt.NewGoError(err)) // the first failed request, as k6 throws it
+		}
 	}
 	var out *sobek.Object
 	if isArray {
@@ -265,8 +297,10 @@ func (m *httpModule) spec(method string, urlV, body, params sobek.Value) (*httpS
 	}
 	spec := &httpSpec{
 		method: method, url: rawURL, header: http.Header{}, timeout: httpDefaultTimeout,
-		redirects: m.vu.shared.httpO.maxRedirects, responseType: "text", expected: m.callback,
+		redirects: m.vu.shared.httpO.maxRedirects, responseType: m.vu.shared.httpO.responseType, expected: m.callback,
+		throw: m.vu.shared.httpO.throw,
 	}
+	spec.header.Set("User-Agent", m.vu.shared.httpO.userAgent) // params.headers may replace it, as in k6
 	if !m.vu.inInit {
 		spec.jar = m.vu.vuJar()
 	}
@@ -330,6 +364,10 @@ func readParams(spec *httpSpec, params sobek.Value, httpParams bool) error {
 			spec.timeout = d
 		case "redirects":
 			spec.redirects = int(v.ToInteger())
+		case "throw":
+			if httpParams {
+				spec.throw = v.ToBoolean()
+			}
 		case "cookies":
 			cs, err := requestCookies(v)
 			if err != nil {
@@ -481,6 +519,7 @@ func (m *httpModule) response(spec *httpSpec, res *httpResult) *sobek.Object {
 	set(o, "proto", res.proto)
 	set(o, "tls_version", res.tlsVersion)
 	set(o, "tls_cipher_suite", res.tlsCipher)
+	set(o, "ocsp", res.ocsp.object(rt))
 	set(o, "url", res.url)
 	set(o, "error", res.err)
 	set(o, "error_code", res.code)
@@ -512,9 +551,19 @@ func (m *httpModule) response(spec *httpSpec, res *httpResult) *sobek.Object {
 	req := rt.NewObject()
 	set(req, "method", spec.method)
 	set(req, "url", spec.url)
+	// The header as sent, as k6 shows it: each name's values, a Host
+	// given in params and User-Agent among them (its "" value, from
+	// userAgent: "", sends none).
+	sent := res.sentHeader
+	if sent == nil {
+		sent = spec.header
+	}
 	reqHeaders := rt.NewObject()
-	for k, vs := range spec.header {
+	for k, vs := range sent {
 		set(reqHeaders, k, vs)
+	}
+	if spec.host != "" {
+		set(reqHeaders, "Host", []string{spec.host})
 	}
 	set(req, "headers", reqHeaders)
 	set(req, "body", string(spec.body))

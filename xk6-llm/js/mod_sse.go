@@ -158,6 +158,7 @@ func (vu *VU) sseSpec(urlV, params sobek.Value) (*httpSpec, error) {
 		expected: defaultExpected,
 	}
 	spec.header.Set("Accept", "text/event-stream")
+	spec.header.Set("User-Agent", vu.shared.httpO.userAgent)
 	if err := readParams(spec, params, false); err != nil {
 		return nil, err
 	}

@@ -24,9 +24,9 @@ func newTimersModule(vu *VU) *sobek.Object {
 }
 
 // timerGlobals makes setTimeout, clearTimeout, setInterval and
-// clearInterval globals. They are made on first use: four function objects
-// would add a few KiB to every VU, most of whose scripts never set a
-// timer. The global object's prototype is a dynamic object that makes a
+// clearInterval globals, and crypto, TextEncoder and TextDecoder (see
+// lazyGlobal). They are made on first use: these objects would add a few
+// KiB to every VU, most of whose scripts never set a timer nor use them. The global object's prototype is a dynamic object that makes a
 // timer function when the script first reads it and sets it on the global
 // object itself, where the next read finds it. A script replaces one with
 // `globalThis.setTimeout = ...` (sobek refuses a bare assignment, in a
@@ -75,16 +75,36 @@ func (vu *VU) timerFunc(name string) func(sobek.FunctionCall) sobek.Value {
 }
 
 // lazyTimers is the global object's prototype that makes the timer
-// functions on first use (timerGlobals).
+// functions, and the other globals of lazyGlobal, on first use
+// (timerGlobals).
 type lazyTimers struct{ vu *VU }
 
 var _ sobek.DynamicObject = (*lazyTimers)(nil)
 
+// lazyGlobal is the maker of the global name that is made on first use:
+// a timer function, crypto (webcrypto.go), TextEncoder and TextDecoder
+// (textcoding.go); nil for any other name.
+func lazyGlobal(name string) func(vu *VU) sobek.Value {
+	switch name {
+	case "crypto":
+		return func(vu *VU) sobek.Value { return newWebCrypto(vu).object() }
+	case "TextEncoder":
+		return newTextEncoderClass
+	case "TextDecoder":
+		return newTextDecoderClass
+	}
+	if slices.Contains(timerNames, name) {
+		return func(vu *VU) sobek.Value { return vu.rt.ToValue(vu.timerFunc(name)) }
+	}
+	return nil
+}
+
 func (l *lazyTimers) Get(key string) sobek.Value {
-	if !slices.Contains(timerNames, key) {
+	mk := lazyGlobal(key)
+	if mk == nil {
 		return nil
 	}
-	v := l.vu.rt.ToValue(l.vu.timerFunc(key))
+	v := mk(l.vu)
 	if err := l.vu.rt.GlobalObject().Set(key, v); err != nil {
 		panic(err)
 	}
@@ -96,7 +116,7 @@ func (l *lazyTimers) Get(key string) sobek.Value {
 // there, and an ordinary set then makes the receiver's own).
 func (l *lazyTimers) Set(string, sobek.Value) bool { return false }
 
-func (l *lazyTimers) Has(key string) bool { return slices.Contains(timerNames, key) }
+func (l *lazyTimers) Has(key string) bool { return lazyGlobal(key) != nil }
 
 func (l *lazyTimers) Delete(string) bool { return true }
 

@@ -10,11 +10,15 @@ import (
 // names it exports (besides default), and the constructor of its object
 // for one VU. A specifier that starts with one of prefixes also names it
 // (the remote URLs of a jslib that is built in here).
+//
+// A module k6 removed has removed set, the message k6 gives on its import
+// (the import fails with it), and nothing else.
 type module struct {
 	name     string
 	exports  []string
 	new      func(vu *VU) *sobek.Object
 	prefixes []string
+	removed  string
 }
 
 // moduleTable is the one list of built-in modules: adding a module is one
@@ -35,6 +39,8 @@ func moduleTable() map[string]module {
 		{name: "k6/crypto", exports: cryptoExports(), new: newCryptoModule},
 		{name: "k6/html", exports: []string{"parseHTML"}, new: newHTMLModule},
 		{name: "k6/x/summary", exports: []string{"textSummary", "jUnit", "humanizeValue"}, new: newSummaryModule, prefixes: []string{summaryJSLib}},
+		{name: "k6/experimental/webcrypto", removed: "k6/experimental/webcrypto has been graduated and it's now globally " +
+			"available as defined by standard WebAPIs. You just need to remove the import."},
 	}
 	m := make(map[string]module, len(list))
 	for _, mod := range list {
@@ -43,11 +49,14 @@ func moduleTable() map[string]module {
 	return m
 }
 
-// ModuleNames lists the built-in modules' import names, sorted.
+// ModuleNames lists the built-in modules' import names, sorted; the
+// modules k6 removed are left out.
 func ModuleNames() []string {
 	var names []string
-	for n := range moduleTable() {
-		names = append(names, n)
+	for n, m := range moduleTable() {
+		if m.removed == "" {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names

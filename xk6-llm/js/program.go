@@ -132,7 +132,7 @@ func (p *Program) importError(referrer any, spec string, err error) error {
 	if _, ok := errors.AsType[*ScriptError](err); ok {
 		return err
 	}
-	if !errors.Is(err, errModuleNotFound) && !errors.Is(err, errUnknownModule) {
+	if !errors.Is(err, errModuleNotFound) && !errors.Is(err, errUnknownModule) && !isRemovedModule(err) {
 		return err
 	}
 	r, ok := referrer.(sobek.ModuleRecord)
@@ -183,7 +183,10 @@ func (p *Program) key(referrer any, spec string) (string, error) {
 		}
 		return filepath.Join(dir, spec), nil
 	}
-	if _, ok := p.modules[spec]; ok {
+	if m, ok := p.modules[spec]; ok {
+		if m.removed != "" {
+			return "", removedModuleError(m.removed)
+		}
 		return spec, nil
 	}
 	for _, m := range p.modules {
@@ -197,8 +200,10 @@ func (p *Program) key(referrer any, spec string) (string, error) {
 		return p.remoteKey(spec)
 	}
 	names := make([]string, 0, len(p.modules))
-	for n := range p.modules {
-		names = append(names, n)
+	for n, m := range p.modules {
+		if m.removed == "" {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return "", fmt.Errorf("%w %q: the modules that exist are %s, and files imported as ./path.js or ./path.ts",
@@ -227,6 +232,17 @@ func (p *Program) remoteKey(spec string) (string, error) {
 
 // errUnknownModule is an import of a name that is not a built-in module.
 var errUnknownModule = errors.New("unknown module")
+
+// removedModuleError is an import of a module k6 removed: k6's message.
+type removedModuleError string
+
+func (e removedModuleError) Error() string { return string(e) }
+
+// isRemovedModule says whether err is a removedModuleError.
+func isRemovedModule(err error) bool {
+	_, ok := errors.AsType[removedModuleError](err)
+	return ok
+}
 
 // parse makes the module record of key. A TypeScript file is transpiled
 // first (see transpileTS); an import of ./name.js that does not exist

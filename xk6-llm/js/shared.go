@@ -172,10 +172,13 @@ type Shared struct {
 	mu      sync.Mutex
 	clients map[clientKey]*client.Client
 
-	http   *httpClient             // k6/http's and the SSE modules' one connection pool
-	httpO  httpOptions             // how it was made; a VU's own pool (NoVUConnectionReuse) is made alike
-	perVU  bool                    // NoVUConnectionReuse
-	arrays map[string]*sharedArray // k6/data's SharedArrays, by name
+	http  *httpClient // k6/http's and the SSE modules' one connection pool
+	httpO httpOptions // how it was made; a VU's own pool (NoVUConnectionReuse) is made alike
+	perVU bool        // NoVUConnectionReuse
+	// minIter is k6's minIterationDuration (0: none): an iteration that
+	// ended sooner is followed by a wait for the rest.
+	minIter time.Duration
+	arrays  map[string]*sharedArray // k6/data's SharedArrays, by name
 
 	checks checkTally
 	made   []ClientInfo // VU 0's llm.Client objects (see Clients)
@@ -225,15 +228,23 @@ func NewShared(opts SharedOptions) (*Shared, error) {
 	switch opts.HTTPDebug {
 	case "":
 	case "headers", "full":
-		sh.httpO.debug = func(msg string, fields []logField) { sh.logLine("info", msg, fields...) }
-		sh.httpO.debugBody = opts.HTTPDebug == "full"
+		sh.setHTTPDebug(opts.HTTPDebug)
 	default:
 		return nil, fmt.Errorf("http debug %q: want headers or full", opts.HTTPDebug)
 	}
 	sh.httpO.noReuse = opts.NoConnectionReuse
 	sh.httpO.maxRedirects = httpDefaultRedirects
+	sh.httpO.userAgent, sh.httpO.responseType = httpUserAgent, "text"
+	sh.httpO.batch, sh.httpO.batchPerHost = httpBatchParallel, httpBatchPerHost
 	sh.http = newHTTPClient(sh.httpO)
 	return sh, nil
+}
+
+// setHTTPDebug logs each request and response as k6's --http-debug
+// does: their heads for "headers", with their bodies for "full".
+func (s *Shared) setHTTPDebug(mode string) {
+	s.httpO.debug = func(msg string, fields []logField) { s.logLine("info", msg, fields...) }
+	s.httpO.debugBody = mode == "full"
 }
 
 // HTTPOptions are the script options (k6's) that shape k6/http's and the
@@ -246,6 +257,39 @@ type HTTPOptions struct {
 	// (the suites of TLS 1.0 to 1.2).
 	TLSMin, TLSMax  string
 	TLSCipherSuites []string
+	// UserAgent is k6's userAgent: nil keeps llmchaos's ("llmchaos"), ""
+	// sends no User-Agent header.
+	UserAgent *string
+	// DiscardResponseBodies is k6's discardResponseBodies: a response's
+	// body is read and dropped (body null) unless its request's
+	// params.responseType asks for it.
+	DiscardResponseBodies bool
+	// Hosts is k6's hosts: a name, host:port or *-pattern → an IP or
+	// IP:port its connections go to instead of DNS's answer.
+	Hosts map[string]string
+	// NoConnectionReuse and NoVUConnectionReuse are k6's options of those
+	// names; either set here or in SharedOptions applies.
+	NoConnectionReuse, NoVUConnectionReuse bool
+	// TLSAuth are k6's tlsAuth client certificates.
+	TLSAuth []TLSAuth
+	// Throw is k6's throw: a request that gets no response (a transport
+	// error, an invalid URL) throws instead of returning a response with
+	// error set, unless its params.throw says otherwise.
+	Throw bool
+	// BlockHostnames and BlacklistIPs are k6's blockHostnames (names,
+	// or *.suffix patterns, no request may go to) and blacklistIPs (CIDR
+	// ranges no connection may reach).
+	BlockHostnames, BlacklistIPs []string
+	// NoCookiesReset is k6's noCookiesReset: a VU's cookie jar keeps its
+	// cookies from one iteration to the next.
+	NoCookiesReset bool
+	// HTTPDebug is k6's httpDebug option ("", "headers" or "full"); the
+	// --http-debug flag (SharedOptions.HTTPDebug) wins over it.
+	HTTPDebug string
+	// Batch and BatchPerHost are k6's batch and batchPerHost: the
+	// requests of one http.batch in flight at once, in all (nil: 20) and
+	// to one host (nil: 6; 0: no limit).
+	Batch, BatchPerHost *int
 }
 
 // HTTPOptionError is a script option SetHTTPOptions refuses: Option is
@@ -270,6 +314,23 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if o.Batch != nil && *o.Batch < 1 {
+		errs = append(errs, &HTTPOptionError{Option: "batch", Msg: fmt.Sprintf(" %d: want 1 or more", *o.Batch)})
+	}
+	if o.BatchPerHost != nil && *o.BatchPerHost < 0 {
+		errs = append(errs, &HTTPOptionError{Option: "batchPerHost", Msg: fmt.Sprintf(" %d: want 0 (no limit) or more", *o.BatchPerHost)})
+	}
+	switch o.HTTPDebug {
+	case "", "headers", "full":
+	default:
+		errs = append(errs, &HTTPOptionError{Option: "httpDebug", Msg: fmt.Sprintf(" %q: want headers or full", o.HTTPDebug)})
+	}
+	hosts, herrs := newHostsMap(o.Hosts)
+	errs = append(errs, herrs...)
+	guard, gerrs := newDialGuard(o.BlockHostnames, o.BlacklistIPs)
+	errs = append(errs, gerrs...)
+	certs, cerrs := tlsAuthCertificates(o.TLSAuth)
+	errs = append(errs, cerrs...)
 	var suites []uint16
 	for _, name := range o.TLSCipherSuites {
 		id, ok := cipherSuiteID(name)
@@ -289,9 +350,32 @@ func (s *Shared) SetHTTPOptions(o HTTPOptions) error {
 	if o.MaxRedirects != nil {
 		s.httpO.maxRedirects = *o.MaxRedirects
 	}
+	if o.UserAgent != nil {
+		s.httpO.userAgent = *o.UserAgent
+	}
+	if o.DiscardResponseBodies {
+		s.httpO.responseType = "none"
+	}
+	s.httpO.hosts, s.httpO.guard, s.httpO.certs, s.httpO.throw, s.httpO.keepCookies = hosts, guard, certs, o.Throw, o.NoCookiesReset
+	if s.httpO.debug == nil && o.HTTPDebug != "" {
+		s.setHTTPDebug(o.HTTPDebug)
+	}
+	s.httpO.noReuse = s.httpO.noReuse || o.NoConnectionReuse
+	s.perVU = s.perVU || o.NoVUConnectionReuse
+	if o.Batch != nil {
+		s.httpO.batch = *o.Batch
+	}
+	if o.BatchPerHost != nil {
+		s.httpO.batchPerHost = *o.BatchPerHost
+	}
 	s.http = newHTTPClient(s.httpO)
 	return nil
 }
+
+// SetMinIterationDuration sets k6's minIterationDuration: a VU waits
+// after an iteration that took less, until d has passed since it started
+// (or its context ends). Call it before any VU runs.
+func (s *Shared) SetMinIterationDuration(d time.Duration) { s.minIter = d }
 
 // RestartClock starts the run's clock again, so that the run's time
 // excludes the VUs' init. Call it before any request is sent and before

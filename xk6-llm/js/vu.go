@@ -342,6 +342,9 @@ func (vu *VU) builtin(name string) *sobek.Object {
 	if !ok {
 		panic(vu.rt.NewTypeError("unknown module %q", name))
 	}
+	if mod.removed != "" {
+		panic(vu.rt.NewGoError(removedModuleError(mod.removed)))
+	}
 	o := mod.new(vu)
 	vu.objects[name] = o
 	return o
@@ -514,6 +517,16 @@ func (vu *VU) Run(ctx context.Context) Iteration {
 	vu.shared.Exec.completed.Add(1)
 	_ = vu.shared.AddSample(MetricIterations, tags, 1)
 	_ = vu.shared.AddSample(MetricIterationDuration, tags, float64(it.Duration)/float64(time.Millisecond))
+	if rest := vu.shared.minIter - it.Duration; rest > 0 {
+		// k6's minIterationDuration: the VU waits out the rest after the
+		// iteration's samples (iteration_duration is the script's time).
+		t := time.NewTimer(rest)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 	return it
 }
 

@@ -19,7 +19,8 @@ const TrendMax = 1e9
 // Sink aggregates the samples of one custom metric under one tag tuple.
 // What it keeps depends on Kind: a trend an HDR histogram (3 significant
 // digits) of its values; a rate its passes (non-zero samples) and total; a
-// counter the sum of its samples; a gauge the last value. Count is the
+// counter the sum of its samples; a gauge the last value and the smallest
+// and largest (k6's value, min and max). Count is the
 // number of samples for every kind.
 //
 // A Sink is not safe for concurrent use: its owner (the recorder) locks.
@@ -30,6 +31,7 @@ type Sink struct {
 	Sum    float64                 // counter: the sum of samples
 	Last   float64                 // gauge: the last value
 	Seq    uint64                  // gauge: the order of Last among the sinks merged, larger is later
+	Lo, Hi float64                 // gauge: the smallest and largest value (0 without samples)
 	Hist   *hdrhistogram.Histogram // trend: values × TrendScale
 }
 
@@ -65,6 +67,12 @@ func (s *Sink) Add(v float64) {
 		s.Sum += v
 	case Gauge:
 		s.Last = v
+		if s.Count == 1 || v < s.Lo {
+			s.Lo = v
+		}
+		if s.Count == 1 || v > s.Hi {
+			s.Hi = v
+		}
 	}
 }
 
@@ -73,6 +81,14 @@ func (s *Sink) Add(v float64) {
 func (s *Sink) Merge(o *Sink) {
 	if o == nil {
 		return
+	}
+	if o.Count > 0 && s.Kind == Gauge {
+		if s.Count == 0 || o.Lo < s.Lo {
+			s.Lo = o.Lo
+		}
+		if s.Count == 0 || o.Hi > s.Hi {
+			s.Hi = o.Hi
+		}
 	}
 	s.Count += o.Count
 	s.Passes += o.Passes
