@@ -11,6 +11,7 @@ import (
 // catalog are there, load, and hold what their stories measure
 // (TestCatalogIsValid validates every file of the folder).
 func TestCatalogReplicaAndGPUExperiments(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file      string
 		faultType string

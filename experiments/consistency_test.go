@@ -23,6 +23,7 @@ func answer(seq, p int, phase, fault string, words ...string) probeAnswer {
 }
 
 func TestCompareProbes(t *testing.T) {
+	t.Parallel()
 	answers := []probeAnswer{
 		// prompt 0: the baseline agrees but once; the fault splits it
 		answer(0, 0, PhaseBaseline, "", "a", "b", "c"),
@@ -112,6 +113,7 @@ func TestCompareProbes(t *testing.T) {
 // Without one token per chunk (a proxy or engine that merges chunks),
 // positions are characters.
 func TestCompareProbesCharacters(t *testing.T) {
+	t.Parallel()
 	a := answer(0, 0, PhaseBaseline, "", "héllo", "world")
 	b := answer(1, 0, PhaseFault, "f", "héllo", "wörld")
 	b.tokens = false

@@ -17,6 +17,7 @@ import (
 // source_time and the HTML report shows; a second watch's report of the
 // same Event is not recorded again.
 func TestKubernetesEventOnTheRunClock(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	clock := &runClock{}
 	clock.Store(recording.NewRunClockAt(start))

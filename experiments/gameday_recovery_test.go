@@ -17,6 +17,7 @@ import (
 // later) and never across it, and the faults table shows who stepped it
 // in and who reverted it instead of offsets from the plan.
 func TestGameDayManualRevertRecovery(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 30*time.Second, httpErrorFault("planned", 2*time.Second, 20*time.Second))

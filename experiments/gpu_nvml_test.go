@@ -11,6 +11,7 @@ import (
 // Without NVML (the default build) or without a GPU, the sampler says so
 // once and the run goes on without GPU samples.
 func TestNVMLSamplerWithoutGPUSaysSoOnce(t *testing.T) {
+	t.Parallel()
 	var notices []string
 	s := openNVMLSampler(func() time.Duration { return 0 }, func(msg string) { notices = append(notices, msg) })
 	if s != nil {
@@ -25,6 +26,7 @@ func TestNVMLSamplerWithoutGPUSaysSoOnce(t *testing.T) {
 }
 
 func TestNVMLSamplerSeries(t *testing.T) {
+	t.Parallel()
 	s := &nvmlSampler{}
 	s.add(500*time.Millisecond, gpu.Sample{GPU: 0, MemoryUsed: 10 << 30, MemoryFree: 130 << 30, UtilGPU: 80})
 	s.add(time.Second, gpu.Sample{GPU: 0, MemoryUsed: 20 << 30, MemoryFree: 120 << 30, UtilGPU: -1})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestVGPUSamplerSamplesTheLedger(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const total = 10 * vgpu.GiB
 	// GPU 0 holds weights and a balloon, GPU 1 only weights, as a
@@ -90,6 +91,7 @@ func TestVGPUSamplerSamplesTheLedger(t *testing.T) {
 }
 
 func TestVGPUSamplerNeedsTheLedger(t *testing.T) {
+	t.Parallel()
 	// No replica recorded a capacity: nothing to sample, and an error.
 	if _, err := openVGPUSampler(t.TempDir(), 1); err == nil {
 		t.Fatal("openVGPUSampler on an empty ledger: got nil error, want one")
@@ -97,6 +99,7 @@ func TestVGPUSamplerNeedsTheLedger(t *testing.T) {
 }
 
 func TestRecordsOfNoSamplerIsEmpty(t *testing.T) {
+	t.Parallel()
 	var s *vgpuSampler
 	if got := s.records(); got != nil {
 		t.Errorf("records of nil sampler = %+v, want nil", got)

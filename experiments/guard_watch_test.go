@@ -38,6 +38,7 @@ func (e *guardEvents) report(kind, detail string) {
 // TestGuardWatchRestartsADeadGuard: a guard killed while the run goes on
 // is reported and replaced, so the run keeps its dead-man's switch.
 func TestGuardWatchRestartsADeadGuard(t *testing.T) {
+	t.Parallel()
 	helper, dir := fakeGuardHelper(t), t.TempDir()
 	g, err := startGuard(helper, dir)
 	if err != nil {
@@ -80,6 +81,7 @@ func TestGuardWatchRestartsADeadGuard(t *testing.T) {
 // TestGuardWatchGivesUpLoudly: a guard that cannot be restarted leaves a
 // warning that the run goes on without it.
 func TestGuardWatchGivesUpLoudly(t *testing.T) {
+	t.Parallel()
 	helper, dir := fakeGuardHelper(t), t.TempDir()
 	g, err := startGuard(helper, dir)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // one whose chat answers 503 fails the pre-flight check (not only warns);
 // a target.sim has nothing to check between runs.
 func TestCheckHealth(t *testing.T) {
+	t.Parallel()
 	cfg := sim.DefaultConfig()
 	cfg.Latency, cfg.TTFT, cfg.ITL = sim.LatencyConstant, time.Millisecond, time.Millisecond
 	healthy := servertest.Start(t, server.Options{Config: cfg})

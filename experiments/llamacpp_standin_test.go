@@ -246,6 +246,7 @@ func runStandIn(t *testing.T, srv *llamaServer) (*Outcome, string) {
 // keep-alive race costs reconnects, never an error, so the catalog's
 // thresholds pass (issue 12's "Done when", healthy half).
 func TestLlamaServerStandIn(t *testing.T) {
+	t.Parallel()
 	srv := newLlamaServer(t, standInOptions{closeDelay: 20 * time.Millisecond})
 	oc, out := runStandIn(t, srv)
 	d := oc.Doc
@@ -308,6 +309,7 @@ func TestLlamaServerStandIn(t *testing.T) {
 // grace), and the server's deferred requests show in the monitor's
 // waiting series (issue 12's "Done when", overloaded half).
 func TestLlamaServerStandInOverloaded(t *testing.T) {
+	t.Parallel()
 	srv := newLlamaServer(t, standInOptions{closeDelay: 20 * time.Millisecond, stuckFrom: 10, stuckEvery: 4})
 	oc, out := runStandIn(t, srv)
 	d := oc.Doc

@@ -32,6 +32,7 @@ stop_conditions:
 `
 
 func TestParsePromQL(t *testing.T) {
+	t.Parallel()
 	exp, ps, err := spec.Parse("t.yaml", []byte(promqlFile))
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("Parse: %v %v", err, ps)
@@ -52,6 +53,7 @@ func TestParsePromQL(t *testing.T) {
 }
 
 func TestValidatePromQL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		old, new string
@@ -94,6 +96,7 @@ func TestValidatePromQL(t *testing.T) {
 }
 
 func TestRunPromQLSteadyState(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	prom := promtest.Start(t, "")
 	srv := newSSEServer(t)
@@ -138,6 +141,7 @@ func TestRunPromQLSteadyState(t *testing.T) {
 // run pushes llmchaos_fault_active by remote write, and a stop condition
 // that wants no fault active aborts the run once the fault is injected.
 func TestRunPromQLStopCondition(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	prom := promtest.Start(t, "")
 	srv := newSSEServer(t)
@@ -170,6 +174,7 @@ func TestRunPromQLStopCondition(t *testing.T) {
 }
 
 func TestRunPromQLStopConditionUnreachableIsNotJudged(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 1500*time.Millisecond)

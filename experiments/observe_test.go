@@ -66,6 +66,7 @@ func faultActiveValue(c *http.Client, metricsURL, name string) (v float64, ok bo
 }
 
 func TestRunObservesLiveMetricsAndServer(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	// The service also serves vLLM's metrics, for the server monitor.
@@ -176,6 +177,7 @@ poll:
 }
 
 func TestRunWithoutObserversStartsNone(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	out := &urlCatcher{url: make(chan string, 1)}

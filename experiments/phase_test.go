@@ -8,6 +8,7 @@ import (
 )
 
 func TestTimelinePhases(t *testing.T) {
+	t.Parallel()
 	s := time.Second
 	tl := newTimeline()
 	tl.injected(10*s, "a")
@@ -91,6 +92,7 @@ func TestTimelinePhases(t *testing.T) {
 }
 
 func TestTimelineRecordsClipToEnd(t *testing.T) {
+	t.Parallel()
 	tl := newTimeline()
 	tl.injected(2*time.Second, "x")
 	got := tl.records(time.Second) // the run ended before the fault
@@ -102,6 +104,7 @@ func TestTimelineRecordsClipToEnd(t *testing.T) {
 // A fault whose Inject fails gives the run back the phase it had: a fault
 // phase only as long as the attempt, never a recovery phase.
 func TestTimelineInjectFailed(t *testing.T) {
+	t.Parallel()
 	s := time.Second
 	tl := newTimeline()
 	tl.injected(10*s, "a")

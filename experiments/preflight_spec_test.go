@@ -20,6 +20,7 @@ import (
 // false is kept (not replaced by the default), and leaving it out runs the
 // check.
 func TestWorkloadPreflightDecodes(t *testing.T) {
+	t.Parallel()
 	const head = "apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: {name: p}\n" +
 		"target: {llm: {url: \"http://127.0.0.1:1/v1\", model: m}}\n"
 	const faultsYAML = "faults:\n  - {name: errs, type: http.error, at: 5s, duration: 5s}\n"
@@ -63,6 +64,7 @@ func TestWorkloadPreflightDecodes(t *testing.T) {
 // stops the run before any fault with a *load.PreflightError; with
 // workload.preflight: false the run goes on.
 func TestRunWorkloadPreflightFalse(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	var chats atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,7 @@ import (
 // probe ends as one result, and flipped bytes in the fault window show as
 // consistency below 1 there and 1 in the baseline.
 func TestRunWithProbes(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	cfg := sim.DefaultConfig()
 	cfg.Latency, cfg.TTFT, cfg.ITL = sim.LatencyConstant, 10*time.Millisecond, 2*time.Millisecond

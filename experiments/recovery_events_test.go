@@ -31,6 +31,7 @@ func recoveredEvents(d *report.Document) map[string]int {
 // the HTML report) and a progress line, and a fault that did not recover
 // has none; the one cut says by which fault.
 func TestRecoveredEventsMatchTable(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	failing := func(on bool) { srv.failing.Store(on) }
@@ -179,6 +180,7 @@ func htmlText(n *html.Node) string {
 // announcements: a recovery it missed gets its event, one at another
 // moment is corrected, one the record does not bear out is withdrawn.
 func TestSettleRecoveries(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	lw := &lineWriter{w: &out}
 	obs := newObservers(lw, ObserveOptions{}, &runClock{})

@@ -78,6 +78,7 @@ func faultRec(name, typ string, injected, reverted float64) report.FaultRecord {
 // the same effect is searched from its revert, and also reports
 // time_to_recover from there.
 func TestRecoveryInstantaneousFromInjection(t *testing.T) {
+	t.Parallel()
 	judge := testJudge(t, 2*time.Second, 3*time.Second, 0)
 	sum := syntheticSeconds(seconds(40, func(s int) second {
 		return second{n: 10, failing: s == 10 || s == 11, ttft: 10 * time.Millisecond}
@@ -123,6 +124,7 @@ func TestRecoveryInstantaneousFromInjection(t *testing.T) {
 // times the baseline's until second 25: that is not recovered, and the
 // criterion that held last is the TTFT p99.
 func TestRecoveryLatencyBand(t *testing.T) {
+	t.Parallel()
 	sum := syntheticSeconds(seconds(40, func(s int) second {
 		sec := second{n: 10, ttft: 100 * time.Millisecond}
 		switch {
@@ -162,6 +164,7 @@ func TestRecoveryLatencyBand(t *testing.T) {
 // windows between are no evidence either way: recovery is found; and a
 // fault after which no request finished at all cannot be judged.
 func TestRecoveryInsufficientTraffic(t *testing.T) {
+	t.Parallel()
 	judge := testJudge(t, time.Second, 4*time.Second, 1.5)
 	sparse := syntheticSeconds(seconds(30, func(s int) second {
 		if s%2 == 1 {
@@ -215,6 +218,7 @@ func TestRecoveryInsufficientTraffic(t *testing.T) {
 // (it counted the duration before), no time_to_recover, and says it is
 // instantaneous.
 func TestRunInstantaneousRecovery(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	kill := newFakeFault(t, "kill", func(on bool) {
@@ -278,6 +282,7 @@ func (f *slowStopFault) Inject(ctx context.Context, log faults.RevertLog) (fault
 // fault's injection, its "injected" event agrees, and its recovery_time
 // includes the whole outage, grace included.
 func TestRunInstantaneousInjectedAtItsSignal(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	const grace, back = 3 * time.Second, 300 * time.Millisecond

@@ -34,6 +34,7 @@ func syntheticRun(secs int, failing, quiet func(s int) bool) *recording.Summary 
 }
 
 func TestRecoveredAt(t *testing.T) {
+	t.Parallel()
 	ths, err := assertions.Parse(DefaultRecoveryThreshold)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +85,7 @@ func TestRecoveredAt(t *testing.T) {
 }
 
 func TestExperimentSourceRecoveryTime(t *testing.T) {
+	t.Parallel()
 	sum := syntheticRun(3, func(int) bool { return false }, func(int) bool { return false })
 	src := experimentSource{
 		SummarySource: assertions.NewSummarySource(sum),
@@ -127,6 +129,7 @@ func TestExperimentSourceRecoveryTime(t *testing.T) {
 }
 
 func TestOOMRecovery(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
 	evs := []replica.Event{
@@ -156,6 +159,7 @@ func TestOOMRecovery(t *testing.T) {
 }
 
 func TestValuesDistQuantile(t *testing.T) {
+	t.Parallel()
 	d := valuesDist{1, 2, 3, 4}
 	for _, tc := range []struct{ q, want float64 }{{0, 1}, {25, 1}, {50, 2}, {75, 3}, {99, 4}, {100, 4}} {
 		if got := d.Quantile(tc.q); got != tc.want {
@@ -173,6 +177,7 @@ func TestValuesDistQuantile(t *testing.T) {
 // failing seconds still decide as without one; with 21 no window counts,
 // and the search finds no recovery for lack of traffic, not a failure.
 func TestRecoveryMinRequests(t *testing.T) {
+	t.Parallel()
 	ths, err := assertions.Parse(DefaultRecoveryThreshold)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // TestCatalogIsValid loads every file of experiments/catalog as `llmchaos
 // validate` does: each must be valid, without warnings.
 func TestCatalogIsValid(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("catalog", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ func checkCatalogSuite(t *testing.T, f string) {
 }
 
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	exp, _, err := spec.Load(filepath.Join("catalog", "quickstart.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +108,7 @@ func TestDryRun(t *testing.T) {
 }
 
 func TestPreflightNetns(t *testing.T) {
+	t.Parallel()
 	exp, _, err := spec.Load(filepath.Join("catalog", "packet-loss.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 // load pauses and changes rate, the file's timeline steps, a note is
 // written, and the end writes the record with who did what.
 func TestLiveRun(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 10*time.Second, httpErrorFault("planned", 5*time.Second, 700*time.Millisecond),

@@ -23,7 +23,9 @@ import (
 
 // processLoop runs a copy of sleep, under a name no other process has,
 // in a bash restart loop that writes its pid to a pid file, and returns the
-// pid file once it names a running process.
+// pid file once it names a running process. The name is the test
+// process's, so the tests that use it (and those that match processes by
+// a name made the same way) run serially.
 func processLoop(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()

@@ -51,6 +51,7 @@ func readSavedRequests(t *testing.T, path string) []savedRequest {
 // scheduled request of the run is one line, once, tagged with the phase
 // (and fault) the report counts it under.
 func TestRunSavesEveryRequestWithItsPhase(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	errs := newFakeFault(t, "errors", srv.failing.Store)

@@ -44,6 +44,7 @@ func shortScriptLatency(t *testing.T) (*spec.Spec, string) {
 // the experiment's thresholds and the script's own are evaluated, and the
 // fault is reverted.
 func TestRunScriptWorkload(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	exp, file := shortScriptLatency(t)
 	dir := t.TempDir()
@@ -107,6 +108,7 @@ func TestRunScriptWorkload(t *testing.T) {
 // TestRunScriptWorkloadStopCondition: a stop condition stops the script
 // and reverts the fault, as it stops a preset's load.
 func TestRunScriptWorkloadStopCondition(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	exp, file := shortScriptLatency(t)
 	// 503s from 2 s on: the errors outnumber the successes of the last

@@ -25,6 +25,7 @@ import (
 // every shard follows itself, and how this process reached the cluster
 // only for shards that run here; with a url, the url.
 func TestShardLoadArgsOfAKubernetesTarget(t *testing.T) {
+	t.Parallel()
 	exp, _, err := spec.Load(filepath.Join("catalog", "k8s-pod-kill.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,7 @@ func TestShardLoadArgsOfAKubernetesTarget(t *testing.T) {
 // the defaults filled in, and a rate given as a share of a measured
 // capacity already in requests per second.
 func TestShardLoadArgsAreTheResolvedWorkload(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	capFile := `{"kind":"llmchaos-capacity","version":1,"mode":"rate","unit":"req/s","status":"found","workload":{"preset":"chat"},"knee":{"load":40}}`
 	exp := `apiVersion: llmchaos/v1

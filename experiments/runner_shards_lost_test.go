@@ -13,6 +13,7 @@ import (
 // shardjob.Run joins the Job's deletion, nil when it went well); joined with
 // another error (the Job not deleted) it fails the run.
 func TestOnlyLost(t *testing.T) {
+	t.Parallel()
 	lost := &shardjob.LostError{Lost: 1, Shards: 3, Err: errors.New("shard 1: killed")}
 	for _, c := range []struct {
 		name string

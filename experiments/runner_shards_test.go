@@ -180,6 +180,7 @@ func TestRunShardedLoadKillsAPod(t *testing.T) {
 // load, each pod its index as --shard, one --start-at, its report and its
 // request lines on stdout.
 func TestKubernetesShardsJob(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	access := kube.Access{Kubeconfig: "/etc/llmchaos/kubeconfig", Context: "prod"}
 	k := &KubernetesShards{Access: access, Namespace: "llm", Image: "llmchaos:dev", RunID: "exp-1"}

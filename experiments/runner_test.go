@@ -45,6 +45,7 @@ func tupleCounts(d *report.Document, phase, fault string) (ok, failed int64) {
 }
 
 func TestRunNormalEnd(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	errs := newFakeFault(t, "errors", srv.failing.Store)
@@ -141,6 +142,7 @@ func TestRunNormalEnd(t *testing.T) {
 }
 
 func TestRunRevertsOnCancel(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
@@ -175,6 +177,7 @@ func TestRunRevertsOnCancel(t *testing.T) {
 }
 
 func TestRunRevertsOnPanic(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
@@ -200,6 +203,7 @@ func TestRunRevertsOnPanic(t *testing.T) {
 }
 
 func TestRunRevertsOnStopCondition(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "errors", srv.failing.Store)
@@ -225,6 +229,7 @@ func TestRunRevertsOnStopCondition(t *testing.T) {
 }
 
 func TestRunNotSteadyBefore(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	t.Run("http probe", func(t *testing.T) {
 		srv := newSSEServer(t)
@@ -269,6 +274,7 @@ func TestRunNotSteadyBefore(t *testing.T) {
 }
 
 func TestRunInjectFailure(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	f := newFakeFault(t, "broken", nil)
@@ -300,6 +306,7 @@ func (failingUndo) Inject(_ context.Context, log faults.RevertLog) (faults.Undo,
 }
 
 func TestRunRevertFailure(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("stuck", 300*time.Millisecond, 500*time.Millisecond))
@@ -319,6 +326,7 @@ func TestRunRevertFailure(t *testing.T) {
 }
 
 func TestRunRefusesARunDirWithPendingFaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	j, err := faults.Open(dir)
 	if err != nil {
@@ -340,7 +348,9 @@ func TestRunRefusesARunDirWithPendingFaults(t *testing.T) {
 // TestRunRealProxyFault runs a real proxy fault (the builders, not a fake)
 // through a proxy the runner starts in this process: the fault's requests
 // fail with the injected status, results carry the endpoint's own URL, and
-// the toxic is gone after the revert.
+// the toxic is gone after the revert. It runs serially: requests sent just
+// as the fault begins must already meet the toxic, which tests beside it
+// delayed on a loaded machine (2 ok in the fault phase).
 func TestRunRealProxyFault(t *testing.T) {
 	skipShort(t)
 	srv := newSSEServer(t)
@@ -378,6 +388,7 @@ func TestRunRealProxyFault(t *testing.T) {
 }
 
 func TestRunKeepsSecretsOutOfTheReport(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	const secret = "sk-live-0123456789abcdefghij"

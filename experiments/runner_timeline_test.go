@@ -26,6 +26,7 @@ func (p partFault) Inject(context.Context, faults.RevertLog) (faults.Undo, error
 }
 
 func TestMultiFaultAllOrNothing(t *testing.T) {
+	t.Parallel()
 	var undone int
 	m := multiFault{partFault{undone: &undone}, partFault{undone: &undone}, partFault{fail: true, undone: &undone}}
 	if _, err := m.Inject(context.Background(), faults.NopLog{}); err == nil || !strings.Contains(err.Error(), "part refused") {
@@ -46,6 +47,7 @@ func TestMultiFaultAllOrNothing(t *testing.T) {
 }
 
 func TestPickEndpoints(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		target *spec.FaultTarget

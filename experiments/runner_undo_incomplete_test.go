@@ -24,6 +24,7 @@ func (halfFault) Inject(_ context.Context, log faults.RevertLog) (faults.Undo, e
 // stays pending for the guard and `llmchaos recover`, instead of being
 // closed as a failed injection that changed nothing.
 func TestInjectWithIncompleteUndoStaysPending(t *testing.T) {
+	t.Parallel()
 	skipShort(t)
 	srv := newSSEServer(t)
 	exp := testSpec(srv.URL, 1500*time.Millisecond, httpErrorFault("half", 300*time.Millisecond, 300*time.Millisecond))

@@ -28,6 +28,7 @@ const shardRunnerEnv = "LLMCHAOS_TEST_SHARD_RUNNER_DIR"
 // parent-death signal): polling /proc finds none alive within a bounded
 // wait, though each would otherwise run for minutes.
 func TestLocalShardsDieWithTheirRunner(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(shardRunnerEnv); dir != "" {
 		beShardRunner(t, dir)
 		return

@@ -22,6 +22,7 @@ import (
 // is probed and released), serves on it, and the runner's endpoints are the
 // ports of the state file.
 func TestConcurrentSimTargetsNeverShareAPort(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts two simulators of 3 replica processes each; skipped under -short")
 	}

@@ -18,6 +18,7 @@ import (
 // of what ran: exit 98, verdict aborted with the signal as its cause in
 // run.json, the summary and JUnit (an <error>).
 func TestLoadSignalAborts(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 20*time.Millisecond, "")
 	dir := t.TempDir()
 	out, junit := filepath.Join(dir, "run.json"), filepath.Join(dir, "junit.xml")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestBalloonFlagErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -42,6 +43,7 @@ func TestBalloonFlagErrors(t *testing.T) {
 }
 
 func TestBalloonHoldsUntilTerminated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := vgpu.Open(dir, 1, 10*vgpu.GiB)
 	if err != nil {
@@ -62,6 +64,7 @@ func TestBalloonHoldsUntilTerminated(t *testing.T) {
 }
 
 func TestBalloonLeaveFree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--leave-free-gib", "0.5")
 	waitOutput(t, s.out, regexp.MustCompile(`holding 7\.5 GiB on vgpu 0 \(free now 512\.0 MiB\)`), s.done)
@@ -71,6 +74,7 @@ func TestBalloonLeaveFree(t *testing.T) {
 }
 
 func TestBalloonTooLittleFree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--gib", "9"}, &out, &errb)

@@ -19,6 +19,7 @@ import (
 // bounds) is refused with exit 2 and a message that says what, within a
 // fixed allocation budget.
 func TestUnboundedInputsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)

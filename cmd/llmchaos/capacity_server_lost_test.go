@@ -29,6 +29,7 @@ import (
 // rate is a share of it refuses it instead of using a knee nobody
 // measured.
 func TestCapacityAgainstAServerThatDies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a search against a simulator for seconds; skipped under -short")
 	}

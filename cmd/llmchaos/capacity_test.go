@@ -16,6 +16,7 @@ import (
 )
 
 func TestCapacityFlagErrors(t *testing.T) {
+	t.Parallel()
 	base := []string{"capacity", "--target", "http://127.0.0.1:9/v1", "--model", "m", "--workload", "chat"}
 	tests := []struct {
 		name string
@@ -60,6 +61,8 @@ func TestCapacityFlagErrors(t *testing.T) {
 // every load tried (its knee is far above --max), so that it ends quickly
 // as above_max, and checks the outputs: the table and the knee line, the
 // capacity file, the HTML page, and --json's capacity file on stdout.
+// It runs serially: the search judges the client's own send lag, which
+// tests beside it would lengthen into a client_limited result.
 func TestCapacityCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a search against a simulator for seconds; skipped under -short")

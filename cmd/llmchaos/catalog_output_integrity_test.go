@@ -66,6 +66,7 @@ func thresholdOK(doc *report.Document, key string) (ok, found bool) {
 // resend in the kill's place): the integrity checks fail those streams and
 // the probes' answers change.
 func TestCatalogOutputIntegrity(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	src, err := os.ReadFile(catalogIntegrity)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCompareCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := savedRun(t, dir, "base", 1, 1, 2000)
 	slow := savedRun(t, dir, "slow", 2, 1.3, 2000)
@@ -65,6 +66,7 @@ func TestCompareCommand(t *testing.T) {
 }
 
 func TestParseShare(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want float64
@@ -86,6 +88,7 @@ func TestParseShare(t *testing.T) {
 // (exit 0); runs that differ only in seed, name and outputs get no
 // warning.
 func TestCompareConfigWarning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	withConfig := func(name string, seed uint64, cfg map[string]any) string {
 		path := savedRun(t, dir, name, seed, 1, 400)

@@ -424,6 +424,7 @@ func startDocsSim(t *testing.T, ctx context.Context, bin, port string) {
 // MODEL is not given is the one `llmchaos sim` serves, so that the
 // commands in their comments work against the simulator as written.
 func TestExampleScriptsDryRun(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.Abs("../../examples/scripts")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // the fault types and `llmchaos faults TYPE` details one; an unknown type
 // is a usage error.
 func TestFaultsAndSchemaCommands(t *testing.T) {
+	t.Parallel()
 	want, err := os.ReadFile(filepath.Join("..", "..", spec.SchemaPath))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // whole milliseconds on a machine that may be busy, so the fastest of 20
 // is held to the 2 ms, not each.
 func TestFirstEventScriptReadsTheTTFT(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the simulator and a script of 20 streams, twice")
 	}

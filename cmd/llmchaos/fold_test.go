@@ -42,6 +42,7 @@ func checkUnits(t *testing.T, what, out string) {
 }
 
 func TestFold(t *testing.T) {
+	t.Parallel()
 	long := "llmchaos run: warning: " + strings.Repeat("word ", 40) + "end"
 	var b bytes.Buffer
 	f := newFoldWriter(&b, 60)
@@ -79,6 +80,7 @@ func TestFold(t *testing.T) {
 // names the command in its header and prints its times in one unit style,
 // and under --quiet stdout is the verdict line alone.
 func TestLoadOutputWidth(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
 	code, stdout, stderr := run(t, loadArgs(url, "--requests", "60", "--rate", "60", "-v", "--threshold", "ttft: p(99)<5s",
 		"--threshold", "e2e{endpoint:"+url+"}: p(99)<5s")...)
@@ -100,6 +102,7 @@ func TestLoadOutputWidth(t *testing.T) {
 // The real process folds stderr lines wider than maxWidth (here a usage
 // error that quotes a long value).
 func TestStderrFolded(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	missing := t.TempDir() + "/" + strings.Repeat("a-long-directory-name/", 8) + "experiment.yaml"
 	cmd := exec.Command(bin, "run", missing)

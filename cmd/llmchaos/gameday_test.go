@@ -204,6 +204,7 @@ func killMidManualFault(t *testing.T, args ...string) killedRun {
 // SIGKILL while a fault injected by hand is applied: its guard reverts
 // the fault and stops the helpers by itself; the proxy's port is free.
 func TestGamedayKill9GuardReverts(t *testing.T) {
+	t.Parallel()
 	k := killMidManualFault(t)
 	waitGuardDone(t, k.runDir)
 	log, err := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
@@ -221,6 +222,7 @@ func TestGamedayKill9GuardReverts(t *testing.T) {
 // TestGamedayKill9ThenRecover: without the guard, `llmchaos recover`
 // reverts what a killed game day left applied, from its run directory.
 func TestGamedayKill9ThenRecover(t *testing.T) {
+	t.Parallel()
 	k := killMidManualFault(t, "--no-guard")
 	out, err := exec.Command(k.bin, "recover", "--run-dir", k.runDir).CombinedOutput()
 	if err != nil {
@@ -237,6 +239,7 @@ func TestGamedayKill9ThenRecover(t *testing.T) {
 // TestGamedayEndsOnSignal: Ctrl-C (SIGINT) ends a game day as its End
 // button does, reverting its faults, and writes its record.
 func TestGamedayEndsOnSignal(t *testing.T) {
+	t.Parallel()
 	g := startGameday(t)
 	if code := g.api(t, "POST", "/api/faults", `{"type":"stream.chunk_delay","params":{"delay":"5ms"}}`, nil); code != http.StatusCreated {
 		t.Fatalf("inject: %d\n%s", code, g.out)
@@ -270,6 +273,7 @@ func TestGamedayEndsOnSignal(t *testing.T) {
 // TestGamedayRefusesRemoteListen: an address off the loopback interface
 // needs --allow-remote.
 func TestGamedayRefusesRemoteListen(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(t.Context(), []string{"gameday", "--listen", "0.0.0.0:0"}, &out, &errb)
 	if code != exitcode.Usage || !strings.Contains(errb.String(), "--allow-remote") {
@@ -282,6 +286,7 @@ func TestGamedayRefusesRemoteListen(t *testing.T) {
 // one named twice is a usage error, exit 2, before anything starts: no
 // run directory is made.
 func TestGamedayRefusesBadTokenHolders(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		holders []string

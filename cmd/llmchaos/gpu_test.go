@@ -15,6 +15,7 @@ import (
 )
 
 func TestGPUMonitorWithoutGPU(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"gpu-monitor", "--once"}, &out, &errb)
 	if gpu.OpenMonitor(gpu.MonitorOptions{}).Err() == nil {
@@ -36,6 +37,7 @@ func TestGPUMonitorWithoutGPU(t *testing.T) {
 }
 
 func TestGPUMonitorFlagErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -61,6 +63,7 @@ func TestGPUMonitorFlagErrors(t *testing.T) {
 }
 
 func TestWriteSample(t *testing.T) {
+	t.Parallel()
 	s := gpu.Sample{
 		Time: time.UnixMilli(1700000000123), GPU: 1, Name: "NVIDIA H200",
 		MemoryUsed: 11 * uint64(vgpu.GiB), MemoryFree: 130 * uint64(vgpu.GiB), MemoryTotal: 141 * uint64(vgpu.GiB),
@@ -91,6 +94,7 @@ func TestWriteSample(t *testing.T) {
 }
 
 func TestBalloonBackendFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -122,6 +126,7 @@ func TestBalloonBackendFlags(t *testing.T) {
 // without the cuda tag a usage error naming the tag; with it, on a machine
 // without a driver, exit 5 and "no CUDA driver".
 func TestBalloonCUDAWithoutDriver(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"gpu-balloon", "--backend", "cuda", "--gib", "1"}, &out, &errb)
 	_, err := gpu.OpenCUDABalloon(context.Background(), 0)
@@ -143,6 +148,7 @@ func TestBalloonCUDAWithoutDriver(t *testing.T) {
 }
 
 func TestBalloonAcceptsFaultToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--backend", "vgpu", "--gib", "2",
 		"--fault-token=0123456789abcdef0123456789abcdef")
@@ -156,6 +162,7 @@ func TestBalloonAcceptsFaultToken(t *testing.T) {
 }
 
 func TestBalloonRefusesWhenItsStarterIsGone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := vgpu.Open(dir, 0, 8*vgpu.GiB)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // and the k6 front end's, and checks that no line is wider than maxWidth:
 // flag usages wrap under their column, examples continue with "\".
 func TestHelpFitsIn120Columns(t *testing.T) {
+	t.Parallel()
 	for name, newRoot := range map[string]func(out, errw *strings.Builder) *cobra.Command{
 		"llmchaos": func(out, errw *strings.Builder) *cobra.Command { return newRootCmd(out, errw) },
 		"k6":       func(out, errw *strings.Builder) *cobra.Command { return newK6RootCmd(out, errw) },

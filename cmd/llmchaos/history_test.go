@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 // threshold still holds, but --fail-on-regression makes it exit 99 with a
 // message naming what regressed. history lists the six runs, history show
 // prints the last one and dumps its run.json, and trend draws them.
+// It runs serially: tests beside it would make the client-side latencies
+// of the baselines noisy enough to hide a twofold slowdown.
 func TestLoadHistoryRegression(t *testing.T) {
 	const token = "history-admin-token"
 	url := loadSim(t, 20*time.Millisecond, 2*time.Millisecond, token)
@@ -170,6 +172,7 @@ func walkHTML(n *html.Node, fn func(*html.Node)) {
 // TestHistoryWriteFailureIsAWarning: a history that cannot be created
 // leaves the run's exit as its verdict says, with a warning on stderr.
 func TestHistoryWriteFailureIsAWarning(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, time.Millisecond, time.Millisecond, "")
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
@@ -230,6 +233,7 @@ func TestRunRecordsIntoDefaultHistory(t *testing.T) {
 // TestHistoryFlagErrors: misused history flags and unknown runs are usage
 // errors (exit 2) that say what to do.
 func TestHistoryFlagErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "history.db")
 	s, err := history.Open(t.Context(), db)

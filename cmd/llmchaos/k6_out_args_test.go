@@ -10,6 +10,7 @@ import (
 // script: a file, csv's KEY=VALUE options over the K6_CSV_* variables
 // over k6's defaults, json or csv alone, and the run directory.
 func TestRunOutsReadsK6OutputArguments(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"K6_CSV_TIME_FORMAT": "unix_milli", "K6_CSV_SAVE_INTERVAL": "3s"}
 	getenv := func(k string) string { return env[k] }
 	tests := []struct {

@@ -55,6 +55,7 @@ const k6CSVHeader = "metric_name,timestamp,metric_value,check,error,error_code,e
 // with six decimals. The exit code is k6's for the threshold's outcome,
 // and the working directory gets no history.
 func TestK6SymlinkRunsTheServerBenchInvocation(t *testing.T) {
+	t.Parallel()
 	k6 := k6Binary(t)
 	url := simURL(t)
 	work := t.TempDir()
@@ -213,6 +214,7 @@ func TestK6SymlinkRunsTheServerBenchInvocation(t *testing.T) {
 // TestK6VersionAndUnknownCommand: `k6 version` answers with a k6 version
 // line naming llmchaos; a k6 command llmchaos lacks is a usage error.
 func TestK6VersionAndUnknownCommand(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := executeK6(context.Background(), []string{"version"}, &out, &errb); code != exitcode.OK || !regexp.MustCompile(`^k6 v\d+\.\d+\.\d+ \(llmchaos `).MatchString(out.String()) {
 		t.Errorf("k6 version: exit %d, %q", code, out.String())
@@ -228,6 +230,7 @@ func TestK6VersionAndUnknownCommand(t *testing.T) {
 // (under a file) is exit 2 before any request, whichever flag names it;
 // the error names the flag and the path.
 func TestK6ReportPathsCheckedBeforeLoad(t *testing.T) {
+	t.Parallel()
 	url, n := countingServer(t, http.StatusOK)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "get.js")
@@ -311,6 +314,7 @@ func TestK6EnvironmentVariables(t *testing.T) {
 // by request_id; without the flag the console lines go to stderr with k6's
 // source=console.
 func TestK6ConsoleOutputAppendsK6sLines(t *testing.T) {
+	t.Parallel()
 	url, n := countingServer(t, http.StatusOK)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "log.js")

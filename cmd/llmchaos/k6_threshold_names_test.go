@@ -21,6 +21,7 @@ import (
 // key with the text between the braces trimmed (quotes kept), as k6's
 // registry names it; the failing one is marked true.
 func TestK6SummaryExportNamesThresholdsAsWritten(t *testing.T) {
+	t.Parallel()
 	url, _ := countingServer(t, http.StatusOK)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "th.js")

@@ -120,6 +120,7 @@ var expectedExit = regexp.MustCompile(`(?m)^// expect: exit (\d+)$`)
 // modules llmchaos has, the host made a local stand-in — through `k6 run`
 // and checks the exit code k6 would give, which its header states.
 func TestK6DocsScriptsExitAsK6(t *testing.T) {
+	t.Parallel()
 	base := k6DocsStandIn(t)
 	files, err := filepath.Glob(filepath.Join("testdata", "k6docs", "*.js"))
 	if err != nil || len(files) == 0 {

@@ -180,6 +180,7 @@ func k6WebCryptoExamples() []k6Example {
 // exit code, every check's outcome (from --summary-export), the lines it
 // logs (from --console-output) and the requests the stand-in served.
 func TestK6RepositoryExamplesRunAsInK6(t *testing.T) {
+	t.Parallel()
 	dir := k6ExamplesDir(t)
 	k6 := k6Binary(t)
 	hosts := startK6ExampleHosts(t)
@@ -360,6 +361,7 @@ func (s summaryExport) thresholdFailed() bool {
 // interrupted and the run ends with k6's code for an external abort, its
 // summary export written.
 func TestK6EndlessLoopExampleEndsOnCtrlC(t *testing.T) {
+	t.Parallel()
 	dir := k6ExamplesDir(t)
 	k6 := k6Binary(t)
 	work := t.TempDir()

@@ -125,6 +125,7 @@ func checkRunLabels(t *testing.T, mfs map[string]*dto.MetricFamily, experiment s
 // the endpoint, the phase, the request class and the error class, and the
 // scheduled, send lag, lost and threshold series add up.
 func TestLoadLiveSeriesLabels(t *testing.T) {
+	t.Parallel()
 	const token = "admin-secret"
 	good, bad := loadSim(t, 2*time.Millisecond, 5*time.Millisecond, token), loadSim(t, 2*time.Millisecond, 5*time.Millisecond, token)
 	simAdmin(t, bad, token, "/admin/errors", `{"rate": 1, "kind": "500"}`)
@@ -190,6 +191,7 @@ thresholds:
 // experiment's name, the run, the endpoint and every phase, and the
 // fault's 503s are error_class http_5xx in phase fault.
 func TestRunLiveSeriesLabels(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "live-labels.yaml")

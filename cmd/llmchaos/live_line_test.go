@@ -11,6 +11,7 @@ import (
 // TestLiveLineLowRate checks that a progress line at a low rate shows the
 // rate over the recent window, not the last second's "0.0 req/s".
 func TestLiveLineLowRate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		live recording.Live

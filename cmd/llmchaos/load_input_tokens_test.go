@@ -12,6 +12,7 @@ import (
 // another name of it, that giving both is an error naming both, and that
 // the workload's messages name the flag given.
 func TestLoadInputTokensFlag(t *testing.T) {
+	t.Parallel()
 	base := []string{"--target", "http://127.0.0.1:1/v1", "--model", "m", "--rate", "5", "--duration", "1s"}
 	tests := []struct {
 		name    string

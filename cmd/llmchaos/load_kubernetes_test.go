@@ -30,6 +30,7 @@ import (
 // --kubernetes-selector and --kubernetes-service, not with --target, a
 // port without a Service, and the other flags only with them.
 func TestLoadKubernetesFlagErrors(t *testing.T) {
+	t.Parallel()
 	base := []string{"load", "--model", "m", "--rate", "5", "--duration", "1s", "--workload", "chat"}
 	for _, tt := range []struct {
 		name string
@@ -64,6 +65,7 @@ func TestLoadKubernetesFlagErrors(t *testing.T) {
 // target.kubernetes, and not the endpoints found: every shard of one load
 // records the same.
 func TestLoadKubernetesRecord(t *testing.T) {
+	t.Parallel()
 	f := defaultLoadFlags()
 	fs := pflag.NewFlagSet("load", pflag.ContinueOnError)
 	addLoadFlags(fs, &f)

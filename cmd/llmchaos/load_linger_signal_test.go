@@ -20,6 +20,7 @@ import (
 // terminal's Ctrl-C) ends the linger at once, and a signal that ends the
 // run itself leaves no linger at all.
 func TestLoadLingerEndsOnSignal(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	url := loadSim(t, 2*time.Millisecond, 5*time.Millisecond, "")
 	cases := []struct {
@@ -83,6 +84,7 @@ func TestLoadLingerEndsOnSignal(t *testing.T) {
 // SIGKILL, whatever --metrics-linger asks; a whole run keeps what was
 // asked, and a shorter linger is kept as it is.
 func TestShardLingerEndsWithinAPodsGrace(t *testing.T) {
+	t.Parallel()
 	const podGrace = 30 * time.Second // a pod's default terminationGracePeriodSeconds
 	for _, tt := range []struct {
 		name string

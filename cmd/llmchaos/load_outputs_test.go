@@ -79,6 +79,7 @@ func TestLoadOutStdout(t *testing.T) {
 
 // TestLoadOutStdoutTwice: only one report can go to standard output.
 func TestLoadOutStdoutTwice(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := run(t, loadArgs("http://127.0.0.1:1/v1", "--requests", "1", "--rate", "1", "--out", "-", "--out", "vllm=-")...)
 	if code != exitcode.Usage || !strings.Contains(stderr, "standard output") {
 		t.Errorf("exit %d, stderr %q; want %d naming standard output", code, stderr, exitcode.Usage)

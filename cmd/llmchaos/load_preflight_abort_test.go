@@ -16,6 +16,7 @@ import (
 // waits on a server that does not answer is an abort (98), as Ctrl-C
 // during the load is, not an internal error (1).
 func TestLoadInterruptedDuringPreflight(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

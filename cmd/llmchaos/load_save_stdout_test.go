@@ -14,6 +14,7 @@ import (
 // the request lines, then the report, on stdout (a shard's pod log); the
 // human lines go to stderr. The lines read back, the report is found.
 func TestLoadSavesRequestsToStdout(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--requests", "20", "--out", "-", "--save-requests", "-")...)
 	if code != exitcode.OK {
@@ -47,6 +48,7 @@ func TestLoadSavesRequestsToStdout(t *testing.T) {
 // reads back every request line and the report. Without --out - or
 // --save-requests - there is nothing to frame: exit 2.
 func TestLoadFramedHandsBackEverythingOnStdout(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "40", "--requests", "20", "--out", "-", "--save-requests", "-", "--framed", "--progress", "100ms")...)
 	if code != exitcode.OK {

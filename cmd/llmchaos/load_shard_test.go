@@ -20,6 +20,7 @@ import (
 )
 
 func TestParseStartAt(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in      string
@@ -53,6 +54,7 @@ func TestParseStartAt(t *testing.T) {
 }
 
 func TestLoadShardFlagErrors(t *testing.T) {
+	t.Parallel()
 	base := []string{"load", "--target", "http://h/v1", "--model", "m", "--workload", "chat"}
 	tests := []struct {
 		name string
@@ -84,6 +86,7 @@ func TestLoadShardFlagErrors(t *testing.T) {
 // TestLoadInterruptedWaitingForStart: Ctrl-C while a shard waits for its
 // --start-at is an abort (98) that sent nothing.
 func TestLoadInterruptedWaitingForStart(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, time.Millisecond, time.Millisecond, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -140,6 +143,7 @@ func readSavedRequests(t *testing.T, path string) []savedRequest {
 // the merged report, and TTFT percentiles close (the simulator's latency
 // is constant). Merge refuses an incomplete or repeated set.
 func TestLoadShardsMergeAsOneProcess(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	url := loadSim(t, 20*time.Millisecond, 2*time.Millisecond, "")
 	dir := t.TempDir()

@@ -62,6 +62,7 @@ func loadArgs(url string, extra ...string) []string {
 }
 
 func TestLoadFlagErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name string
@@ -220,6 +221,7 @@ func TestLoadWritesReport(t *testing.T) {
 // TestLoadVerdicts runs short loads with thresholds: one that must fail
 // exits 99, generous ones exit 0, and the JUnit files parse.
 func TestLoadVerdicts(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	type junit struct {
 		Suites []struct {
@@ -274,6 +276,8 @@ func TestLoadVerdicts(t *testing.T) {
 // regression (exit 99); a run of the same configuration at normal speed
 // shows none (exit 0). Latencies are long enough (TTFT 100 ms, ITL 50 ms)
 // that the scheduling noise of a busy 2-core machine stays far under 10%.
+// It runs serially: tests beside it would add CPU contention to the
+// client-side latencies it compares within 10%.
 func TestLoadCompareSlowdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three real runs of 2 s")
@@ -310,6 +314,7 @@ func TestLoadCompareSlowdown(t *testing.T) {
 // progress line shows: requests in flight end cancelled, the reports are
 // still written, and nothing is lost.
 func TestLoadInterrupted(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 20*time.Millisecond, "")
 	out := filepath.Join(t.TempDir(), "run.json")
 	s := startCmd(t, loadArgs(url, "--rate", "20", "--duration", "1m", "--max-tokens", "200", "--out", out)...)
@@ -337,6 +342,7 @@ func TestLoadInterrupted(t *testing.T) {
 // (thresholds given on the command line cannot carry abortOnFail; runners
 // and config files can): verdict aborted, exit 98, the run cut short.
 func TestLoadAbortOnFail(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	f := defaultLoadFlags()
 	fs := pflag.NewFlagSet("load", pflag.ContinueOnError)
@@ -379,6 +385,7 @@ func TestLoadAbortOnFail(t *testing.T) {
 // TestLoadClosedLoopPreset runs the batch preset's closed loop, shortened
 // from the command line: the user's flags override the preset's.
 func TestLoadClosedLoopPreset(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
 	out := filepath.Join(t.TempDir(), "run.json")
 	code, stdout, stderr := run(t, "load", "--target", url+","+url, "--model", "llmchaos-sim", "--workload", "batch",
@@ -406,6 +413,7 @@ func TestLoadClosedLoopPreset(t *testing.T) {
 }
 
 func TestLiveLoopOnTerminal(t *testing.T) {
+	t.Parallel()
 	rec := recording.NewRecorder(recording.Options{})
 	rec.RequestStarted(time.Millisecond)
 	var out syncBuffer
@@ -433,6 +441,7 @@ func mustLive(t *testing.T) *assertions.Live {
 }
 
 func TestHeaderRecord(t *testing.T) {
+	t.Parallel()
 	h := http.Header{}
 	for _, kv := range [][2]string{{"X-Team", "qa"}, {"X-Api-Key", "k"}, {"X-Trace", "0123456789abcdef"}, {"Cookie", "a=b"}, {"X-Run", "nightly"}} {
 		h.Add(kv[0], kv[1])
@@ -445,6 +454,7 @@ func TestHeaderRecord(t *testing.T) {
 }
 
 func TestParseSharedPrefixes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in       string
 		n, l     int
@@ -469,6 +479,7 @@ func TestParseSharedPrefixes(t *testing.T) {
 }
 
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	f, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
@@ -486,6 +497,7 @@ func TestIsTerminal(t *testing.T) {
 // runs it anyway (every request then fails, and with no threshold the
 // run has no verdict and exits 0).
 func TestLoadPreflight(t *testing.T) {
+	t.Parallel()
 	var chats atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

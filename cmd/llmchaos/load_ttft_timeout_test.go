@@ -14,6 +14,7 @@ import (
 // too late, and such a request failed (class timeout): it counts in
 // error_rate, so the usual error threshold fails.
 func TestLoadTTFTTimeout(t *testing.T) {
+	t.Parallel()
 	simURL := loadSim(t, 600*time.Millisecond, 2*time.Millisecond, "")
 	out := filepath.Join(t.TempDir(), "run.json")
 	code, stdout, stderr := run(t, loadArgs(simURL, "--rate", "20", "--requests", "4", "--progress", "0", "--no-scrape",

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"version"}, &out, &errb)
 	if code != exitcode.OK {
@@ -24,6 +25,7 @@ func TestVersionCommand(t *testing.T) {
 }
 
 func TestUnknownFlagIsUsageError(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"version", "--no-such-flag"}, &out, &errb)
 	if code != exitcode.Usage {
@@ -37,6 +39,7 @@ func TestUnknownFlagIsUsageError(t *testing.T) {
 // TestVersionFlag: --version prints the version line of `llmchaos
 // version`, which carries main.version (the Makefile's -X main.version).
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), []string{"--version"}, &out, &errb)
 	if code != exitcode.OK {
@@ -54,6 +57,7 @@ func TestVersionFlag(t *testing.T) {
 // it and never --version (issue 28: -v means the same at every level), so
 // the root command has no -v.
 func TestShortVIsVerboseEverywhere(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	root := newRootCmd(&out, &errb)
 	var walk func(c *cobra.Command)
@@ -79,6 +83,7 @@ func TestShortVIsVerboseEverywhere(t *testing.T) {
 // usage as its value's name, so `--no-guard llmchaos recover` would show
 // in the help of a flag that takes no value.
 func TestFlagUsageHasNoBackquotes(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	root := newRootCmd(&out, &errb)
 	for _, c := range append(root.Commands(), root) {

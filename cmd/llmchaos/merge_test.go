@@ -21,6 +21,7 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 func TestMergeCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := savedRun(t, dir, "shard-a", 1, 1, 300)
 	b := savedRun(t, dir, "shard-b", 2, 1.1, 500)

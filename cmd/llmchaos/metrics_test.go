@@ -13,6 +13,7 @@ var updateReadme = flag.Bool("update", false, "rewrite the generated metric refe
 // TestReadmeMetricsMatchTable fails when docs/metrics.md's metric reference
 // differs from `llmchaos metrics --format markdown`; -update rewrites it.
 func TestReadmeMetricsMatchTable(t *testing.T) {
+	t.Parallel()
 	const path, begin, end = "../../docs/metrics.md", "<!-- metrics:begin -->\n", "<!-- metrics:end -->"
 	var gen bytes.Buffer
 	if err := writeMetrics(&gen, "markdown"); err != nil {
@@ -41,6 +42,7 @@ func TestReadmeMetricsMatchTable(t *testing.T) {
 }
 
 func TestMetricsCommand(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ format, want string }{
 		{"text", "ttft"},
 		{"markdown", "| `error_rate` | rate | ratio | `rate` |"},

@@ -36,6 +36,7 @@ import (
 )
 
 func TestParseOuts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   []string
@@ -81,6 +82,7 @@ func TestParseOuts(t *testing.T) {
 }
 
 func TestObserveFlagErrors(t *testing.T) {
+	t.Parallel()
 	base := []string{"load", "--target", "http://h/v1", "--model", "m", "--rate", "5", "--duration", "1s", "--workload", "chat"}
 	missing := filepath.Join(t.TempDir(), "no", "r.html")
 	tests := []struct {
@@ -146,6 +148,7 @@ func ttftCount(mfs map[string]*dto.MetricFamily) uint64 {
 // grow from one scrape to the next, and the endpoint is gone when the
 // command has ended.
 func TestLoadLiveMetrics(t *testing.T) {
+	t.Parallel()
 	simURL := loadSim(t, 5*time.Millisecond, 20*time.Millisecond, "")
 	s := startCmd(t, loadArgs(simURL, "--rate", "25", "--duration", "2s", "--metrics-listen", ":0", "--progress", "0")...)
 	m := waitOutput(t, s.out, regexp.MustCompile(`llmchaos load: live metrics at (http://127\.0\.0\.1:\d+/metrics)\n`), s.done)
@@ -233,7 +236,9 @@ func apiWithoutMetrics(t *testing.T) string {
 
 // TestLoadHTMLWithServerSeries: the monitor scrapes the simulator during
 // the load, the JSON report carries the server series under vLLM's names,
-// and --html draws them beside the latency plots.
+// and --html draws them beside the latency plots. It runs serially: its
+// scrapes every 200 ms must answer within the interval, which tests beside
+// it on a loaded machine made them miss (a warning, a failure).
 func TestLoadHTMLWithServerSeries(t *testing.T) {
 	simURL := loadSim(t, 5*time.Millisecond, 20*time.Millisecond, "")
 	dir := t.TempDir()
@@ -288,6 +293,7 @@ func TestLoadHTMLWithServerSeries(t *testing.T) {
 // warning, however often its scrape fails, and the run goes on; its up
 // series shows the failures. --no-scrape turns the monitor off.
 func TestLoadTargetWithoutMetrics(t *testing.T) {
+	t.Parallel()
 	target := apiWithoutMetrics(t)
 	dir := t.TempDir()
 	for _, tt := range []struct {
@@ -377,6 +383,7 @@ func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestLoadOTLPSpans: --otlp-endpoint exports one llm.request span per
 // request, all of them by the time the command ends.
 func TestLoadOTLPSpans(t *testing.T) {
+	t.Parallel()
 	simURL := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	col := &otlpCollector{}
 	srv := httptest.NewServer(col)
@@ -535,6 +542,7 @@ func eachField(b []byte, f func(protowire.Number, []byte) error) error {
 // Prometheus in telemetry/observe, which can reach the Prometheus test
 // helper (an internal package of telemetry/).
 func TestLoadRemoteWrite(t *testing.T) {
+	t.Parallel()
 	simURL := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	recv := &rwReceiver{}
 	srv := httptest.NewServer(recv)
@@ -601,6 +609,7 @@ func sumSeries(last map[string]float64, key string) (float64, bool) {
 // files can set it) is published by the live check while the run goes on,
 // not only at the end.
 func TestLoadLiveThresholdGauge(t *testing.T) {
+	t.Parallel()
 	simURL := loadSim(t, 5*time.Millisecond, 2*time.Millisecond, "")
 	f := defaultLoadFlags()
 	fs := pflag.NewFlagSet("load", pflag.ContinueOnError)

@@ -15,6 +15,7 @@ import (
 // TestLoadQuiet: `load --quiet` prints the verdict line alone on stdout,
 // and no colour codes, stdout being no terminal.
 func TestLoadQuiet(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 2*time.Millisecond, time.Millisecond, "")
 	tests := []struct {
 		name   string
@@ -45,6 +46,7 @@ func TestLoadQuiet(t *testing.T) {
 // the same columns, and no colour codes appear anywhere off a terminal,
 // even with --verbose.
 func TestLoadSummaryOptions(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 2*time.Millisecond, time.Millisecond, "")
 	textFile := filepath.Join(t.TempDir(), "summary.txt")
 	code, stdout, stderr := run(t, loadArgs(url, "--rate", "50", "--requests", "10", "--verbose",
@@ -76,6 +78,7 @@ func squeezed(s string) string {
 }
 
 func TestSummaryFlagErrors(t *testing.T) {
+	t.Parallel()
 	saved := savedRun(t, t.TempDir(), "nightly", 1, 1, 400)
 	tests := []struct {
 		name string
@@ -100,6 +103,7 @@ func TestSummaryFlagErrors(t *testing.T) {
 // TestReportSummaryOptions: report renders a saved run with the same
 // options as load.
 func TestReportSummaryOptions(t *testing.T) {
+	t.Parallel()
 	saved := savedRun(t, t.TempDir(), "nightly", 1, 1, 400)
 	code, stdout, stderr := run(t, "report", saved, "--quiet")
 	if code != exitcode.OK {
@@ -118,6 +122,7 @@ func TestReportSummaryOptions(t *testing.T) {
 }
 
 func TestColorWanted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		tty        bool
@@ -141,6 +146,7 @@ func TestColorWanted(t *testing.T) {
 }
 
 func TestAlarmWriter(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	a := &alarmWriter{w: &b}
 	for _, line := range []string{
@@ -179,6 +185,7 @@ thresholds:
 // TestRunQuiet: `run --quiet` prints the verdict line alone on stdout;
 // the run's progress (start, injections, reverts) is not printed.
 func TestRunQuiet(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "quiet.yaml")

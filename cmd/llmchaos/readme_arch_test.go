@@ -13,6 +13,7 @@ import (
 // row, by its last element in backquotes), so the layout it describes
 // cannot drift from the tree.
 func TestReadmeArchitectureNamesEveryPackage(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)

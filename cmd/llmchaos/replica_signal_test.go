@@ -20,6 +20,7 @@ import (
 // listed in a /proc tree whose cgroup file says it is the container's; a
 // process of another container is left alone; none found is an error.
 func TestReplicaSignalKillsTheContainersProcesses(t *testing.T) {
+	t.Parallel()
 	const uid = "0b7c5f0e-2a61-4f5e-9d2c-6f1e2d3c4b5a"
 	const ctr = "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0"
 	victim := exec.Command("sleep", "60")

@@ -15,6 +15,7 @@ import (
 // writes the same page report.WriteHTML makes of the saved run, and a
 // re-evaluated threshold shows in it.
 func TestReportCommandHTML(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := savedRun(t, dir, "nightly", 1, 1, 400)
 	saved, err := report.Read(path)

@@ -77,6 +77,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := savedRun(t, dir, "nightly", 1, 1, 400)
 	saved, err := report.Read(path)
@@ -173,6 +174,7 @@ func TestReportCommand(t *testing.T) {
 // TestEndRun drives the end of a run as `llmchaos load` does it: flags
 // parsed before the run, the report judged, written and printed after.
 func TestEndRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	saved, err := report.Read(savedRun(t, dir, "load", 1, 1, 400))
 	if err != nil {
@@ -237,6 +239,7 @@ func exitCode(err error) int {
 }
 
 func TestVerdictFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		v    verdictFlags

@@ -38,6 +38,7 @@ faults:
 // first replay closes the journal, nothing waits for a supervisor that no
 // longer exists, and `llmchaos recover` then exits 0 with nothing pending.
 func TestRunnerKilledMidReplicaFaultIsRevertedAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, typ := range []string{"replica.kill", "replica.stop", "replica.restart"} {
 		t.Run(typ, func(t *testing.T) {
 			bin := needBinary(t)

@@ -50,6 +50,7 @@ func faultActive(c *http.Client, metricsURL, name string) (v float64, ok bool) {
 }
 
 func TestRunLiveMetricsShowTheFaultWindow(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "observed.yaml")
@@ -170,6 +171,7 @@ poll:
 }
 
 func TestRunObserveFlagErrors(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "observed.yaml")
 	if err := os.WriteFile(file, []byte(observedExperiment), 0o644); err != nil {
 		t.Fatal(err)

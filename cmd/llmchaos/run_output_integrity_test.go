@@ -67,6 +67,7 @@ func engineStream(cutTail bool) http.HandlerFunc {
 // corruption confined to its window), and fails naming the baseline
 // threshold, with the class, against one whose streams lose [DONE].
 func TestRunOutputIntegrity(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	runIt := func(cutTail bool) (int, string) {
 		srv := httptest.NewServer(engineStream(cutTail))

@@ -39,6 +39,7 @@ thresholds:
 // an override that leaves faults past the load's end, a bad threshold or
 // one naming an undeclared fault is an error before anything runs.
 func TestRunOverrides(t *testing.T) {
+	t.Parallel()
 	url := loadSim(t, 5*time.Millisecond, time.Millisecond, "")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "overrides.yaml")

@@ -163,6 +163,7 @@ const simTarget = "sim: {replicas: 2, startup_time: 500ms, latency: constant, tt
 // bytes in half the streams of the fault window changes answers there,
 // and the run fails naming output_consistency{phase:fault}.
 func TestRunProbesSimulator(t *testing.T) {
+	t.Parallel()
 	t.Run("latency keeps the answers", func(t *testing.T) {
 		code, out, doc := runProbes(t, simTarget, "type: stream.chunk_delay, params: {delay: 20ms}")
 		if code != exitcode.OK {
@@ -311,6 +312,7 @@ func checkPileUpClean(t *testing.T, code int, out string, doc *report.Document) 
 // probes' prompts are fixed, and the baseline never reaches 16 sequences.
 // Without the mode the same run passes.
 func TestRunProbesSimulatorBatchDivergence(t *testing.T) {
+	t.Parallel()
 	t.Run("batch", func(t *testing.T) {
 		code, out, doc := runPileUp(t, "divergence: batch, divergence_min_batch: 16")
 		checkPileUpDiverged(t, code, out, doc)
@@ -332,6 +334,7 @@ func TestRunProbesSimulatorBatchDivergence(t *testing.T) {
 // at once (some 60 blocks at most), so none is preempted and the baseline
 // agrees with itself. Without the mode the same run keeps every answer.
 func TestRunProbesSimulatorPreemption(t *testing.T) {
+	t.Parallel()
 	exp := strings.NewReplacer(
 		"workload: {rate: 10, arrival: constant, duration: 10s, input_tokens: 16, output_tokens: 64, ignore_eos: true}",
 		"workload: {rate: 2, arrival: constant, duration: 11s, input_tokens: 16, output_tokens: 2}",
@@ -408,6 +411,7 @@ func mergingEngine() http.HandlerFunc {
 // stream: a clean run is consistent everywhere, positions in characters;
 // flipped bytes in the fault window fail the run by its threshold.
 func TestRunProbesMergingEngine(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(mergingEngine())
 	defer srv.Close()
 	target := fmt.Sprintf("llm: {url: %q, model: m}", srv.URL+"/v1")
@@ -507,6 +511,7 @@ thresholds:
 // probes that were moved diverge where the span repeats and the integrity
 // checks find it, and the run fails naming both.
 func TestRunProbesMigration(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	run := func(t *testing.T, migrate string) (int, string, *report.Document) {
 		url, state := startRouterSim(t, bin, migrate)
@@ -600,6 +605,7 @@ func TestRunProbesMigration(t *testing.T) {
 // integrity_resume_repeat by the checks and as a longer answer by the
 // probes, and the run fails naming output_consistency{phase:fault}.
 func TestRunProbesStreamResume(t *testing.T) {
+	t.Parallel()
 	exp := strings.Replace(probesExperiment, "output_tokens: 24}", "output_tokens: 24, ignore_eos: true}", 1)
 	t.Run("faithful", func(t *testing.T) {
 		code, out, doc := runProbesOf(t, exp, simTarget, "type: stream.resume, params: {after_tokens: 8, gap: 50ms}")

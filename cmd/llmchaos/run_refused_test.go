@@ -12,6 +12,7 @@ import (
 // the run exits exitcode.Refused, says which fault, and the fault's record keeps
 // the refusal.
 func TestRunRefusedInjectionExitCode(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	code, out, doc, _ := runExperimentFile(t, bin, filepath.Join("testdata", "replica-kill-refused.yaml"))
 	if code != exitcode.Refused {

@@ -85,6 +85,7 @@ func series(ss []report.SeriesRecord, endpoint, name string) *report.SeriesRecor
 }
 
 func TestRunGPUOOMEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	code, out, doc, runDir := runExperimentFile(t, bin, filepath.Join("testdata", "gpu-oom-short.yaml"))
 	if code != exitcode.OK {
@@ -199,6 +200,7 @@ func TestRunGPUOOMEndToEnd(t *testing.T) {
 }
 
 func TestRunReplicaKillEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	code, out, doc, runDir := runExperimentFile(t, bin, filepath.Join("testdata", "replica-kill-short.yaml"))
 	if code != exitcode.OK {

@@ -30,6 +30,7 @@ recovery: {window: 1s, hold: 1s}
 // simulator: every scheduled request is one line of the file, once, with
 // the phase (and fault) it was sent in.
 func TestRunSaveRequests(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "save-requests.yaml")

@@ -41,6 +41,7 @@ func countingServer(t *testing.T, status int) (string, *atomic.Int64) {
 // Trend, checks, the iterations counter) are served, and the thresholds'
 // verdicts are published at the end.
 func TestRunScriptLiveMetrics(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 3 s load")
 	}
@@ -98,6 +99,7 @@ func TestRunScriptLiveMetrics(t *testing.T) {
 // (one on its custom metric fails the run, exit 99); one that does not
 // parse, or names no metric the script has, stops before any load.
 func TestRunScriptThresholdFlag(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 1 s load")
 	}
@@ -144,6 +146,7 @@ func TestRunScriptThresholdFlag(t *testing.T) {
 // thresholds (the script's and --threshold's) and the LLM clients, and
 // sends nothing, not even the pre-flight check.
 func TestRunScriptDryRun(t *testing.T) {
+	t.Parallel()
 	url, n := countingServer(t, http.StatusOK)
 	code, stdout, stderr := run(t, "run", chatScript, "-e", "BASE_URL="+url, "-e", "MODEL=m", "-e", "RATE=7",
 		"--threshold", "ttft: p(50)<300ms", "--dry-run", "--save-requests", filepath.Join(t.TempDir(), "r.jsonl"))
@@ -176,6 +179,7 @@ func TestRunScriptDryRun(t *testing.T) {
 // load; --no-preflight skips it. A URL where nothing listens only warns,
 // as for llmchaos load: the load goes on (and fails its thresholds).
 func TestRunScriptPreflight(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs 1 s loads")
 	}
@@ -213,6 +217,7 @@ func TestRunScriptPreflight(t *testing.T) {
 // TestRunScriptSaveRequests: --save-requests writes one JSON line per LLM
 // request of the script.
 func TestRunScriptSaveRequests(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 1 s load")
 	}
@@ -264,6 +269,7 @@ export default function () { check(1, { never: () => false }); sleep(0.05); }
 // TestRunScriptAbortOnFail: an abortOnFail threshold stops the script
 // while it runs, exit 99 as in k6, naming the threshold.
 func TestRunScriptAbortOnFail(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a load of a few seconds")
 	}
@@ -285,6 +291,7 @@ func TestRunScriptAbortOnFail(t *testing.T) {
 // series, its custom metrics included, and --otlp-endpoint exports one
 // span per LLM request.
 func TestRunScriptRemoteWriteAndSpans(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 1 s load")
 	}
@@ -330,6 +337,7 @@ func TestRunScriptRemoteWriteAndSpans(t *testing.T) {
 // and a script that does not parse is reported at the experiment's
 // script key with the script's own position, exit 2.
 func TestScriptedExperimentCommands(t *testing.T) {
+	t.Parallel()
 	catalog := filepath.Join("..", "..", "experiments", "catalog", "script-latency.yaml")
 	code, stdout, stderr := run(t, "run", "--dry-run", catalog, "--threshold", "tokens_per_second{phase:fault}: avg>2")
 	if code != exitcode.OK || !strings.Contains(stdout, "tokens_per_second{phase:fault}: avg>2") || !strings.Contains(stdout, "chat: constant-arrival-rate, rate 10 per 1s") {

@@ -74,6 +74,7 @@ export default function () {
 // written, the iteration cut: no check, no sample after the stream, the
 // iteration not counted.
 func TestRunScriptCtrlCCutsTheStreamAndRecordsNothingAfter(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	for _, what := range []string{"http", "sse", "llm"} {
 		t.Run(what, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRunScriptExitCodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs short loads")
 	}

@@ -151,6 +151,7 @@ func (b *bgRun) checkAbortedBy(t *testing.T, sig string) {
 // every fault reverted through live helpers, nothing pending, run.json
 // written, exit 98.
 func TestRunSignalsAbortWithRecord(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	tests := []struct {
 		name  string
@@ -195,6 +196,7 @@ faults:
 // loads is an abort like any other (run.json, exit 98), not an internal
 // error.
 func TestRunSIGINTWhileSimulatorStarts(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	b := startBgRun(t, bin, slowSimExperiment)
 	b.waitJournal(t, 1, "the simulator started")
@@ -228,6 +230,7 @@ func guardPIDs(t *testing.T, runDir string) []string {
 // later kill -9 of the runner is still reverted without anyone running
 // recover.
 func TestRunRestartsKilledGuard(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	b := startBgRun(t, bin, killExperiment)
 	b.waitJournal(t, 3, "the simulator, the proxy and the fault injected")

@@ -85,6 +85,7 @@ thresholds:
 `
 
 func TestRunShortQuickstartEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "quickstart-short.yaml")
@@ -298,6 +299,7 @@ func checkCleanedUp(t *testing.T, k killedRun) {
 // TestKill9ThenRecover: with the dead-man's switch off, `llmchaos recover`
 // reverts what a kill -9'd run left applied.
 func TestKill9ThenRecover(t *testing.T) {
+	t.Parallel()
 	k := killMidFault(t, "--no-guard")
 	bin, runDir := k.bin, k.runDir
 
@@ -325,6 +327,7 @@ func TestKill9ThenRecover(t *testing.T) {
 // TestKill9GuardRecovers: with nobody running `llmchaos recover`, the run's
 // dead-man's switch reverts what a kill -9'd run left applied by itself.
 func TestKill9GuardRecovers(t *testing.T) {
+	t.Parallel()
 	k := killMidFault(t)
 	waitGuardDone(t, k.runDir)
 	log, err := os.ReadFile(filepath.Join(k.runDir, "guard.log"))
@@ -376,6 +379,7 @@ func waitGone(t *testing.T, limit time.Duration, ps []faults.ProcessSpec) {
 }
 
 func TestRunInvalidFileIsUsageError(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(file, []byte("apiVersion: llmchaos/v1\nkind: Experiment\nmetadata: {name: bad}\ntarget: {sim: {replicas: 1}}\nworkload: {preset: chat, duration: 10s}\nfaults:\n  - {name: x, type: network.latncy, at: 1s, duration: 1s}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -391,6 +395,7 @@ func TestRunInvalidFileIsUsageError(t *testing.T) {
 }
 
 func TestRunDryRunStartsNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	var out, errb bytes.Buffer
@@ -407,6 +412,7 @@ func TestRunDryRunStartsNothing(t *testing.T) {
 }
 
 func TestRecoverRevertsAJournal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A helper a crashed run left behind, recorded as a run records it.
 	sleeper := exec.Command("sleep", "60")
@@ -463,6 +469,7 @@ func TestRecoverRevertsAJournal(t *testing.T) {
 // TestRecoverWithoutJournalIsUsageError: a --run-dir with no journal (a
 // typo, the wrong directory) is an error, never "nothing to revert".
 func TestRecoverWithoutJournalIsUsageError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, dir, want string
 	}{

@@ -17,6 +17,7 @@ import (
 // verdict line, JUnit (a failing testcase per regressed figure) and
 // run.json all say so.
 func TestScriptRunHistoryRegression(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs six short loads")
 	}

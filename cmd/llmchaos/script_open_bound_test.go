@@ -14,6 +14,7 @@ import (
 // bound, before anything is read into memory; a file within the bound is
 // read; a --max-open-size that is not a size is a usage error.
 func TestScriptOpenIsBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte(strings.Repeat("x", 2048)), 0o644); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // TestShardJobFlagErrors: bad shard-job flags and bad load flags are usage
 // errors, each named, before anything is created.
 func TestShardJobFlagErrors(t *testing.T) {
+	t.Parallel()
 	load := []string{"--", "--target", "http://vllm:8000/v1", "--model", "m", "--rate", "10", "--duration", "10s", "--seed", "1"}
 	tests := []struct {
 		name string

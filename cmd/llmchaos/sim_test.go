@@ -88,6 +88,7 @@ func waitOutput(t *testing.T, w *syncBuffer, re *regexp.Regexp, done <-chan int)
 }
 
 func TestSimFlagErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
@@ -138,6 +139,7 @@ func TestSimFlagErrors(t *testing.T) {
 }
 
 func TestSizeFlag(t *testing.T) {
+	t.Parallel()
 	var n int64
 	f := sizeFlag{&n}
 	if err := f.Set("80GB"); err != nil || n != 80_000_000_000 {
@@ -157,6 +159,7 @@ func TestSizeFlag(t *testing.T) {
 // TestChildArgsRoundTrip checks that a replica started by the supervisor
 // parses exactly the engine configuration of its parent.
 func TestChildArgsRoundTrip(t *testing.T) {
+	t.Parallel()
 	parent := defaultSimOptions()
 	parent.Engine.Model = "m x"
 	parent.Engine.Latency = sim.LatencyConstant
@@ -228,6 +231,7 @@ func TestChildArgsRoundTrip(t *testing.T) {
 }
 
 func TestSimServesUntilCancelled(t *testing.T) {
+	t.Parallel()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	const token = "secret-admin-token-4711"
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
@@ -272,6 +276,7 @@ func TestSimServesUntilCancelled(t *testing.T) {
 }
 
 func TestSimRefusesToStartWithoutMemory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hog, err := vgpu.Open(dir, 0, 40*vgpu.GiB)
 	if err != nil {
@@ -297,6 +302,7 @@ func TestSimRefusesToStartWithoutMemory(t *testing.T) {
 }
 
 func TestSimCapacityMismatchIsUsageError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := vgpu.Open(dir, 0, 40*vgpu.GiB)
 	if err != nil {
@@ -314,6 +320,7 @@ func TestSimCapacityMismatchIsUsageError(t *testing.T) {
 }
 
 func TestSimListenDefaultsToLoopback(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ listen, want string }{
 		{":8123", "127.0.0.1:8123"},
 		{":0", "127.0.0.1:0"},

@@ -20,6 +20,7 @@ import (
 // leaves a suite.json that says it is running, with that experiment
 // running and no exit code or score: nothing in it reads as a pass.
 func TestSuiteKilledHardLeavesARunningRecord(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	for name, exp := range map[string]string{

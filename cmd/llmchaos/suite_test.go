@@ -23,6 +23,7 @@ import (
 // TestSuiteHelpGivesTheExitCodeOrder: suite --help and docs/exit-codes.md give
 // the order the suite applies (exitcode.Rank).
 func TestSuiteHelpGivesTheExitCodeOrder(t *testing.T) {
+	t.Parallel()
 	var help strings.Builder
 	root := newRootCmd(&help, &help)
 	root.SetArgs([]string{"suite", "--help"})
@@ -52,6 +53,7 @@ func TestSuiteHelpGivesTheExitCodeOrder(t *testing.T) {
 // --dry-run prints the whole plan of the catalog's nightly suite and
 // starts nothing.
 func TestSuiteDryRunNightly(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "never")
 	code, out, errs := run(t, "suite", "../../experiments/catalog/nightly.yaml", "--dry-run", "--time-scale", "0.25", "--skip-tags", "gpu", "--out", dir)
 	if code != exitcode.OK {
@@ -84,6 +86,7 @@ func TestSuiteDryRunNightly(t *testing.T) {
 // validate takes suite files: the suite's own problems and those of the
 // experiments it lists, each where it is written.
 func TestValidateSuite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -128,6 +131,7 @@ experiments:
 }
 
 func TestSuiteUsageErrors(t *testing.T) {
+	t.Parallel()
 	code, _, errs := run(t, "suite", "../../experiments/catalog/nightly.yaml", "--tags", "nosuchtag", "--dry-run")
 	if code != exitcode.Usage || !strings.Contains(errs, "leave none of its 9 experiment(s) to run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
@@ -203,6 +207,7 @@ func processExit(t *testing.T, err error) int {
 // two nights' JUnit files name the same testcases (no port, no temporary
 // path), so that CI's per-test history follows them.
 func TestSuiteShortNightlyEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	suiteFile, err := filepath.Abs("testdata/nightly-short.yaml")
@@ -359,6 +364,7 @@ func TestSuiteShortNightlyEndToEnd(t *testing.T) {
 // with its faults reverted, and the suite: exit 98, the next experiment
 // marked not run, and suite.json, the JUnit file and the index written.
 func TestSuiteSIGINTWritesOutputs(t *testing.T) {
+	t.Parallel()
 	bin := needBinary(t)
 	dir := t.TempDir()
 	for name, exp := range map[string]string{
@@ -454,6 +460,7 @@ func TestSuiteSIGINTWritesOutputs(t *testing.T) {
 // from the capacity file, as run --capacity does; without the file the
 // suite is refused.
 func TestSuiteCapacityAppliesTheKnee(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exp := filepath.Join(dir, "share.yaml")
 	if err := os.WriteFile(exp, []byte(strings.Replace(killExperiment, "rate: 5,", "rate: 80%,", 1)), 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 // The validate command through the real cobra root: verdicts per file,
 // every problem with its position, and the exit code.
 func TestValidateCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join("..", "..", "experiments", "spec", "testdata", "quickstart.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
@@ -82,6 +83,7 @@ faults:
 }
 
 func TestValidateCommandNeedsAFile(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := execute(context.Background(), []string{"validate"}, &out, &errb); code != exitcode.Usage {
 		t.Errorf("exit code = %d, want %d", code, exitcode.Usage)

@@ -27,6 +27,7 @@ import (
 // replacement, its pause and its resume; through a Deduper, as the runner
 // records them, each of those is one event.
 func TestEventsDedupedAcrossTargetStyles(t *testing.T) {
+	t.Parallel()
 	needBinary(t)
 	port := testutil.FreePorts(t, 1)
 	dir := t.TempDir()

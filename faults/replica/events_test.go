@@ -14,6 +14,7 @@ func rep(index, pid int, state replicastate.State, restarts int, lastExit string
 }
 
 func TestStateEvents(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const (
 		serving    = replicastate.StateServing
@@ -65,6 +66,7 @@ func TestStateEvents(t *testing.T) {
 }
 
 func TestDockerEvent(t *testing.T) {
+	t.Parallel()
 	const id = "0123456789abcdef0123"
 	at := time.Unix(100, 5)
 	msg := func(action string, attrs map[string]string) docker.Event {
@@ -101,6 +103,7 @@ func TestDockerEvent(t *testing.T) {
 // later one of the same kind passes again; exact occurrences are told
 // apart by their names, not their times.
 func TestDeduper(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	proc := "pid 10 started 1000"

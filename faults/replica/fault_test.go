@@ -70,6 +70,7 @@ func threeUp() []Target {
 }
 
 func TestPauseUndoesEveryTarget(t *testing.T) {
+	t.Parallel()
 	d := &fakeDriver{targets: threeUp()}
 	var (
 		mu  sync.Mutex
@@ -106,6 +107,7 @@ func TestPauseUndoesEveryTarget(t *testing.T) {
 }
 
 func TestInjectIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	d := &fakeDriver{targets: threeUp(), fail: map[string]bool{"b": true}}
 	p, err := NewPause("freeze", PauseParams{Params: Params{Target: TargetParams{StateFile: "x"}, Select: faults.Selection{Mode: faults.SelectAll}}},
 		testRand(1), WithDriver(d))
@@ -127,6 +129,7 @@ func TestInjectIsAllOrNothing(t *testing.T) {
 }
 
 func TestKillFailureNamesWhatWasDone(t *testing.T) {
+	t.Parallel()
 	d := &fakeDriver{targets: threeUp(), fail: map[string]bool{"c": true}}
 	k, err := NewKill("boom", KillParams{Params: Params{Target: TargetParams{StateFile: "x"}, Select: faults.Selection{Mode: faults.SelectAll}}},
 		testRand(1), WithDriver(d))
@@ -143,6 +146,7 @@ func TestKillFailureNamesWhatWasDone(t *testing.T) {
 }
 
 func TestInjectRefusesSelection(t *testing.T) {
+	t.Parallel()
 	d := &fakeDriver{targets: []Target{{ID: "a", Up: true}, {ID: "b", Up: false}, {ID: "c", Up: true}}}
 	k, err := NewKill("k", KillParams{Params: Params{Target: TargetParams{StateFile: "x"},
 		Select: faults.Selection{Mode: faults.SelectOne, MinAvailable: 2}}}, testRand(1), WithDriver(d))
@@ -162,6 +166,7 @@ func TestInjectRefusesSelection(t *testing.T) {
 }
 
 func TestNewFaultsValidate(t *testing.T) {
+	t.Parallel()
 	bad := Params{Target: TargetParams{Driver: "nope"}}
 	for name, err := range map[string]error{
 		TypeKill:    second(NewKill("x", KillParams{Params: bad}, nil)),

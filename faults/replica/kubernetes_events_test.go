@@ -15,6 +15,7 @@ import (
 // and the Event's uid and count name the occurrence, so that two watches
 // of one pod report it once.
 func TestKubernetesEventPlacedWhenSeen(t *testing.T) {
+	t.Parallel()
 	var got []Event
 	w := &podWatch{emit: func(e Event) { got = append(got, e) }, pods: map[string]podState{}, owners: map[string]bool{}, uids: map[string]bool{"pod-uid": true}}
 	h := w.eventHandler().(cache.ResourceEventHandlerDetailedFuncs)

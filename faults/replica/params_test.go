@@ -32,6 +32,7 @@ func wantProblems(t *testing.T, err error, want []string) {
 }
 
 func TestKillParamsValidate(t *testing.T) {
+	t.Parallel()
 	state := TargetParams{StateFile: "state.json"}
 	tests := []struct {
 		name string
@@ -66,6 +67,7 @@ func TestKillParamsValidate(t *testing.T) {
 }
 
 func TestOtherParamsValidate(t *testing.T) {
+	t.Parallel()
 	state := Params{Target: TargetParams{StateFile: "state.json"}}
 	cmdline := Params{Target: TargetParams{Cmdline: "sim"}}
 	tests := []struct {
@@ -87,6 +89,7 @@ func TestOtherParamsValidate(t *testing.T) {
 }
 
 func TestWithDefaultsDoesNotValidateAndValidateDoesNotFill(t *testing.T) {
+	t.Parallel()
 	p := KillParams{Params: Params{Target: TargetParams{StateFile: "s"}}}
 	if err := p.Validate(); err == nil {
 		t.Error("Validate() without WithDefaults = nil, want errors for the empty driver and mode")
@@ -101,6 +104,7 @@ func TestWithDefaultsDoesNotValidateAndValidateDoesNotFill(t *testing.T) {
 }
 
 func TestParamsDecodeFromJSON(t *testing.T) {
+	t.Parallel()
 	in := `{"target":{"driver":"docker","labels":{"app":"sim"}},"select":{"mode":"count","value":2,"min_available":1},"signal":"SIGTERM","via":"engine"}`
 	var p KillParams
 	if err := json.Unmarshal([]byte(in), &p); err != nil {
@@ -129,6 +133,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestParseSignal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    syscall.Signal
@@ -157,6 +162,7 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestTargetString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		t    TargetParams
 		want string
@@ -175,6 +181,7 @@ func TestTargetString(t *testing.T) {
 // The params decode from an experiment file's YAML as the loader decodes
 // them (strict: an unknown key is an error).
 func TestParamsDecodeFromYAML(t *testing.T) {
+	t.Parallel()
 	in := `
 target: {driver: process, state_file: /run/sim-state.json}
 select: {mode: percent, value: 50, min_available: 1}
@@ -201,6 +208,7 @@ timeout: 30s
 }
 
 func TestOrStateFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   TargetParams

@@ -45,6 +45,7 @@ const (
 // the pod's sandbox (pause), another container of the pod, a container of
 // the same id prefix in another pod, and the host's processes are not.
 func TestContainerProcsMatchesTheContainersCgroups(t *testing.T) {
+	t.Parallel()
 	sysUID := strings.ReplaceAll(testUID, "-", "_")
 	root := fakeProc(t, map[string]string{
 		// cgroup v1, cgroupfs driver (the test node): the engine and a child.
@@ -86,6 +87,7 @@ func TestContainerProcsMatchesTheContainersCgroups(t *testing.T) {
 // the signal once, one forked after the first round too; none found is an
 // error (not on this node).
 func TestSignalContainersSignalsEachProcessOnce(t *testing.T) {
+	t.Parallel()
 	cg := "12:pids:/kubepods/pod" + testUID + "/" + testCtr + "\n"
 	root := fakeProc(t, map[string]string{"10": cg, "11": cg, "99": "0::/\n"})
 	var sent []int

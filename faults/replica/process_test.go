@@ -25,6 +25,7 @@ import (
 // A kill makes the supervisor restart the replica; the watcher sees the
 // exit, the restart and the replica healthy again, in that order.
 func TestProcessKillIsRestartedAndWatched(t *testing.T) {
+	t.Parallel()
 	state, before := startSim(t, 3)
 	target := TargetParams{StateFile: state}
 	w, err := OpenWatcher(target)
@@ -101,6 +102,7 @@ func TestProcessKillIsRestartedAndWatched(t *testing.T) {
 
 // A paused replica stalls its streams while the others flow; Undo resumes it.
 func TestProcessPauseStallsThenResumes(t *testing.T) {
+	t.Parallel()
 	state, rs := startSim(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -170,6 +172,7 @@ func TestProcessPauseStallsThenResumes(t *testing.T) {
 // Selection modes pick as many replicas as they say, the same ones for the
 // same seed, and min_available refuses before anything is done.
 func TestProcessSelection(t *testing.T) {
+	t.Parallel()
 	state, rs := startSim(t, 3)
 	ctx := context.Background()
 	stopped := func() []int {
@@ -271,6 +274,7 @@ func TestProcessSelection(t *testing.T) {
 // restart stops a replica gracefully and returns once the supervisor has
 // started it again.
 func TestProcessRestart(t *testing.T) {
+	t.Parallel()
 	state, before := startSim(t, 2)
 	var hit Target
 	r, err := NewRestart("bounce", RestartParams{Params: Params{Target: TargetParams{StateFile: state}}, Grace: 5 * time.Second},
@@ -309,6 +313,7 @@ func TestProcessRestart(t *testing.T) {
 // fails, naming the replica and what it waited for, as a kill's does: the
 // run then exits 97 with the fault's phase kept, not "not injected".
 func TestProcessRestartWithoutSupervisor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -358,6 +363,7 @@ func writePIDFile(t *testing.T, pids ...int) string {
 }
 
 func TestProcessKillSignalFromPIDFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -376,6 +382,7 @@ func TestProcessKillSignalFromPIDFile(t *testing.T) {
 }
 
 func TestProcessStopEscalatesAfterGrace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -479,6 +486,7 @@ func TestProcessRefusesOwnProcess(t *testing.T) {
 // A target whose pid now has another start time is another process: it is
 // never signalled.
 func TestProcessRefusesReusedPID(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -510,6 +518,7 @@ func TestProcessRefusesReusedPID(t *testing.T) {
 // The pause's revert spec alone resumes the process, as `llmchaos recover`
 // does after the runner was killed with the replica frozen.
 func TestPauseRecoveredFromJournal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -558,6 +567,7 @@ func TestPauseRecoveredFromJournal(t *testing.T) {
 }
 
 func TestSignalContReverter(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -607,6 +617,7 @@ func TestSignalContReverter(t *testing.T) {
 }
 
 func TestProcessWatchPIDFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}

@@ -12,6 +12,7 @@ import (
 // replica that lost its process first; a process that replaces none is a
 // new replica.
 func TestProcTrackerReplacements(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(100, 0)
 	// two replicas, each under its own restart loop (parents 10 and 20)
 	first := []procSeen{{PID: 101, Start: 1, PPID: 10, Ports: []int{8001}}, {PID: 201, Start: 1, PPID: 20, Ports: []int{8002}}}
@@ -130,6 +131,7 @@ func TestProcTrackerReplacements(t *testing.T) {
 // A replacement is checked for its first answer; the answer of a process
 // that was replaced since, or a second answer, reports nothing.
 func TestProcTrackerHealthy(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(100, 0)
 	tr := newProcTracker([]procSeen{{PID: 101, Start: 1, PPID: 10, Ports: []int{8001}}})
 	if got := tr.probes(); len(got) != 0 {

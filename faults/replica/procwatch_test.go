@@ -54,6 +54,7 @@ done`
 // same replica, and the new one's first healthy answer on the port, in that
 // order; the kill's Undo returns once the loop has it up again.
 func TestWatchProcessRestartLoop(t *testing.T) {
+	t.Parallel()
 	needBinary(t)
 	port := testutil.FreePorts(t, 1)
 	pidFile := simRestartLoop(t, port)

@@ -26,6 +26,7 @@ import (
 // and Undo returned only once it serves. The journal's spec alone does the
 // same wait, as `llmchaos recover` would.
 func TestProcessStopUndoneBySupervisor(t *testing.T) {
+	t.Parallel()
 	state, before := startSim(t, 2)
 	var hit Target
 	s, err := NewStop("halt", StopParams{Params: Params{Target: TargetParams{StateFile: state}}, Grace: 2 * time.Second},
@@ -73,6 +74,7 @@ func TestProcessStopUndoneBySupervisor(t *testing.T) {
 // Nobody starts a stopped process that has no supervisor: Undo and the
 // journal's reverter fail, saying so, instead of reporting it reverted.
 func TestProcessStopUndoFailsWithoutSupervisor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("signals real processes; skipped under -short")
 	}
@@ -279,6 +281,7 @@ func TestCmdlineMatchesExecutableName(t *testing.T) {
 }
 
 func TestMatchValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		t       TargetParams
 		wantErr string
@@ -308,6 +311,7 @@ func TestMatchValidation(t *testing.T) {
 // service, or the run's simulator, went with the crash) counts as
 // reverted at once, as a vanished target does for every Undo.
 func TestAwaitBackReplayOfVanishedSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, src := range map[string]TargetParams{
 		"pid file":   {PIDFile: filepath.Join(dir, "gone.pid")},

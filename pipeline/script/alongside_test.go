@@ -38,6 +38,7 @@ func countingServer(t *testing.T, status int) (string, *atomic.Int64) {
 // environment and overrides), the thresholds and the llm.Client objects of
 // the init code without sending a request.
 func TestInspectSendsNothing(t *testing.T) {
+	t.Parallel()
 	url, n := countingServer(t, http.StatusOK)
 	plan, err := Inspect(context.Background(), Config{
 		Script:     filepath.Join(examples(t), "chat-arrival-rate.js"),
@@ -88,6 +89,7 @@ func TestInspectSendsNothing(t *testing.T) {
 // TestRateOverride: a rate replaces the scenarios by a constant arrival
 // rate for the duration, fractional rates included.
 func TestRateOverride(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 2 s load")
 	}
@@ -113,6 +115,7 @@ func TestRateOverride(t *testing.T) {
 // on a custom metric (checks, judged over the run so far) and on an LLM
 // metric (error_rate, over the live window).
 func TestLiveAbortOnFail(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs loads of a few seconds")
 	}
@@ -164,6 +167,7 @@ func TestLiveAbortOnFail(t *testing.T) {
 // their server series go into the report; the pre-flight hook sees the
 // init code's clients before any request.
 func TestAlongsideAndObservers(t *testing.T) {
+	t.Parallel()
 	url, model := startSim(t)
 	var (
 		preflightClients, observeClients []js.ClientInfo
@@ -315,6 +319,7 @@ func scrapeValue(t *testing.T, obs *observe.Observers, name, label string) float
 // when they do, which an experiment plans its faults on; the rate and
 // duration overrides replace the stages.
 func TestInspectKnowsWhenRampingScenariosEnd(t *testing.T) {
+	t.Parallel()
 	url, n := countingServer(t, http.StatusOK)
 	for _, tt := range []struct {
 		script    string
@@ -361,6 +366,7 @@ func TestInspectKnowsWhenRampingScenariosEnd(t *testing.T) {
 // k6/http requests and the script's own metrics alike (the live endpoint,
 // which has no scenario label, sees the phase).
 func TestTaggerKeepsScenarios(t *testing.T) {
+	t.Parallel()
 	url, model := startSim(t)
 	tools, n := countingServer(t, http.StatusOK)
 	script := writeScript(t, `import http from 'k6/http';
@@ -425,6 +431,7 @@ export default function () {
 // stopped before the report is built; an abort in the init code ends it
 // before Alongside.
 func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, script string
 		attached     bool

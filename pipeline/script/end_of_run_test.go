@@ -13,6 +13,7 @@ import (
 )
 
 func TestTeardownErrorDoesNotHideReportErrors(t *testing.T) {
+	t.Parallel()
 	script := writeScript(t, "export default function () {}\nexport function teardown() {\n  throw new Error('teardown broke');\n}\n")
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
@@ -34,6 +35,7 @@ func TestTeardownErrorDoesNotHideReportErrors(t *testing.T) {
 }
 
 func TestHandleSummaryThatThrowsFallsBackToTheDefaultSummary(t *testing.T) {
+	t.Parallel()
 	script := writeScript(t, `import { check } from 'k6';
 export default function () { check(1, { 'one': (x) => x === 1 }); }
 export function handleSummary(data) {
@@ -58,6 +60,7 @@ export function handleSummary(data) {
 }
 
 func TestSummaryTrendStatsOption(t *testing.T) {
+	t.Parallel()
 	script := writeScript(t, `import { Trend } from 'k6/metrics';
 const t = new Trend('waits', true);
 export const options = { iterations: 5, summaryTrendStats: ['min', 'p(99.9)', 'count'], summaryTimeUnit: 'ms' };

@@ -43,6 +43,7 @@ type sinkFigures struct {
 }
 
 func TestExecutorsAndLifecycle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
@@ -207,6 +208,7 @@ export default function () { t.add(__ITER); }
 }
 
 func TestAbortsEndTheRunAsAborted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		script    string
@@ -298,6 +300,7 @@ func (w *watchWriter) String() string {
 }
 
 func TestSetupAndTeardownTimeoutsAreScriptErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, script, want string
 		wantDoc            bool

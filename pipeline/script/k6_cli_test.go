@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseStage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in      string
 		want    Stage
@@ -30,6 +31,7 @@ func TestParseStage(t *testing.T) {
 }
 
 func TestProgressLineIsK6s(t *testing.T) {
+	t.Parallel()
 	var ex js.Execution
 	ex.AddInitialized(10)
 	ex.AddActive(2)
@@ -49,6 +51,7 @@ func TestProgressLineIsK6s(t *testing.T) {
 // TestStagesOverrideReplacesScenarios: --stage replaces the script's
 // scenarios by a ramping-vus scenario from vus, as k6's --stage does.
 func TestStagesOverrideReplacesScenarios(t *testing.T) {
+	t.Parallel()
 	opts, err := parseOptions(`{"scenarios":{"a":{"executor":"constant-vus","vus":3,"duration":"1m"}}}`,
 		Overrides{Stages: []Stage{{Duration: Duration(10 * time.Second), Target: 5}, {Duration: Duration(5 * time.Second)}}})
 	if err != nil {
@@ -68,6 +71,7 @@ func TestStagesOverrideReplacesScenarios(t *testing.T) {
 // rate renamed value and placed last, thresholds as failure flags, a
 // trend's statistics in summaryTrendStats order, four-space indents.
 func TestSummaryExportIsK6sLegacyJSON(t *testing.T) {
+	t.Parallel()
 	d := js.SummaryData{
 		RootGroup: js.SummaryGroup{Name: "", Path: "", ID: "r", Groups: []js.SummaryGroup{{Name: "login", Path: "::login", ID: "g",
 			Checks: []js.SummaryCheck{{Name: "ok", Path: "::login::ok", ID: "c", Passes: 3, Fails: 1}}}}},

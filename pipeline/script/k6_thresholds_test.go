@@ -15,6 +15,7 @@ import (
 // tag they carry (k6's system tags, the script's, --tag's in place of
 // options.tags) and judge a selection without samples as k6 does.
 func TestThresholdsSelectK6Tags(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/missing" {
 			w.WriteHeader(http.StatusNotFound)

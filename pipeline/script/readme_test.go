@@ -13,6 +13,7 @@ import (
 // TestReadmeNamesEveryExecutorAndModule keeps the k6-style scripts page
 // (docs/scripts.md) in step with the tables of executors and modules.
 func TestReadmeNamesEveryExecutorAndModule(t *testing.T) {
+	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "scripts.md"))
 	if err != nil {

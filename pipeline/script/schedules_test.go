@@ -14,6 +14,7 @@ const ms = time.Millisecond
 func stage(d time.Duration, target int) Stage { return Stage{Duration: Duration(d), Target: target} }
 
 func TestRampingVUSteps(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		start  int
@@ -41,6 +42,7 @@ func TestRampingVUSteps(t *testing.T) {
 }
 
 func TestArrivalStartTimes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		sc   Scenario
@@ -79,6 +81,7 @@ func TestArrivalStartTimes(t *testing.T) {
 }
 
 func TestScenarioOptionsChecksAndDefaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		options string
@@ -203,6 +206,7 @@ func TestOptionWarningsCloudOptionsSilent(t *testing.T) {
 }
 
 func TestOptionWarningsNameWhatIsIgnored(t *testing.T) {
+	t.Parallel()
 	// VUs and Duration are vus and duration, as k6 reads names in any
 	// case: no warning.
 	got := optionWarnings(`{"vus": 2, "rps": 10, "paused": false, "VUs": 3, "Duration": "1s",

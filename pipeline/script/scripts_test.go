@@ -42,6 +42,9 @@ func startSim(t *testing.T) (string, string) {
 	return servertest.Start(t, server.Options{Config: cfg}) + "/v1", cfg.Model
 }
 
+// TestChatArrivalRateExample runs serially: it wants every one of the 60
+// arrivals started, and tests beside it on a loaded machine kept VUs busy
+// long enough for the executor to drop two.
 func TestChatArrivalRateExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3 s load")
@@ -114,6 +117,7 @@ func TestChatArrivalRateExample(t *testing.T) {
 }
 
 func TestIterationErrorExampleCountsFailedIterations(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	doc, err := Run(context.Background(), Config{Script: filepath.Join(examples(t), "iteration-error.js"), Stdout: &out, Stderr: &out})
 	if err != nil {
@@ -134,6 +138,7 @@ func TestIterationErrorExampleCountsFailedIterations(t *testing.T) {
 }
 
 func TestBadExampleScriptsStopBeforeLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string
@@ -187,6 +192,7 @@ func customSum(doc *report.Document, name string, f recording.TagFilter) (sum fl
 }
 
 func TestSSERawExample(t *testing.T) {
+	t.Parallel()
 	url, model := startSim(t)
 	doc := runPassingExample(t, "sse-raw.js", map[string]string{"BASE_URL": url, "MODEL": model, "ITERATIONS": "10", "MAX_TOKENS": "16"})
 	stream := recording.TagFilter{Class: "chat-stream"}
@@ -228,6 +234,7 @@ func TestSSERawExample(t *testing.T) {
 // them is held to the 2 ms (the script's own floor is about 1 ms, its
 // clock has whole milliseconds), and none may read less than the TTFT.
 func TestFirstEventExample(t *testing.T) {
+	t.Parallel()
 	const ttft = 40 * time.Millisecond
 	for _, early := range []bool{false, true} {
 		t.Run(map[bool]string{false: "role with first token", true: "early role chunk"}[early], func(t *testing.T) {
@@ -254,6 +261,7 @@ func TestFirstEventExample(t *testing.T) {
 }
 
 func TestAgentHTTPExample(t *testing.T) {
+	t.Parallel()
 	url, model := startSim(t)
 	var weather, search atomic.Int64
 	mux := http.NewServeMux()
@@ -338,6 +346,7 @@ func thresholdsOf(doc *report.Document, metric string) map[string]bool {
 }
 
 func TestTypeScriptExample(t *testing.T) {
+	t.Parallel()
 	doc, out := runExample(t, "typescript.ts", nil)
 	if doc.Verdict != report.VerdictPass {
 		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
@@ -366,6 +375,7 @@ func TestTypeScriptExample(t *testing.T) {
 }
 
 func TestSharedArrayExampleSendsEveryPromptOnce(t *testing.T) {
+	t.Parallel()
 	doc, out := runExample(t, "shared-array.js", nil)
 	if doc.Verdict != report.VerdictPass {
 		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
@@ -398,6 +408,7 @@ func TestSharedArrayExampleSendsEveryPromptOnce(t *testing.T) {
 }
 
 func TestHandleSummaryExampleReplacesTheSummary(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	summaryPath := filepath.Join(dir, "sub", "summary.json")
 	jsonPath := filepath.Join(dir, "run.json")
@@ -449,6 +460,7 @@ func TestHandleSummaryExampleReplacesTheSummary(t *testing.T) {
 }
 
 func TestCustomTrendExampleThresholds(t *testing.T) {
+	t.Parallel()
 	doc, out := runExample(t, "custom-trend.js", nil)
 	if doc.Verdict != report.VerdictPass {
 		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
@@ -475,6 +487,7 @@ func TestCustomTrendExampleThresholds(t *testing.T) {
 }
 
 func TestCancelAfterExampleRecordsClientCancels(t *testing.T) {
+	t.Parallel()
 	doc, out := runExample(t, "cancel-after.js", map[string]string{"CANCEL_AFTER": "5"})
 	if doc.Verdict != report.VerdictPass {
 		t.Errorf("got verdict %s, want pass\n%s", doc.Verdict, out)
@@ -504,6 +517,7 @@ func TestCancelAfterExampleRecordsClientCancels(t *testing.T) {
 }
 
 func TestRampingVUsExample(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 1.5 s load")
 	}
@@ -533,6 +547,7 @@ func TestRampingVUsExample(t *testing.T) {
 }
 
 func TestRampingArrivalRateExample(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a 2 s load")
 	}
@@ -563,6 +578,7 @@ func TestRampingArrivalRateExample(t *testing.T) {
 }
 
 func TestExecutionExample(t *testing.T) {
+	t.Parallel()
 	url, model := startSim(t)
 	var out strings.Builder
 	doc, err := Run(context.Background(), Config{
