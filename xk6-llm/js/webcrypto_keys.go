@@ -531,23 +531,15 @@ func importEC(k *cryptoKey, format string, data []byte, j *jwkKey, usages []stri
 		}
 		k.typ, k.ecPub = "public", pub
 	case "spki":
-		key, err := x509.ParsePKIXPublicKey(data)
+		pub, err := parseSPKI[*ecdsa.PublicKey](data, "EC")
 		if err != nil {
-			return nil, cryptoErr(errDataError, "importKey: not an SPKI public key: %v", err)
-		}
-		pub, ok := key.(*ecdsa.PublicKey)
-		if !ok {
-			return nil, cryptoErr(errDataError, "importKey: the SPKI holds a %s key, not an EC one", keyKind(key))
+			return nil, err
 		}
 		k.typ, k.ecPub = "public", pub
 	case "pkcs8":
-		key, err := x509.ParsePKCS8PrivateKey(data)
+		priv, err := parsePKCS8[*ecdsa.PrivateKey](data, "EC")
 		if err != nil {
-			return nil, cryptoErr(errDataError, "importKey: not a PKCS #8 private key: %v", err)
-		}
-		priv, ok := key.(*ecdsa.PrivateKey)
-		if !ok {
-			return nil, cryptoErr(errDataError, "importKey: the PKCS #8 holds a %s key, not an EC one", keyKind(key))
+			return nil, err
 		}
 		k.typ, k.ecPriv, k.ecPub = "private", priv, &priv.PublicKey
 	case "jwk":
@@ -626,23 +618,15 @@ func keyKind(key any) string {
 func importRSA(k *cryptoKey, format string, data []byte, j *jwkKey, usages []string) (*cryptoKey, error) {
 	switch format {
 	case "spki":
-		key, err := x509.ParsePKIXPublicKey(data)
+		pub, err := parseSPKI[*rsa.PublicKey](data, "RSA")
 		if err != nil {
-			return nil, cryptoErr(errDataError, "importKey: not an SPKI public key: %v", err)
-		}
-		pub, ok := key.(*rsa.PublicKey)
-		if !ok {
-			return nil, cryptoErr(errDataError, "importKey: the SPKI holds a %s key, not an RSA one", keyKind(key))
+			return nil, err
 		}
 		k.typ, k.rsaPub = "public", pub
 	case "pkcs8":
-		key, err := x509.ParsePKCS8PrivateKey(data)
+		priv, err := parsePKCS8[*rsa.PrivateKey](data, "RSA")
 		if err != nil {
-			return nil, cryptoErr(errDataError, "importKey: not a PKCS #8 private key: %v", err)
-		}
-		priv, ok := key.(*rsa.PrivateKey)
-		if !ok {
-			return nil, cryptoErr(errDataError, "importKey: the PKCS #8 holds a %s key, not an RSA one", keyKind(key))
+			return nil, err
 		}
 		k.typ, k.rsaPriv, k.rsaPub = "private", priv, &priv.PublicKey
 	case "jwk":
@@ -827,4 +811,33 @@ func exportJWK(k *cryptoKey) (*jwkKey, error) {
 		}
 	}
 	return j, nil
+}
+
+// parseSPKI parses an SPKI public key that must be a T (kind names it in
+// the error).
+func parseSPKI[T any](data []byte, kind string) (T, error) {
+	var zero T
+	key, err := x509.ParsePKIXPublicKey(data)
+	if err != nil {
+		return zero, cryptoErr(errDataError, "importKey: not an SPKI public key: %v", err)
+	}
+	pub, ok := key.(T)
+	if !ok {
+		return zero, cryptoErr(errDataError, "importKey: the SPKI holds a %s key, not an %s one", keyKind(key), kind)
+	}
+	return pub, nil
+}
+
+// parsePKCS8 parses a PKCS #8 private key that must be a T.
+func parsePKCS8[T any](data []byte, kind string) (T, error) {
+	var zero T
+	key, err := x509.ParsePKCS8PrivateKey(data)
+	if err != nil {
+		return zero, cryptoErr(errDataError, "importKey: not a PKCS #8 private key: %v", err)
+	}
+	priv, ok := key.(T)
+	if !ok {
+		return zero, cryptoErr(errDataError, "importKey: the PKCS #8 holds a %s key, not an %s one", keyKind(key), kind)
+	}
+	return priv, nil
 }

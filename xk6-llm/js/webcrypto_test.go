@@ -225,6 +225,15 @@ export default async function () {
   await rejects('unknown curve', 'NotSupportedError', 'curve "P-192"', () => s.generateKey({ name: 'ECDH', namedCurve: 'P-192' }, true, ['deriveBits']));
   await rejects('wrapKey', 'NotSupportedError', 'not implemented', () => s.wrapKey('raw', gcm, gcm, 'AES-KW'));
   await rejects('short AES key', 'DataError', '16, 24 or 32 bytes, got 15', () => s.importKey('raw', new Uint8Array(15), 'AES-CBC', false, ['encrypt']));
+  const ec = await s.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+  const ecSPKI = await s.exportKey('spki', ec.publicKey);
+  const ecPKCS8 = await s.exportKey('pkcs8', ec.privateKey);
+  await rejects('SPKI of another kind', 'DataError', 'the SPKI holds a EC key, not an RSA one',
+    () => s.importKey('spki', ecSPKI, { name: 'RSA-PSS', hash: 'SHA-256' }, false, ['verify']));
+  await rejects('PKCS #8 of another kind', 'DataError', 'the PKCS #8 holds a EC key, not an RSA one',
+    () => s.importKey('pkcs8', ecPKCS8, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']));
+  await rejects('not SPKI at all', 'DataError', 'not an SPKI public key',
+    () => s.importKey('spki', new Uint8Array(8), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']));
   await rejects('JWK of another type', 'DataError', 'kty is "oct", want "EC"', () => s.importKey('jwk', { kty: 'oct', k: 'AAAA' }, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']));
   await rejects('usage the algorithm lacks', 'SyntaxError', 'cannot have usage "sign"', () => s.generateKey({ name: 'AES-GCM', length: 128 }, true, ['sign']));
   await rejects('no usages', 'SyntaxError', 'needs at least one usage', () => s.generateKey({ name: 'AES-GCM', length: 128 }, true, []));
