@@ -17,7 +17,10 @@ var replaced = []struct{ prefix, instead string }{
 	{"go.opentelemetry.io/contrib/", "nothing: the moby client's HTTP instrumentation brought it"},
 	{"github.com/jackc/pgx/", "github.com/lib/pq, the history's PostgreSQL driver"},
 	{"gonum.org/v1/plot", "report/svgchart.go, which draws the report's plots"},
-	{"k8s.io/client-go/kubernetes", "internal/kube.Clientset"},
+	{"k8s.io/", "internal/kube (its own API types, REST client, informer and dynamic client)"},
+	{"sigs.k8s.io/", "internal/kube: the Kubernetes client libraries brought it"},
+	{"github.com/gogo/protobuf/", "nothing: the Kubernetes API types' Protobuf brought it"},
+	{"golang.org/x/oauth2", "nothing: client-go's authentication plugins brought it"},
 }
 
 // TestBinaryLeavesOutWhatItReplaced: cmd/llmchaos depends on none of the

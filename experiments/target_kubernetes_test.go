@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/replica"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/sim/server"

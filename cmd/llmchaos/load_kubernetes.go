@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/labels"
+	"github.com/llmchaos/llmchaos/internal/kube/api/validation"
 	"github.com/llmchaos/llmchaos/report"
 )
 

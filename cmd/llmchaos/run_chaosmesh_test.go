@@ -10,15 +10,14 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh/chaosmeshtest"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/dynamic"
 )
 
 // optedInPods gives the test a namespace of the control plane labelled

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +20,8 @@ import (
 
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
 )
 
 // namespace is the namespace the kustomization puts everything in.
@@ -129,7 +129,7 @@ func TestRender(t *testing.T) {
 // (the namespace first, as kustomize orders it).
 func apply(t *testing.T, c *k8stest.Cluster, objs []*unstructured.Unstructured) {
 	t.Helper()
-	cfg := c.Config()
+	cfg := c.ClientGoConfig()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -204,7 +204,7 @@ func TestServiceAccountMayMakeEachCallAndNoOther(t *testing.T) {
 	}
 
 	// The same, enforced: as the service account.
-	cfg := c.Config()
+	cfg := c.ClientGoConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
 	as, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

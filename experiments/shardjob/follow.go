@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"sync"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/batchv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // Follower streams the log of a shard's load container as it is written,
@@ -138,7 +137,7 @@ func follow(ctx context.Context, client *kube.Clientset, job *batchv1.Job, n int
 		}
 	}
 	f.wg.Go(func() {
-		_ = kube.Inform(informCtx, lw, &corev1.Pod{}, nil, cache.ResourceEventHandlerFuncs{
+		_ = kube.Inform(informCtx, lw, nil, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { seen(obj) },
 			UpdateFunc: func(_, obj any) { seen(obj) },
 		})
@@ -163,7 +162,6 @@ func (f *following) pod(ctx context.Context, p *corev1.Pod) {
 	s.state.Lock()
 	s.pod = p.Name
 	s.state.Unlock()
-	p = p.DeepCopy()
 	f.wg.Go(func() {
 		err := f.logs.Follow(ctx, p, &s.LineLog)
 		s.state.Lock()

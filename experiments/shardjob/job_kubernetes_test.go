@@ -4,11 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/experiments/shardjob"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
 )
 
 // Shards that follow a Kubernetes target's pods read the API: their pods

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/llmchaos/llmchaos/report"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/report"
 )
 
 // LogSource reads the log of a shard's load container: what it wrote to

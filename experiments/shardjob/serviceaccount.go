@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
 )
 
 // CheckServiceAccount returns an error saying what to do when service

@@ -15,10 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/llmchaos/llmchaos/assertions"
 	"github.com/llmchaos/llmchaos/internal/field"
+	"github.com/llmchaos/llmchaos/internal/kube/api/validation"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/simcontract/simconfig"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"

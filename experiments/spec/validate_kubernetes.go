@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/llmchaos/llmchaos/internal/kube/api/labels"
+	"github.com/llmchaos/llmchaos/internal/kube/api/validation"
 )
 
 // kubernetesTarget checks a target.kubernetes. It does not reach the

@@ -10,18 +10,17 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/appsv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/unstructured"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/dynamic"
 )
 
 // env is one test's cluster, namespace and clients.
@@ -29,7 +28,7 @@ type env struct {
 	c    *k8stest.Cluster
 	ns   string
 	core *kube.Clientset
-	dyn  dynamic.Interface
+	dyn  *dynamic.Client
 }
 
 // newEnv starts (or reuses) the control plane and gives the test a
@@ -181,7 +180,7 @@ func findType(t *testing.T, typ string) faults.Type {
 // is written ahead of the change.
 type checkingLog struct {
 	t   *testing.T
-	dyn dynamic.Interface
+	dyn *dynamic.Client
 
 	mu    sync.Mutex
 	specs []faults.RevertSpec

@@ -4,11 +4,10 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/field"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
 )
 
 // Target is the part of every Chaos Mesh fault's params that says where

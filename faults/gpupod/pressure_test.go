@@ -10,17 +10,20 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sapierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8smetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/experiments/spec"
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/faults/gpupod"
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/resource"
+	"github.com/llmchaos/llmchaos/internal/kube/api/types"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
 )
 
 // env is one test's cluster, opted-in namespace and client.
@@ -47,8 +50,8 @@ func (e *env) servers(t *testing.T, n int) []*corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: k8smetav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}, k8smetav1.CreateOptions{})
+	if err != nil && !k8sapierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	rc := "nvidia"
@@ -218,8 +221,8 @@ func TestBalloonPodsRunOnTheTargetsNodes(t *testing.T) {
 func TestBalloonPinnedByVisibleDevices(t *testing.T) {
 	e := newEnv(t)
 	e.servers(t, 1)
-	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-cdi"}, Handler: "nvidia-cdi"}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := e.c.Clientset(t).NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{ObjectMeta: k8smetav1.ObjectMeta{Name: "nvidia-cdi"}, Handler: "nvidia-cdi"}, k8smetav1.CreateOptions{})
+	if err != nil && !k8sapierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	uuid := "GPU-4f0b6a5e-0d5a-4c6b-8e2a-3b1f7c9d2e11"
@@ -268,12 +271,14 @@ func TestBalloonThatEndsIsReported(t *testing.T) {
 	if len(b) != 1 {
 		t.Fatalf("%d balloons, want 1", len(b))
 	}
-	pod := b[0]
-	pod.Status.Phase = corev1.PodFailed
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "balloon", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 4, Reason: "Error", Message: "gpu-balloon: 3.2 GiB free, 4 GiB asked",
+	status := corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "balloon", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 4, Reason: "Error", Message: "gpu-balloon: 3.2 GiB free, 4 GiB asked"},
 	}}}}
-	if _, err := e.core.CoreV1().Pods(e.ns).UpdateStatus(t.Context(), &pod, metav1.UpdateOptions{}); err != nil {
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.core.CoreV1().Pods(e.ns).Patch(t.Context(), b[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 	select {

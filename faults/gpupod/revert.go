@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/llmchaos/llmchaos/faults"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/schema"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
 )
 
 // KindPod is the RevertSpec kind of a balloon pod: its data is a PodRef,

@@ -7,12 +7,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // Event kinds of the kubernetes driver's pod watch, besides start, exit,
@@ -55,14 +53,14 @@ func (k *Kubernetes) Watch(ctx context.Context, ready func(), emit func(Event)) 
 	)
 	synced.Add(2)
 	wg.Go(func() {
-		errs[0] = kube.Inform(ctx, kube.PodsListWatch(cl.Client, ns, k.t.Selector), &corev1.Pod{}, synced.Done, w.podHandler())
+		errs[0] = kube.Inform(ctx, kube.PodsListWatch(cl.Client, ns, k.t.Selector), synced.Done, w.podHandler())
 		if errs[0] != nil {
 			cancel()
 		}
 	})
 	wg.Go(func() {
-		lw := cache.NewListWatchFromClient(cl.Client.CoreV1().RESTClient(), "events", ns, fields.Everything())
-		errs[1] = kube.Inform(ctx, lw, &corev1.Event{}, synced.Done, w.eventHandler())
+		lw := cl.Client.CoreV1().Events(ns).ListWatch(nil)
+		errs[1] = kube.Inform(ctx, lw, synced.Done, w.eventHandler())
 		if errs[1] != nil {
 			cancel()
 		}

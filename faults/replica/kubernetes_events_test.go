@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // TestKubernetesEventPlacedWhenSeen: a Kubernetes Event is placed when the

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
 )
 
 // RevertSpec kinds of the kubernetes driver (faults.RevertSpec.Kind).

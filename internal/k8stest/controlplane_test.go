@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clientfeatures "k8s.io/client-go/features"
 
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/appsv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/intstr"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
 )
 
 func TestMain(m *testing.M) { Main(m) }

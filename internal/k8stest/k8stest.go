@@ -14,14 +14,15 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	clientgorest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/rest"
 )
 
 // RequireEnv names the environment variable that, set to 1, makes Start fail
@@ -55,7 +56,8 @@ type Cluster struct {
 	// Kubeconfig is the path of an admin (system:masters) kubeconfig.
 	Kubeconfig string
 
-	config *rest.Config
+	config   *rest.Config
+	clientGo *clientgorest.Config
 }
 
 // NotBuiltError says that the control plane's binaries are not built (or
@@ -245,15 +247,25 @@ func StartIn(ctx context.Context, script, dir string, owner int) (*Cluster, erro
 		return nil, errors.Join(fmt.Errorf("k8stest: starting the control plane in %s: %w\n%s", dir, err, out),
 			Stop(stopCtx, script, dir))
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	return loadCluster(dir, filepath.Join(dir, "kubeconfig"))
+}
+
+// loadCluster returns the cluster of kubeconfig, with the configurations
+// of llmchaos's client and client-go's.
+func loadCluster(dir, kubeconfig string) (*Cluster, error) {
+	config, _, err := rest.LoadKubeconfig(kubeconfig, "")
 	if err != nil {
 		return nil, fmt.Errorf("k8stest: loading %s: %w", kubeconfig, err)
 	}
-	// Tests create and watch many objects in a short time; client-go's
-	// default limit (5 requests/s) would make them wait on the client.
+	clientGo, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("k8stest: loading %s with client-go: %w", kubeconfig, err)
+	}
+	// Tests create and watch many objects in a short time; a default limit
+	// (client-go's is 5 requests/s) would make them wait on the client.
 	config.QPS, config.Burst = 100, 200
-	return &Cluster{Dir: dir, Kubeconfig: kubeconfig, config: config}, nil
+	clientGo.QPS, clientGo.Burst = 100, 200
+	return &Cluster{Dir: dir, Kubeconfig: kubeconfig, config: config, clientGo: clientGo}, nil
 }
 
 // Stop runs the script's stop on dir: it kills the control plane started
@@ -281,10 +293,17 @@ func runScript(ctx context.Context, script string, args ...string) (string, erro
 	return out.String(), err
 }
 
-// Config returns a copy of the admin client configuration, for the caller
-// to change freely.
+// Config returns a copy of the admin client configuration of llmchaos's
+// client, for the caller to change freely.
 func (c *Cluster) Config() *rest.Config {
 	return rest.CopyConfig(c.config)
+}
+
+// ClientGoConfig returns a copy of the admin configuration of client-go,
+// for tests that set up what llmchaos's client does not reach (RBAC,
+// kustomize).
+func (c *Cluster) ClientGoConfig() *clientgorest.Config {
+	return clientgorest.CopyConfig(c.clientGo)
 }
 
 // Client returns an admin clientset (llmchaos's own, as the code under
@@ -303,7 +322,7 @@ func (c *Cluster) Client(t testing.TB) *kube.Clientset {
 // failing t if it cannot be made.
 func (c *Cluster) Clientset(t testing.TB) kubernetes.Interface {
 	t.Helper()
-	client, err := kubernetes.NewForConfig(c.Config())
+	client, err := kubernetes.NewForConfig(c.ClientGoConfig())
 	if err != nil {
 		t.Fatalf("k8stest: clientset for %s: %v", c.Kubeconfig, err)
 	}

@@ -13,13 +13,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/fields"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/resource"
 )
 
 // LoopbackTaint keeps pods off a LoopbackNode unless they tolerate it
@@ -91,8 +89,10 @@ func (c *Cluster) LoopbackNode(t testing.TB) LoopbackNode {
 			t.Errorf("k8stest: deleting node %s: %v", n.Name, err)
 		}
 	})
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "nodes", "", fields.OneTermEqualSelector("metadata.name", n.Name))
-	if _, err := kube.WaitList(ctx, lw, &corev1.Node{}, func(nodes []*corev1.Node) bool {
+	lw := client.CoreV1().Nodes().ListWatch(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", n.Name).String()
+	})
+	if _, err := kube.WaitList(ctx, lw, func(nodes []*corev1.Node) bool {
 		return len(nodes) == 1 && nodeReady(nodes[0])
 	}); err != nil {
 		t.Fatalf("k8stest: node %s not Ready (set by kwok): %v", n.Name, err)

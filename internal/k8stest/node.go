@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/llmchaos/llmchaos/internal/k8stest/hoststate"
 )
 
@@ -176,12 +174,10 @@ func attachNode(dir string) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (no node runs in %s)", err, dir)
 	}
-	config, err := clientcmd.BuildConfigFromFlags("", env["KUBECONFIG"])
+	c, err := loadCluster(filepath.Join(dir, "cp"), env["KUBECONFIG"])
 	if err != nil {
-		return nil, fmt.Errorf("k8stest: loading %s: %w", env["KUBECONFIG"], err)
+		return nil, err
 	}
-	config.QPS, config.Burst = 100, 200
-	c := &Cluster{Dir: filepath.Join(dir, "cp"), Kubeconfig: env["KUBECONFIG"], config: config}
 	return &Node{Cluster: c, NodeDir: dir, Name: env["NODE_NAME"], IP: env["NODE_IP"], PodCIDR: env["POD_CIDR"], Image: env["IMAGE"]}, nil
 }
 

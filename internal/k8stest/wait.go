@@ -6,10 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
 )
 
 // WaitPods is kube.WaitPods for tests: when ctx ends first, the error
@@ -26,7 +25,7 @@ func WaitPods(ctx context.Context, client *kube.Clientset, ns, selector string, 
 // namespace ns until cond holds for them, and returns them (copies, sorted by
 // name). When ctx ends first the error lists the addresses last seen.
 func WaitEndpointSlices(ctx context.Context, client *kube.Clientset, ns, service string, cond func([]*discoveryv1.EndpointSlice) bool) ([]*discoveryv1.EndpointSlice, error) {
-	eps, err := kube.WaitList(ctx, kube.EndpointSlicesListWatch(client, ns, service), &discoveryv1.EndpointSlice{}, cond)
+	eps, err := kube.WaitList(ctx, kube.EndpointSlicesListWatch(client, ns, service), cond)
 	if err != nil {
 		return eps, fmt.Errorf("endpointslices of service %s/%s: %w; last seen ready addresses: %v",
 			ns, service, err, ReadyAddresses(eps))

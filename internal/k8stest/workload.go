@@ -2,18 +2,22 @@ package k8stest
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	k8smetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/appsv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/intstr"
+	"github.com/llmchaos/llmchaos/internal/kube/api/labels"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/types"
 )
 
 // Workload is a Deployment of pods on the kwok nodes, optionally behind a
@@ -114,9 +118,9 @@ func (c *Cluster) CreateWorkload(t testing.TB, ns string, w Workload) []*corev1.
 func container(w Workload) corev1.Container {
 	c := corev1.Container{Name: "sim", Image: "llmchaos:dev"}
 	if w.Container != nil {
-		c = *w.Container.DeepCopy()
+		c = *w.Container
 	}
-	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: w.Port})
+	c.Ports = append(slices.Clone(c.Ports), corev1.ContainerPort{Name: "http", ContainerPort: w.Port})
 	return c
 }
 
@@ -138,15 +142,11 @@ func (n *Node) SimContainer(args ...string) *corev1.Container {
 func (c *Cluster) LabelNamespace(t testing.TB, ns, key, value string) {
 	t.Helper()
 	client := c.Client(t)
-	n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: value}}})
 	if err != nil {
-		t.Fatalf("k8stest: namespace %s: %v", ns, err)
+		t.Fatal(err)
 	}
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	n.Labels[key] = value
-	if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("k8stest: labelling namespace %s: %v", ns, err)
 	}
 }
@@ -158,16 +158,16 @@ func (c *Cluster) CreateServiceAccount(t testing.TB, ns, name string, rules []rb
 	client := c.Clientset(t) // RBAC: a group kube.Clientset does not reach
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client(t).CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("k8stest: service account %s/%s: %v", ns, name, err)
 	}
-	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: k8smetav1.ObjectMeta{Name: name}, Rules: rules}, k8smetav1.CreateOptions{}); err != nil {
 		t.Fatalf("k8stest: role %s/%s: %v", ns, name, err)
 	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+	rb := &rbacv1.RoleBinding{ObjectMeta: k8smetav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name}}}
-	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, rb, k8smetav1.CreateOptions{}); err != nil {
 		t.Fatalf("k8stest: role binding %s/%s: %v", ns, name, err)
 	}
 }

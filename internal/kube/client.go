@@ -3,111 +3,55 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
+	"github.com/llmchaos/llmchaos/internal/kube/api/appsv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/batchv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/types"
+	"github.com/llmchaos/llmchaos/internal/kube/api/watch"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/rest"
 )
 
 // Clientset is llmchaos's typed client of the Kubernetes API: the four API
 // groups it uses (core, apps, batch, discovery.k8s.io), every kind through
 // one generic Resource, with the calls of client-go's typed clients
-// (CoreV1().Pods(ns).List(ctx, opts), ...). client-go's own Clientset
-// compiles every group Kubernetes serves (57 of them, with their typed
-// clients and apply configurations), which made up a large part of the
-// first build of llmchaos for the handful it uses. Safe for concurrent use.
+// (CoreV1().Pods(ns).List(ctx, opts), ...), in JSON over net/http
+// (internal/kube/rest) with llmchaos's own API types (internal/kube/api),
+// which hold only the fields llmchaos uses. Safe for concurrent use.
 type Clientset struct {
-	core, apps, batch, discovery rest.Interface
+	rc *rest.Client
 }
 
-// scheme knows the kinds of the groups Clientset reaches, and the options
-// (ListOptions, ...) of each group version.
-var (
-	scheme         = newScheme()
-	codecs         = serializer.NewCodecFactory(scheme)
-	parameterCodec = runtime.NewParameterCodec(scheme)
-)
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, discoveryv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err) // the API types' own registration: a broken dependency
-		}
-	}
-	return s
-}
-
-// NewClientset returns the clientset of cfg. Its groups share one HTTP
-// client and, unless cfg has one, one rate limiter of cfg.QPS and
-// cfg.Burst, as client-go's kubernetes.NewForConfig shares them.
+// NewClientset returns the clientset of cfg.
 func NewClientset(cfg *rest.Config) (*Clientset, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	if cfg.RateLimiter == nil && cfg.QPS > 0 {
-		if cfg.Burst <= 0 {
-			return nil, fmt.Errorf("burst must be above 0 when QPS is set (QPS %v, burst %d)", cfg.QPS, cfg.Burst)
-		}
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	}
-	hc, err := rest.HTTPClientFor(cfg)
+	rc, err := rest.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var c Clientset
-	for _, g := range []struct {
-		client  *rest.Interface
-		apiPath string
-		gv      schema.GroupVersion
-	}{
-		{&c.core, "/api", corev1.SchemeGroupVersion},
-		{&c.apps, "/apis", appsv1.SchemeGroupVersion},
-		{&c.batch, "/apis", batchv1.SchemeGroupVersion},
-		{&c.discovery, "/apis", discoveryv1.SchemeGroupVersion},
-	} {
-		if *g.client, err = groupClient(cfg, hc, g.apiPath, g.gv); err != nil {
-			return nil, fmt.Errorf("%s client: %w", g.gv, err)
-		}
-	}
-	return &c, nil
+	return &Clientset{rc: rc}, nil
 }
 
-func groupClient(cfg *rest.Config, hc *http.Client, apiPath string, gv schema.GroupVersion) (rest.Interface, error) {
-	gc := *cfg
-	gc.GroupVersion = &gv
-	gc.APIPath = apiPath
-	gc.NegotiatedSerializer = codecs.WithoutConversion()
-	return rest.RESTClientForConfigAndClient(&gc, hc)
-}
+// REST returns the clientset's REST client.
+func (c *Clientset) REST() *rest.Client { return c.rc }
 
 // CoreV1 returns the client of the core group.
-func (c *Clientset) CoreV1() CoreV1 { return CoreV1{c.core} }
+func (c *Clientset) CoreV1() CoreV1 { return CoreV1{c.rc} }
 
 // AppsV1 returns the client of group apps.
-func (c *Clientset) AppsV1() AppsV1 { return AppsV1{c.apps} }
+func (c *Clientset) AppsV1() AppsV1 { return AppsV1{c.rc} }
 
 // BatchV1 returns the client of group batch.
-func (c *Clientset) BatchV1() BatchV1 { return BatchV1{c.batch} }
+func (c *Clientset) BatchV1() BatchV1 { return BatchV1{c.rc} }
 
 // DiscoveryV1 returns the client of group discovery.k8s.io.
-func (c *Clientset) DiscoveryV1() DiscoveryV1 { return DiscoveryV1{c.discovery} }
+func (c *Clientset) DiscoveryV1() DiscoveryV1 { return DiscoveryV1{c.rc} }
 
 // ServerResourcesForGroupVersion returns the resources the server serves
 // in group version gv ("chaos-mesh.org/v1alpha1", or "v1" for the core
@@ -119,53 +63,60 @@ func (c *Clientset) ServerResourcesForGroupVersion(ctx context.Context, gv strin
 		path = "/api/v1"
 	}
 	list := &metav1.APIResourceList{}
-	err := c.core.Get().AbsPath(path).Do(ctx).Into(list)
-	if err != nil {
+	if err := c.rc.Do(ctx, rest.Request{Method: http.MethodGet, Path: rest.Path{Prefix: path}}, list); err != nil {
 		return nil, err
 	}
 	list.GroupVersion = gv // as client-go's discovery sets it, whatever the server said
 	return list, nil
 }
 
-// CoreV1 is the client of the core group's kinds.
-type CoreV1 struct{ rc rest.Interface }
+func resource[T, L any](rc *rest.Client, prefix, res, ns string) Resource[T, L] {
+	return Resource[T, L]{rc: rc, prefix: prefix, resource: res, ns: ns}
+}
 
-// RESTClient returns the group's REST client, for cache.ListWatch.
-func (c CoreV1) RESTClient() rest.Interface { return c.rc }
+var (
+	corePrefix      = rest.GroupPrefix("", "v1")
+	appsPrefix      = rest.GroupPrefix(appsv1.SchemeGroupVersion.Group, "v1")
+	batchPrefix     = rest.GroupPrefix(batchv1.SchemeGroupVersion.Group, "v1")
+	discoveryPrefix = rest.GroupPrefix(discoveryv1.SchemeGroupVersion.Group, "v1")
+)
+
+// CoreV1 is the client of the core group's kinds.
+type CoreV1 struct{ rc *rest.Client }
 
 // Pods returns the client of the pods of namespace ns.
 func (c CoreV1) Pods(ns string) Pods {
-	return Pods{Resource[*corev1.Pod, *corev1.PodList]{c.rc, "pods", ns}}
+	return Pods{resource[*corev1.Pod, *corev1.PodList](c.rc, corePrefix, "pods", ns)}
 }
 
 // Namespaces returns the client of namespaces.
 func (c CoreV1) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList] {
-	return Resource[*corev1.Namespace, *corev1.NamespaceList]{c.rc, "namespaces", ""}
+	return resource[*corev1.Namespace, *corev1.NamespaceList](c.rc, corePrefix, "namespaces", "")
 }
 
 // Nodes returns the client of nodes.
 func (c CoreV1) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
-	return Resource[*corev1.Node, *corev1.NodeList]{c.rc, "nodes", ""}
+	return resource[*corev1.Node, *corev1.NodeList](c.rc, corePrefix, "nodes", "")
 }
 
 // Services returns the client of the Services of namespace ns.
 func (c CoreV1) Services(ns string) Resource[*corev1.Service, *corev1.ServiceList] {
-	return Resource[*corev1.Service, *corev1.ServiceList]{c.rc, "services", ns}
+	return resource[*corev1.Service, *corev1.ServiceList](c.rc, corePrefix, "services", ns)
 }
 
 // ServiceAccounts returns the client of the service accounts of namespace ns.
 func (c CoreV1) ServiceAccounts(ns string) Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList] {
-	return Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList]{c.rc, "serviceaccounts", ns}
+	return resource[*corev1.ServiceAccount, *corev1.ServiceAccountList](c.rc, corePrefix, "serviceaccounts", ns)
 }
 
 // Secrets returns the client of the Secrets of namespace ns.
 func (c CoreV1) Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList] {
-	return Resource[*corev1.Secret, *corev1.SecretList]{c.rc, "secrets", ns}
+	return resource[*corev1.Secret, *corev1.SecretList](c.rc, corePrefix, "secrets", ns)
 }
 
 // Events returns the client of the events of namespace ns.
 func (c CoreV1) Events(ns string) Resource[*corev1.Event, *corev1.EventList] {
-	return Resource[*corev1.Event, *corev1.EventList]{c.rc, "events", ns}
+	return resource[*corev1.Event, *corev1.EventList](c.rc, corePrefix, "events", ns)
 }
 
 // Pods is the client of the pods of a namespace: a Resource, and their logs.
@@ -173,132 +124,202 @@ type Pods struct {
 	Resource[*corev1.Pod, *corev1.PodList]
 }
 
+// LogRequest is the request of a pod's logs.
+type LogRequest struct {
+	rc  *rest.Client
+	req rest.Request
+}
+
 // GetLogs returns the request of the logs of pod name (DoRaw reads them,
 // Stream follows them with opts.Follow).
-func (p Pods) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
-	return p.rc.Get().Namespace(p.ns).Name(name).Resource("pods").SubResource("log").VersionedParams(opts, parameterCodec)
+func (p Pods) GetLogs(name string, opts *corev1.PodLogOptions) LogRequest {
+	q := map[string][]string{}
+	add := func(k, v string) { q[k] = []string{v} }
+	if opts.Container != "" {
+		add("container", opts.Container)
+	}
+	if opts.Follow {
+		add("follow", "true")
+	}
+	if opts.Previous {
+		add("previous", "true")
+	}
+	if opts.Timestamps {
+		add("timestamps", "true")
+	}
+	for k, v := range map[string]*int64{"sinceSeconds": opts.SinceSeconds, "tailLines": opts.TailLines, "limitBytes": opts.LimitBytes} {
+		if v != nil {
+			add(k, fmt.Sprint(*v))
+		}
+	}
+	return LogRequest{rc: p.rc, req: rest.Request{Method: http.MethodGet, Path: p.path(name, "log"), Query: q}}
+}
+
+// DoRaw returns the logs.
+func (r LogRequest) DoRaw(ctx context.Context) ([]byte, error) {
+	body, err := r.rc.Stream(ctx, r.req)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(body)
+}
+
+// Stream returns the logs as a stream, for the caller to read and close.
+func (r LogRequest) Stream(ctx context.Context) (io.ReadCloser, error) {
+	return r.rc.Stream(ctx, r.req)
 }
 
 // AppsV1 is the client of group apps's kinds.
-type AppsV1 struct{ rc rest.Interface }
+type AppsV1 struct{ rc *rest.Client }
 
 // Deployments returns the client of the Deployments of namespace ns.
 func (c AppsV1) Deployments(ns string) Resource[*appsv1.Deployment, *appsv1.DeploymentList] {
-	return Resource[*appsv1.Deployment, *appsv1.DeploymentList]{c.rc, "deployments", ns}
+	return resource[*appsv1.Deployment, *appsv1.DeploymentList](c.rc, appsPrefix, "deployments", ns)
 }
 
 // StatefulSets returns the client of the StatefulSets of namespace ns.
 func (c AppsV1) StatefulSets(ns string) Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
-	return Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList]{c.rc, "statefulsets", ns}
+	return resource[*appsv1.StatefulSet, *appsv1.StatefulSetList](c.rc, appsPrefix, "statefulsets", ns)
 }
 
 // DaemonSets returns the client of the DaemonSets of namespace ns.
 func (c AppsV1) DaemonSets(ns string) Resource[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
-	return Resource[*appsv1.DaemonSet, *appsv1.DaemonSetList]{c.rc, "daemonsets", ns}
+	return resource[*appsv1.DaemonSet, *appsv1.DaemonSetList](c.rc, appsPrefix, "daemonsets", ns)
 }
 
 // ReplicaSets returns the client of the ReplicaSets of namespace ns.
 func (c AppsV1) ReplicaSets(ns string) Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList] {
-	return Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]{c.rc, "replicasets", ns}
+	return resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList](c.rc, appsPrefix, "replicasets", ns)
 }
 
 // BatchV1 is the client of group batch's kinds.
-type BatchV1 struct{ rc rest.Interface }
+type BatchV1 struct{ rc *rest.Client }
 
 // Jobs returns the client of the Jobs of namespace ns.
 func (c BatchV1) Jobs(ns string) Resource[*batchv1.Job, *batchv1.JobList] {
-	return Resource[*batchv1.Job, *batchv1.JobList]{c.rc, "jobs", ns}
+	return resource[*batchv1.Job, *batchv1.JobList](c.rc, batchPrefix, "jobs", ns)
 }
 
 // DiscoveryV1 is the client of group discovery.k8s.io's kinds.
-type DiscoveryV1 struct{ rc rest.Interface }
-
-// RESTClient returns the group's REST client, for cache.ListWatch.
-func (c DiscoveryV1) RESTClient() rest.Interface { return c.rc }
+type DiscoveryV1 struct{ rc *rest.Client }
 
 // EndpointSlices returns the client of the EndpointSlices of namespace ns.
 func (c DiscoveryV1) EndpointSlices(ns string) Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
-	return Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]{c.rc, "endpointslices", ns}
+	return resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c.rc, discoveryPrefix, "endpointslices", ns)
 }
 
 // Resource is the client of one kind of object, T (*corev1.Pod), and its
 // list, L (*corev1.PodList), in one namespace ("" for cluster-scoped
-// kinds): the requests of client-go's typed clients, in Protobuf, which
-// every built-in kind speaks. T and L are pointers so that the compiler
-// makes one copy of each method for every kind (one GC shape), not one per
-// kind in every package that uses it.
-type Resource[T, L runtime.Object] struct {
-	rc       rest.Interface
+// kinds): the requests of client-go's typed clients, in JSON. T and L are
+// pointers so that the compiler makes one copy of each method for every
+// kind (one GC shape), not one per kind in every package that uses it.
+type Resource[T, L any] struct {
+	rc       *rest.Client
+	prefix   string
 	resource string
 	ns       string
 }
 
-func (r Resource[T, L]) req(verb string) *rest.Request {
-	return r.rc.Verb(verb).UseProtobufAsDefault().NamespaceIfScoped(r.ns, r.ns != "").Resource(r.resource)
+func (r Resource[T, L]) path(name string, sub ...string) rest.Path {
+	p := rest.Path{Prefix: r.prefix, Namespace: r.ns, Resource: r.resource, Name: name}
+	if len(sub) > 0 {
+		p.Subresource = sub[0]
+	}
+	return p
 }
 
 // newOf returns a new object of type T, a pointer to an API kind.
-func newOf[T runtime.Object]() T {
+func newOf[T any]() T {
 	return reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 }
 
 // Get returns object name.
 func (r Resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
 	out := newOf[T]()
-	err := r.req(http.MethodGet).Name(name).VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
+	err := r.rc.Do(ctx, rest.Request{Method: http.MethodGet, Path: r.path(name), Query: opts.Query()}, out)
 	return out, err
 }
 
 // List returns the objects opts selects.
 func (r Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := newOf[L]()
-	err := r.req(http.MethodGet).VersionedParams(&opts, parameterCodec).Timeout(timeout(opts)).Do(ctx).Into(out)
+	err := r.rc.Do(ctx, rest.Request{Method: http.MethodGet, Path: r.path(""), Query: opts.Query(), Timeout: timeout(opts)}, out)
 	return out, err
 }
 
-// Watch watches the objects opts selects.
+// Watch watches the objects opts selects: the events' objects are T.
 func (r Resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return r.req(http.MethodGet).VersionedParams(&opts, parameterCodec).Timeout(timeout(opts)).Watch(ctx)
+	return r.rc.Watch(ctx, rest.Request{Method: http.MethodGet, Path: r.path(""), Query: opts.Query()},
+		func() any { return newOf[T]() })
 }
 
 // Create creates o and returns it as the server made it.
 func (r Resource[T, L]) Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error) {
 	out := newOf[T]()
-	err := r.req(http.MethodPost).VersionedParams(&opts, parameterCodec).Body(o).Do(ctx).Into(out)
-	return out, err
-}
-
-// Update replaces o (by its name) and returns it as the server made it.
-func (r Resource[T, L]) Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
-	return r.put(ctx, o, opts)
-}
-
-// UpdateStatus replaces the status of o (by its name) and returns o as the
-// server made it.
-func (r Resource[T, L]) UpdateStatus(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
-	return r.put(ctx, o, opts, "status")
-}
-
-func (r Resource[T, L]) put(ctx context.Context, o T, opts metav1.UpdateOptions, sub ...string) (T, error) {
-	out := newOf[T]()
-	err := r.req(http.MethodPut).Name(any(o).(metav1.Object).GetName()).SubResource(sub...).
-		VersionedParams(&opts, parameterCodec).Body(o).Do(ctx).Into(out)
+	err := r.rc.Do(ctx, rest.Request{Method: http.MethodPost, Path: r.path(""), Query: opts.Query(), Body: o}, out)
 	return out, err
 }
 
 // Delete deletes object name.
 func (r Resource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return r.req(http.MethodDelete).Name(name).Body(&opts).Do(ctx).Error()
+	opts.Kind, opts.APIVersion = "DeleteOptions", "v1"
+	return r.rc.Do(ctx, rest.Request{Method: http.MethodDelete, Path: r.path(name), Body: &opts}, nil)
 }
 
-// Patch patches object name (or its subresources) with data, a patch of
-// type pt, and returns it as the server made it.
+// Patch patches object name (or its subresource) with data, a patch of
+// type pt, and returns it as the server made it. There is no Update: the
+// API types hold only the fields llmchaos uses, so a whole object written
+// back would drop the others.
 func (r Resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	out := newOf[T]()
-	err := r.rc.Patch(pt).NamespaceIfScoped(r.ns, r.ns != "").Resource(r.resource).Name(name).SubResource(subresources...).
-		VersionedParams(&opts, parameterCodec).Body(data).Do(ctx).Into(out)
+	err := r.rc.Do(ctx, rest.Request{Method: http.MethodPatch, Path: r.path(name, subresources...), Query: opts.Query(),
+		Body: data, ContentType: string(pt)}, out)
 	return out, err
+}
+
+// ListWatch returns the lister and watcher of r's objects, with tweak
+// (when not nil) setting the selectors of each list and watch.
+func (r Resource[T, L]) ListWatch(tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	return cache.ListWatch{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) ([]cache.Object, string, error) {
+			if tweak != nil {
+				tweak(&opts)
+			}
+			list, err := r.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return listItems(list)
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if tweak != nil {
+				tweak(&opts)
+			}
+			return r.Watch(ctx, opts)
+		},
+	}
+}
+
+// listItems returns pointers to the Items of list (a *XList) and its
+// resource version.
+func listItems(list any) ([]cache.Object, string, error) {
+	v := reflect.ValueOf(list).Elem()
+	items := v.FieldByName("Items")
+	meta, ok := v.FieldByName("ListMeta").Interface().(metav1.ListMeta)
+	if !items.IsValid() || items.Kind() != reflect.Slice || !ok {
+		return nil, "", fmt.Errorf("a %T is not a list", list)
+	}
+	out := make([]cache.Object, items.Len())
+	for i := range out {
+		o, ok := items.Index(i).Addr().Interface().(cache.Object)
+		if !ok {
+			return nil, "", fmt.Errorf("items of a %T are not objects", list)
+		}
+		out[i] = o
+	}
+	return out, meta.ResourceVersion, nil
 }
 
 func timeout(opts metav1.ListOptions) time.Duration {

@@ -7,11 +7,10 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/rest"
 )
 
 // TestPodLogsAreReadAndFollowed: GetLogs asks for the log of the named

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/llmchaos/llmchaos/internal/kube/dynamic"
+	"github.com/llmchaos/llmchaos/internal/kube/rest"
 )
 
 // InClusterEnv is the variable Kubernetes sets in every container; when it
@@ -56,7 +55,7 @@ type Cluster struct {
 	// Client is the typed clientset (pods, jobs, namespaces, ...).
 	Client *Clientset
 	// Dynamic reaches custom resources (Chaos Mesh's objects).
-	Dynamic dynamic.Interface
+	Dynamic *dynamic.Client
 	// Config is their configuration.
 	Config *rest.Config
 	// Namespace is the default namespace: the kubeconfig context's, in a
@@ -74,12 +73,12 @@ type Cluster struct {
 // cluster yet.
 func Connect(kubeconfig, kubeContext string) (*Cluster, error) {
 	if kubeconfig == "" && kubeContext == "" && os.Getenv(InClusterEnv) != "" {
-		cfg, err := rest.InClusterConfig()
+		cfg, err := rest.InClusterConfig("")
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes: in-cluster configuration (%s is set): %w", InClusterEnv, err)
 		}
 		ns := "default"
-		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		if b, err := os.ReadFile(rest.ServiceAccountDir + "/namespace"); err == nil && len(b) > 0 {
 			ns = string(b)
 		}
 		if v := os.Getenv("POD_NAMESPACE"); v != "" {
@@ -87,30 +86,21 @@ func Connect(kubeconfig, kubeContext string) (*Cluster, error) {
 		}
 		return newCluster(cfg, ns, "in-cluster service account")
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	source := "kubeconfig"
 	switch {
 	case kubeconfig != "":
 		source += " " + kubeconfig
-	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
-		source += " $" + clientcmd.RecommendedConfigPathEnvVar
+	case os.Getenv(rest.KubeconfigEnv) != "":
+		source += " $" + rest.KubeconfigEnv
 	default:
-		source += " " + clientcmd.RecommendedHomeFile
+		source += " " + rest.DefaultKubeconfig()
 	}
 	if kubeContext != "" {
 		source += " (context " + kubeContext + ")"
 	}
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := rest.LoadKubeconfig(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %s: %w (give kubeconfig and context, or run in a pod with a service account)", source, err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: %s: namespace: %w", source, err)
 	}
 	return newCluster(cfg, ns, source)
 }
@@ -129,13 +119,9 @@ func newCluster(cfg *rest.Config, ns, source string) (*Cluster, error) {
 	cfg.UserAgent = "llmchaos"
 	client, err := NewClientset(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: %s: clientset: %w", source, err)
+		return nil, fmt.Errorf("kubernetes: %s: %w", source, err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: %s: dynamic client: %w", source, err)
-	}
-	return &Cluster{Client: client, Dynamic: dyn, Config: cfg, Namespace: ns, Source: source}, nil
+	return &Cluster{Client: client, Dynamic: dynamic.New(client.REST()), Config: cfg, Namespace: ns, Source: source}, nil
 }
 
 // NamespaceOr returns ns, or the cluster's default namespace when ns is "".

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/discoveryv1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // Endpoint is one address that serves: a ready pod's IP and port.
@@ -81,7 +81,7 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 	what := fmt.Sprintf("pods %q in %s", d.Selector, d.Namespace)
 	if d.Service != "" {
 		what = fmt.Sprintf("EndpointSlices of Service %s/%s", d.Namespace, d.Service)
-		out = watchLoop(ctx, EndpointSlicesListWatch(d.Client, d.Namespace, d.Service), &discoveryv1.EndpointSlice{}, ready, func(slices []*discoveryv1.EndpointSlice) bool {
+		out = watchLoop(ctx, EndpointSlicesListWatch(d.Client, d.Namespace, d.Service), ready, func(slices []*discoveryv1.EndpointSlice) bool {
 			emit(SliceEndpoints(slices, d.Port))
 			return false
 		})
@@ -89,7 +89,7 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 		if d.Port <= 0 {
 			return fmt.Errorf("discovery of %s: no port: without a Service, name the port the pods serve on", what)
 		}
-		out = watchLoop(ctx, PodsListWatch(d.Client, d.Namespace, d.Selector), &corev1.Pod{}, ready, func(pods []*corev1.Pod) bool {
+		out = watchLoop(ctx, PodsListWatch(d.Client, d.Namespace, d.Selector), ready, func(pods []*corev1.Pod) bool {
 			emit(PodEndpoints(pods, d.Port), nil)
 			return false
 		})
@@ -107,8 +107,9 @@ func (d Discovery) Watch(ctx context.Context, ready func(), update func([]Endpoi
 // EndpointSlicesListWatch lists and watches the EndpointSlices of Service
 // service in namespace ns.
 func EndpointSlicesListWatch(client *Clientset, ns, service string) cache.ListerWatcher {
-	return cache.NewFilteredListWatchFromClient(client.DiscoveryV1().RESTClient(), "endpointslices", ns,
-		func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service })
+	return client.DiscoveryV1().EndpointSlices(ns).ListWatch(func(o *metav1.ListOptions) {
+		o.LabelSelector = discoveryv1.LabelServiceName + "=" + service
+	})
 }
 
 // PodEndpoints returns the endpoints of the ready pods (PodReady) on port,

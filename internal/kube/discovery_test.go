@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/llmchaos/llmchaos/internal/k8stest"
 	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
 )
 
 func TestMain(m *testing.M) { k8stest.Main(m) }
@@ -148,7 +147,8 @@ func TestDiscoveryErrors(t *testing.T) {
 	c := k8stest.Start(t)
 	ns := c.Namespace(t)
 	cfg := c.Config()
-	cfg.BearerToken, cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = "", nil, nil, "", "" // anonymous: forbidden
+	cfg.BearerToken, cfg.BearerTokenFile = "", ""
+	cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData, cfg.TLSClientConfig.CertFile, cfg.TLSClientConfig.KeyFile = nil, nil, "", "" // anonymous: forbidden
 	anon, err := kube.NewClusterFrom(cfg, ns, "anonymous")
 	if err != nil {
 		t.Fatal(err)

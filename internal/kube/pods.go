@@ -7,13 +7,12 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/llmchaos/llmchaos/internal/field"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/labels"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // PodReady reports whether pod serves: Running, with condition Ready true
@@ -67,8 +66,7 @@ func DescribePods(pods []*corev1.Pod) string {
 // PodsListWatch lists and watches the pods of namespace ns that match the
 // label selector.
 func PodsListWatch(client *Clientset, ns, selector string) cache.ListerWatcher {
-	return cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", ns,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	return client.CoreV1().Pods(ns).ListWatch(func(o *metav1.ListOptions) { o.LabelSelector = selector })
 }
 
 // PodTarget names the pods a fault acts on: those of Namespace that match

@@ -4,24 +4,24 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/fields"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/watch"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/dynamic"
 )
 
 // WaitList watches what lw lists until cond holds for it (copies, sorted
-// by namespace/name; cond sees every change and must not keep them) and
+// by namespace/name; cond sees every change and must neither keep nor
+// modify them) and
 // returns it. When ctx ends first, the error says whether the first list
 // came in, with the last error of the watch, if any, and the objects last
 // seen are returned with it.
-func WaitList[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, example T, cond func([]T) bool) ([]T, error) {
+func WaitList[T any](ctx context.Context, lw cache.ListerWatcher, cond func([]T) bool) ([]T, error) {
 	var last []T
-	out := watchLoop(ctx, lw, example, nil, func(objs []T) bool {
+	out := watchLoop(ctx, lw, nil, func(objs []T) bool {
 		last = objs
 		return cond(objs)
 	})
@@ -42,7 +42,7 @@ func WaitList[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, exa
 // all) until cond holds for them, as WaitList, and returns them (sorted by
 // name); the error names the pods' selector and namespace.
 func WaitPods(ctx context.Context, client *Clientset, ns, selector string, cond func([]*corev1.Pod) bool) ([]*corev1.Pod, error) {
-	pods, err := WaitList(ctx, PodsListWatch(client, ns, selector), &corev1.Pod{}, cond)
+	pods, err := WaitList(ctx, PodsListWatch(client, ns, selector), cond)
 	if err != nil {
 		return pods, fmt.Errorf("pods %q in %s: %w", selector, ns, err)
 	}

@@ -3,11 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/cache"
+	"github.com/llmchaos/llmchaos/internal/kube/cache"
 )
 
 // watchOutcome is how a watch loop ended.
@@ -21,40 +19,26 @@ type watchOutcome struct {
 	lastErr error
 }
 
-// runInformer runs informer, whose handlers are added, until stop is
-// called (stop waits for it to end); lastErr returns the last error of
-// its lists and watches.
-func runInformer(ctx context.Context, informer cache.SharedIndexInformer) (lastErr func() error, stop func()) {
-	var (
-		mu   sync.Mutex
-		last error
-	)
-	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		mu.Lock()
-		last = err
-		mu.Unlock()
-	})
+// runInformer runs informer in the background; stop ends it and waits
+// for it.
+func runInformer(ctx context.Context, informer *cache.Informer) (stop func()) {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { informer.RunWithContext(runCtx) })
-	return func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			return last
-		}, func() {
-			cancel()
-			wg.Wait()
-		}
+	wg.Go(func() { informer.Run(runCtx) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // watchLoop runs an informer over lw and calls changed with a snapshot of
-// its store (copies, sorted by namespace/name) after the first list and
-// after every change, until changed returns true or ctx ends. synced, when
-// not nil, is called once, after the first list and before the first call
-// of changed. Calls of changed come from one goroutine, in order; a change
-// that comes while changed runs is seen by the next call.
-func watchLoop[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, example T, synced func(), changed func([]T) bool) watchOutcome {
-	informer := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+// its store (sorted by namespace/name; the objects are shared with the
+// informer and must not be modified) after the first list and after every
+// change, until changed returns true or ctx ends. synced, when not nil, is
+// called once, after the first list and before the first call of changed.
+// Calls of changed come from one goroutine, in order; a change that comes
+// while changed runs is seen by the next call.
+func watchLoop[T any](ctx context.Context, lw cache.ListerWatcher, synced func(), changed func([]T) bool) watchOutcome {
 	notify := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -62,46 +46,43 @@ func watchLoop[T runtime.Object](ctx context.Context, lw cache.ListerWatcher, ex
 		default: // a call is pending already; it will see this change too
 		}
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	informer := cache.NewInformer(lw, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		UpdateFunc: func(any, any) { poke() },
 		DeleteFunc: func(any) { poke() },
-	}); err != nil {
-		return watchOutcome{lastErr: err}
-	}
-	last, stop := runInformer(ctx, informer)
+	})
+	stop := runInformer(ctx, informer)
 	defer stop()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return watchOutcome{lastErr: last()}
+	select {
+	case <-ctx.Done():
+		return watchOutcome{lastErr: informer.LastError()}
+	case <-informer.Synced():
 	}
 	if synced != nil {
 		synced()
 	}
 	for {
-		if changed(snapshot[T](informer.GetStore())) {
+		if changed(snapshot[T](informer)) {
 			return watchOutcome{done: true, synced: true}
 		}
 		select {
 		case <-ctx.Done():
-			return watchOutcome{synced: true, lastErr: last()}
+			return watchOutcome{synced: true, lastErr: informer.LastError()}
 		case <-notify:
 		}
 	}
 }
 
-// snapshot copies the store's objects, sorted by key.
-func snapshot[T runtime.Object](store cache.Store) []T {
-	keys := store.ListKeys()
-	slices.Sort(keys)
-	objs := make([]T, 0, len(keys))
-	for _, k := range keys {
-		obj, ok, err := store.GetByKey(k)
-		if err != nil || !ok {
-			continue // deleted since ListKeys; the next change calls again
+// snapshot returns the informer's objects, sorted by key.
+func snapshot[T any](informer *cache.Informer) []T {
+	objs := informer.List()
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
 		}
-		objs = append(objs, obj.(T).DeepCopyObject().(T))
 	}
-	return objs
+	return out
 }
 
 // Inform runs an informer over lw until ctx ends and passes every change
@@ -110,19 +91,17 @@ func snapshot[T runtime.Object](store cache.Store) []T {
 // once the first list has been handed to h. Inform returns nil when ctx
 // ends after the first list, and an error naming the last failure of the
 // list when ctx ends before it.
-func Inform(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, synced func(), h cache.ResourceEventHandler) error {
-	informer := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
-	reg, err := informer.AddEventHandler(h)
-	if err != nil {
-		return err
-	}
-	last, stop := runInformer(ctx, informer)
+func Inform(ctx context.Context, lw cache.ListerWatcher, synced func(), h cache.ResourceEventHandler) error {
+	informer := cache.NewInformer(lw, h)
+	stop := runInformer(ctx, informer)
 	defer stop()
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		if err := last(); err != nil {
+	select {
+	case <-ctx.Done():
+		if err := informer.LastError(); err != nil {
 			return fmt.Errorf("no list: %w (last error: %w)", context.Cause(ctx), err)
 		}
 		return fmt.Errorf("no list: %w", context.Cause(ctx))
+	case <-informer.Synced():
 	}
 	if synced != nil {
 		synced()

@@ -12,15 +12,14 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-
 	"github.com/llmchaos/llmchaos/faults/chaosmesh"
+	"github.com/llmchaos/llmchaos/internal/kube"
+	"github.com/llmchaos/llmchaos/internal/kube/api/metav1"
+	"github.com/llmchaos/llmchaos/internal/kube/api/schema"
+	"github.com/llmchaos/llmchaos/internal/kube/api/unstructured"
+	"github.com/llmchaos/llmchaos/internal/kube/apierrors"
+	"github.com/llmchaos/llmchaos/internal/kube/dynamic"
+	"github.com/llmchaos/llmchaos/internal/kube/rest"
 )
 
 // crdGVR is the resource of CustomResourceDefinitions.
@@ -86,27 +85,23 @@ func Uninstall(t testing.TB, cfg *rest.Config) {
 	}
 }
 
-func clients(t testing.TB, cfg *rest.Config) (dynamic.Interface, discovery.DiscoveryInterface) {
+func clients(t testing.TB, cfg *rest.Config) (*dynamic.Client, *kube.Clientset) {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg)
+	client, err := kube.NewClientset(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dyn, disc
+	return dynamic.New(client.REST()), client
 }
 
 // waitServed waits until discovery lists every kind (served) or none of
 // them (!served). Discovery has no watch; the apiserver updates it within
 // a second of a CRD's change, so this looks again every 100 ms.
-func waitServed(ctx context.Context, disc discovery.DiscoveryInterface, served bool) error {
+func waitServed(ctx context.Context, disc *kube.Clientset, served bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		n, err := servedKinds(disc)
+		n, err := servedKinds(ctx, disc)
 		if err == nil && (served && n == len(chaosmesh.Kinds()) || !served && n == 0) {
 			return nil
 		}
@@ -120,8 +115,8 @@ func waitServed(ctx context.Context, disc discovery.DiscoveryInterface, served b
 }
 
 // servedKinds counts the kinds of chaosmesh.Kinds that discovery lists.
-func servedKinds(disc discovery.DiscoveryInterface) (int, error) {
-	list, err := disc.ServerResourcesForGroupVersion(chaosmesh.Group + "/" + chaosmesh.Version)
+func servedKinds(ctx context.Context, disc *kube.Clientset) (int, error) {
+	list, err := disc.ServerResourcesForGroupVersion(ctx, chaosmesh.Group+"/"+chaosmesh.Version)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
