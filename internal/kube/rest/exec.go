@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -115,7 +116,7 @@ func (a *execAuth) run() (*execCreds, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) && a.cfg.InstallHint != "" {
+		if (errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)) && a.cfg.InstallHint != "" {
 			return nil, fmt.Errorf("exec plugin %s: %w\n%s", a.cfg.Command, err, a.cfg.InstallHint)
 		}
 		msg := strings.TrimSpace(stderr.String())
