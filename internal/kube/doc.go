@@ -1,7 +1,11 @@
 // Package kube holds what llmchaos's Kubernetes code shares: the
 // connection to a cluster (Connect, Access: in a pod its service account,
 // else a kubeconfig file and context, as kubectl finds them), the typed
-// client of the four API groups llmchaos uses (Clientset), the labels
+// client of the four API groups llmchaos uses (Clientset) and, in its
+// sub-packages, what client-go gave before: the API types with only the
+// fields llmchaos uses (api/...), the REST client with kubeconfig,
+// in-cluster and exec-plugin credentials (rest), API errors (apierrors),
+// the informer (cache) and the dynamic client (dynamic); the labels
 // llmchaos reads and writes (llmchaos.io/target opts a namespace or pod
 // in; llmchaos.io/run marks what a run created), the opt-in check, pod
 // readiness, object names, waits on pods and other objects (WaitPods,
