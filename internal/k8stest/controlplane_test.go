@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	clientfeatures "k8s.io/client-go/features"
-
 	"github.com/llmchaos/llmchaos/internal/kube"
 	"github.com/llmchaos/llmchaos/internal/kube/api/appsv1"
 	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
@@ -235,19 +233,6 @@ func TestCheckSaysWhatIsMissingAndHowToBuildIt(t *testing.T) {
 		if !strings.Contains(nb.Detail, want) {
 			t.Errorf("check's explanation lacks %q:\n%s", want, nb.Detail)
 		}
-	}
-}
-
-// TestClientDoesNotAskForWatchListStreams: etcd 3.4 under the apiserver
-// cannot serve watch-list streams, and a client that asks falls back only
-// after a long wait (seen: a replacement pod noticed after 16 s instead of
-// 3 s). client-go v0.34 does not ask by default; an upgrade to v0.35 or
-// later does, and then the tests need KUBE_FEATURE_WatchListClient=false.
-func TestClientDoesNotAskForWatchListStreams(t *testing.T) {
-	if clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
-		t.Errorf("client-go's WatchListClient feature is on (KUBE_FEATURE_WatchListClient=%q); "+
-			"the test control plane's etcd 3.4 cannot serve watch-list streams: set KUBE_FEATURE_WatchListClient=false for the tests",
-			os.Getenv("KUBE_FEATURE_WatchListClient"))
 	}
 }
 

@@ -76,4 +76,3 @@ func TestServerErrorsMapToAPIErrors(t *testing.T) {
 		})
 	}
 }
-

@@ -57,7 +57,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-
 // FuzzParse: whatever parses writes back to a selector that parses to the
 // same string.
 func FuzzParse(f *testing.F) {
