@@ -3,6 +3,7 @@
 package unstructured
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -24,16 +25,54 @@ type UnstructuredList struct {
 // MarshalJSON writes the object.
 func (u *Unstructured) MarshalJSON() ([]byte, error) { return json.Marshal(u.Object) }
 
-// UnmarshalJSON reads an object.
+// UnmarshalJSON reads an object: whole numbers as int64, others as
+// float64, as apimachinery reads them.
 func (u *Unstructured) UnmarshalJSON(b []byte) error {
-	u.Object = nil
-	return json.Unmarshal(b, &u.Object)
+	m, err := decodeMap(b)
+	if err != nil {
+		return err
+	}
+	u.Object = m
+	return nil
+}
+
+// decodeMap decodes a JSON object with numbers as int64 when whole.
+func decodeMap(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return convertNumbers(m).(map[string]any), nil
+}
+
+func convertNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = convertNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = convertNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x.String()
+	}
+	return v
 }
 
 // UnmarshalJSON reads a list.
 func (l *UnstructuredList) UnmarshalJSON(b []byte) error {
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
+	raw, err := decodeMap(b)
+	if err != nil {
 		return err
 	}
 	items, _ := raw["items"].([]any)
