@@ -32,8 +32,9 @@
 // are not built, Start skips the test saying so, unless LLMCHAOS_REQUIRE_K8S=1
 // (set by make test-k8s), where it fails it.
 //
-// The client-go this module uses (v0.34) does not ask for watch-list streams,
-// which the Debian etcd 3.4 under the apiserver cannot serve; a test asserts
-// that, so that a client-go upgrade that turns them on is noticed (set
-// KUBE_FEATURE_WatchListClient=false then).
+// llmchaos's informer (internal/kube/cache) never asks for watch-list
+// streams, which the Debian etcd 3.4 under the apiserver cannot serve (its
+// test checks the watches' query); client-go, which tests still use to set
+// up clusters, does not ask for them either at v0.34 (set
+// KUBE_FEATURE_WatchListClient=false if an upgrade turns them on).
 package k8stest
