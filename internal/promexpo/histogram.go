@@ -3,6 +3,7 @@ package promexpo
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"sort"
 	"sync"
@@ -68,14 +69,21 @@ func pickSchema(factor float64) int32 {
 }
 
 // nativeBounds[s] are, for schema s > 0, the 2^s fractions (of math.Frexp)
-// that end the buckets within one power of two: 2^(j/2^s - 1).
+// that end the buckets within one power of two: 2^(j/2^s - 1), correctly
+// rounded (math.Exp2 is not always, and a value on a bound must land in
+// the bucket every other client puts it in): 2^j/2, square-rooted s
+// times in 128-bit precision.
 var nativeBounds = func() [9][]float64 {
 	var b [9][]float64
 	for s := 1; s <= 8; s++ {
 		n := 1 << s
 		b[s] = make([]float64, n)
 		for j := range n {
-			b[s][j] = math.Exp2(float64(j)/float64(n) - 1)
+			x := new(big.Float).SetPrec(128).SetMantExp(big.NewFloat(1), j)
+			for range s {
+				x.Sqrt(x)
+			}
+			b[s][j], _ = x.Quo(x, big.NewFloat(2)).Float64()
 		}
 	}
 	return b

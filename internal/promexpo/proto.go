@@ -15,6 +15,8 @@ const ProtoContentType = "application/vnd.google.protobuf; proto=io.prometheus.c
 const (
 	fFamilyName, fFamilyHelp, fFamilyType, fFamilyMetric = 1, 2, 3, 4
 	fMetricLabel, fMetricGauge, fMetricCounter           = 1, 2, 3
+	fMetricSummary, fSummaryQuantile                     = 4, 3
+	fQuantileQuantile, fQuantileValue                    = 1, 2
 	fMetricUntyped, fMetricTimestamp, fMetricHistogram   = 5, 6, 7
 	fLabelName, fLabelValue                              = 1, 2
 	fValue                                               = 1 // Gauge, Counter, Untyped
@@ -92,6 +94,17 @@ func appendMetric(b []byte, t Type, m *Metric) []byte {
 	switch {
 	case t == HistogramType && m.Histogram != nil:
 		b = appendMessage(b, fMetricHistogram, func(b []byte) []byte { return appendHistogram(b, m.Histogram, m) })
+	case t == SummaryType && m.Histogram != nil:
+		b = appendMessage(b, fMetricSummary, func(b []byte) []byte {
+			b = appendUvarint(b, fHistCount, m.Histogram.Count)
+			b = appendDouble(b, fHistSum, m.Histogram.Sum)
+			for _, q := range m.Quantiles {
+				b = appendMessage(b, fSummaryQuantile, func(b []byte) []byte {
+					return appendDouble(appendDouble(b, fQuantileQuantile, q.Quantile), fQuantileValue, q.Value)
+				})
+			}
+			return b
+		})
 	case t == CounterType:
 		b = appendMessage(b, fMetricCounter, func(b []byte) []byte {
 			b = appendDouble(b, fValue, m.Value)

@@ -14,7 +14,7 @@ const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 // WriteText writes fams in the text exposition format 0.0.4: # HELP (help
 // with \ and newlines escaped) and # TYPE lines, then each series; a
 // histogram as its classic _bucket{le} series, +Inf included, _sum and
-// _count.
+// _count; a parsed summary as its {quantile} series, _sum and _count.
 func WriteText(w io.Writer, fams []Family) error {
 	bw := bufio.NewWriter(w)
 	var b []byte
@@ -31,6 +31,14 @@ func WriteText(w io.Writer, fams []Family) error {
 		b = append(b, '\n')
 		for i := range f.Metrics {
 			m := &f.Metrics[i]
+			if h := m.Histogram; h != nil && f.Type == SummaryType {
+				for _, q := range m.Quantiles {
+					b = appendSample(b, f.Name, "", m, "quantile", q.Quantile, q.Value)
+				}
+				b = appendSample(b, f.Name, "_sum", m, "", 0, h.Sum)
+				b = appendSample(b, f.Name, "_count", m, "", 0, float64(h.Count))
+				continue
+			}
 			if h := m.Histogram; h != nil && f.Type == HistogramType {
 				inf := false
 				for _, bk := range h.Buckets {
