@@ -61,7 +61,9 @@
 // # Concurrency
 //
 // Every method of Exporter is safe for concurrent use. For the error
-// classes of DESIGN §3, Observe does no allocation and takes no lock: it is
-// a handful of atomic updates plus one histogram observation per ITL gap
-// (about 70 ns each, BenchmarkObserve).
+// classes of DESIGN §3, Observe does no allocation: it is a handful of
+// atomic updates plus one histogram observation per ITL gap, which takes
+// the short lock of that one series (internal/promexpo), as fast as
+// client_golang's lock-free histogram was in BenchmarkObserve side by side
+// (165-250 ns per observation for both on a 2-core machine at load 11).
 package telemetry
