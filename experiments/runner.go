@@ -137,6 +137,8 @@ type Options struct {
 type testHooks struct {
 	// build replaces the fault builders.
 	build func(pf *plannedFault) (faults.Fault, error)
+	// wrap, when set, wraps each fault the real builders made.
+	wrap func(name string, f faults.Fault) faults.Fault
 	// onTag is called for every result as it is tagged, inside the load
 	// engine's goroutines.
 	onTag func(at time.Duration, tags *recording.Tags)

@@ -16,10 +16,12 @@ import (
 
 // savedRequest is the part of a --save-requests line the runner's tests read.
 type savedRequest struct {
-	Seq     uint64 `json:"seq"`
-	Phase   string `json:"phase"`
-	Fault   string `json:"fault"`
-	Outcome string `json:"outcome"`
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id"`
+	Phase     string `json:"phase"`
+	Fault     string `json:"fault"`
+	Outcome   string `json:"outcome"`
+	SentUs    int64  `json:"sent_us"`
 }
 
 // readSavedRequests decodes a --save-requests file, failing the test on a

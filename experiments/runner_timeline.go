@@ -457,6 +457,9 @@ func (r *run) build(pf *plannedFault, simEnv *spec.SimEnv) (faults.Fault, string
 	if target == "" {
 		target = "params " + paramsText(pf.spec.Params)
 	}
+	if h := r.opts.hooks; h != nil && h.wrap != nil {
+		f = h.wrap(name, f)
+	}
 	return f, target, nil
 }
 

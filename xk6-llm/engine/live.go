@@ -32,16 +32,29 @@ const MaxLiveUsers = 10000
 // index below Users run their sessions; the others wait (a user that is
 // mid-session finishes it first), and raising Users starts new ones.
 type LiveLoad struct {
-	mu      sync.Mutex
-	rate    float64 // requests per second (open loop)
-	users   int     // virtual users (closed loop)
-	paused  bool
-	since   time.Duration // run-clock time of the last change of rate
-	lam     float64       // operational time reached at since
+	mu     sync.Mutex
+	rate   float64 // requests per second (open loop)
+	users  int     // virtual users (closed loop)
+	paused bool
+	since  time.Duration // run-clock time of the last change of rate
+	lam    float64       // operational time reached at since
+	// past holds the spans of operational time before since that the
+	// pacer has not passed yet, at the rates they ran at: an arrival due
+	// in one (the pacer ran late) keeps the time it was due, not one
+	// drawn back from the current rate.
+	past    []liveSpan
 	now     func() time.Duration
 	changed chan struct{} // closed and replaced at every change
 	ended   chan struct{}
 	endOnce sync.Once
+}
+
+// liveSpan is a stretch of a live open loop at one rate: operational
+// time from lam on was reached at rate from the run-clock time since.
+type liveSpan struct {
+	since time.Duration
+	lam   float64
+	rate  float64
 }
 
 // LiveState is a LiveLoad's settings at one moment.
@@ -116,7 +129,10 @@ func (l *LiveLoad) change(set func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock()
-	l.lam += l.rateLocked() * (now - l.since).Seconds()
+	if r := l.rateLocked(); r > 0 && now > l.since {
+		l.past = append(l.past, liveSpan{l.since, l.lam, r})
+		l.lam += r * (now - l.since).Seconds()
+	}
 	l.since = now
 	set()
 	close(l.changed)
@@ -148,11 +164,29 @@ func (l *LiveLoad) rateLocked() float64 {
 }
 
 // at returns the run-clock time at which the arrival of operational time u
-// is due at the current rate (ok false while paused), and the channel
-// closed at the next change, after which it must be asked again.
+// is due (ok false while paused and u not reached yet), and the channel
+// closed at the next change, after which it must be asked again. An
+// arrival whose u was reached before the last change was due at the rate
+// of then, even if the pacer gets to it only now (late, or after a pause
+// that came meanwhile). The pacer asks in increasing u: spans it has
+// passed are dropped.
 func (l *LiveLoad) at(u float64) (at time.Duration, ok bool, changed <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for len(l.past) > 0 {
+		end := l.lam
+		if len(l.past) > 1 {
+			end = l.past[1].lam
+		}
+		if u >= end {
+			l.past = l.past[1:]
+			continue
+		}
+		if p := l.past[0]; u >= p.lam {
+			return p.since + time.Duration(math.Round((u-p.lam)/p.rate*1e9)), true, l.changed
+		}
+		break
+	}
 	r := l.rateLocked()
 	if r <= 0 {
 		return 0, false, l.changed
@@ -241,6 +275,14 @@ func (r *run) livePace(hard context.Context, plans <-chan Planned, jobs chan job
 			}
 			select {
 			case <-fire:
+				// A change that came while the timer fired wins: select
+				// picks at random among ready cases, and an arrival timed
+				// by the old rate must not be sent after a pause.
+				select {
+				case <-changed:
+					continue
+				default:
+				}
 				p.Arrival.At = max(at, 0)
 				r.fireLive(hard, p, jobs)
 				fired = true
