@@ -1,8 +1,9 @@
 // Package telemetry exposes a running load as live Prometheus metrics
 // (--metrics-listen): per-request latency histograms, request and token
 // counters, the in-flight gauge, which faults are active and which thresholds
-// hold. It registers its series on a registry the caller owns, never on the
-// global one, so several runs (and tests) can live in one process.
+// hold. Each Exporter keeps its series on a registry of its own
+// (internal/promexpo), never on a global one, so several runs (and tests)
+// can live in one process.
 //
 // # Series
 //
