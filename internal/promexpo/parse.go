@@ -36,7 +36,7 @@ const MaxLine = 1 << 20
 func Parse(r io.Reader) ([]Family, error) {
 	p := parser{byName: map[string]int{}, hist: map[string]int{}}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	sc.Buffer(nil, MaxLine) // grows from 4 KiB as lines need
 	for sc.Scan() {
 		p.line++
 		if err := p.parseLine(sc.Text()); err != nil {
