@@ -168,13 +168,10 @@ func (r *Registry) newFamily(o Opts, typ Type, labels []string, newChild func() 
 		f.constant = append(f.constant, Label{k, o.ConstLabels[k]})
 	}
 	seen := make(map[string]bool)
-	names := slices.Concat(labels, slices.Collect(func(yield func(string) bool) {
-		for _, l := range f.constant {
-			if !yield(l.Name) {
-				return
-			}
-		}
-	}))
+	names := slices.Clone(labels)
+	for _, l := range f.constant {
+		names = append(names, l.Name)
+	}
 	for _, n := range names {
 		switch {
 		case !validName(n, false) || strings.HasPrefix(n, "__"):
