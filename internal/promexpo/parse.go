@@ -62,7 +62,8 @@ type parser struct {
 	typed   map[string]bool
 	helped  map[string]bool
 	sampled map[string]bool
-	hist    map[string]int // Metric index by family name + label key, histograms and summaries
+	hist    map[string]int           // Metric index by family name + label key, histograms and summaries
+	counted map[*HistogramValue]bool // histograms with a _count sample
 }
 
 func (p *parser) family(name string) *Family {
@@ -271,6 +272,10 @@ func (p *parser) addToGroup(f *Family, suffix string, m Metric) error {
 			return fmt.Errorf("%s_count: %v is not a count", f.Name, m.Value)
 		}
 		g.Histogram.Count = uint64(m.Value)
+		if p.counted == nil {
+			p.counted = map[*HistogramValue]bool{}
+		}
+		p.counted[g.Histogram] = true
 	case "_bucket":
 		if m.Value < 0 || math.IsNaN(m.Value) || m.Value != math.Trunc(m.Value) {
 			return fmt.Errorf("%s_bucket: %v is not a count", f.Name, m.Value)
@@ -282,7 +287,9 @@ func (p *parser) addToGroup(f *Family, suffix string, m Metric) error {
 	return nil
 }
 
-// finish sorts a family's buckets and checks that they are cumulative.
+// finish sorts a family's buckets and checks that they are cumulative
+// and within the count; without a _count sample, the count is the last
+// bucket's.
 func (p *parser) finish(f *Family) error {
 	for i := range f.Metrics {
 		h := f.Metrics[i].Histogram
@@ -294,6 +301,16 @@ func (p *parser) finish(f *Family) error {
 			if h.Buckets[j].CumulativeCount < h.Buckets[j-1].CumulativeCount {
 				return &ParseError{Line: p.line, Msg: fmt.Sprintf("histogram %s: bucket le=%v counts less than le=%v",
 					f.Name, h.Buckets[j].UpperBound, h.Buckets[j-1].UpperBound)}
+			}
+		}
+		if n := len(h.Buckets); n > 0 {
+			last := h.Buckets[n-1].CumulativeCount
+			switch {
+			case !p.counted[h]:
+				h.Count = last
+			case h.Count < last:
+				return &ParseError{Line: p.line, Msg: fmt.Sprintf("histogram %s: _count %d is less than bucket le=%v (%d)",
+					f.Name, h.Count, h.Buckets[n-1].UpperBound, last)}
 			}
 		}
 	}

@@ -144,6 +144,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad le", "# TYPE h histogram\nh_bucket{le=\"x\"} 1\n", 2, `label le: invalid value "x"`},
 		{"bare histogram sample", "# TYPE h histogram\nh 1\n", 2, "is not _bucket, _sum or _count"},
 		{"fractional count", "# TYPE h histogram\nh_count 1.5\n", 2, "1.5 is not a count"},
+		{"count below the buckets", "# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_count 4\n", 3,
+			"_count 4 is less than bucket le=1 (5)"},
 		{"buckets not cumulative", "# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"2\"} 4\n", 3,
 			"bucket le=2 counts less than le=1"},
 	}
