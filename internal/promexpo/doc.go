@@ -10,7 +10,9 @@
 // sorted by name, label pairs by name, series by their label values, and
 // floats as Go's shortest 'g' form (1, 0.25, 1e-05, +Inf, NaN). Tests
 // hold the text form against client_golang's and read the protobuf form
-// back with prometheus/common/expfmt.
+// back with prometheus/common/expfmt. Native histograms place values in
+// the buckets client_golang does, save a value exactly on one of the few
+// bounds its table has one ulp below the correctly rounded 2^(j/2^schema).
 //
 // No Go runtime or process collector is registered anywhere in llmchaos,
 // so this package has none.
