@@ -28,20 +28,24 @@ var layers = []struct {
 	// Field paths and the problems keyed by them, which every front end
 	// names its own way.
 	{"internal/field", nil},
+	// The small Prometheus client (registry, exposition formats, text
+	// parser) that the simulator and the telemetry both serve with: a
+	// leaf, as the third-party client it replaced was.
+	{"internal/promexpo", nil},
 	// internal/kube's pod target keys its problems by field, as the fault
 	// params that hold it do.
 	{"internal", []string{"internal/field"}},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
 	// that nothing but cmd imports it).
-	{"sim", []string{"simcontract"}},
+	{"sim", []string{"simcontract", "internal/promexpo"}},
 	// The load engine library, the product's extension point: nothing
 	// above it (the JUnit document of a script's jUnit() summary lies
 	// below).
 	{"xk6-llm", []string{"internal/junit", "internal/field"}},
 	{"assertions", []string{"xk6-llm", "internal/field"}},
 	{"report", []string{"assertions", "xk6-llm", "internal/junit", "internal/field"}},
-	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field"}},
+	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field", "internal/promexpo"}},
 	// A fault family checks its params and keys each problem by its
 	// field (faults[i].params.KEY in an experiment file).
 	{"faults", []string{"simcontract", "internal", "internal/field"}},

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 // freeRefresh is how long the engine trusts its last reading of the device's
@@ -78,15 +78,15 @@ type Option func(*engineOptions)
 
 type engineOptions struct {
 	latency LatencyModel
-	reg     prometheus.Registerer
+	reg     *promexpo.Registry
 }
 
 // WithLatency replaces the latency model Config.Latency names.
 func WithLatency(m LatencyModel) Option { return func(o *engineOptions) { o.latency = m } }
 
-// WithRegisterer registers the engine's vLLM metrics on reg. Without it the
+// WithRegistry registers the engine's vLLM metrics on reg. Without it the
 // metrics are kept but exported nowhere.
-func WithRegisterer(reg prometheus.Registerer) Option {
+func WithRegistry(reg *promexpo.Registry) Option {
 	return func(o *engineOptions) { o.reg = reg }
 }
 

@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 func constantConfig() Config {
@@ -87,8 +86,8 @@ func TestPreemptionWhenBlocksRunOut(t *testing.T) {
 			// 10 blocks = 160 tokens; four sequences grow to 64 tokens (4 blocks) each.
 			cfg := smallConfig(latency, 10)
 			cfg.MaxModelLen = 64
-			reg := prometheus.NewRegistry()
-			e, err := NewEngine(cfg, NewLocalMemory(cfg.GPUMemory), WithRegisterer(reg))
+			reg := promexpo.NewRegistry(nil)
+			e, err := NewEngine(cfg, NewLocalMemory(cfg.GPUMemory), WithRegistry(reg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +121,7 @@ func TestPreemptionWhenBlocksRunOut(t *testing.T) {
 			if st.Preemptions == 0 {
 				t.Errorf("preemptions: got 0, want > 0")
 			}
-			if got := testutil.ToFloat64(e.m.preemptions); got != float64(st.Preemptions) {
+			if got := e.m.preemptions.Value(); got != float64(st.Preemptions) {
 				t.Errorf("vllm:num_preemptions_total: got %v, want %d", got, st.Preemptions)
 			}
 			if maxUsed > 10 {
@@ -546,9 +545,9 @@ func TestHangAndSlowdown(t *testing.T) {
 }
 
 func TestMetricsFollowTheEngine(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := promexpo.NewRegistry(nil)
 	cfg := constantConfig()
-	e, err := NewEngine(cfg, NewLocalMemory(cfg.GPUMemory), WithRegisterer(reg))
+	e, err := NewEngine(cfg, NewLocalMemory(cfg.GPUMemory), WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +560,7 @@ func TestMetricsFollowTheEngine(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		c    prometheus.Collector
+		c    interface{ Value() float64 }
 		want float64
 	}{
 		{"prompt tokens", e.m.promptTokens, 100},
@@ -570,11 +569,17 @@ func TestMetricsFollowTheEngine(t *testing.T) {
 		{"running", e.m.running, 0},
 	}
 	for _, tt := range tests {
-		if got := testutil.ToFloat64(tt.c); got != tt.want {
+		if got := tt.c.Value(); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if n, err := testutil.GatherAndCount(reg, "vllm:inter_token_latency_seconds"); err != nil || n != 1 {
-		t.Errorf("itl histogram: %d series, %v", n, err)
+	n := 0
+	for _, f := range reg.Gather() {
+		if f.Name == "vllm:inter_token_latency_seconds" {
+			n = len(f.Metrics)
+		}
+	}
+	if n != 1 {
+		t.Errorf("itl histogram: %d series, want 1", n)
 	}
 }

@@ -1,9 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 // Histogram buckets as vLLM defines them (vllm/v1/metrics/loggers.py).
@@ -18,32 +19,39 @@ var (
 
 // metrics are the engine's vLLM-named Prometheus series for one model.
 type metrics struct {
-	running, waiting, kvUsage prometheus.Gauge
-	preemptions               prometheus.Counter
-	promptTokens, genTokens   prometheus.Counter
-	success                   [FinishLength + 1]prometheus.Counter
-	ttft, itl, e2e, queue     prometheus.Observer
+	running, waiting, kvUsage *promexpo.Gauge
+	preemptions               *promexpo.Counter
+	promptTokens, genTokens   *promexpo.Counter
+	success                   [FinishLength + 1]*promexpo.Counter
+	ttft, itl, e2e, queue     *promexpo.Histogram
 }
 
-// newMetrics creates the series and registers them on reg when it is not nil.
-func newMetrics(reg prometheus.Registerer, model string) (*metrics, error) {
-	labels := prometheus.Labels{"model_name": model}
-	gauge := func(name, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+// newMetrics creates the series and registers them on reg when it is not
+// nil (a nil registry keeps them and exports them nowhere).
+func newMetrics(reg *promexpo.Registry, model string) (*metrics, error) {
+	labels := map[string]string{"model_name": model}
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
+	gauge := func(name, help string) *promexpo.Gauge {
+		g, err := reg.Gauge(promexpo.Opts{Name: name, Help: help, ConstLabels: labels})
+		keep(err)
+		return g
 	}
-	histogram := func(name, help string, buckets []float64) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: labels})
+	counter := func(name, help string) *promexpo.Counter {
+		c, err := reg.Counter(promexpo.Opts{Name: name, Help: help, ConstLabels: labels})
+		keep(err)
+		return c
 	}
-	success := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.", ConstLabels: labels,
-	}, []string{"finished_reason"})
-	ttft := histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
-	itl := histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
-	e2e := histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestBuckets)
-	queue := histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestBuckets)
+	histogram := func(name, help string, buckets []float64) *promexpo.Histogram {
+		h, err := reg.Histogram(promexpo.HistogramOpts{Opts: promexpo.Opts{Name: name, Help: help, ConstLabels: labels},
+			Buckets: buckets})
+		keep(err)
+		return h
+	}
 	m := &metrics{
 		running:      gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
 		waiting:      gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
@@ -51,21 +59,19 @@ func newMetrics(reg prometheus.Registerer, model string) (*metrics, error) {
 		preemptions:  counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
 		promptTokens: counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		genTokens:    counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
-		ttft:         ttft,
-		itl:          itl,
-		e2e:          e2e,
-		queue:        queue,
+		ttft:         histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
+		itl:          histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
+		e2e:          histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestBuckets),
+		queue:        histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestBuckets),
+	}
+	success, err := reg.CounterVec(promexpo.Opts{
+		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.", ConstLabels: labels,
+	}, "finished_reason")
+	keep(err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	m.success[FinishStop] = success.WithLabelValues(FinishStop.String())
 	m.success[FinishLength] = success.WithLabelValues(FinishLength.String())
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.running, m.waiting, m.kvUsage, m.preemptions,
-		m.promptTokens, m.genTokens, success, ttft, itl, e2e, queue} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
-	}
 	return m, nil
 }

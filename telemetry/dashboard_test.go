@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/promexpo/promexpotest"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
@@ -38,7 +39,7 @@ func exportedLabels(t *testing.T) map[string]map[string]bool {
 	exp.Observe(&recording.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: recording.OutcomeOK, Tags: tags})
 	exp.FaultActive("f", "t", true)
 	exp.ThresholdOK("m", true)
-	mfs, err := exp.Gatherer().Gather()
+	mfs, err := promexpotest.Gatherer(exp.Gatherer()).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

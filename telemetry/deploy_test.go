@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
+	"github.com/llmchaos/llmchaos/internal/promexpo/promexpotest"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/sim"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -57,18 +58,18 @@ func exportedNames(t *testing.T) map[string]bool {
 	exp.Observe(&recording.Result{Sent: 1, FirstToken: 2, End: 3, Outcome: recording.OutcomeOK})
 	exp.FaultActive("f", "t", true)
 	exp.ThresholdOK("m", true)
-	mfs, err := exp.Gatherer().Gather()
+	mfs, err := promexpotest.Gatherer(exp.Gatherer()).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	add(mfs)
 
-	reg := prometheus.NewRegistry()
+	reg := promexpo.NewRegistry(nil)
 	cfg := sim.DefaultConfig()
-	if _, err := sim.NewEngine(cfg, sim.NewLocalMemory(cfg.GPUMemory), sim.WithRegisterer(reg)); err != nil {
+	if _, err := sim.NewEngine(cfg, sim.NewLocalMemory(cfg.GPUMemory), sim.WithRegistry(reg)); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err = reg.Gather()
+	mfs, err = promexpotest.Gatherer(reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

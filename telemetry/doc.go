@@ -1,8 +1,9 @@
 // Package telemetry exposes a running load as live Prometheus metrics
 // (--metrics-listen): per-request latency histograms, request and token
 // counters, the in-flight gauge, which faults are active and which thresholds
-// hold. It registers its series on a registry the caller owns, never on the
-// global one, so several runs (and tests) can live in one process.
+// hold. Each Exporter keeps its series on a registry of its own
+// (internal/promexpo), never on a global one, so several runs (and tests)
+// can live in one process.
 //
 // # Series
 //
@@ -61,7 +62,9 @@
 // # Concurrency
 //
 // Every method of Exporter is safe for concurrent use. For the error
-// classes of DESIGN §3, Observe does no allocation and takes no lock: it is
-// a handful of atomic updates plus one histogram observation per ITL gap
-// (about 70 ns each, BenchmarkObserve).
+// classes of DESIGN §3, Observe does no allocation: it is a handful of
+// atomic updates plus one histogram observation per ITL gap, which takes
+// the short lock of that one series (internal/promexpo), as fast as
+// client_golang's lock-free histogram was in BenchmarkObserve side by side
+// (165-250 ns per observation for both on a 2-core machine at load 11).
 package telemetry

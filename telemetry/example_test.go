@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmchaos/llmchaos/internal/promexpo/promexpotest"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -25,7 +26,7 @@ func ExampleExporter() {
 	exp.SetInFlight(2)
 	exp.FaultActive("slow-net", "network-latency", true)
 
-	err = testutil.GatherAndCompare(exp.Gatherer(), strings.NewReader(`
+	err = testutil.GatherAndCompare(promexpotest.Gatherer(exp.Gatherer()), strings.NewReader(`
 # HELP llmchaos_fault_active 1 while the fault is applied, 0 after it was reverted.
 # TYPE llmchaos_fault_active gauge
 llmchaos_fault_active{fault="slow-net",type="network-latency"} 1
@@ -34,7 +35,7 @@ llmchaos_fault_active{fault="slow-net",type="network-latency"} 1
 llmchaos_in_flight 2
 `), telemetry.NameFaultActive, telemetry.NameInFlight)
 	fmt.Println("gauges as expected:", err == nil)
-	n, _ := testutil.GatherAndCount(exp.Gatherer(), telemetry.NameRequests)
+	n, _ := testutil.GatherAndCount(promexpotest.Gatherer(exp.Gatherer()), telemetry.NameRequests)
 	fmt.Println("request series (every valid outcome/class pair):", n)
 	// Output:
 	// gauges as expected: true

@@ -9,12 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metric names, as exported. They are part of the project's contract with
@@ -75,16 +73,8 @@ const (
 	NativeMaxBuckets = 160
 )
 
-// Options configures an Exporter. The zero value makes an Exporter with its
-// own registry.
+// Options configures an Exporter, which always has a registry of its own.
 type Options struct {
-	// Registerer receives the Exporter's collectors. Nil: a new registry
-	// of the Exporter's own, which then also serves as Gatherer.
-	Registerer prometheus.Registerer
-	// Gatherer is what Handler serves and Gatherer returns. Nil: the
-	// Registerer when it is also a Gatherer (a *prometheus.Registry is),
-	// else New fails.
-	Gatherer prometheus.Gatherer
 	// Metrics is the run's metric table: its custom metrics are exported
 	// (AddSample) as llmchaos_<name> series. Nil: built-ins only.
 	Metrics *metrics.Registry
@@ -113,17 +103,17 @@ var requestLabels = []string{LabelEndpoint, LabelPhase, LabelClass}
 
 // Exporter holds a run's live Prometheus series. Create it with New.
 type Exporter struct {
-	gatherer     prometheus.Gatherer
-	ttft, itl    *prometheus.HistogramVec
-	tpot, e2e    *prometheus.HistogramVec
-	sendLag      *prometheus.HistogramVec
-	requests     *prometheus.CounterVec
-	scheduled    *prometheus.CounterVec
-	lost         prometheus.Gauge
-	inFlight     prometheus.Gauge
-	outputTokens *prometheus.CounterVec
-	faultActive  *prometheus.GaugeVec
-	thresholdOK  *prometheus.GaugeVec
+	reg          *promexpo.Registry
+	ttft, itl    *promexpo.HistogramVec
+	tpot, e2e    *promexpo.HistogramVec
+	sendLag      *promexpo.HistogramVec
+	requests     *promexpo.CounterVec
+	scheduled    *promexpo.CounterVec
+	lost         *promexpo.Gauge
+	inFlight     *promexpo.Gauge
+	outputTokens *promexpo.CounterVec
+	faultActive  *promexpo.GaugeVec
+	thresholdOK  *promexpo.GaugeVec
 	custom       map[string]customSeries // by metric name; read-only after New
 
 	// tuples holds the series of each (endpoint, phase, class) seen, as an
@@ -138,9 +128,9 @@ type tupleKey struct{ endpoint, phase, class string }
 
 // tupleSeries are the series of one tuple, resolved once.
 type tupleSeries struct {
-	ttft, itl, tpot, e2e, sendLag prometheus.Observer
-	scheduled, outputTokens       prometheus.Counter
-	byOutcome                     [nOutcomes][nClasses]prometheus.Counter
+	ttft, itl, tpot, e2e, sendLag *promexpo.Histogram
+	scheduled, outputTokens       *promexpo.Counter
+	byOutcome                     [nOutcomes][nClasses]*promexpo.Counter
 }
 
 // customSeries is one custom metric's series: a histogram for a trend
@@ -149,9 +139,9 @@ type tupleSeries struct {
 // a gauge.
 type customSeries struct {
 	m     metrics.Metric
-	hist  *prometheus.HistogramVec
-	count *prometheus.CounterVec
-	gauge *prometheus.GaugeVec
+	hist  *promexpo.HistogramVec
+	count *promexpo.CounterVec
+	gauge *promexpo.GaugeVec
 }
 
 // classes indexes recording.ErrorClass for the pre-created request counters;
@@ -204,93 +194,71 @@ func validPair(o recording.Outcome, c recording.ErrorClass) bool {
 	return false
 }
 
-// New creates the series and registers them; see Options.
+// New creates the series on a registry of the Exporter's own; see
+// Options.
 func New(opts Options) (*Exporter, error) {
-	reg, g := opts.Registerer, opts.Gatherer
-	if reg == nil {
-		r := prometheus.NewRegistry()
-		reg = r
-		if g == nil {
-			g = r
-		}
-	}
-	if g == nil {
-		rg, ok := reg.(prometheus.Gatherer)
-		if !ok {
-			return nil, errors.New("telemetry: Options.Gatherer is nil and the Registerer is not a Gatherer")
-		}
-		g = rg
-	}
-	runLabels := prometheus.Labels{}
-	for k, v := range opts.RunLabels {
-		if v != "" {
-			runLabels[k] = v
-		}
-	}
-	if len(runLabels) > 0 {
-		reg = prometheus.WrapRegistererWith(runLabels, reg)
-	}
+	reg := promexpo.NewRegistry(opts.RunLabels)
 	table := metrics.NewRegistry()
 	row := func(name string) metrics.Metric { m, _ := table.Lookup(name); return m }
-	hist := func(name string, buckets []float64) *prometheus.HistogramVec {
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	hist := func(name string, buckets []float64) *promexpo.HistogramVec {
 		m := row(name)
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                           m.PromName,
-			Help:                           m.PromHelp,
-			Buckets:                        buckets,
-			NativeHistogramBucketFactor:    NativeBucketFactor,
-			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
-		}, requestLabels)
+		h, err := reg.HistogramVec(promexpo.HistogramOpts{
+			Opts:               promexpo.Opts{Name: m.PromName, Help: m.PromHelp},
+			Buckets:            buckets,
+			NativeBucketFactor: NativeBucketFactor,
+			NativeMaxBuckets:   NativeMaxBuckets,
+		}, requestLabels...)
+		keep(err)
+		return h
+	}
+	counterVec := func(name, help string, labels ...string) *promexpo.CounterVec {
+		c, err := reg.CounterVec(promexpo.Opts{Name: name, Help: help}, labels...)
+		keep(err)
+		return c
+	}
+	gaugeVec := func(name, help string, labels ...string) *promexpo.GaugeVec {
+		g, err := reg.GaugeVec(promexpo.Opts{Name: name, Help: help}, labels...)
+		keep(err)
+		return g
+	}
+	gauge := func(name, help string) *promexpo.Gauge {
+		g, err := reg.Gauge(promexpo.Opts{Name: name, Help: help})
+		keep(err)
+		return g
 	}
 	e := &Exporter{
-		gatherer: g,
-		ttft:     hist("ttft", TTFTBuckets),
-		itl:      hist("itl", ITLBuckets),
-		tpot:     hist("tpot", ITLBuckets),
-		e2e:      hist("e2e", E2EBuckets),
-		sendLag:  hist("send_lag", SendLagBuckets),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: row("requests").PromName,
-			Help: row("requests").PromHelp,
-		}, append(slices.Clone(requestLabels), LabelOutcome, LabelErrorClass)),
-		scheduled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameScheduled,
-			Help: "Requests the schedule made due (sent, dropped or still waiting for a slot).",
-		}, requestLabels),
-		lost: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: row("requests_lost").PromName,
-			Help: row("requests_lost").PromHelp,
-		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameInFlight,
-			Help: "Requests sent and not yet ended.",
-		}),
-		outputTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameOutputTokens,
-			Help: "Output tokens of ok requests (usage.completion_tokens, else content chunks).",
-		}, requestLabels),
-		faultActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameFaultActive,
-			Help: "1 while the fault is applied, 0 after it was reverted.",
-		}, []string{"fault", "type"}),
-		thresholdOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameThresholdOK,
-			Help: "1 while the threshold on the metric holds, 0 while it fails.",
-		}, []string{"metric"}),
+		reg:     reg,
+		ttft:    hist("ttft", TTFTBuckets),
+		itl:     hist("itl", ITLBuckets),
+		tpot:    hist("tpot", ITLBuckets),
+		e2e:     hist("e2e", E2EBuckets),
+		sendLag: hist("send_lag", SendLagBuckets),
+		requests: counterVec(row("requests").PromName, row("requests").PromHelp,
+			append(slices.Clone(requestLabels), LabelOutcome, LabelErrorClass)...),
+		scheduled: counterVec(NameScheduled,
+			"Requests the schedule made due (sent, dropped or still waiting for a slot).", requestLabels...),
+		lost:     gauge(row("requests_lost").PromName, row("requests_lost").PromHelp),
+		inFlight: gauge(NameInFlight, "Requests sent and not yet ended."),
+		outputTokens: counterVec(NameOutputTokens,
+			"Output tokens of ok requests (usage.completion_tokens, else content chunks).", requestLabels...),
+		faultActive: gaugeVec(NameFaultActive, "1 while the fault is applied, 0 after it was reverted.", "fault", "type"),
+		thresholdOK: gaugeVec(NameThresholdOK, "1 while the threshold on the metric holds, 0 while it fails.", "metric"),
 	}
 	e.tuples.Store(&map[tupleKey]*tupleSeries{})
-	collectors := []prometheus.Collector{e.ttft, e.itl, e.tpot, e.e2e, e.sendLag, e.requests, e.scheduled,
-		e.lost, e.inFlight, e.outputTokens, e.faultActive, e.thresholdOK}
 	e.custom = make(map[string]customSeries)
 	for _, m := range opts.Metrics.Custom() {
-		cs := newCustomSeries(m)
+		cs, err := newCustomSeries(reg, m)
+		keep(err)
 		e.custom[m.Name] = cs
-		collectors = append(collectors, cs.collector())
 	}
-	for _, c := range collectors {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("telemetry: register metrics: %w", err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("telemetry: register metrics: %w", err)
 	}
 	return e, nil
 }
@@ -335,34 +303,22 @@ func (e *Exporter) series(tags *recording.Tags) *tupleSeries {
 // customLabels are the tags of a custom metric's series.
 var customLabels = []string{LabelEndpoint, LabelPhase, "fault", LabelClass}
 
-func newCustomSeries(m metrics.Metric) customSeries {
+func newCustomSeries(reg *promexpo.Registry, m metrics.Metric) (customSeries, error) {
 	cs := customSeries{m: m}
+	o := promexpo.Opts{Name: m.PromName, Help: m.PromHelp}
+	var err error
 	switch m.Kind {
 	case metrics.Trend:
-		cs.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: m.PromName, Help: m.PromHelp, Buckets: prometheus.DefBuckets,
-			NativeHistogramBucketFactor:    NativeBucketFactor,
-			NativeHistogramMaxBucketNumber: NativeMaxBuckets,
-		}, customLabels)
+		cs.hist, err = reg.HistogramVec(promexpo.HistogramOpts{Opts: o, Buckets: promexpo.DefBuckets,
+			NativeBucketFactor: NativeBucketFactor, NativeMaxBuckets: NativeMaxBuckets}, customLabels...)
 	case metrics.Rate:
-		cs.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.PromName, Help: m.PromHelp},
-			append([]string{"ok"}, customLabels...))
+		cs.count, err = reg.CounterVec(o, append([]string{"ok"}, customLabels...)...)
 	case metrics.Counter:
-		cs.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.PromName, Help: m.PromHelp}, customLabels)
+		cs.count, err = reg.CounterVec(o, customLabels...)
 	default:
-		cs.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: m.PromName, Help: m.PromHelp}, customLabels)
+		cs.gauge, err = reg.GaugeVec(o, customLabels...)
 	}
-	return cs
-}
-
-func (cs customSeries) collector() prometheus.Collector {
-	switch {
-	case cs.hist != nil:
-		return cs.hist
-	case cs.count != nil:
-		return cs.count
-	}
-	return cs.gauge
+	return cs, err
 }
 
 // AddSample exports value v of custom metric name under tags, as the
@@ -489,16 +445,11 @@ func (e *Exporter) ThresholdOK(metric string, ok bool) {
 }
 
 // Gatherer returns what Handler serves, for remote write.
-func (e *Exporter) Gatherer() prometheus.Gatherer { return e.gatherer }
+func (e *Exporter) Gatherer() promexpo.Gatherer { return e.reg }
 
 // Handler serves the gathered series in the format the scraper asks for
 // (protobuf, with native histograms, for Prometheus; text otherwise).
-func (e *Exporter) Handler() http.Handler {
-	return promhttp.HandlerFor(e.gatherer, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-		Timeout:       10 * time.Second,
-	})
-}
+func (e *Exporter) Handler() http.Handler { return promexpo.Handler(e.reg) }
 
 func b2f(b bool) float64 {
 	if b {

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/llmchaos/llmchaos/internal/promexpo/promexpotest"
 )
 
 // okResult is an ok request: sent at 1 s, first token 200 ms later, 11
@@ -26,14 +28,15 @@ func okResult() *recording.Result {
 	}
 }
 
-func newTestExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
+// newTestExporter returns an Exporter and its series as the real
+// Prometheus libraries read its protobuf exposition.
+func newTestExporter(t *testing.T) (*Exporter, prometheus.Gatherer) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	e, err := New(Options{Registerer: reg})
+	e, err := New(Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return e, reg
+	return e, promexpotest.Gatherer(e.Gatherer())
 }
 
 func TestObserveCountsAndHistograms(t *testing.T) {
@@ -170,7 +173,7 @@ llmchaos_threshold_ok{metric="ttft{phase:fault}"} 0
 func TestUnknownClassStillCounted(t *testing.T) {
 	e, _ := newTestExporter(t)
 	e.Observe(&recording.Result{Outcome: recording.OutcomeFailed, Class: "tls", Tags: recording.Tags{Phase: "after"}})
-	if got := testutil.ToFloat64(e.requests.WithLabelValues("", "after", "", "failed", "tls")); got != 1 {
+	if got := e.requests.WithLabelValues("", "after", "", "failed", "tls").Value(); got != 1 {
 		t.Errorf("requests{failed,tls}: got %v, want 1", got)
 	}
 }
@@ -181,28 +184,28 @@ func TestNewOptions(t *testing.T) {
 		t.Fatalf("New with own registry: %v", err)
 	}
 	e.Observe(okResult())
-	mfs, err := e.Gatherer().Gather()
+	fams := e.Gatherer().Gather()
+	if got, want := len(fams), len(MetricNames())-2; got != want { // the fault and threshold vecs are empty
+		t.Errorf("own registry families: got %d, want %d", got, want)
+	}
+	// Run labels with an empty value are left out; the others are on
+	// every series.
+	e, err = New(Options{RunLabels: map[string]string{LabelRun: "r1", LabelExperiment: ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(mfs), len(MetricNames())-2; got != want { // the fault and threshold vecs are empty
-		t.Errorf("own registry families: got %d, want %d", got, want)
-	}
-	// A Registerer that is not a Gatherer needs one given.
-	if _, err := New(Options{Registerer: registererOnly{prometheus.NewRegistry()}}); err == nil {
-		t.Error("New with a plain Registerer and no Gatherer: got nil error")
-	}
-	// Registering twice on one registry is an error, not a panic.
-	reg := prometheus.NewRegistry()
-	if _, err := New(Options{Registerer: reg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(Options{Registerer: reg}); err == nil {
-		t.Error("second New on the same registry: got nil error")
+	e.SetInFlight(1)
+	for _, f := range e.Gatherer().Gather() {
+		for _, m := range f.Metrics {
+			if v, _ := m.Label(LabelRun); v != "r1" {
+				t.Errorf("%s: run label %q, want r1", f.Name, v)
+			}
+			if _, ok := m.Label(LabelExperiment); ok {
+				t.Errorf("%s: has an empty experiment label", f.Name)
+			}
+		}
 	}
 }
-
-type registererOnly struct{ prometheus.Registerer }
 
 func TestMetricNamesMatchRegistry(t *testing.T) {
 	e, reg := newTestExporter(t)

@@ -57,8 +57,10 @@ func Binary(t testing.TB, name string) string {
 }
 
 // Start runs a Prometheus with config (a prometheus.yml body; "" for one
-// without scrape jobs) and waits until it answers /-/ready.
-func Start(t testing.TB, config string) *Server {
+// without scrape jobs) and flags added to its command line
+// ("--enable-feature=native-histograms"), and waits until it answers
+// /-/ready.
+func Start(t testing.TB, config string, flags ...string) *Server {
 	t.Helper()
 	bin := Binary(t, "prometheus")
 	dir := t.TempDir()
@@ -70,13 +72,13 @@ func Start(t testing.TB, config string) *Server {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin,
-		"--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+	cmd := exec.CommandContext(ctx, bin, append([]string{
+		"--config.file=" + cfgPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=127.0.0.1:0",
 		"--web.enable-remote-write-receiver",
 		"--log.level=info",
-	)
+	}, flags...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second // then SIGKILL
 	stderr, err := cmd.StderrPipe()
@@ -107,10 +109,14 @@ func Start(t testing.TB, config string) *Server {
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
-	exited := make(chan error, 1)
+	// exited is closed once the process has been waited for, waitErr then
+	// holds why it ended: the cleanup and the start-up checks both watch it.
+	exited := make(chan struct{})
+	var waitErr error
 	go func() {
 		<-copied // Wait closes the pipe: read it all first
-		exited <- cmd.Wait()
+		waitErr = cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -126,8 +132,8 @@ func Start(t testing.TB, config string) *Server {
 	select {
 	case addr := <-addrc:
 		s.URL = "http://" + addr
-	case err := <-exited:
-		t.Fatalf("prometheus exited before listening: %v\n%s", err, s.Log())
+	case <-exited:
+		t.Fatalf("prometheus exited before listening: %v\n%s", waitErr, s.Log())
 	case <-deadline.C:
 		t.Fatalf("prometheus did not listen within %v\n%s", startTimeout, s.Log())
 	}
@@ -145,8 +151,8 @@ func Start(t testing.TB, config string) *Server {
 		}
 		select {
 		case <-tick.C:
-		case err := <-exited:
-			t.Fatalf("prometheus exited before ready: %v\n%s", err, s.Log())
+		case <-exited:
+			t.Fatalf("prometheus exited before ready: %v\n%s", waitErr, s.Log())
 		case <-deadline.C:
 			t.Fatalf("prometheus not ready within %v\n%s", startTimeout, s.Log())
 		}

@@ -15,9 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"github.com/llmchaos/llmchaos/sim"
 )
 
@@ -59,7 +57,7 @@ type server struct {
 	log     *slog.Logger
 	readyAt time.Time
 	created int64
-	reg     *prometheus.Registry
+	reg     *promexpo.Registry
 	admin   *adminAuth
 	faults  *faults
 	ln      *recycler
@@ -100,8 +98,8 @@ func newServer(opts Options) (*server, error) {
 	if mem == nil {
 		mem = sim.NewLocalMemory(opts.Config.GPUMemory)
 	}
-	reg := prometheus.NewRegistry()
-	eng, err := sim.NewEngine(opts.Config, mem, sim.WithRegisterer(reg))
+	reg := promexpo.NewRegistry(nil)
+	eng, err := sim.NewEngine(opts.Config, mem, sim.WithRegistry(reg))
 	if err != nil {
 		if se, ok := errors.AsType[*sim.StartError](err); ok {
 			log.Error("not enough GPU memory to start", "need_bytes", se.Need, "free_bytes", se.Free, "total_bytes", se.Total, "err", se)
@@ -200,7 +198,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletion(false))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promexpo.Handler(s.reg))
 	if s.admin != nil {
 		s.adminRoutes(mux)
 	}

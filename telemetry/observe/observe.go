@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmchaos/llmchaos/assertions"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"github.com/llmchaos/llmchaos/report"
 	"github.com/llmchaos/llmchaos/telemetry"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
@@ -20,7 +21,6 @@ import (
 	"github.com/llmchaos/llmchaos/telemetry/tracing"
 	"github.com/llmchaos/llmchaos/xk6-llm/metrics"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults applied by Start to zero Options fields.
@@ -119,7 +119,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.RemoteWriteURL != "" {
-		rw := remotewrite.Options{URL: o.RemoteWriteURL, Gatherer: prometheus.Gatherers{},
+		rw := remotewrite.Options{URL: o.RemoteWriteURL, Gatherer: promexpo.NewRegistry(nil),
 			Interval: o.RemoteWriteInterval, ExternalLabels: o.ExternalLabels}
 		if err := rw.Validate(); err != nil {
 			errs = append(errs, err)

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"github.com/llmchaos/llmchaos/internal/promtest"
 	"github.com/llmchaos/llmchaos/telemetry/promql"
 	"github.com/llmchaos/llmchaos/telemetry/remotewrite"
@@ -20,13 +19,18 @@ func TestProbeRealPrometheus(t *testing.T) {
 		t.Skip("starts a Prometheus server")
 	}
 	prom := promtest.Start(t, "")
-	reg := prometheus.NewRegistry()
-	kv := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_kv_usage", Help: "h"}, []string{"replica"})
+	reg := promexpo.NewRegistry(nil)
+	kv, err := reg.GaugeVec(promexpo.Opts{Name: "probe_kv_usage", Help: "h"}, "replica")
+	if err != nil {
+		t.Fatal(err)
+	}
 	kv.WithLabelValues("a").Set(0.3)
 	kv.WithLabelValues("b").Set(0.7)
-	errs := prometheus.NewGauge(prometheus.GaugeOpts{Name: "probe_error_ratio", Help: "h"})
+	errs, err := reg.Gauge(promexpo.Opts{Name: "probe_error_ratio", Help: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	errs.Set(0.01)
-	reg.MustRegister(kv, errs)
 	w, err := remotewrite.New(remotewrite.Options{URL: prom.WriteURL(), Gatherer: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package remotewrite pushes the series of a Prometheus Gatherer to a remote
+// Package remotewrite pushes the series of a promexpo.Gatherer to a remote
 // write receiver (--out prometheus-rw=URL): every Options.Interval (5 s by
 // default) while the run lasts, and once more when it ends, so the last
 // values always arrive.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -93,49 +93,44 @@ func AppendWriteRequest(b []byte, series []TimeSeries) []byte {
 // each, at the metric's own timestamp when it has one, else at tsMs. extra
 // labels are added to every series that lacks them (external labels). See
 // the package documentation for how each metric type maps.
-func FromFamilies(mfs []*dto.MetricFamily, tsMs int64, extra []Label) []TimeSeries {
+func FromFamilies(fams []promexpo.Family, tsMs int64, extra []Label) []TimeSeries {
 	var out []TimeSeries
-	for _, mf := range mfs {
-		name := mf.GetName()
-		for _, m := range mf.GetMetric() {
+	for _, f := range fams {
+		for i := range f.Metrics {
+			m := &f.Metrics[i]
 			at := tsMs
-			if m.TimestampMs != nil {
-				at = m.GetTimestampMs()
+			if m.HasTimestamp {
+				at = m.TimestampMs
 			}
 			add := func(suffix string, v float64, extraName, extraValue string) {
 				out = append(out, TimeSeries{
-					Labels:  seriesLabels(name+suffix, m.GetLabel(), extraName, extraValue, extra),
+					Labels:  seriesLabels(f.Name+suffix, m.Labels, extraName, extraValue, extra),
 					Samples: []Sample{{Value: v, TimestampMs: at}},
 				})
 			}
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				add("", m.GetCounter().GetValue(), "", "")
-			case dto.MetricType_GAUGE:
-				add("", m.GetGauge().GetValue(), "", "")
-			case dto.MetricType_UNTYPED:
-				add("", m.GetUntyped().GetValue(), "", "")
-			case dto.MetricType_SUMMARY:
-				s := m.GetSummary()
-				for _, q := range s.GetQuantile() {
-					add("", q.GetValue(), "quantile", formatFloat(q.GetQuantile()))
+			switch {
+			case f.Type == promexpo.SummaryType && m.Histogram != nil:
+				for _, q := range m.Quantiles {
+					add("", q.Value, "quantile", formatFloat(q.Quantile))
 				}
-				add("_sum", s.GetSampleSum(), "", "")
-				add("_count", float64(s.GetSampleCount()), "", "")
-			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-				h := m.GetHistogram()
+				add("_sum", m.Histogram.Sum, "", "")
+				add("_count", float64(m.Histogram.Count), "", "")
+			case f.Type == promexpo.HistogramType && m.Histogram != nil:
+				h := m.Histogram
 				inf := false
-				for _, b := range h.GetBucket() {
-					if math.IsInf(b.GetUpperBound(), +1) {
+				for _, b := range h.Buckets {
+					if math.IsInf(b.UpperBound, +1) {
 						inf = true
 					}
-					add("_bucket", float64(b.GetCumulativeCount()), "le", formatFloat(b.GetUpperBound()))
+					add("_bucket", float64(b.CumulativeCount), "le", formatFloat(b.UpperBound))
 				}
 				if !inf {
-					add("_bucket", float64(h.GetSampleCount()), "le", "+Inf")
+					add("_bucket", float64(h.Count), "le", "+Inf")
 				}
-				add("_sum", h.GetSampleSum(), "", "")
-				add("_count", float64(h.GetSampleCount()), "", "")
+				add("_sum", h.Sum, "", "")
+				add("_count", float64(h.Count), "", "")
+			default:
+				add("", m.Value, "", "")
 			}
 		}
 	}
@@ -145,12 +140,12 @@ func FromFamilies(mfs []*dto.MetricFamily, tsMs int64, extra []Label) []TimeSeri
 // seriesLabels builds the sorted label set of one series: __name__, the
 // metric's labels, an optional extra one (le, quantile), then external
 // labels the series does not have. Empty values are left out.
-func seriesLabels(name string, pairs []*dto.LabelPair, extraName, extraValue string, external []Label) []Label {
+func seriesLabels(name string, pairs []promexpo.Label, extraName, extraValue string, external []Label) []Label {
 	ls := make([]Label, 0, 2+len(pairs)+len(external))
 	ls = append(ls, Label{Name: "__name__", Value: name})
 	for _, p := range pairs {
-		if p.GetValue() != "" {
-			ls = append(ls, Label{Name: p.GetName(), Value: p.GetValue()})
+		if p.Value != "" {
+			ls = append(ls, Label{Name: p.Name, Value: p.Value})
 		}
 	}
 	if extraName != "" {

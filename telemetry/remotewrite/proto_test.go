@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -151,23 +150,32 @@ func strings300() string {
 }
 
 func TestFromFamilies(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total", Help: "h"}, []string{"outcome", "class"})
-	c.WithLabelValues("ok", "").Add(3)
-	c.WithLabelValues("failed", "http_5xx").Add(1)
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g", Help: "h", ConstLabels: prometheus.Labels{"job": "mine"}})
-	g.Set(7)
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h_seconds", Help: "h", Buckets: []float64{0.5, 1}})
-	h.Observe(0.2)
-	h.Observe(0.7)
-	h.Observe(3)
-	s := prometheus.NewSummary(prometheus.SummaryOpts{Name: "s", Help: "h", Objectives: map[float64]float64{0.5: 0.01}})
-	s.Observe(4)
-	reg.MustRegister(c, g, h, s)
-	mfs, err := reg.Gather()
+	reg := promexpo.NewRegistry(nil)
+	c, err := reg.CounterVec(promexpo.Opts{Name: "c_total", Help: "h"}, "outcome", "class")
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.WithLabelValues("ok", "").Add(3)
+	c.WithLabelValues("failed", "http_5xx").Add(1)
+	g, err := reg.Gauge(promexpo.Opts{Name: "g", Help: "h", ConstLabels: map[string]string{"job": "mine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Set(7)
+	h, err := reg.Histogram(promexpo.HistogramOpts{Opts: promexpo.Opts{Name: "h_seconds", Help: "h"}, Buckets: []float64{0.5, 1},
+		NativeBucketFactor: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Observe(0.2)
+	h.Observe(0.7)
+	h.Observe(3)
+	// A summary, as a scraped page has one (the registry makes none).
+	page, err := promexpo.Parse(strings.NewReader("# TYPE s summary\ns{quantile=\"0.5\"} 4\ns_sum 4\ns_count 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := append(reg.Gather(), page...)
 	got := map[string]float64{}
 	for _, ts := range FromFamilies(mfs, 1000, []Label{{"instance", "me"}, {"job", "llmchaos"}}) {
 		if !slices.IsSortedFunc(ts.Labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) }) {
@@ -202,9 +210,8 @@ func TestFromFamilies(t *testing.T) {
 }
 
 func TestFromFamiliesOwnTimestamp(t *testing.T) {
-	name, v, ts := "x", 2.0, int64(42)
-	typ := dto.MetricType_GAUGE
-	mfs := []*dto.MetricFamily{{Name: &name, Type: &typ, Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: &v}, TimestampMs: &ts}}}}
+	mfs := []promexpo.Family{{Name: "x", Type: promexpo.GaugeType,
+		Metrics: []promexpo.Metric{{Value: 2, TimestampMs: 42, HasTimestamp: true}}}}
 	got := FromFamilies(mfs, 1000, nil)
 	if len(got) != 1 || got[0].Samples[0].TimestampMs != 42 {
 		t.Errorf("got %v, want one sample at 42", got)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 // Defaults applied by New to zero Options fields.
@@ -34,8 +34,8 @@ const (
 // Options configures a Writer. URL and Gatherer are required; a zero value
 // elsewhere takes the default named beside it.
 type Options struct {
-	URL      string              // the receiver, e.g. http://127.0.0.1:9090/api/v1/write
-	Gatherer prometheus.Gatherer // what to push, gathered anew for every push
+	URL      string            // the receiver, e.g. http://127.0.0.1:9090/api/v1/write
+	Gatherer promexpo.Gatherer // what to push, gathered anew for every push
 
 	Interval     time.Duration // between pushes in Run (DefaultInterval)
 	Timeout      time.Duration // one HTTP attempt (DefaultTimeout)
@@ -59,7 +59,7 @@ type Options struct {
 // concurrent use; Run is meant to be called once.
 type Writer struct {
 	url          string
-	gatherer     prometheus.Gatherer
+	gatherer     promexpo.Gatherer
 	interval     time.Duration
 	timeout      time.Duration
 	retries      int
@@ -244,11 +244,7 @@ func (w *Writer) Run(ctx context.Context) error {
 // Push gathers, encodes and sends the series once, retrying as the package
 // documentation says.
 func (w *Writer) Push(ctx context.Context) error {
-	mfs, gerr := w.gatherer.Gather()
-	if len(mfs) == 0 && gerr != nil {
-		w.count(false, 0, 0, 0)
-		return fmt.Errorf("remote write: gather: %w", gerr)
-	}
+	mfs := w.gatherer.Gather()
 	series := FromFamilies(mfs, w.now().UnixMilli(), w.external)
 
 	w.mu.Lock()
@@ -257,9 +253,6 @@ func (w *Writer) Push(ctx context.Context) error {
 	w.mu.Unlock()
 
 	attempts, err := w.send(ctx, body)
-	if err == nil && gerr != nil {
-		err = fmt.Errorf("remote write: sent what could be gathered, but: %w", gerr)
-	}
 	w.count(err == nil, attempts, len(series), len(body))
 	return err
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 // receiver is an httptest remote write endpoint that answers with the
@@ -84,10 +84,12 @@ func (r *receiver) value(t *testing.T, i int, name string) float64 {
 	return math.NaN()
 }
 
-func testGauge(t *testing.T) (prometheus.Gauge, *prometheus.Registry) {
-	reg := prometheus.NewRegistry()
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_gauge", Help: "h"})
-	reg.MustRegister(g)
+func testGauge(t *testing.T) (*promexpo.Gauge, *promexpo.Registry) {
+	reg := promexpo.NewRegistry(nil)
+	g, err := reg.Gauge(promexpo.Opts{Name: "test_gauge", Help: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return g, reg
 }
 

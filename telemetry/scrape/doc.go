@@ -83,7 +83,7 @@
 // Tags.Endpoint.
 //
 // The page is read as the Prometheus text format (version 0.0.4), which
-// all of them serve, with github.com/prometheus/common/expfmt.
+// all of them serve, with the parser of internal/promexpo.
 //
 // # Ownership
 //

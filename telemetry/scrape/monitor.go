@@ -14,9 +14,7 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/llmchaos/llmchaos/internal/promexpo"
 )
 
 // Sample names, as they appear in Sample.Name.
@@ -475,10 +473,13 @@ func Parse(r io.Reader) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("read metrics: %w", err)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(kept))
+	fams, err := promexpo.Parse(bytes.NewReader(kept))
 	if err != nil {
 		return Page{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	mfs := make(map[string]*promexpo.Family, len(fams))
+	for i := range fams {
+		mfs[fams[i].Name] = &fams[i]
 	}
 	page := Page{Engine: EngineUnknown, Values: make(map[string]float64)}
 	for _, e := range engines {
@@ -509,9 +510,9 @@ func Parse(r io.Reader) (Page, error) {
 }
 
 // present reports whether the page has any series of e.
-func (e engine) present(mfs map[string]*dto.MetricFamily) bool {
+func (e engine) present(mfs map[string]*promexpo.Family) bool {
 	for _, src := range e.sources {
-		if mf := mfs[src.series]; mf != nil && len(mf.GetMetric()) > 0 {
+		if mf := mfs[src.series]; mf != nil && len(mf.Metrics) > 0 {
 			return true
 		}
 	}
@@ -520,7 +521,7 @@ func (e engine) present(mfs map[string]*dto.MetricFamily) bool {
 
 // fold returns src's value on the page, its label sets folded; ok is false
 // when no label set matches.
-func (src source) fold(mfs map[string]*dto.MetricFamily) (v float64, ok bool) {
+func (src source) fold(mfs map[string]*promexpo.Family) (v float64, ok bool) {
 	mf := mfs[src.series]
 	if mf == nil {
 		return 0, false
@@ -528,11 +529,15 @@ func (src source) fold(mfs map[string]*dto.MetricFamily) (v float64, ok bool) {
 	if src.max {
 		v = math.Inf(-1)
 	}
-	for _, m := range mf.GetMetric() {
+	for i := range mf.Metrics {
+		m := &mf.Metrics[i]
 		if src.label[0] != "" && !hasLabel(m, src.label[0], src.label[1]) {
 			continue
 		}
-		x := value(mf.GetType(), m)
+		if m.Histogram != nil {
+			continue // a summary or histogram declared under a gauge's name
+		}
+		x := m.Value
 		if src.max {
 			v = math.Max(v, x)
 		} else {
@@ -547,13 +552,9 @@ func (src source) fold(mfs map[string]*dto.MetricFamily) (v float64, ok bool) {
 }
 
 // hasLabel reports whether m has the label name="value".
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue() == value
-		}
-	}
-	return false
+func hasLabel(m *promexpo.Metric, name, value string) bool {
+	v, ok := m.Label(name)
+	return ok && v == value
 }
 
 // keepKnown returns the lines of r that belong to a series in known:
@@ -581,16 +582,4 @@ func keepKnown(r io.Reader, known map[string]bool) ([]byte, error) {
 		}
 	}
 	return out, sc.Err()
-}
-
-// value is a gauge's, counter's or untyped metric's value.
-func value(t dto.MetricType, m *dto.Metric) float64 {
-	switch t {
-	case dto.MetricType_COUNTER:
-		return m.GetCounter().GetValue()
-	case dto.MetricType_GAUGE:
-		return m.GetGauge().GetValue()
-	default:
-		return m.GetUntyped().GetValue()
-	}
 }

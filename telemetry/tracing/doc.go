@@ -1,6 +1,6 @@
 // Package tracing exports one OpenTelemetry span per request of a run
 // (--otlp-endpoint URL) over OTLP/HTTP with protobuf bodies (the OTLP
-// protobuf messages, go.opentelemetry.io/proto/otlp), through a batcher and
+// protobuf messages, encoded with protowire in otlp.go), through a batcher and
 // exporter of its own that send what the OpenTelemetry Go SDK's
 // otlptracehttp sends, without the SDK's weight on the build.
 //

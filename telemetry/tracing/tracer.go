@@ -17,12 +17,6 @@ import (
 	"sync"
 	"time"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -108,12 +102,12 @@ type Tracer struct {
 	batch    time.Duration
 	maxQueue int
 	ratio    float64
-	resource *resourcepb.Resource
+	resource []attr
 	client   *http.Client
 
 	mu      sync.Mutex
 	rnd     *rand.Rand
-	queue   []*tracepb.Span
+	queue   []*span
 	flushes []chan struct{} // Flush calls waiting for the next export
 	closed  bool
 	kick    chan struct{}
@@ -154,21 +148,13 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if name == "" {
 		name = DefaultServiceName
 	}
-	attrs := []*commonpb.KeyValue{strAttr("service.name", name)}
+	attrs := []attr{strAttr("service.name", name)}
 	for _, k := range slices.Sorted(maps.Keys(opts.Attributes)) {
 		attrs = append(attrs, strAttr(k, opts.Attributes[k]))
 	}
-	t.resource = &resourcepb.Resource{Attributes: attrs}
+	t.resource = attrs
 	go t.loop(context.WithoutCancel(ctx))
 	return t, nil
-}
-
-func strAttr(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
-}
-
-func intAttr(k string, v int64) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
 // ids draws a trace id and a span id and reports whether the span is
@@ -202,7 +188,7 @@ func (t *Tracer) Record(res *recording.Result) {
 	end := max(res.End, begin)
 	at := func(d time.Duration) uint64 { return uint64(t.start.Add(d).UnixNano()) }
 
-	attrs := make([]*commonpb.KeyValue, 0, 16)
+	attrs := make([]attr, 0, 16)
 	attrs = append(attrs, intAttr("llmchaos.seq", int64(res.Seq)), strAttr("llmchaos.outcome", res.Outcome.String()))
 	str := func(k, v string) {
 		if v != "" {
@@ -226,35 +212,34 @@ func (t *Tracer) Record(res *recording.Result) {
 		attrs = append(attrs, intAttr("gen_ai.usage.input_tokens", int64(in)), intAttr("gen_ai.usage.output_tokens", int64(res.OutputTokenCount())))
 	}
 	if res.FinishReason != "" {
-		attrs = append(attrs, &commonpb.KeyValue{Key: "gen_ai.response.finish_reasons", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{
-			ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_StringValue{StringValue: res.FinishReason}}}}}}})
+		attrs = append(attrs, attr{key: "gen_ai.response.finish_reasons", kind: attrStrings, array: []string{res.FinishReason}})
 	}
 	if res.Session != 0 {
 		attrs = append(attrs, intAttr("llmchaos.session", int64(res.Session)), intAttr("llmchaos.turn", int64(res.Turn)))
 	}
-	span := &tracepb.Span{
-		TraceId: traceID, SpanId: spanID, Name: SpanName, Kind: tracepb.Span_SPAN_KIND_CLIENT,
-		StartTimeUnixNano: at(begin), EndTimeUnixNano: at(end), Attributes: attrs, Status: &tracepb.Status{},
-		Flags: 0x100 | 0x01, // the parent is known to be remote or not (none), sampled
+	sp := &span{
+		traceID: traceID, spanID: spanID, name: SpanName,
+		start: at(begin), end: at(end), attrs: attrs,
+		flags: 0x100 | 0x01, // the parent is known to be remote or not (none), sampled
 	}
 	if res.FirstToken > 0 {
-		span.Events = append(span.Events, &tracepb.Span_Event{Name: "first_token", TimeUnixNano: at(res.FirstToken)})
+		sp.events = append(sp.events, event{name: "first_token", at: at(res.FirstToken)})
 	}
-	span.Events = append(span.Events, &tracepb.Span_Event{Name: "end", TimeUnixNano: at(end),
-		Attributes: []*commonpb.KeyValue{intAttr("llmchaos.content_chunks", int64(res.ContentChunks))}})
+	sp.events = append(sp.events, event{name: "end", at: at(end),
+		attrs: []attr{intAttr("llmchaos.content_chunks", int64(res.ContentChunks))}})
 	if res.Outcome == recording.OutcomeFailed {
 		msg := res.Err
 		if msg == "" {
 			msg = string(res.Class)
 		}
-		span.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: msg}
+		sp.statusCode, sp.statusMsg = statusCodeError, msg
 	}
 	t.mu.Lock()
 	if t.closed || len(t.queue) >= t.maxQueue {
 		t.mu.Unlock()
 		return // a full queue drops new spans, as the SDK's batcher
 	}
-	t.queue = append(t.queue, span)
+	t.queue = append(t.queue, sp)
 	full := len(t.queue) >= maxBatch
 	t.mu.Unlock()
 	if full {
@@ -309,17 +294,8 @@ func (t *Tracer) loop(ctx context.Context) {
 
 // export posts one batch, retrying as the SDK's exporter does, and counts
 // the outcome.
-func (t *Tracer) export(ctx context.Context, spans []*tracepb.Span) {
-	rs := &tracepb.ResourceSpans{Resource: t.resource, ScopeSpans: []*tracepb.ScopeSpans{{
-		Scope: &commonpb.InstrumentationScope{Name: scopeName}, Spans: spans}}}
-	body, err := proto.Marshal(rs)
-	if err == nil {
-		// ExportTraceServiceRequest is field 1 (resource_spans, repeated):
-		// its one element, length-delimited.
-		req := protowire.AppendTag(nil, 1, protowire.BytesType)
-		body = protowire.AppendBytes(req, body)
-		err = t.post(ctx, body)
-	}
+func (t *Tracer) export(ctx context.Context, spans []*span) {
+	err := t.post(ctx, appendExportRequest(nil, t.resource, scopeName, spans))
 	t.statsMu.Lock()
 	defer t.statsMu.Unlock()
 	if err != nil {
