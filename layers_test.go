@@ -32,9 +32,13 @@ var layers = []struct {
 	// parser) that the simulator and the telemetry both serve with: a
 	// leaf, as the third-party client it replaced was.
 	{"internal/promexpo", nil},
+	// The Kubernetes API types, label selectors and name validation of
+	// llmchaos's own client: a leaf, as the k8s.io libraries they replaced
+	// were.
+	{"internal/kube/api", nil},
 	// internal/kube's pod target keys its problems by field, as the fault
 	// params that hold it do.
-	{"internal", []string{"internal/field"}},
+	{"internal", []string{"internal/field", "internal/kube/api"}},
 	{"simcontract", []string{"internal"}},
 	// The simulator is a separate system (simcontract's test also checks
 	// that nothing but cmd imports it).
@@ -48,13 +52,13 @@ var layers = []struct {
 	{"telemetry", []string{"report", "assertions", "xk6-llm", "internal/field", "internal/promexpo"}},
 	// A fault family checks its params and keys each problem by its
 	// field (faults[i].params.KEY in an experiment file).
-	{"faults", []string{"simcontract", "internal", "internal/field"}},
+	{"faults", []string{"simcontract", "internal", "internal/kube/api", "internal/field"}},
 	// The run pipelines (load, script), above what they combine and below
 	// everything that calls them.
 	{"pipeline", []string{"telemetry", "report", "assertions", "xk6-llm", "internal/field"}},
-	{"experiments/shardjob", []string{"faults", "report", "internal"}},
-	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal/field"}},
-	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal", "internal/field"}},
+	{"experiments/shardjob", []string{"faults", "report", "internal", "internal/kube/api"}},
+	{"experiments/spec", []string{"experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal/kube/api", "internal/field"}},
+	{"experiments", []string{"experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "simcontract", "internal", "internal/kube/api", "internal/field"}},
 	// The capacity search measures a load; the capacity file it writes is
 	// read by experiments/spec, which owns every step of an experiment's
 	// resolution.
@@ -67,7 +71,7 @@ var layers = []struct {
 	// standard library only.
 	{"scripts", nil},
 	// The binary: flags, and a call into a package.
-	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal", "internal/field"}},
+	{"cmd", []string{"suite", "gameday", "capacity", "history", "experiments", "experiments/spec", "experiments/shardjob", "pipeline", "faults", "telemetry", "report", "assertions", "xk6-llm", "sim", "simcontract", "internal/junit", "internal", "internal/kube/api", "internal/field"}},
 }
 
 // unitOf is the floor unit of a module-relative path: the longest unit of
