@@ -2,8 +2,8 @@ package promexpo
 
 import (
 	"io"
-	"math"
 
+	"github.com/llmchaos/llmchaos/internal/promexpo/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -45,81 +45,52 @@ func WriteProto(w io.Writer, fams []Family) error {
 	return nil
 }
 
-// appendMessage appends field num holding the message that fill appends.
-func appendMessage(b []byte, num protowire.Number, fill func([]byte) []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	at := len(b)
-	b = fill(b)
-	n := len(b) - at
-	// Move the body right to make room for its length.
-	size := protowire.SizeVarint(uint64(n))
-	b = append(b, make([]byte, size)...)
-	copy(b[at+size:], b[at:at+n])
-	protowire.AppendVarint(b[:at], uint64(n))
-	return b
-}
-
-func appendString(b []byte, num protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-func appendDouble(b []byte, num protowire.Number, f float64) []byte {
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, math.Float64bits(f))
-}
-
-func appendUvarint(b []byte, num protowire.Number, v uint64) []byte {
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
-}
-
 func appendFamily(b []byte, f *Family) []byte {
-	b = appendString(b, fFamilyName, f.Name)
-	b = appendString(b, fFamilyHelp, f.Help)
-	b = appendUvarint(b, fFamilyType, uint64(f.Type))
+	b = wire.AppendString(b, fFamilyName, f.Name)
+	b = wire.AppendString(b, fFamilyHelp, f.Help)
+	b = wire.AppendUvarint(b, fFamilyType, uint64(f.Type))
 	for i := range f.Metrics {
 		m := &f.Metrics[i]
-		b = appendMessage(b, fFamilyMetric, func(b []byte) []byte { return appendMetric(b, f.Type, m) })
+		b = wire.AppendMessage(b, fFamilyMetric, func(b []byte) []byte { return appendMetric(b, f.Type, m) })
 	}
 	return b
 }
 
 func appendMetric(b []byte, t Type, m *Metric) []byte {
 	for _, l := range m.Labels {
-		b = appendMessage(b, fMetricLabel, func(b []byte) []byte {
-			return appendString(appendString(b, fLabelName, l.Name), fLabelValue, l.Value)
+		b = wire.AppendMessage(b, fMetricLabel, func(b []byte) []byte {
+			return wire.AppendString(wire.AppendString(b, fLabelName, l.Name), fLabelValue, l.Value)
 		})
 	}
 	switch {
 	case t == HistogramType && m.Histogram != nil:
-		b = appendMessage(b, fMetricHistogram, func(b []byte) []byte { return appendHistogram(b, m.Histogram, m) })
+		b = wire.AppendMessage(b, fMetricHistogram, func(b []byte) []byte { return appendHistogram(b, m.Histogram, m) })
 	case t == SummaryType && m.Histogram != nil:
-		b = appendMessage(b, fMetricSummary, func(b []byte) []byte {
-			b = appendUvarint(b, fHistCount, m.Histogram.Count)
-			b = appendDouble(b, fHistSum, m.Histogram.Sum)
+		b = wire.AppendMessage(b, fMetricSummary, func(b []byte) []byte {
+			b = wire.AppendUvarint(b, fHistCount, m.Histogram.Count)
+			b = wire.AppendDouble(b, fHistSum, m.Histogram.Sum)
 			for _, q := range m.Quantiles {
-				b = appendMessage(b, fSummaryQuantile, func(b []byte) []byte {
-					return appendDouble(appendDouble(b, fQuantileQuantile, q.Quantile), fQuantileValue, q.Value)
+				b = wire.AppendMessage(b, fSummaryQuantile, func(b []byte) []byte {
+					return wire.AppendDouble(wire.AppendDouble(b, fQuantileQuantile, q.Quantile), fQuantileValue, q.Value)
 				})
 			}
 			return b
 		})
 	case t == CounterType:
-		b = appendMessage(b, fMetricCounter, func(b []byte) []byte {
-			b = appendDouble(b, fValue, m.Value)
+		b = wire.AppendMessage(b, fMetricCounter, func(b []byte) []byte {
+			b = wire.AppendDouble(b, fValue, m.Value)
 			if !m.Created.IsZero() {
-				b = appendMessage(b, fCounterCreated, func(b []byte) []byte { return appendTimestamp(b, m) })
+				b = wire.AppendMessage(b, fCounterCreated, func(b []byte) []byte { return appendTimestamp(b, m) })
 			}
 			return b
 		})
 	case t == GaugeType:
-		b = appendMessage(b, fMetricGauge, func(b []byte) []byte { return appendDouble(b, fValue, m.Value) })
+		b = wire.AppendMessage(b, fMetricGauge, func(b []byte) []byte { return wire.AppendDouble(b, fValue, m.Value) })
 	default:
-		b = appendMessage(b, fMetricUntyped, func(b []byte) []byte { return appendDouble(b, fValue, m.Value) })
+		b = wire.AppendMessage(b, fMetricUntyped, func(b []byte) []byte { return wire.AppendDouble(b, fValue, m.Value) })
 	}
 	if m.HasTimestamp {
-		b = appendUvarint(b, fMetricTimestamp, uint64(m.TimestampMs))
+		b = wire.AppendUvarint(b, fMetricTimestamp, uint64(m.TimestampMs))
 	}
 	return b
 }
@@ -127,31 +98,31 @@ func appendMetric(b []byte, t Type, m *Metric) []byte {
 // appendTimestamp appends m.Created as a google.protobuf.Timestamp's
 // fields.
 func appendTimestamp(b []byte, m *Metric) []byte {
-	b = appendUvarint(b, fTimestampSeconds, uint64(m.Created.Unix()))
+	b = wire.AppendUvarint(b, fTimestampSeconds, uint64(m.Created.Unix()))
 	if ns := m.Created.Nanosecond(); ns != 0 {
-		b = appendUvarint(b, fTimestampNanos, uint64(ns))
+		b = wire.AppendUvarint(b, fTimestampNanos, uint64(ns))
 	}
 	return b
 }
 
 func appendHistogram(b []byte, h *HistogramValue, m *Metric) []byte {
-	b = appendUvarint(b, fHistCount, h.Count)
-	b = appendDouble(b, fHistSum, h.Sum)
+	b = wire.AppendUvarint(b, fHistCount, h.Count)
+	b = wire.AppendDouble(b, fHistSum, h.Sum)
 	for _, bk := range h.Buckets {
-		b = appendMessage(b, fHistBucket, func(b []byte) []byte {
-			return appendDouble(appendUvarint(b, fBucketCount, bk.CumulativeCount), fBucketBound, bk.UpperBound)
+		b = wire.AppendMessage(b, fHistBucket, func(b []byte) []byte {
+			return wire.AppendDouble(wire.AppendUvarint(b, fBucketCount, bk.CumulativeCount), fBucketBound, bk.UpperBound)
 		})
 	}
 	if n := h.Native; n != nil {
 		b = protowire.AppendTag(b, fHistSchema, protowire.VarintType)
 		b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(n.Schema)))
-		b = appendDouble(b, fHistZeroThreshold, n.ZeroThreshold)
-		b = appendUvarint(b, fHistZeroCount, n.ZeroCount)
+		b = wire.AppendDouble(b, fHistZeroThreshold, n.ZeroThreshold)
+		b = wire.AppendUvarint(b, fHistZeroCount, n.ZeroCount)
 		b = appendSpans(b, fHistNegSpan, fHistNegDelta, n.NegativeSpans, n.NegativeDeltas)
 		b = appendSpans(b, fHistPosSpan, fHistPosDelta, n.PositiveSpans, n.PositiveDeltas)
 	}
 	if !m.Created.IsZero() {
-		b = appendMessage(b, fHistCreated, func(b []byte) []byte { return appendTimestamp(b, m) })
+		b = wire.AppendMessage(b, fHistCreated, func(b []byte) []byte { return appendTimestamp(b, m) })
 	}
 	return b
 }
@@ -159,14 +130,14 @@ func appendHistogram(b []byte, h *HistogramValue, m *Metric) []byte {
 // appendSpans appends the spans and their deltas (packed sint64).
 func appendSpans(b []byte, spanNum, deltaNum protowire.Number, spans []Span, deltas []int64) []byte {
 	for _, s := range spans {
-		b = appendMessage(b, spanNum, func(b []byte) []byte {
+		b = wire.AppendMessage(b, spanNum, func(b []byte) []byte {
 			b = protowire.AppendTag(b, fSpanOffset, protowire.VarintType)
 			b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(s.Offset)))
-			return appendUvarint(b, fSpanLength, uint64(s.Length))
+			return wire.AppendUvarint(b, fSpanLength, uint64(s.Length))
 		})
 	}
 	if len(deltas) > 0 {
-		b = appendMessage(b, deltaNum, func(b []byte) []byte {
+		b = wire.AppendMessage(b, deltaNum, func(b []byte) []byte {
 			for _, d := range deltas {
 				b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
 			}

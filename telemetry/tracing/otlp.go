@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"github.com/llmchaos/llmchaos/internal/promexpo/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -77,12 +78,12 @@ const (
 // appendExportRequest appends an ExportTraceServiceRequest holding one
 // ResourceSpans: the resource's attributes, and one scope with spans.
 func appendExportRequest(b []byte, resource []attr, scope string, spans []*span) []byte {
-	return appendMsg(b, fReqResourceSpans, func(b []byte) []byte {
-		b = appendMsg(b, fRSResource, func(b []byte) []byte { return appendAttrs(b, fResourceAttrs, resource) })
-		return appendMsg(b, fRSScopeSpans, func(b []byte) []byte {
-			b = appendMsg(b, fSSScope, func(b []byte) []byte { return appendStr(b, fScopeName, scope) })
+	return wire.AppendMessage(b, fReqResourceSpans, func(b []byte) []byte {
+		b = wire.AppendMessage(b, fRSResource, func(b []byte) []byte { return appendAttrs(b, fResourceAttrs, resource) })
+		return wire.AppendMessage(b, fRSScopeSpans, func(b []byte) []byte {
+			b = wire.AppendMessage(b, fSSScope, func(b []byte) []byte { return wire.AppendString(b, fScopeName, scope) })
 			for _, s := range spans {
-				b = appendMsg(b, fSSSpans, s.append)
+				b = wire.AppendMessage(b, fSSSpans, s.append)
 			}
 			return b
 		})
@@ -94,22 +95,22 @@ func (s *span) append(b []byte) []byte {
 	b = protowire.AppendBytes(b, s.traceID)
 	b = protowire.AppendTag(b, fSpanSpanID, protowire.BytesType)
 	b = protowire.AppendBytes(b, s.spanID)
-	b = appendStr(b, fSpanName, s.name)
+	b = wire.AppendString(b, fSpanName, s.name)
 	b = protowire.AppendTag(b, fSpanKind, protowire.VarintType)
 	b = protowire.AppendVarint(b, spanKindClient)
-	b = appendFixed64(b, fSpanStart, s.start)
-	b = appendFixed64(b, fSpanEnd, s.end)
+	b = wire.AppendFixed64(b, fSpanStart, s.start)
+	b = wire.AppendFixed64(b, fSpanEnd, s.end)
 	b = appendAttrs(b, fSpanAttrs, s.attrs)
 	for _, e := range s.events {
-		b = appendMsg(b, fSpanEvents, func(b []byte) []byte {
-			b = appendFixed64(b, fEventTime, e.at)
-			b = appendStr(b, fEventName, e.name)
+		b = wire.AppendMessage(b, fSpanEvents, func(b []byte) []byte {
+			b = wire.AppendFixed64(b, fEventTime, e.at)
+			b = wire.AppendString(b, fEventName, e.name)
 			return appendAttrs(b, fEventAttr, e.attrs)
 		})
 	}
-	b = appendMsg(b, fSpanStatus, func(b []byte) []byte {
+	b = wire.AppendMessage(b, fSpanStatus, func(b []byte) []byte {
 		if s.statusMsg != "" {
-			b = appendStr(b, fStatusMessage, s.statusMsg)
+			b = wire.AppendString(b, fStatusMessage, s.statusMsg)
 		}
 		if s.statusCode != 0 {
 			b = protowire.AppendTag(b, fStatusCode, protowire.VarintType)
@@ -124,48 +125,24 @@ func (s *span) append(b []byte) []byte {
 // appendAttrs appends each attribute as a KeyValue in field num.
 func appendAttrs(b []byte, num protowire.Number, attrs []attr) []byte {
 	for _, a := range attrs {
-		b = appendMsg(b, num, func(b []byte) []byte {
-			b = appendStr(b, fKVKey, a.key)
-			return appendMsg(b, fKVValue, func(b []byte) []byte {
+		b = wire.AppendMessage(b, num, func(b []byte) []byte {
+			b = wire.AppendString(b, fKVKey, a.key)
+			return wire.AppendMessage(b, fKVValue, func(b []byte) []byte {
 				switch a.kind {
 				case attrInt:
 					b = protowire.AppendTag(b, fAnyInt, protowire.VarintType)
 					return protowire.AppendVarint(b, uint64(a.num))
 				case attrStrings:
-					return appendMsg(b, fAnyArray, func(b []byte) []byte {
+					return wire.AppendMessage(b, fAnyArray, func(b []byte) []byte {
 						for _, v := range a.array {
-							b = appendMsg(b, fArrayValues, func(b []byte) []byte { return appendStr(b, fAnyString, v) })
+							b = wire.AppendMessage(b, fArrayValues, func(b []byte) []byte { return wire.AppendString(b, fAnyString, v) })
 						}
 						return b
 					})
 				}
-				return appendStr(b, fAnyString, a.str)
+				return wire.AppendString(b, fAnyString, a.str)
 			})
 		})
 	}
-	return b
-}
-
-func appendStr(b []byte, num protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, v)
-}
-
-// appendMsg appends field num holding the message fill appends: the body
-// is written first and moved right to make room for its length.
-func appendMsg(b []byte, num protowire.Number, fill func([]byte) []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	at := len(b)
-	b = fill(b)
-	n := len(b) - at
-	size := protowire.SizeVarint(uint64(n))
-	b = append(b, make([]byte, size)...)
-	copy(b[at+size:], b[at:at+n])
-	protowire.AppendVarint(b[:at], uint64(n))
 	return b
 }
