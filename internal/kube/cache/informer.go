@@ -242,9 +242,18 @@ func (i *Informer) Run(ctx context.Context) {
 				}
 				break // list again: changes may have been missed while the watch failed
 			}
-			if next != rv {
-				backoff = backoffMin
+			if next == rv {
+				// The watch ended without an event or a bookmark (a proxy
+				// or load balancer closing the stream at once): watch
+				// again after the backoff, not in a loop that hammers the
+				// API server, as client-go's reflector does for a short
+				// watch.
+				if !sleep(ctx, &backoff) {
+					return
+				}
+				continue
 			}
+			backoff = backoffMin
 			rv = next
 		}
 	}

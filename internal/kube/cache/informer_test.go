@@ -185,3 +185,56 @@ func TestInformerListsAgainWhenTheWatchHistoryIsGone(t *testing.T) {
 		})
 	}
 }
+
+// TestInformerBacksOffAWatchClosedAtOnce: a server (or a proxy before it)
+// that ends each watch stream at once, with no event, gets the next watch
+// only after the backoff, doubling, on the server's own clock, never a
+// loop of watches.
+func TestInformerBacksOffAWatchClosedAtOnce(t *testing.T) {
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		watches []time.Time
+		third   = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") != "true" {
+			fmt.Fprintf(w, `{"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[%s]}`, pod("a", "5"))
+			return
+		}
+		mu.Lock()
+		watches = append(watches, time.Now())
+		if len(watches) == 3 {
+			close(third)
+		}
+		mu.Unlock()
+		// The stream ends here: 200 and no event.
+	}))
+	defer srv.Close()
+	client, err := kube.NewClientset(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := cache.NewInformer(client.CoreV1().Pods("ns").ListWatch(nil), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	runCtx, stop := context.WithCancel(ctx)
+	wg.Go(func() { inf.Run(runCtx) })
+	select {
+	case <-third:
+	case <-ctx.Done():
+		t.Fatal("fewer than three watches in 30 s")
+	}
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	// The backoff is 0.8 s, then 1.6 s, each plus up to half as jitter.
+	for i, least := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond} {
+		if gap := watches[i+1].Sub(watches[i]); gap < least {
+			t.Errorf("watch %d came %v after watch %d, want at least %v (backoff)", i+2, gap, i+1, least)
+		}
+	}
+}
