@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,50 +158,92 @@ func (c *Client) Stream(ctx context.Context, r Request) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
+// maxRetries bounds the retries of a request the server asked to be sent
+// again later (429, or 5xx with Retry-After), as client-go's REST client
+// bounds them.
+const maxRetries = 10
+
 // send sends r and returns its answer when its status is 2xx; else the
-// error the answer says.
+// error the answer says. An answer of 429 Too Many Requests (API priority
+// and fairness on a busy server) or 5xx with a Retry-After is sent again
+// after the seconds it names, up to maxRetries times, as client-go does:
+// the body is bytes, so every try sends the same.
 func (c *Client) send(ctx context.Context, r Request) (*http.Response, error) {
-	if err := c.limit.wait(ctx); err != nil {
-		return nil, fmt.Errorf("%s %s: waiting for the client's rate limit: %w", r.Method, r.Path, err)
-	}
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + r.Path.String()
 	u.RawQuery = r.Query.Encode()
-	var body io.Reader
+	var data []byte
 	contentType := r.ContentType
 	switch b := r.Body.(type) {
 	case nil:
 	case []byte:
-		body = bytes.NewReader(b)
+		data = b
 	default:
-		data, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(b); err != nil {
 			return nil, fmt.Errorf("%s %s: encoding the body: %w", r.Method, r.Path, err)
 		}
-		body = bytes.NewReader(data)
 		if contentType == "" {
 			contentType = "application/json"
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	for try := 0; ; try++ {
+		if err := c.limit.wait(ctx); err != nil {
+			return nil, fmt.Errorf("%s %s: waiting for the client's rate limit: %w", r.Method, r.Path, err)
+		}
+		var body io.Reader
+		if r.Body != nil {
+			body = bytes.NewReader(data)
+		}
+		req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+		}
+		req.Header.Set("Accept", "application/json, */*")
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, err // *url.Error says the method and URL
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return resp, nil
+		}
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		wait, again := retryAfter(resp)
+		if !again || try == maxRetries {
+			return nil, statusError(resp.StatusCode, r, answer)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%s %s: waiting %v to send again as the server asked: %w (its answer: %w)",
+				r.Method, r.Path, wait, ctx.Err(), statusError(resp.StatusCode, r, answer))
+		case <-t.C:
+		}
 	}
-	req.Header.Set("Accept", "application/json, */*")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err // *url.Error says the method and URL
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return nil, statusError(resp.StatusCode, r, data)
 }
+
+// retryAfter returns how long to wait before sending again the request
+// resp answered, and whether to: for 429 and 5xx that say Retry-After in
+// whole seconds (as client-go reads it), those seconds, at most
+// maxRetryAfter.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if code := resp.StatusCode; code != http.StatusTooManyRequests && code < 500 {
+		return 0, false
+	}
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs < 0 {
+		return 0, false
+	}
+	return min(time.Duration(secs)*time.Second, maxRetryAfter), true
+}
+
+// maxRetryAfter caps the wait a Retry-After may ask for.
+const maxRetryAfter = 10 * time.Second
 
 // statusError returns the error of an answer with HTTP status code: the
 // Status in its body, or one made from the code.
