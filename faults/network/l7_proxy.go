@@ -111,10 +111,31 @@ type reqSide struct {
 	body    bodyScan
 	cur     *exchange
 	discard bool // the body of an answered request: not passed on
+
+	// out holds what forward took from one read of the client's until
+	// flush sends it upstream in one write, and segs whose bytes they are:
+	// a request's head and body that came together leave together, so the
+	// upstream wakes once for them, as it would without the proxy.
+	out  []byte
+	segs []outSeg
 }
 
-// write takes the client's bytes (the link's upstream direction).
+// outSeg is out[from:to], bytes of request x (nil: of no request).
+type outSeg struct {
+	x        *exchange
+	from, to int
+}
+
+// write takes the client's bytes (the link's upstream direction) and sends
+// what goes upstream in one write.
 func (h *httpConn) write(ctx context.Context, data []byte) error {
+	err := h.take(ctx, data)
+	h.flush()
+	return err
+}
+
+// take follows the client's bytes and gives forward what goes upstream.
+func (h *httpConn) take(ctx context.Context, data []byte) error {
 	r := &h.req
 	for len(data) > 0 {
 		switch r.state {
@@ -182,10 +203,12 @@ func (h *httpConn) beginRequest(ctx context.Context) error {
 		x.answerClose = hd.connClose || (hd.expectContinue && kind != bodyNone)
 		r.discard = true
 		h.push(x)
+		h.flush() // the requests before it go on while it is answered
 		return h.answerInjected(ctx)
 	}
 	h.push(x)
 	if x.fate != nil && x.fate.ttfb > 0 {
+		h.flush() // the requests before it are not held with it
 		x.fate.ttfbBy.count()
 		if !x.fate.wait(ctx, x.fate.ttfb, x.fate.ttfbBy) {
 			return ctx.Err()
@@ -263,21 +286,39 @@ func (h *httpConn) push(x *exchange) {
 	h.mu.Unlock()
 }
 
-// forward sends b, bytes of request x (nil: of no request), upstream,
-// keeping them in x while x may need them again. A failed write is not an
-// error of the request side: the response side sees the connection end and
-// decides.
+// forward takes b, bytes of request x (nil: of no request), to go upstream
+// with the next flush.
 func (h *httpConn) forward(b []byte, x *exchange) {
+	r := &h.req
+	from := len(r.out)
+	r.out = append(r.out, b...)
+	r.segs = append(r.segs, outSeg{x, from, len(r.out)})
+}
+
+// flush sends what forward took upstream in one write, keeping each
+// request's bytes in it while it may need them again (kept and written
+// under wMu, so a fresh connection replacing up gets either all of them
+// again or none). A failed write is not an error of the request side: the
+// response side sees the connection end and decides.
+func (h *httpConn) flush() {
+	r := &h.req
+	if len(r.segs) == 0 {
+		return
+	}
+	defer func() { r.out, r.segs = r.out[:0], r.segs[:0] }()
 	h.wMu.Lock()
 	defer h.wMu.Unlock()
 	h.mu.Lock()
-	if x != nil && x.keep && x.gotByte && len(b) > 0 {
-		x.keep, x.kept = false, nil // bytes after the response began: what is kept is no longer whole
-	} else if x != nil && x.keep && !x.gotByte {
-		if len(x.kept)+len(b) <= keepLimit {
-			x.kept = append(x.kept, b...)
-		} else {
-			x.keep, x.kept = false, nil
+	for _, sg := range r.segs {
+		b, x := r.out[sg.from:sg.to], sg.x
+		if x != nil && x.keep && x.gotByte && len(b) > 0 {
+			x.keep, x.kept = false, nil // bytes after the response began: what is kept is no longer whole
+		} else if x != nil && x.keep && !x.gotByte {
+			if len(x.kept)+len(b) <= keepLimit {
+				x.kept = append(x.kept, b...)
+			} else {
+				x.keep, x.kept = false, nil
+			}
 		}
 	}
 	up, broken := h.up, h.upBroken
@@ -285,7 +326,7 @@ func (h *httpConn) forward(b []byte, x *exchange) {
 	if broken {
 		return
 	}
-	if _, err := up.Write(b); err != nil {
+	if _, err := up.Write(r.out); err != nil {
 		h.mu.Lock()
 		if h.up == up {
 			h.upBroken = true
