@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,8 +41,11 @@ const (
 )
 
 // upstreamRoleBench makes the test binary the idle-cost benchmark's SSE
-// server (TestProxyHelperProcess).
-const upstreamRoleBench = "benchupstream"
+// server, and relayRoleBench its bare relay (TestProxyHelperProcess).
+const (
+	upstreamRoleBench = "benchupstream"
+	relayRoleBench    = "benchrelay"
+)
 
 // benchUpstreamServe is the benchmark's SSE server: vLLM-shaped chunks,
 // the role with the first token after benchTTFT, then one token every
@@ -55,7 +59,14 @@ func benchUpstreamServe() error {
 	if err != nil {
 		return err
 	}
-	role := []byte("data: " + `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	// The role chunk's id carries the time the request was read ("r" and
+	// CLOCK_MONOTONIC nanoseconds), so that the client can leave the
+	// server's own wait out of the TTFT.
+	role := func(dst []byte, got int64) []byte {
+		dst = append(dst, `data: {"id":"r`...)
+		dst = strconv.AppendInt(dst, got, 10)
+		return append(dst, `","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
 	end := []byte("data: " + `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n" +
 		"data: " + `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":` + strconv.Itoa(benchTokens) + `,"total_tokens":` + strconv.Itoa(benchTokens+8) + `}}` + "\n\ndata: [DONE]\n\n")
 	token := func(dst []byte) []byte {
@@ -65,6 +76,7 @@ func benchUpstreamServe() error {
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		got := monoNanos()
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		t := time.NewTimer(benchTTFT)
@@ -75,7 +87,7 @@ func benchUpstreamServe() error {
 		case <-t.C:
 		}
 		buf := make([]byte, 0, 512)
-		_, _ = w.Write(token(append(buf, role...)))
+		_, _ = w.Write(token(role(buf, got)))
 		fl.Flush()
 		tick := time.NewTicker(benchITL)
 		defer tick.Stop()
@@ -95,6 +107,103 @@ func benchUpstreamServe() error {
 	fmt.Printf("LISTEN %s\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return srv.Close()
+}
+
+// benchRelayServe is the idle-cost benchmark's bare relay: the least a
+// process in the path can do, a read and a write per chunk in each
+// direction with nothing else, in Go as the proxies are. What it adds to
+// the direct path is the cost of the hop itself on this machine (a second
+// socket, a process to wake); what a proxy adds beyond it is the proxy's own.
+// It relays to upstream, prints "LISTEN addr" and serves until stdin closes.
+func benchRelayServe(upstream string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	copyConn := func(dst, src net.Conn) {
+		buf := make([]byte, linkReadSize)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+		src.Close()
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go copyConn(up, c)
+			go copyConn(c, up)
+		}
+	}()
+	fmt.Printf("LISTEN %s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return ln.Close()
+}
+
+// benchPinning, on a machine with at least benchPinCPUs CPUs, gives the
+// SSE server, the client (the benchmark's own process) and the process in
+// the path CPUs of their own, two each, as a proxy on a host or a sidecar
+// core of its own would have them: the hop is then measured without the
+// three fighting for the same cores. Fewer CPUs: no pinning (nil).
+const benchPinCPUs = 6
+
+type benchPinning struct{ server, client, proxy unix.CPUSet }
+
+func newBenchPinning() *benchPinning {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < benchPinCPUs {
+		return nil
+	}
+	var cpus []int
+	for i := range 1024 {
+		if all.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	var p benchPinning
+	for i, set := range []*unix.CPUSet{&p.server, &p.client, &p.proxy} {
+		set.Set(cpus[2*i])
+		set.Set(cpus[2*i+1])
+	}
+	return &p
+}
+
+// pin sets every thread of process pid to set (threads made later inherit
+// it from the thread that makes them); pid 0 is this process.
+func pin(pid int, set unix.CPUSet) error {
+	dir := "/proc/self/task"
+	if pid != 0 {
+		dir = fmt.Sprintf("/proc/%d/task", pid)
+	}
+	for range 2 { // a second pass takes threads made during the first
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			tid, _ := strconv.Atoi(t.Name())
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("pin thread %d of %s: %w", tid, dir, err)
+			}
+		}
+	}
+	return nil
 }
 
 // monoNanos reads CLOCK_MONOTONIC, which every process of the machine
@@ -220,6 +329,7 @@ type benchPath struct {
 	hc   *http.Client
 
 	ttft     []float64 // ms: send → first token read
+	ttftNet  []float64 // ms: the TTFT less the server's wait (the request's way there and the first token's way back)
 	itl      []float64 // ms: between the reads of consecutive tokens
 	delivery []float64 // ms: a token's write by the server → its read by the client
 	tokens   int64
@@ -232,8 +342,8 @@ type benchPath struct {
 	rounds []roundP99
 }
 
-// roundP99 is one batch's p99 TTFT and ITL, ms.
-type roundP99 struct{ ttft, itl float64 }
+// roundP99 is one batch's p99 TTFT, TTFT less the server's wait, and ITL, ms.
+type roundP99 struct{ ttft, ttftNet, itl float64 }
 
 // batch streams benchStreams requests through p, benchConc at a time, on
 // kept-alive connections, reading each event as it comes.
@@ -252,25 +362,26 @@ func (p *benchPath) batch(b *testing.B) {
 	body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":%d,"stream":true}`, benchTokens)
 	for range benchConc {
 		wg.Go(func() {
-			var ttft, itl, delivery []float64
+			var ttft, ttftNet, itl, delivery []float64
 			failed := 0
 			for next.Add(1) <= benchStreams {
-				t, i, d, ok := p.stream(body)
+				t, tn, i, d, ok := p.stream(body)
 				if !ok {
 					failed++
 					continue
 				}
-				ttft, itl, delivery = append(ttft, t), append(itl, i...), append(delivery, d...)
+				ttft, ttftNet, itl, delivery = append(ttft, t), append(ttftNet, tn), append(itl, i...), append(delivery, d...)
 			}
 			mu.Lock()
 			p.ttft, p.itl, p.delivery = append(p.ttft, ttft...), append(p.itl, itl...), append(p.delivery, delivery...)
+			p.ttftNet = append(p.ttftNet, ttftNet...)
 			p.tokens += int64(len(delivery))
 			p.failed += failed
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	p.rounds = append(p.rounds, roundP99{percentile(p.ttft[ttft0:], .99), percentile(p.itl[itl0:], .99)})
+	p.rounds = append(p.rounds, roundP99{percentile(p.ttft[ttft0:], .99), percentile(p.ttftNet[ttft0:], .99), percentile(p.itl[itl0:], .99)})
 	if p.pid != 0 {
 		cpu1, err := procCPU(p.pid)
 		if err != nil {
@@ -281,29 +392,39 @@ func (p *benchPath) batch(b *testing.B) {
 }
 
 // stream sends one request and reads its events; ok is false when it did
-// not end with every token and [DONE].
-func (p *benchPath) stream(body string) (ttft float64, itl, delivery []float64, ok bool) {
+// not end with every token and [DONE]. ttftNet is the TTFT less the
+// server's wait between reading the request and writing the first token:
+// what the way there and back adds, without the server's timer.
+func (p *benchPath) stream(body string) (ttft, ttftNet float64, itl, delivery []float64, ok bool) {
 	start := monoNanos()
 	resp, err := p.hc.Post("http://"+p.addr+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
-		return 0, nil, nil, false
+		return 0, 0, nil, nil, false
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReaderSize(resp.Body, 4096)
-	var last int64
+	var last, got int64
 	done := false
 	for {
 		line, err := br.ReadSlice('\n')
 		now := monoNanos()
+		if i := bytes.Index(line, []byte(`"id":"r`)); i >= 0 && got == 0 {
+			rest := line[i+len(`"id":"r`):]
+			var perr error
+			if got, perr = strconv.ParseInt(string(rest[:bytes.IndexByte(rest, '"')]), 10, 64); perr != nil {
+				return 0, 0, nil, nil, false
+			}
+		}
 		if i := bytes.Index(line, []byte(`"id":"t`)); i >= 0 {
 			rest := line[i+len(`"id":"t`):]
 			sent, perr := strconv.ParseInt(string(rest[:bytes.IndexByte(rest, '"')]), 10, 64)
-			if perr != nil {
-				return 0, nil, nil, false
+			if perr != nil || got == 0 {
+				return 0, 0, nil, nil, false
 			}
 			delivery = append(delivery, float64(now-sent)/1e6)
 			if last == 0 {
 				ttft = float64(now-start) / 1e6
+				ttftNet = float64((got-start)+(now-sent)) / 1e6
 			} else {
 				itl = append(itl, float64(now-last)/1e6)
 			}
@@ -314,7 +435,7 @@ func (p *benchPath) stream(body string) (ttft float64, itl, delivery []float64, 
 			break
 		}
 	}
-	return ttft, itl, delivery, done && len(delivery) == benchTokens
+	return ttft, ttftNet, itl, delivery, done && len(delivery) == benchTokens
 }
 
 func percentile(xs []float64, q float64) float64 {
@@ -336,11 +457,27 @@ func percentile(xs []float64, q float64) float64 {
 // and the SSE server run as processes of their own. Targets: added p99
 // TTFT and ITL under 0.2 ms; CPU per token no more than Toxiproxy's.
 func BenchmarkProxyIdleCost(b *testing.B) {
+	pins := newBenchPinning()
+	pinTo := func(pid int, set func(*benchPinning) unix.CPUSet) {
+		if pins != nil {
+			if err := pin(pid, set(pins)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	upCmd := exec.Command(os.Args[0], "-test.run=^TestProxyHelperProcess$")
 	upCmd.Env = append(os.Environ(), roleEnv+"="+upstreamRoleBench)
 	upstream := startChild(b, upCmd)
+	pinTo(upCmd.Process.Pid, func(p *benchPinning) unix.CPUSet { return p.server })
+	pinTo(0, func(p *benchPinning) unix.CPUSet { return p.client })
+	proxyCPUs := func(p *benchPinning) unix.CPUSet { return p.proxy }
 
-	paths := []*benchPath{{name: "direct", addr: upstream}}
+	relayCmd := exec.Command(os.Args[0], "-test.run=^TestProxyHelperProcess$")
+	relayCmd.Env = append(os.Environ(), roleEnv+"="+relayRoleBench, upstreamEnv+"="+upstream)
+	relay := startChild(b, relayCmd)
+	pinTo(relayCmd.Process.Pid, proxyCPUs)
+
+	paths := []*benchPath{{name: "direct", addr: upstream}, {name: "bare relay", addr: relay, pid: relayCmd.Process.Pid}}
 	for _, mode := range []Mode{ModeHTTP, ModeTCP} {
 		pp, err := StartProxyProcess(context.Background(), faults.NopLog{}, ProcessConfig{
 			Proxy:   Config{Upstream: upstream, Mode: mode},
@@ -350,10 +487,12 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = pp.Stop(context.Background()) })
+		pinTo(pp.PID(), proxyCPUs)
 		paths = append(paths, &benchPath{name: "llmchaos " + string(mode), addr: pp.Addr(), pid: pp.PID()})
 	}
 	if exe, why := buildToxiproxy(b, b.TempDir()); exe != "" {
 		addr, pid := startToxiproxy(b, exe, upstream)
+		pinTo(pid, proxyCPUs)
 		paths = append(paths, &benchPath{name: "toxiproxy", addr: addr, pid: pid})
 	} else {
 		b.Logf("Toxiproxy left out: %s", why)
@@ -382,28 +521,40 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 	direct := paths[0]
 	b.Logf("%d streams of %d tokens a path (TTFT %v, ITL %v, %d at a time), paths in turn",
 		benchRounds*benchStreams, benchTokens, benchTTFT, benchITL, benchConc)
-	b.Logf("TTFT, ITL, delivery p50 and p99 (pooled over the rounds) in ms, the rows after")
-	b.Logf("direct adding to it; the proxy's CPU in seconds per million tokens")
-	b.Logf("%-13s %7s %7s %7s %7s %8s %8s %8s %6s", "path", "TTFT50", "TTFT99", "ITL50", "ITL99", "deliv50", "deliv99", "CPU/Mtok", "failed")
+	if pins != nil {
+		b.Logf("pinned: server on CPUs %s, client %s, relay and proxies %s", cpuList(pins.server), cpuList(pins.client), cpuList(pins.proxy))
+	} else {
+		b.Logf("not pinned: client, server and proxies share %d CPUs (pinning needs %d)", runtime.NumCPU(), benchPinCPUs)
+	}
+	b.Logf("TTFT, net (the TTFT less the server's wait: the request's way there and the first token's")
+	b.Logf("way back), ITL and delivery (a token's way back), p50 and p99 pooled over the rounds, in ms,")
+	b.Logf("the rows after direct adding to it; the proxy's CPU in seconds per million tokens")
+	b.Logf("%-13s %7s %7s %7s %7s %7s %7s %7s %7s %8s", "path", "TTFT50", "TTFT99", "net50", "net99", "ITL50", "ITL99", "dlv50", "dlv99", "CPU/Mtok")
 	var toxCPU float64
 	for _, p := range paths {
 		if p.name == "toxiproxy" && p.tokens > 0 {
 			toxCPU = p.cpu.Seconds() / float64(p.tokens) * 1e6
 		}
 	}
-	type fig struct{ ttft50, ttft99, itl50, itl99, del50, del99 float64 }
+	type fig struct{ ttft50, ttft99, net50, net99, itl50, itl99, del50, del99 float64 }
 	figs := func(p *benchPath) fig {
-		return fig{percentile(p.ttft, .5), percentile(p.ttft, .99), percentile(p.itl, .5), percentile(p.itl, .99), percentile(p.delivery, .5), percentile(p.delivery, .99)}
+		return fig{percentile(p.ttft, .5), percentile(p.ttft, .99), percentile(p.ttftNet, .5), percentile(p.ttftNet, .99),
+			percentile(p.itl, .5), percentile(p.itl, .99), percentile(p.delivery, .5), percentile(p.delivery, .99)}
 	}
 	d := figs(direct)
-	b.Logf("%-13s %7.3f %7.3f %7.3f %7.3f %8.3f %8.3f %8s %6d", direct.name, d.ttft50, d.ttft99, d.itl50, d.itl99, d.del50, d.del99, "-", direct.failed)
+	b.Logf("%-13s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %8s", direct.name,
+		d.ttft50, d.ttft99, d.net50, d.net99, d.itl50, d.itl99, d.del50, d.del99, "-")
+	if direct.failed > 0 {
+		b.Errorf("direct: %d streams failed", direct.failed)
+	}
 	for _, p := range paths[1:] {
 		f := figs(p)
 		cpu := p.cpu.Seconds() / float64(max(p.tokens, 1)) * 1e6
-		b.Logf("%-13s %+7.3f %+7.3f %+7.3f %+7.3f %+8.3f %+8.3f %8.2f %6d", p.name,
-			f.ttft50-d.ttft50, f.ttft99-d.ttft99, f.itl50-d.itl50, f.itl99-d.itl99, f.del50-d.del50, f.del99-d.del99, cpu, p.failed)
+		b.Logf("%-13s %+7.3f %+7.3f %+7.3f %+7.3f %+7.3f %+7.3f %+7.3f %+7.3f %8.2f", p.name, f.ttft50-d.ttft50, f.ttft99-d.ttft99,
+			f.net50-d.net50, f.net99-d.net99, f.itl50-d.itl50, f.itl99-d.itl99, f.del50-d.del50, f.del99-d.del99, cpu)
 		key := strings.ReplaceAll(p.name, " ", "_")
 		b.ReportMetric(f.ttft99-d.ttft99, "ms_added_ttft_p99_"+key)
+		b.ReportMetric(f.net99-d.net99, "ms_added_ttft_net_p99_"+key)
 		b.ReportMetric(f.itl99-d.itl99, "ms_added_itl_p99_"+key)
 		b.ReportMetric(f.del99-d.del99, "ms_added_delivery_p99_"+key)
 		b.ReportMetric(cpu, "cpu_s/Mtok_"+key)
@@ -415,6 +566,17 @@ func BenchmarkProxyIdleCost(b *testing.B) {
 		}
 	}
 	benchRoundFigures(b, paths)
+}
+
+// cpuList writes set as a list of CPU numbers ("4,5").
+func cpuList(set unix.CPUSet) string {
+	var l []string
+	for i := range 1024 {
+		if set.IsSet(i) {
+			l = append(l, strconv.Itoa(i))
+		}
+	}
+	return strings.Join(l, ",")
 }
 
 // benchRoundFigures prints, for each proxy, what it added to the p99 TTFT
@@ -429,29 +591,33 @@ func benchRoundFigures(b *testing.B, paths []*benchPath) {
 		}
 	}
 	b.Logf("p99 added, round by round (%d rounds): median [lowest, highest], ms", benchRounds)
-	b.Logf("%-26s %-25s %s", "path", "TTFT p99", "ITL p99")
+	b.Logf("%-27s %-20s %-20s %s", "path", "TTFT p99", "net p99", "ITL p99")
 	row := func(name string, p, base *benchPath) {
-		var dt, di []float64
+		var dt, dn, di []float64
 		for i := range min(len(p.rounds), len(base.rounds)) {
 			dt = append(dt, p.rounds[i].ttft-base.rounds[i].ttft)
+			dn = append(dn, p.rounds[i].ttftNet-base.rounds[i].ttftNet)
 			di = append(di, p.rounds[i].itl-base.rounds[i].itl)
 		}
 		if len(dt) == 0 {
 			return
 		}
 		span := func(xs []float64) string {
-			return fmt.Sprintf("%+.3f [%+.3f, %+.3f]", percentile(xs, .5), slices.Min(xs), slices.Max(xs))
+			return fmt.Sprintf("%+.2f [%+.2f, %+.2f]", percentile(xs, .5), slices.Min(xs), slices.Max(xs))
 		}
-		b.Logf("%-26s %-25s %s", name, span(dt), span(di))
+		b.Logf("%-27s %-20s %-20s %s", name, span(dt), span(dn), span(di))
 	}
-	direct := paths[0]
+	direct, relay := paths[0], paths[1]
 	for _, p := range paths[1:] {
 		row(p.name+" vs direct", p, direct)
+	}
+	for _, p := range paths[2:] {
+		row(p.name+" vs bare relay", p, relay)
 	}
 	if tox == nil {
 		return
 	}
-	for _, p := range paths[1:] {
+	for _, p := range paths[2:] {
 		if p != tox {
 			row(p.name+" vs toxiproxy", p, tox)
 		}

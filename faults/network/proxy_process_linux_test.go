@@ -62,6 +62,12 @@ func TestProxyHelperProcess(t *testing.T) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case relayRoleBench:
+		if err := benchRelayServe(os.Getenv(upstreamEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench relay:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "parent":
 		if err := parentRun(); err != nil {
 			fmt.Fprintln(os.Stderr, "parent:", err)
