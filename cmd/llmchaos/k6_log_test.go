@@ -141,7 +141,8 @@ func TestK6LogFormatAndOutput(t *testing.T) {
 
 // TestK6ThrowFlag: -w (k6's --throw) makes a k6/http request that gets no
 // response throw, so the iteration fails with k6's stacktrace line; without
-// it the request returns and nothing is logged.
+// it the request returns and k6's "Request Failed" warning is logged, with
+// the error as Go's HTTP client words it.
 func TestK6ThrowFlag(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -159,12 +160,18 @@ func TestK6ThrowFlag(t *testing.T) {
 		if code := executeK6(context.Background(), args, &out, &errb); code != exitcode.OK {
 			t.Fatalf("exit %d:\n%s", code, errb.String())
 		}
-		var errs []string
+		var errs, failed []string
 		consoles := 0
 		for _, m := range jsonLogLines(t, errb.Bytes()) {
 			if m["level"] == "error" && m["source"] == "stacktrace" {
 				msg, _, _ := strings.Cut(m["msg"], "\n")
 				errs = append(errs, msg)
+			}
+			if m["msg"] == "Request Failed" {
+				if want := `Get "` + closed + `": dial tcp ` + ln.Addr().String() + `: connect: connection refused`; m["level"] != "warning" || m["error"] != want {
+					t.Errorf("Request Failed line %v: want level warning and error %q", m, want)
+				}
+				failed = append(failed, m["error"])
 			}
 			if m["source"] == "console" {
 				consoles++
@@ -175,6 +182,8 @@ func TestK6ThrowFlag(t *testing.T) {
 			t.Errorf("without -w: want the script's own 2 exceptions after 4 console lines, got %q, %d console lines", errs, consoles)
 		case throw && (len(errs) != 2 || strings.Contains(strings.Join(errs, "|"), "boom") || consoles != 0):
 			t.Errorf("with -w: want 2 exceptions thrown by http.get before any console line, got %q, %d console lines", errs, consoles)
+		case !throw && len(failed) != 2, throw && len(failed) != 0:
+			t.Errorf("throw=%v: %d Request Failed warnings, want %d (one a failed request that did not throw)", throw, len(failed), map[bool]int{false: 2}[throw])
 		}
 		t.Logf("throw=%v: %q", throw, errs)
 	}

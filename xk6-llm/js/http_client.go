@@ -560,9 +560,15 @@ func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *h
 		x.resp.Body.Close()
 	}
 	end := time.Now()
-	res.err, res.code = x.failure(cmpErr(x.err, readErr))
+	failed := cmpErr(x.err, readErr)
+	res.err, res.code = x.failure(failed)
 	if res.code == 0 {
 		res.code = statusCode(res.status)
+	}
+	if res.err != "" && !spec.throw && !x.interrupted() {
+		// k6 warns of each request that failed without a response to
+		// throw it (a cut iteration's request is not one).
+		sh.Log("warning", "Request Failed", "error", requestFailedError(spec, failed, res))
 	}
 	res.timings = x.trace.timings(end)
 	st := x.trace.stamps()
@@ -572,6 +578,25 @@ func (sh *Shared) doHTTP(ctx context.Context, hc *httpClient, spec *httpSpec) *h
 		sh.recordHTTP(spec, res.status, res.err != "", res.timings, sent, received)
 	}
 	return res
+}
+
+// requestFailedError is the error field of k6's "Request Failed" warning:
+// k6's own message for a timeout or a blocked host, otherwise the
+// transport's error with the request's method and URL before it
+// (Get "http://host/": dial tcp ...), as Go's HTTP client words it.
+func requestFailedError(spec *httpSpec, err error, res *httpResult) string {
+	switch res.code {
+	case codeTimeout, codeBlockedHost, codeBlacklistedIP:
+		return res.err
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Error()
+	}
+	op := spec.method
+	if len(op) > 1 {
+		op = op[:1] + strings.ToLower(op[1:])
+	}
+	return (&url.Error{Op: op, URL: spec.url, Err: err}).Error()
 }
 
 // cmpErr is the first non-nil error.
