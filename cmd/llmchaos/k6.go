@@ -116,6 +116,10 @@ var k6EnvFlags = []struct {
 	{"log-output", "K6_LOG_OUTPUT", false},
 	{"throw", "K6_THROW", false},
 	{"http-debug", "K6_HTTP_DEBUG", false},
+	{"user-agent", "K6_USER_AGENT", false},
+	{"batch", "K6_BATCH", false},
+	{"batch-per-host", "K6_BATCH_PER_HOST", false},
+	{"discard-response-bodies", "K6_DISCARD_RESPONSE_BODIES", false},
 	{"summary-trend-stats", "K6_SUMMARY_TREND_STATS", false},
 }
 

@@ -47,6 +47,9 @@ type scriptFlags struct {
 	LogOutput           string
 	Throw               bool
 	HTTPDebug           string
+	UserAgent           optionalString
+	Batch, BatchPerHost optionalInt
+	DiscardBodies       bool
 	ModuleDir           string
 	MaxOpenSize         string
 }
@@ -71,6 +74,10 @@ func (f *scriptFlags) add(fs *pflag.FlagSet) {
 		"console.*, warnings and iteration exceptions are its lines")
 	fs.StringVar(&f.LogOutput, "log-output", "stderr", "for a script: where the log goes, as k6's: stderr, stdout, none or file=PATH[,level=NAME] (appended to)")
 	fs.BoolVarP(&f.Throw, "throw", "w", false, "for a script: a k6/http request that gets no response throws, as k6's --throw (the throw option)")
+	fs.Var(&f.UserAgent, "user-agent", "for a script: the User-Agent of k6/http requests, in place of options.userAgent, as k6's (\"\": none)")
+	fs.Var(&f.Batch, "batch", "for a script: the most requests of one http.batch in flight at once, in place of options.batch, as k6's (default 20)")
+	fs.Var(&f.BatchPerHost, "batch-per-host", "for a script: the most of them to one host, in place of options.batchPerHost, as k6's (default 6; 0: no limit)")
+	fs.BoolVar(&f.DiscardBodies, "discard-response-bodies", false, "for a script: k6/http responses' bodies are read and dropped (res.body null), as k6's option discardResponseBodies")
 	fs.StringVar(&f.HTTPDebug, "http-debug", "", "for a script: log each k6/http and SSE request and response head on the console (--http-debug=full: with bodies), as k6's")
 	fs.Lookup("http-debug").NoOptDefVal = "headers"
 	fs.StringVar(&f.MaxOpenSize, "max-open-size", "256MiB", "for a script: the most one open() may read (e.g. 1GiB); a larger file, a device or a pipe is an error")
@@ -221,9 +228,13 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 			return usageError(err)
 		}
 	}
+	if f.Batch.set && f.Batch.v < 1 {
+		return usageError(fmt.Errorf("--batch %d: want 1 or more", f.Batch.v))
+	}
 	cfg := script.Config{
 		Script: c.File, Env: env, Tags: tags, Outputs: outs, Stdout: stdout, Stderr: stderr,
-		Overrides:     script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations, Stages: stages},
+		Overrides: script.Overrides{VUs: f.VUs, Duration: c.Duration, Iterations: f.Iterations, Stages: stages,
+			UserAgent: f.UserAgent.ptr(), Batch: f.Batch.ptr(), BatchPerHost: f.BatchPerHost.ptr(), DiscardResponseBodies: f.DiscardBodies},
 		SummaryExport: f.SummaryExport, SummaryMode: mode, NoThresholds: f.NoThresholds,
 		NoConnectionReuse: f.NoConnectionReuse, NoVUConnectionReuse: f.NoVUConnectionReuse,
 		HTTPDebug: f.HTTPDebug, NoSystemEnv: !f.IncludeSystemEnv, ModuleDir: f.ModuleDir, MaxOpenBytes: maxOpen,
@@ -522,4 +533,56 @@ func scriptResult(doc *report.Document, err error) error {
 		return withCode(exitcode.ScriptMarkedFailed, errors.New("test run was marked as failed: "+doc.MarkedFailed))
 	}
 	return verdictError(doc)
+}
+
+// optionalString is a string flag that says whether it was given, so that
+// an empty value (k6's --user-agent "", no header) differs from none.
+type optionalString struct {
+	v   string
+	set bool
+}
+
+func (o *optionalString) String() string { return o.v }
+func (o *optionalString) Type() string   { return "string" }
+func (o *optionalString) Set(v string) error {
+	o.v, o.set = v, true
+	return nil
+}
+
+// ptr is the value, nil when the flag was not given.
+func (o *optionalString) ptr() *string {
+	if !o.set {
+		return nil
+	}
+	return &o.v
+}
+
+// optionalInt is a whole-number flag of 0 or more that says whether it was
+// given.
+type optionalInt struct {
+	v   int
+	set bool
+}
+
+func (o *optionalInt) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+func (o *optionalInt) Type() string { return "int" }
+func (o *optionalInt) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want a whole number, 0 or more", v)
+	}
+	o.v, o.set = n, true
+	return nil
+}
+
+func (o *optionalInt) ptr() *int {
+	if !o.set {
+		return nil
+	}
+	return &o.v
 }

@@ -328,6 +328,13 @@ type Overrides struct {
 	// Stages are k6's --stage DURATION:TARGET's: they replace the
 	// script's scenarios by the stages shortcut (a ramping-vus scenario).
 	Stages []Stage
+	// UserAgent, Batch, BatchPerHost and DiscardResponseBodies are k6's
+	// --user-agent, --batch, --batch-per-host and
+	// --discard-response-bodies: set (nil or false: not given), they
+	// replace the script's options of those names.
+	UserAgent             *string
+	Batch, BatchPerHost   *int
+	DiscardResponseBodies bool
 }
 
 // parseOptions decodes the options JSON and applies o.
@@ -339,6 +346,16 @@ func parseOptions(js string, o Overrides) (Options, error) {
 			return opts, field.Problems{field.Errorf("", "options: %w", err)}
 		}
 	}
+	if o.UserAgent != nil {
+		opts.UserAgent = o.UserAgent
+	}
+	if o.Batch != nil {
+		opts.Batch = o.Batch
+	}
+	if o.BatchPerHost != nil {
+		opts.BatchPerHost = o.BatchPerHost
+	}
+	opts.DiscardResponseBodies = opts.DiscardResponseBodies || o.DiscardResponseBodies
 	if o.VUs > 0 || o.Duration > 0 || o.Iterations > 0 || len(o.Stages) > 0 {
 		opts.Scenarios = nil
 		if len(o.Stages) > 0 {
