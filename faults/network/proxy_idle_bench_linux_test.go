@@ -264,9 +264,17 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // buildToxiproxy builds Toxiproxy's server from its own module
-// (testdata/toxiproxy) into dir; "" and the reason when it cannot.
+// (testdata/toxiproxy) into dir; "" and the reason when it cannot. A
+// server built beforehand, named by $LLMCHAOS_TOXIPROXY_BIN, is used as it
+// is (for a machine without Go or the module proxy).
 func buildToxiproxy(b *testing.B, dir string) (string, string) {
 	b.Helper()
+	if exe := os.Getenv("LLMCHAOS_TOXIPROXY_BIN"); exe != "" {
+		if _, err := os.Stat(exe); err != nil {
+			return "", "LLMCHAOS_TOXIPROXY_BIN: " + err.Error()
+		}
+		return exe, ""
+	}
 	exe := filepath.Join(dir, "toxiproxy-server")
 	cmd := exec.Command("go", "build", "-o", exe, "github.com/Shopify/toxiproxy/v2/cmd/server")
 	cmd.Dir = filepath.Join("testdata", "toxiproxy")
@@ -620,6 +628,63 @@ func benchRoundFigures(b *testing.B, paths []*benchPath) {
 	for _, p := range paths[2:] {
 		if p != tox {
 			row(p.name+" vs toxiproxy", p, tox)
+		}
+	}
+}
+
+// TestBenchPinSetsEveryThread: pin, which the idle-cost benchmark uses on
+// 6 CPUs or more, sets every thread of a running Go process (the bare
+// relay, whose runtime has several) to the CPUs given.
+func TestBenchPinSetsEveryThread(t *testing.T) {
+	up := startTCPServer(t, echo)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProxyHelperProcess$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+relayRoleBench, upstreamEnv+"="+up.addr())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "LISTEN ") {
+		t.Fatalf("bare relay: %q, %v", line, err)
+	}
+	var all, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1024 {
+		if all.IsSet(i) {
+			one.Set(i)
+			break
+		}
+	}
+	if err := pin(cmd.Process.Pid, one); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) < 2 {
+		t.Fatalf("the relay has %d threads; want a Go runtime's several", len(tasks))
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got != one {
+			t.Errorf("thread %d: CPUs %s, want %s", tid, cpuList(got), cpuList(one))
 		}
 	}
 }
