@@ -97,7 +97,7 @@ func (r *run) loadScript(ctx context.Context) (engine.RunStats, error) {
 		Script: p.script.path, Env: p.spec.Workload.ScriptEnv(targets, r.model), Overrides: p.script.overrides,
 		Seed: p.seed, SaveRequests: r.opts.SaveRequests, SLO: p.slo, ToolVersion: r.opts.ToolVersion,
 		Stdout: io.Discard, Stderr: &scriptOutput{out: r.out}, ExternalStops: true, NoSummary: true,
-		Preflight: func(ctx context.Context, clients []js.ClientInfo) error {
+		Preflight: func(ctx context.Context, clients []js.ClientInfo, _ func(string)) error {
 			return r.scriptPreflight(ctx, clients, targets)
 		},
 		Tagger: r.tag,

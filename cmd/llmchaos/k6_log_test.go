@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -222,5 +224,50 @@ func TestK6LogEnvironment(t *testing.T) {
 	b, _ := os.ReadFile(logFile)
 	if !strings.Contains(string(b), "\nhello 0\ncareful\nError: boom 0\n\tat default (") {
 		t.Errorf("log file: want the raw messages:\n%s", b)
+	}
+}
+
+// TestK6LogCarriesPreflightWarnings: the pre-flight check's warning and the
+// server monitor's (an llm.Client's server answers 503 to everything) are
+// k6 log lines with --log-format, like the run's other warnings, and
+// llmchaos lines without it.
+func TestK6LogCarriesPreflightWarnings(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "warming up", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	script := filepath.Join(t.TempDir(), "preflight.js")
+	if err := os.WriteFile(script, []byte(`import llm from 'k6/x/llm';
+const client = new llm.Client({ baseURL: __ENV.BASE_URL, model: 'm' });
+export const options = { iterations: 1 };
+export default function () {}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warnings := []string{"pre-flight check of " + srv.URL + "/v1 did not succeed", "server monitor: " + srv.URL + "/v1: "}
+	for _, format := range []string{"json", ""} {
+		var out, errb bytes.Buffer
+		args := []string{"run", script, "-e", "BASE_URL=" + srv.URL + "/v1", "--no-summary", "--no-history", "--quiet"}
+		if format != "" {
+			args = append(args, "--log-format="+format)
+		}
+		if code := execute(context.Background(), args, &out, &errb); code != exitcode.OK {
+			t.Fatalf("exit %d:\n%s", code, errb.String())
+		}
+		for _, w := range warnings {
+			if format == "" {
+				if !strings.Contains(errb.String(), "llmchaos run: warning: "+w) {
+					t.Errorf("without --log-format: want the llmchaos warning line %q...:\n%s", w, errb.String())
+				}
+				continue
+			}
+			found := false
+			for _, m := range jsonLogLines(t, errb.Bytes()) {
+				found = found || m["level"] == "warning" && strings.HasPrefix(m["msg"], w)
+			}
+			if !found {
+				t.Errorf("--log-format=json: want the warning %q... as a JSON log line:\n%s", w, errb.String())
+			}
+		}
 	}
 }

@@ -258,8 +258,8 @@ func runScript(cmd *cobra.Command, c runConfig, f scriptFlags, stdout, stderr io
 		return os.Getenv(name)
 	}
 	if !c.NoPreflight {
-		cfg.Preflight = func(ctx context.Context, clients []js.ClientInfo) error {
-			return scriptPreflight(ctx, clients, getenv, stderr)
+		cfg.Preflight = func(ctx context.Context, clients []js.ClientInfo, warn func(string)) error {
+			return scriptPreflight(ctx, clients, getenv, warn)
 		}
 	}
 	var saveFile *os.File
@@ -440,8 +440,9 @@ var errPreflightInterrupted = errors.New("aborted during the pre-flight check: n
 // *load.PreflightError (exit 2); a server that does not answer only
 // warns. A client made without a model (the requests name it) is checked
 // by the load itself. getenv reads the variables the script's clients
-// read their keys from (-e first, then the environment).
-func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(string) string, stderr io.Writer) error {
+// read their keys from (-e first, then the environment); warn writes a
+// warning as the run writes its others.
+func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(string) string, warn func(string)) error {
 	var errs []error
 	for _, cl := range clients {
 		if cl.Model == "" {
@@ -452,7 +453,7 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv},
 		})
 		for _, w := range warns {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", scriptCmd, w)
+			warn(w)
 		}
 		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%w (%s)", errPreflightInterrupted, report.InterruptAbort(context.Cause(ctx)))

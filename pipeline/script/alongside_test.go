@@ -179,7 +179,7 @@ func TestAlongsideAndObservers(t *testing.T) {
 	)
 	doc, err := Run(context.Background(), Config{
 		Script: filepath.Join("testdata", "tagged.js"), Env: map[string]string{"BASE_URL": url, "MODEL": model},
-		Preflight: func(_ context.Context, cs []js.ClientInfo) error {
+		Preflight: func(_ context.Context, cs []js.ClientInfo, _ func(string)) error {
 			preflightClients = cs
 			return nil
 		},
@@ -244,7 +244,7 @@ func TestAlongsideAndObservers(t *testing.T) {
 	srvURL, n := countingServer(t, http.StatusOK)
 	stop := errors.New("refused")
 	for name, cfg := range map[string]Config{
-		"preflight": {Preflight: func(context.Context, []js.ClientInfo) error { return stop }},
+		"preflight": {Preflight: func(context.Context, []js.ClientInfo, func(string)) error { return stop }},
 		"observe": {Observe: func([]js.ClientInfo) *observe.Options {
 			return &observe.Options{MetricsListen: "127.0.0.1:0", RemoteWriteURL: "::not a url"}
 		}},
@@ -444,7 +444,7 @@ func TestAbortInSetupEndsWhatRunsAlongside(t *testing.T) {
 			var out strings.Builder
 			doc, err := Run(context.Background(), Config{
 				Script: writeScript(t, tt.script), Stdout: &out,
-				Preflight: func(context.Context, []js.ClientInfo) error { preflight = true; return nil },
+				Preflight: func(context.Context, []js.ClientInfo, func(string)) error { preflight = true; return nil },
 				Alongside: func(r *pipeline.Run) func(engine.RunStats, error) {
 					attached = true
 					return func(engine.RunStats, error) { ended = r.Recorder != nil }

@@ -65,8 +65,10 @@ type Config struct {
 	// the other VUs are initialized and before any request, with the
 	// llm.Client objects that code made; its error ends the run, returned
 	// as is (unless the run's context ended meanwhile: the run is then
-	// aborted, with its report).
-	Preflight func(ctx context.Context, clients []js.ClientInfo) error
+	// aborted, with its report). Its warnings go through warn, which
+	// writes them as the run's other warnings (k6's log form when the run
+	// has one).
+	Preflight func(ctx context.Context, clients []js.ClientInfo, warn func(string)) error
 	// Tagger, when set, fills the run-level tags of every LLM result (at
 	// its send) and every sample (at its record) before the recorder sees
 	// it: an experiment's phase and fault, as the load pipeline's Tagger.
@@ -197,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 		return r.early(err)
 	}
 	if cfg.Preflight != nil {
-		if err := cfg.Preflight(r.ctx, r.sh.Clients()); err != nil {
+		if err := cfg.Preflight(r.ctx, r.sh.Clients(), r.warn); err != nil {
 			return r.early(err)
 		}
 	}
