@@ -1,12 +1,16 @@
 package rest_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmchaos/llmchaos/internal/kube/api/corev1"
@@ -106,6 +110,7 @@ func TestKubeconfigTLSChoices(t *testing.T) {
 		{name: "insecure", cluster: "insecure-skip-tls-verify: true"},
 		{name: "untrusted", cluster: "tls-server-name: 127.0.0.1", wantErr: "certificate"},
 		{name: "wrong server name", cluster: "certificate-authority: ca.crt\n    tls-server-name: other.example", wantErr: "other.example"},
+		{name: "server name the certificate holds", cluster: "certificate-authority: ca.crt\n    tls-server-name: example.com"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _, err := load(t, dir, fmt.Sprintf(`clusters:
@@ -330,4 +335,79 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 			}
 		}
 	})
+}
+
+// TestKubeconfigProxyURL: a cluster's proxy-url carries the requests, as
+// kubectl's: the API server is reached through an HTTP CONNECT tunnel of a
+// real proxy, which sees one tunnel to the server's address.
+func TestKubeconfigProxyURL(t *testing.T) {
+	srv := newAPIServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var tunnels []string
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil || req.Method != http.MethodConnect {
+					_, _ = io.WriteString(c, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				up, err := net.Dial("tcp", req.Host)
+				if err != nil {
+					_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				defer up.Close()
+				mu.Lock()
+				tunnels = append(tunnels, req.Host)
+				mu.Unlock()
+				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+				go func() {
+					_, _ = io.Copy(up, c)
+					up.Close()
+				}()
+				_, _ = io.Copy(c, up)
+			})
+		}
+	})
+	cfg, _, err := load(t, t.TempDir(), fmt.Sprintf(`clusters:
+- name: c
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+    proxy-url: http://%s
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+`, srv.URL, b64(srv.caPEM()), ln.Addr()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := whoami(t, cfg)
+	if err != nil || got != "token_t" {
+		t.Fatalf("server saw %q, %v; want token_t", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := strings.TrimPrefix(srv.URL, "https://"); len(tunnels) != 1 || tunnels[0] != want {
+		t.Errorf("the proxy carried tunnels to %q, want one to %s", tunnels, want)
+	}
 }

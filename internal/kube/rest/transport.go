@@ -147,6 +147,9 @@ func (f *tokenFile) get() (string, error) {
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
+		if f.tok != "" {
+			return f.tok, nil // as for a file gone: keep the last token, as client-go does
+		}
 		return "", fmt.Errorf("bearer token file %s is empty", f.path)
 	}
 	f.tok, f.read = tok, time.Now()
