@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,22 +233,52 @@ func TestK6LogEnvironment(t *testing.T) {
 // k6 log lines with --log-format, like the run's other warnings, and
 // llmchaos lines without it.
 func TestK6LogCarriesPreflightWarnings(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// The iteration waits (GET /wait) until the monitor scrapes a second
+	// time: it warns of its first failed scrape before it scrapes again.
+	var mu sync.Mutex
+	var scrapes int
+	var twice chan struct{} // a run's: closed at its second scrape
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ch := twice
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/wait":
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				http.Error(w, "no second scrape", http.StatusGatewayTimeout)
+				return
+			case <-r.Context().Done():
+			}
+			return
+		case "/metrics":
+			mu.Lock()
+			if scrapes++; scrapes == 2 {
+				close(ch)
+			}
+			mu.Unlock()
+		}
 		http.Error(w, "warming up", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv.Close)
 	script := filepath.Join(t.TempDir(), "preflight.js")
-	if err := os.WriteFile(script, []byte(`import llm from 'k6/x/llm';
+	if err := os.WriteFile(script, []byte(`import http from 'k6/http';
+import llm from 'k6/x/llm';
 const client = new llm.Client({ baseURL: __ENV.BASE_URL, model: 'm' });
 export const options = { iterations: 1 };
-export default function () {}
+export default function () { http.get(__ENV.WAIT); }
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	warnings := []string{"pre-flight check of " + srv.URL + "/v1 did not succeed", "server monitor: " + srv.URL + "/v1: "}
 	for _, format := range []string{"json", ""} {
+		mu.Lock()
+		scrapes, twice = 0, make(chan struct{})
+		mu.Unlock()
 		var out, errb bytes.Buffer
-		args := []string{"run", script, "-e", "BASE_URL=" + srv.URL + "/v1", "--no-summary", "--no-history", "--quiet"}
+		args := []string{"run", script, "-e", "BASE_URL=" + srv.URL + "/v1", "-e", "WAIT=" + srv.URL + "/wait",
+			"--scrape-interval", "100ms", "--no-summary", "--no-history", "--quiet"}
 		if format != "" {
 			args = append(args, "--log-format="+format)
 		}

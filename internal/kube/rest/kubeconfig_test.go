@@ -348,9 +348,15 @@ func TestKubeconfigProxyURL(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var tunnels []string
+	var conns []net.Conn // closed at the end: the client keeps its connection alive
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
 		wg.Wait()
 	})
 	wg.Go(func() {
@@ -359,6 +365,9 @@ func TestKubeconfigProxyURL(t *testing.T) {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
 				req, err := http.ReadRequest(bufio.NewReader(c))
@@ -374,6 +383,7 @@ func TestKubeconfigProxyURL(t *testing.T) {
 				defer up.Close()
 				mu.Lock()
 				tunnels = append(tunnels, req.Host)
+				conns = append(conns, up)
 				mu.Unlock()
 				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 				go func() {
