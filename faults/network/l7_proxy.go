@@ -120,6 +120,9 @@ type reqSide struct {
 	segs []outSeg
 }
 
+// outKeep is the most of reqSide.out's buffer kept between reads.
+const outKeep = 8 << 10
+
 // outSeg is out[from:to], bytes of request x (nil: of no request).
 type outSeg struct {
 	x        *exchange
@@ -305,7 +308,12 @@ func (h *httpConn) flush() {
 	if len(r.segs) == 0 {
 		return
 	}
-	defer func() { r.out, r.segs = r.out[:0], r.segs[:0] }()
+	defer func() {
+		r.out, r.segs = r.out[:0], r.segs[:0]
+		if cap(r.out) > outKeep {
+			r.out = nil // a large body's read: not held for the connection's life
+		}
+	}()
 	h.wMu.Lock()
 	defer h.wMu.Unlock()
 	h.mu.Lock()
