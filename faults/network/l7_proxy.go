@@ -112,21 +112,18 @@ type reqSide struct {
 	cur     *exchange
 	discard bool // the body of an answered request: not passed on
 
-	// out holds what forward took from one read of the client's until
-	// flush sends it upstream in one write, and segs whose bytes they are:
-	// a request's head and body that came together leave together, so the
-	// upstream wakes once for them, as it would without the proxy.
-	out  []byte
+	// segs are what forward took from one read of the client's, which
+	// flush sends upstream in one write (iov its scratch): a request's head
+	// and body that came together leave together, so the upstream wakes
+	// once for them, as it would without the proxy.
 	segs []outSeg
+	iov  net.Buffers
 }
 
-// outKeep is the most of reqSide.out's buffer kept between reads.
-const outKeep = 8 << 10
-
-// outSeg is out[from:to], bytes of request x (nil: of no request).
+// outSeg is b, bytes of request x (nil: of no request), waiting for flush.
 type outSeg struct {
-	x        *exchange
-	from, to int
+	x *exchange
+	b []byte
 }
 
 // write takes the client's bytes (the link's upstream direction) and sends
@@ -228,22 +225,22 @@ func (h *httpConn) beginRequest(ctx context.Context) error {
 	return nil
 }
 
-// withHost returns the request head b with its Host header naming host,
-// the upstream, as a client that connected to it directly would have sent
-// it (the client named the proxy); b itself when it has no Host header
+// withHost returns a copy of the request head b (b is the head scanner's,
+// which the next head reuses) with its Host header naming host, the
+// upstream, as a client that connected to it directly would have sent it
+// (the client named the proxy); unchanged when it has no Host header
 // (HTTP/1.0) or names host already.
 func withHost(b []byte, host string) []byte {
 	lineStart := bytes.IndexByte(b, '\n') + 1 // after the request line
 	for lineStart > 0 && lineStart < len(b) {
 		end := bytes.IndexByte(b[lineStart:], '\n')
 		if end < 0 {
-			return b
+			break
 		}
 		line := b[lineStart : lineStart+end]
 		if colon := bytes.IndexByte(line, ':'); colon > 0 && asciiEqualFold(line[:colon], "host") {
-			value := bytes.TrimSpace(line[colon+1:])
-			if string(value) == host {
-				return b
+			if string(bytes.TrimSpace(line[colon+1:])) == host {
+				break
 			}
 			out := make([]byte, 0, len(b)+len(host))
 			out = append(out, b[:lineStart]...)
@@ -254,7 +251,7 @@ func withHost(b []byte, host string) []byte {
 		}
 		lineStart += end + 1
 	}
-	return b
+	return bytes.Clone(b)
 }
 
 // requestPath returns the path of a request target (origin or absolute form).
@@ -274,7 +271,8 @@ func requestPath(target string) string {
 }
 
 // startTunnel turns the rest of the connection into a plain tunnel, after
-// passing pending on raw.
+// passing pending on raw (the head scanner's bytes, which stay as they are:
+// no head is scanned after it).
 func (h *httpConn) startTunnel(pending []byte) {
 	h.req.state = rqTunnel
 	h.push(&exchange{tunnel: true})
@@ -290,12 +288,11 @@ func (h *httpConn) push(x *exchange) {
 }
 
 // forward takes b, bytes of request x (nil: of no request), to go upstream
-// with the next flush.
+// with the next flush, which comes before write returns. b is not copied:
+// it must stay as it is until then (the client's read, bytes of its own, or
+// the head scanner's when no head follows).
 func (h *httpConn) forward(b []byte, x *exchange) {
-	r := &h.req
-	from := len(r.out)
-	r.out = append(r.out, b...)
-	r.segs = append(r.segs, outSeg{x, from, len(r.out)})
+	h.req.segs = append(h.req.segs, outSeg{x, b})
 }
 
 // flush sends what forward took upstream in one write, keeping each
@@ -308,17 +305,17 @@ func (h *httpConn) flush() {
 	if len(r.segs) == 0 {
 		return
 	}
-	defer func() {
-		r.out, r.segs = r.out[:0], r.segs[:0]
-		if cap(r.out) > outKeep {
-			r.out = nil // a large body's read: not held for the connection's life
-		}
+	defer func() { // no reference to the client's read or a head is kept
+		clear(r.segs)
+		clear(r.iov)
+		r.segs, r.iov = r.segs[:0], r.iov[:0]
 	}()
 	h.wMu.Lock()
 	defer h.wMu.Unlock()
 	h.mu.Lock()
 	for _, sg := range r.segs {
-		b, x := r.out[sg.from:sg.to], sg.x
+		b, x := sg.b, sg.x
+		r.iov = append(r.iov, b)
 		if x != nil && x.keep && x.gotByte && len(b) > 0 {
 			x.keep, x.kept = false, nil // bytes after the response began: what is kept is no longer whole
 		} else if x != nil && x.keep && !x.gotByte {
@@ -334,7 +331,8 @@ func (h *httpConn) flush() {
 	if broken {
 		return
 	}
-	if _, err := up.Write(r.out); err != nil {
+	iov := r.iov // WriteTo consumes its copy: one writev on a TCP connection
+	if _, err := iov.WriteTo(up); err != nil {
 		h.mu.Lock()
 		if h.up == up {
 			h.upBroken = true
