@@ -97,7 +97,7 @@ export default function () {
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(env map[string]string, flags ...string) (int, string) {
+	run := func(t *testing.T, env map[string]string, flags ...string) (int, string) {
 		t.Helper()
 		for k, v := range env {
 			t.Setenv(k, v)
@@ -121,7 +121,7 @@ export default function () {
 			"K6_DISCARD_RESPONSE_BODIES": "true"}, nil, "got=env/3|sent plain=null batch=9 perHost=4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, stderr := run(c.env, c.flags...)
+			code, stderr := run(t, c.env, c.flags...) // the subtest's t: its variables end with it
 			if code != exitcode.OK || !strings.Contains(stderr, c.want+"\n") {
 				t.Errorf("exit %d, stderr:\n%s\nwant the line %q", code, stderr, c.want)
 			}
@@ -132,7 +132,7 @@ export default function () {
 		{"--batch-per-host=-1", `"-1": want a whole number, 0 or more`},
 		{"--batch=many", `"many": want a whole number, 0 or more`},
 	} {
-		code, stderr := run(nil, bad.flag)
+		code, stderr := run(t, nil, bad.flag)
 		if code != exitcode.Usage || !strings.Contains(stderr, bad.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and %q", bad.flag, code, stderr, bad.want)
 		}

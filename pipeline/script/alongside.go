@@ -70,7 +70,7 @@ func attach(ctx context.Context, cfg Config, sh *js.Shared, ths []assertions.Thr
 			clock, rec := sh.Clock, sh.Recorder
 			opts.Metrics, opts.Clock, opts.RunStart = sh.Metrics, clock.Now, clock.Start()
 			opts.InFlight = func() int64 { return rec.Snapshot(clock.Now()).InFlight }
-			if cfg.LogFormat != "" || cfg.Log != nil { // k6's log form: its warnings are log lines too
+			if cfg.k6Log() { // the observers' warnings are log lines as the run's others
 				opts.Warn = func(err error) { sh.Log("warning", err.Error()) }
 			}
 			obs, err := observe.Start(ctx, opts)

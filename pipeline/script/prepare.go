@@ -104,12 +104,12 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 
 // k6Log says whether the run's warnings and exceptions are log lines in
 // k6's form (Config.LogFormat, Config.Log).
-func (r *run) k6Log() bool { return r.cfg.LogFormat != "" || r.cfg.Log != nil }
+func (c *Config) k6Log() bool { return c.LogFormat != "" || c.Log != nil }
 
 // warn writes one of the run's warnings: a k6 log line (k6Log), else
 // "llmchaos run: warning: ..." on stderr.
 func (r *run) warn(msg string) {
-	if r.k6Log() {
+	if r.cfg.k6Log() {
 		r.sh.Log("warning", msg)
 		return
 	}

@@ -230,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*report.Document, error) {
 		}
 	}
 	errs := &iterationErrors{w: cfg.Stderr, count: map[string]int{}}
-	if r.k6Log() {
+	if r.cfg.k6Log() {
 		errs.log = r.sh
 	}
 	stopSampling := r.sampleVUs()

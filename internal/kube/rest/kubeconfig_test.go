@@ -97,6 +97,25 @@ contexts:
 	}
 }
 
+// tokenKubeconfig is a kubeconfig of one cluster at server, with the
+// cluster's further lines (indented by four spaces after the first), and
+// a user of token t.
+func tokenKubeconfig(server, cluster string) string {
+	return fmt.Sprintf(`clusters:
+- name: c
+  cluster:
+    server: %s
+    %s
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+`, server, cluster)
+}
+
 // TestKubeconfigTLSChoices: a CA file, insecure-skip-tls-verify, and a
 // server whose certificate is not trusted.
 func TestKubeconfigTLSChoices(t *testing.T) {
@@ -113,19 +132,7 @@ func TestKubeconfigTLSChoices(t *testing.T) {
 		{name: "server name the certificate holds", cluster: "certificate-authority: ca.crt\n    tls-server-name: example.com"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := load(t, dir, fmt.Sprintf(`clusters:
-- name: c
-  cluster:
-    server: %s
-    %s
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, srv.URL, tc.cluster), "")
+			cfg, _, err := load(t, dir, tokenKubeconfig(srv.URL, tc.cluster), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -394,20 +401,8 @@ func TestKubeconfigProxyURL(t *testing.T) {
 			})
 		}
 	})
-	cfg, _, err := load(t, t.TempDir(), fmt.Sprintf(`clusters:
-- name: c
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-    proxy-url: http://%s
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, srv.URL, b64(srv.caPEM()), ln.Addr()), "")
+	cfg, _, err := load(t, t.TempDir(),
+		tokenKubeconfig(srv.URL, fmt.Sprintf("certificate-authority-data: %s\n    proxy-url: http://%s", b64(srv.caPEM()), ln.Addr())), "")
 	if err != nil {
 		t.Fatal(err)
 	}
