@@ -448,9 +448,10 @@ func scriptPreflight(ctx context.Context, clients []js.ClientInfo, getenv func(s
 		if cl.Model == "" {
 			continue
 		}
+		copts := client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv}
+		cl.Net.Apply(&copts) // where and how the load's requests connect (hosts, blockHostnames, TLS)
 		warns, err := load.Preflight(ctx, load.PreflightConfig{
-			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions",
-			Client: client.Options{APIKeyEnv: cl.APIKeyEnv, APIKey: cl.APIKey, Getenv: getenv},
+			Targets: []string{cl.BaseURL}, Model: cl.Model, Chat: cl.API != "completions", Client: copts,
 		})
 		for _, w := range warns {
 			warn(w)

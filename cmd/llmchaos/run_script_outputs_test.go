@@ -214,6 +214,30 @@ func TestRunScriptPreflight(t *testing.T) {
 	}
 }
 
+// TestRunScriptPreflightFollowsHosts: the pre-flight check of an
+// llm.Client connects as its load would, through the script's hosts
+// option: a name only hosts knows reaches the server (which refuses the
+// path: exit 2 after the check's two requests), where DNS would only have
+// warned and let the load run.
+func TestRunScriptPreflightFollowsHosts(t *testing.T) {
+	t.Parallel()
+	url, n := countingServer(t, http.StatusNotFound)
+	_, port, _ := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/v1"))
+	script := filepath.Join(t.TempDir(), "hosts.js")
+	if err := os.WriteFile(script, []byte(`import llm from 'k6/x/llm';
+export const options = { iterations: 1, hosts: { 'llm.test': '127.0.0.1:`+port+`' } };
+const client = new llm.Client({ baseURL: 'http://llm.test/v1', model: 'm' });
+export default function () { client.chat({ messages: [{ role: 'user', content: 'hi' }] }); }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "run", script, "--no-scrape", "--no-history")
+	if code != exitcode.Usage || !strings.Contains(stderr, "pre-flight check of http://llm.test/v1 failed") || n.Load() != 2 {
+		t.Errorf("exit %d with %d requests, stderr %q; want %d after the check's 2 requests reached the server\nstdout:\n%s",
+			code, n.Load(), stderr, exitcode.Usage, stdout)
+	}
+}
+
 // TestRunScriptSaveRequests: --save-requests writes one JSON line per LLM
 // request of the script.
 func TestRunScriptSaveRequests(t *testing.T) {

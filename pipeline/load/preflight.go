@@ -73,8 +73,7 @@ func Preflight(ctx context.Context, cfg PreflightConfig) (warnings []string, err
 	}
 	defer client.Close()
 	header := preflightHeader(cfg.Client)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.Client.TLSConfig, Proxy: nil, DialContext: cfg.Client.Dial}}
-	defer hc.CloseIdleConnections()
+	hc := &http.Client{Transport: client.RoundTripper()} // the client's TLS, dial and Resolve; its Close closes the connection
 	var errs []error
 	for _, t := range cfg.Targets {
 		w, err := checkTarget(ctx, hc, header, client, t, cfg)

@@ -137,6 +137,14 @@ type Options struct {
 	// every request goes through net/http (not the event loop).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// Resolve, when set, gives the address a request's connections go to
+	// for the host:port of its URL, or refuses it. Both transports ask it:
+	// net/http before each dial, the event loop once per base URL; its
+	// error fails the request as a connect error. A script's k6 options
+	// hosts, blockHostnames and blacklistIPs set it. Default nil: the
+	// system's resolver.
+	Resolve func(ctx context.Context, hostport string) (netip.AddrPort, error)
+
 	// Transport selects how plain http:// HTTP/1.1 requests go out.
 	// Default TransportAuto: the event loop on Linux, net/http elsewhere.
 	// The event loop sends them from IOThreads loops, each with an epoll
@@ -323,6 +331,16 @@ func New(opts Options) (*Client, error) {
 			return opts.Dial(ctx, network, addr)
 		}
 	}
+	if opts.Resolve != nil {
+		next := dial
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ap, err := opts.Resolve(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			return next(ctx, network, ap.String())
+		}
+	}
 	c.tr = &http.Transport{
 		Proxy:               nil,
 		DialContext:         dial,
@@ -360,6 +378,11 @@ func (c *Client) Close() {
 		c.loops.close()
 	}
 }
+
+// RoundTripper is the client's net/http transport (its TLS settings,
+// dialer and Resolve), for a caller's other requests to the same server,
+// such as the pre-flight check's GET /models.
+func (c *Client) RoundTripper() http.RoundTripper { return c.tr }
 
 // IOStats returns the system calls the event loop made so far (zero when
 // it never ran).

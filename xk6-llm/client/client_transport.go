@@ -137,8 +137,16 @@ func (c *Client) loopTarget(ctx context.Context, baseURL string) *loopTarget {
 	if err != nil {
 		return nil
 	}
-	ip, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
+	var ip netip.Addr
+	if c.opts.Resolve != nil {
+		rctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+		defer cancel()
+		ap, err := c.opts.Resolve(rctx, net.JoinHostPort(u.Hostname(), port))
+		if err != nil {
+			return nil // net/http asks again and fails the request with its error
+		}
+		ip, p = ap.Addr(), uint64(ap.Port())
+	} else if ip, err = netip.ParseAddr(u.Hostname()); err != nil {
 		rctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 		defer cancel()
 		var r net.Resolver

@@ -1,9 +1,13 @@
 package js
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net/netip"
 	"time"
 
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
 	"github.com/llmchaos/llmchaos/xk6-llm/recording"
 )
 
@@ -42,6 +46,28 @@ type ClientInfo struct {
 	// APIKey is the literal key the script gave (apiKey), for the
 	// pre-flight check's requests only: never encoded, printed or logged.
 	APIKey string `json:"-"`
+	// Net is how the run's llm.Client objects connect, from the script's
+	// options; set by Clients (nil in the list VU 0 builds).
+	Net *ClientNet `json:"-"`
+}
+
+// ClientNet is how the llm.Client objects of a run connect: the script's
+// hosts, blockHostnames, blacklistIPs, tlsAuth, tlsVersion,
+// tlsCipherSuites, insecureSkipTLSVerify and noConnectionReuse, as
+// k6/http honours them, so that a pre-flight check goes where the load
+// will.
+type ClientNet struct {
+	TLSConfig   *tls.Config
+	Resolve     func(ctx context.Context, hostport string) (netip.AddrPort, error)
+	NoKeepAlive bool
+}
+
+// Apply sets o's connection options to n's; a nil n leaves o as it is.
+func (n *ClientNet) Apply(o *client.Options) {
+	if n == nil {
+		return
+	}
+	o.TLSConfig, o.Resolve, o.NoKeepAlive = n.TLSConfig, n.Resolve, n.NoKeepAlive
 }
 
 // String is c without its key, so that printing a ClientInfo never shows it.
@@ -54,11 +80,22 @@ func (c ClientInfo) String() string {
 }
 
 // Clients returns the distinct llm.Client objects VU 0's init code made,
-// in the order it made them.
+// in the order it made them, each with the run's ClientNet as the
+// script's options set it (SetHTTPOptions).
 func (s *Shared) Clients() []ClientInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]ClientInfo(nil), s.made...)
+	out := append([]ClientInfo(nil), s.made...)
+	n := s.clientNet()
+	for i := range out {
+		out[i].Net = n
+	}
+	return out
+}
+
+// clientNet is the ClientNet of the script's options as they stand.
+func (s *Shared) clientNet() *ClientNet {
+	return &ClientNet{TLSConfig: s.httpO.tlsConfig(), Resolve: s.httpO.guard.resolver(s.httpO.hosts), NoKeepAlive: s.httpO.noReuse}
 }
 
 // noteClient records an llm.Client made by VU 0's init code, once.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -125,5 +127,66 @@ func (g *dialGuard) dialer(d *net.Dialer, hosts *hostsMap) func(ctx context.Cont
 			}
 		}
 		return dial(ctx, network, addr)
+	}
+}
+
+// resolver is the llm.Client's view of the two options and of hosts, for
+// the load client's Resolve (which its event loop asks as well as
+// net/http): a blocked name fails before any lookup, hosts maps the name,
+// the system resolves what is still a name (IPv4 first, as Go's dialer
+// for a loopback name), and an address in a blacklisted range is refused.
+// Nil when none of the three is set: the client resolves as it always does.
+func (g *dialGuard) resolver(hosts *hostsMap) func(ctx context.Context, hostport string) (netip.AddrPort, error) {
+	if g == nil && hosts == nil {
+		return nil
+	}
+	return func(ctx context.Context, hostport string) (netip.AddrPort, error) {
+		host, _, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return netip.AddrPort{}, err
+		}
+		if g != nil {
+			if p := g.blocked(host); p != "" {
+				return netip.AddrPort{}, &blockedHostError{host: host, pattern: p}
+			}
+		}
+		if hosts != nil {
+			hostport = hosts.resolve(hostport)
+		}
+		host, port, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return netip.AddrPort{}, err
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			return netip.AddrPort{}, fmt.Errorf("port %q: %w", port, err)
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			var r net.Resolver
+			ips, err := r.LookupNetIP(ctx, "ip", host)
+			if err != nil {
+				return netip.AddrPort{}, err
+			}
+			if len(ips) == 0 {
+				return netip.AddrPort{}, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			}
+			ip = ips[0]
+			for _, a := range ips {
+				if a.Is4() {
+					ip = a
+					break
+				}
+			}
+		}
+		ip = ip.Unmap()
+		if g != nil {
+			for _, n := range g.nets {
+				if n.Contains(ip.AsSlice()) {
+					return netip.AddrPort{}, &blacklistedIPError{ip: ip.AsSlice(), net: n}
+				}
+			}
+		}
+		return netip.AddrPortFrom(ip, uint16(p)), nil
 	}
 }

@@ -135,9 +135,7 @@ func newHTTPClient(o httpOptions) *httpClient {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableKeepAlives:   o.noReuse,
-		//nolint:gosec // the script's insecureSkipTLSVerify, tlsVersion and tlsCipherSuites ask for it
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: o.insecure, MinVersion: o.tlsMin, MaxVersion: o.tlsMax, CipherSuites: o.suites,
-			Certificates: o.certs},
+		TLSClientConfig:     o.tlsConfig(),
 	}
 	fresh := tr.Clone()
 	fresh.DisableKeepAlives = true
@@ -146,6 +144,15 @@ func newHTTPClient(o httpOptions) *httpClient {
 		c:     &http.Client{Transport: tr, CheckRedirect: checkRedirect},
 		retry: &http.Client{Transport: fresh, CheckRedirect: checkRedirect},
 	}
+}
+
+// tlsConfig is the TLS configuration of the script's options
+// (insecureSkipTLSVerify, tlsVersion, tlsCipherSuites, tlsAuth), a new
+// one on each call.
+func (o *httpOptions) tlsConfig() *tls.Config {
+	//nolint:gosec // the script's insecureSkipTLSVerify, tlsVersion and tlsCipherSuites ask for it
+	return &tls.Config{InsecureSkipVerify: o.insecure, MinVersion: o.tlsMin, MaxVersion: o.tlsMax, CipherSuites: o.suites,
+		Certificates: o.certs}
 }
 
 // close releases the idle connections.

@@ -421,16 +421,17 @@ func (s *Shared) client(k clientKey) (*client.Client, error) {
 	if c, ok := s.clients[k]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{
+	opts := client.Options{
 		Clock: s.Clock, Concurrency: 1024, Seed: s.seed, APIKeyEnv: k.apiKeyEnv, APIKey: k.apiKey, RequestTimeout: k.timeout,
-		NoKeepAlive: s.httpO.noReuse,
 		Getenv: func(name string) string {
 			if v, ok := s.Env[name]; ok {
 				return v
 			}
 			return os.Getenv(name)
 		},
-	})
+	}
+	s.clientNet().Apply(&opts) // the script's hosts, blockHostnames, blacklistIPs and TLS options, as k6/http's
+	c, err := client.New(opts)
 	if err != nil {
 		return nil, err
 	}
