@@ -37,6 +37,7 @@ type balloonOptions struct {
 	GPUMemory    int64   // device size when the balloon is the first opener; 0 adopts the recorded one
 	FaultToken   string  // set by the gpu.memory_pressure fault, so that recover can find this process
 	ParentPID    int     // set by the fault: the process that started this one; 0 when not given
+	ReadyFile    string  // written once holding, removed before the release; "" for none
 }
 
 func newBalloonCmd() *cobra.Command {
@@ -49,7 +50,10 @@ find less free: --gib N holds N GiB, --leave-free-gib N holds everything free
 but N GiB, and with --grow it keeps taking memory that others free (a
 crashed replica's, say), so that a restart finds too little. Once it holds,
 it prints one line ("holding ...") on stdout, a readiness signal for whoever
-started it. It releases the memory and exits 0 on
+started it, and with --ready-file writes that line to a file, removed again
+before the memory is released: the balloon pod of gpupod.memory_pressure is
+Ready while the file exists ("gpu-balloon is-holding FILE", its readiness
+probe, exits 0 then). It releases the memory and exits 0 on
 SIGTERM or SIGINT, and when its parent process exits. It exits 4 when too
 little memory is free, 2 on bad flags.
 
@@ -76,7 +80,36 @@ for nvidia-smi's numbering); it exits 5 when there is no driver or device.`,
 	_ = fs.MarkHidden("fault-token")
 	fs.IntVar(&o.ParentPID, "parent-pid", 0, "pid of the process that started this balloon: refuse to hold if it is gone already (set by llmchaos itself)")
 	_ = fs.MarkHidden("parent-pid")
+	fs.StringVar(&o.ReadyFile, "ready-file", "", "write the holding line to this file once holding, and remove it before releasing (for a readiness probe)")
+	cmd.AddCommand(newBalloonIsHoldingCmd())
 	return cmd
+}
+
+// newBalloonIsHoldingCmd is the balloon pod's readiness probe: the
+// llmchaos image has no shell or test(1), so the probe runs llmchaos.
+func newBalloonIsHoldingCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "is-holding READY_FILE",
+		Short:  "Exit 0 when a gpu-balloon's --ready-file exists (it holds its memory), 1 when not",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := os.Stat(args[0]); err != nil {
+				return fmt.Errorf("gpu-balloon is not holding: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// writeReadyFile writes line to path whole (a temporary file renamed onto
+// it), so that a probe never sees it half written.
+func writeReadyFile(path, line string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // finish checks the flags, reporting every problem at once.
@@ -179,8 +212,18 @@ func runBalloon(ctx context.Context, o balloonOptions, stdout io.Writer, log *sl
 	if err != nil {
 		return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
 	}
-	if _, err := fmt.Fprintf(stdout, "holding %s on %s %d (free now %s)\n", vgpu.FormatSize(held), o.Backend, o.GPU, vgpu.FormatSize(free)); err != nil {
+	line := fmt.Sprintf("holding %s on %s %d (free now %s)\n", vgpu.FormatSize(held), o.Backend, o.GPU, vgpu.FormatSize(free))
+	if _, err := io.WriteString(stdout, line); err != nil {
 		return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
+	}
+	unready := func() {}
+	if o.ReadyFile != "" {
+		if err := writeReadyFile(o.ReadyFile, line); err != nil {
+			return errors.Join(fmt.Errorf("gpu-balloon: --ready-file: %w", err), b.Release())
+		}
+		// Removed before the release: a probe never reports memory that
+		// is being given back as held.
+		unready = func() { _ = os.Remove(o.ReadyFile) }
 	}
 	log.Info("holding", "bytes", held, "backend", o.Backend, "gpu", o.GPU, "vgpu_dir", o.VGPUDir, "free_bytes", free, "fault_token", o.FaultToken)
 	if o.Grow {
@@ -189,10 +232,12 @@ func runBalloon(ctx context.Context, o balloonOptions, stdout io.Writer, log *sl
 			log.Info("took freed memory", "bytes", n, "gpu", o.GPU)
 		})
 		if err != nil {
+			unready()
 			return errors.Join(fmt.Errorf("gpu-balloon: %w", err), b.Release())
 		}
 	}
 	<-ctx.Done()
+	unready()
 	why := "terminated"
 	if errors.Is(context.Cause(ctx), supervisor.ErrParentDied) {
 		why = "parent process exited"

@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmchaos/llmchaos/internal/exitcode"
 	"github.com/llmchaos/llmchaos/simcontract/vgpu"
@@ -42,6 +47,10 @@ func TestBalloonFlagErrors(t *testing.T) {
 	}
 }
 
+// TestBalloonHoldsUntilTerminated: the balloon holds until SIGTERM; its
+// --ready-file holds the holding line while it holds (is-holding, the
+// balloon pod's readiness probe, exits 0), and is gone once it released
+// (is-holding fails).
 func TestBalloonHoldsUntilTerminated(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -50,16 +59,32 @@ func TestBalloonHoldsUntilTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu", "1", "--gib", "4")
+	ready := filepath.Join(t.TempDir(), "holding")
+	isHolding := func() int {
+		var out, errb bytes.Buffer
+		return execute(context.Background(), []string{"gpu-balloon", "is-holding", ready}, &out, &errb)
+	}
+	s := startCmd(t, "gpu-balloon", "--vgpu-dir", dir, "--gpu", "1", "--gib", "4", "--ready-file", ready)
 	waitOutput(t, s.out, regexp.MustCompile(`holding 4\.0 GiB on vgpu 1 \(free now 6\.0 GiB\)`), s.done)
 	if free, _ := d.Free(); free != 6*vgpu.GiB {
 		t.Errorf("free while the balloon holds = %d, want %d", free, 6*vgpu.GiB)
+	}
+	// The file is written after the line is printed: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for isHolding() != exitcode.OK && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b, err := os.ReadFile(ready); err != nil || string(b) != "holding 4.0 GiB on vgpu 1 (free now 6.0 GiB)\n" {
+		t.Errorf("--ready-file while holding: %q, %v; want the holding line", b, err)
 	}
 	if code := s.stop(t); code != exitcode.OK {
 		t.Errorf("exit code after termination = %d, want %d; stderr:\n%s", code, exitcode.OK, s.err)
 	}
 	if free, _ := d.Free(); free != 10*vgpu.GiB {
 		t.Errorf("free after the balloon ended = %d, want %d", free, 10*vgpu.GiB)
+	}
+	if code := isHolding(); code == exitcode.OK {
+		t.Error("is-holding after the release: exit 0, want a failure")
 	}
 }
 
@@ -77,7 +102,8 @@ func TestBalloonTooLittleFree(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--gib", "9"}, &out, &errb)
+	ready := filepath.Join(t.TempDir(), "holding")
+	code := execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", dir, "--gpu-memory", "8GiB", "--gib", "9", "--ready-file", ready}, &out, &errb)
 	if code != exitcode.NoGPUMemory {
 		t.Fatalf("exit code = %d, want %d; stderr %q", code, exitcode.NoGPUMemory, errb.String())
 	}
@@ -86,6 +112,9 @@ func TestBalloonTooLittleFree(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("stdout = %q, want nothing (no holding line when nothing is held)", out.String())
+	}
+	if _, err := os.Stat(ready); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--ready-file of a balloon that holds nothing: %v, want none", err)
 	}
 	code = execute(context.Background(), []string{"gpu-balloon", "--vgpu-dir", t.TempDir(), "--gib", "1"}, &out, &errb)
 	if code == exitcode.OK || !strings.Contains(errb.String(), "no capacity") {

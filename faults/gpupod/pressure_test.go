@@ -177,8 +177,17 @@ func TestBalloonPodsRunOnTheTargetsNodes(t *testing.T) {
 		if got := c.Resources.Limits["nvidia.com/gpu"]; got.String() != "1" {
 			t.Errorf("balloon %s limits %v, want one nvidia.com/gpu", b.Name, c.Resources.Limits)
 		}
-		if want := []string{"gpu-balloon", "--backend", "cuda", "--gpu", "0", "--leave-free-gib", "2", "--grow"}; !slices.Equal(c.Args, want) {
+		if want := []string{"gpu-balloon", "--backend", "cuda", "--gpu", "0", "--ready-file", "/run/llmchaos/holding", "--leave-free-gib", "2", "--grow"}; !slices.Equal(c.Args, want) {
 			t.Errorf("balloon args %q, want %q", c.Args, want)
+		}
+		// Ready only while the memory is held: the probe checks the ready
+		// file, in an emptyDir (the root file system is read-only).
+		if p := c.ReadinessProbe; p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command, []string{"/llmchaos", "gpu-balloon", "is-holding", "/run/llmchaos/holding"}) {
+			t.Errorf("readiness probe %+v, want gpu-balloon is-holding on the ready file", p)
+		}
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/run/llmchaos" || len(b.Spec.Volumes) != 1 ||
+			b.Spec.Volumes[0].Name != c.VolumeMounts[0].Name || b.Spec.Volumes[0].EmptyDir == nil {
+			t.Errorf("volumes %+v, mounts %+v: want an emptyDir at /run/llmchaos", b.Spec.Volumes, c.VolumeMounts)
 		}
 		if c.Image != "llmchaos:cuda" {
 			t.Errorf("image %q", c.Image)
@@ -247,7 +256,7 @@ func TestBalloonPinnedByVisibleDevices(t *testing.T) {
 	if !slices.ContainsFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == "NVIDIA_VISIBLE_DEVICES" && v.Value == uuid }) {
 		t.Errorf("env %+v lacks NVIDIA_VISIBLE_DEVICES=%s", c.Env, uuid)
 	}
-	if want := []string{"gpu-balloon", "--backend", "cuda", "--gpu", "0", "--gib", "8.5"}; !slices.Equal(c.Args, want) {
+	if want := []string{"gpu-balloon", "--backend", "cuda", "--gpu", "0", "--ready-file", "/run/llmchaos/holding", "--gib", "8.5"}; !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
 	if rc := b[0].Spec.RuntimeClassName; rc == nil || *rc != "nvidia-cdi" {
