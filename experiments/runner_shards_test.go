@@ -399,7 +399,10 @@ func TestRunShardedLoadThroughAJob(t *testing.T) {
 // binary) send 30/s for 30 s to the simulator through the runner's proxy;
 // the steady state's threshold probe is checked over their results before
 // the fault (so it must have seen them), then a network.latency fault of
-// 400 ms at 4 s makes the stop condition ttft p(99)<200ms fail. The run
+// 400 ms at 4 s makes the stop condition ttft p(50)<300ms fail (a median
+// the fault moves past 400 ms, which the baseline's slowest requests on a
+// busy machine do not: a p99 under 200 ms once failed before the fault,
+// at 219 ms under the race detector). The run
 // stops long before its 30 s with the stop condition's abort, the shards
 // are stopped as Ctrl-C stops a load and report, and every request they
 // scheduled is recorded once, none lost.
@@ -413,7 +416,7 @@ func TestRunShardedLoadStopsLive(t *testing.T) {
 	exp.Faults = []spec.Fault{{Name: "slow", Type: "network.latency", At: spec.Duration(4 * time.Second), Duration: spec.Duration(20 * time.Second),
 		Params: map[string]any{"latency": "400ms"}}}
 	exp.SteadyState = []spec.Probe{{Threshold: "error_rate: rate<0.1"}}
-	exp.StopConditions = []spec.StopCondition{{Threshold: "ttft: p(99)<200ms"}}
+	exp.StopConditions = []spec.StopCondition{{Threshold: "ttft: p(50)<300ms"}}
 	exp.Thresholds = spec.Thresholds{"requests_lost": {{Threshold: "count==0"}}}
 	exp.Recovery = spec.Recovery{Window: spec.Duration(2 * time.Second), Hold: spec.Duration(2 * time.Second)}
 	shards := &LocalShards{Binary: llmchaosBinary(t)}

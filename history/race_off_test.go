@@ -2,6 +2,5 @@
 
 package history
 
-// raceEnabled reports that the race detector slows everything down (the
-// pure-Go SQLite most of all): the seeded-trial tests run fewer trials.
+// raceEnabled reports a -race build (see skipUnderRace).
 const raceEnabled = false

@@ -12,6 +12,7 @@ import (
 // without a score, never as 0, and a score of 0 the report gives (a revert
 // that failed) stays 0.
 func TestRecordedScoreIsTheReports(t *testing.T) {
+	skipUnderRace(t)
 	f64 := func(v float64) *float64 { return &v }
 	tests := []struct {
 		name  string

@@ -16,6 +16,7 @@ import (
 // and a version change, reads them back and checks the trend's plots,
 // lines and marks.
 func TestBuildTrend(t *testing.T) {
+	skipUnderRace(t)
 	s := open(t, filepath.Join(t.TempDir(), "history.db"))
 	score := 80.0
 	for night := range 6 {
