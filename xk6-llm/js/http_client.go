@@ -210,7 +210,7 @@ type traceStamps struct {
 	wrote, firstByte          time.Time
 	reused                    bool
 	remote                    string
-	wire                      wireBytes // the connection's byte counts when the request got it
+	wire                      *wireBytes // the request's byte counts on its connection (nil: none)
 }
 
 func (t *httpTrace) hooks() *httptrace.ClientTrace {
@@ -241,10 +241,7 @@ func (t *httpTrace) hooks() *httptrace.ClientTrace {
 			if info.Conn != nil {
 				t.s.remote = info.Conn.RemoteAddr().String()
 				if cc := countsOf(info.Conn); cc != nil {
-					t.s.wire = wireBytes{conn: cc}
-					if info.Reused {
-						t.s.wire.read0, t.s.wire.wr0 = cc.read.Load(), cc.written.Load()
-					}
+					t.s.wire = cc.lease(!info.Reused)
 				}
 			}
 		},
