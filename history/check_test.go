@@ -56,7 +56,7 @@ func names(fs []Finding) string {
 // runs on one goroutine, where the detector can find nothing, and the
 // detector slows it twentyfold (the pure-Go SQLite and the histograms'
 // encoding most of all: 2 minutes of CI's race run for these tests, 6 s
-// without). make test runs them again without -race (NORACE_TESTS).
+// without). make test runs the package again without -race.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {

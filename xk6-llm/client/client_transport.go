@@ -149,17 +149,8 @@ func (c *Client) loopTarget(ctx context.Context, baseURL string) *loopTarget {
 	} else if ip, err = netip.ParseAddr(u.Hostname()); err != nil {
 		rctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 		defer cancel()
-		var r net.Resolver
-		ips, err := r.LookupNetIP(rctx, "ip", u.Hostname())
-		if err != nil || len(ips) == 0 {
+		if ip, err = LookupIP(rctx, u.Hostname()); err != nil {
 			return nil
-		}
-		ip = ips[0]
-		for _, a := range ips {
-			if a.Is4() {
-				ip = a // as Go's dialer prefers: IPv4 first for a loopback name
-				break
-			}
 		}
 	}
 	host := u.Host
@@ -169,6 +160,26 @@ func (c *Client) loopTarget(ctx context.Context, baseURL string) *loopTarget {
 	t := &loopTarget{addr: netip.AddrPortFrom(ip.Unmap(), uint16(p)), host: host, path: u.EscapedPath()}
 	got, _ := c.targets.LoadOrStore(baseURL, t)
 	return got.(*loopTarget)
+}
+
+// LookupIP resolves host to the one address the event loop connects to:
+// its first IPv4 address when it has one (as Go's dialer prefers for a
+// loopback name), else its first.
+func LookupIP(ctx context.Context, host string) (netip.Addr, error) {
+	var r net.Resolver
+	ips, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	for _, a := range ips {
+		if a.Is4() {
+			return a, nil
+		}
+	}
+	return ips[0], nil
 }
 
 // loopable reports whether a request collecting out can go through the

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/llmchaos/llmchaos/xk6-llm/client"
 )
 
 // blockedHostError is a request to a name k6's blockHostnames option
@@ -95,6 +97,17 @@ func (g *dialGuard) blocked(host string) string {
 	return ""
 }
 
+// forbidden is the error of a connection to ip under blacklistIPs (nil:
+// allowed).
+func (g *dialGuard) forbidden(ip net.IP) error {
+	for _, n := range g.nets {
+		if n.Contains(ip) {
+			return &blacklistedIPError{ip: ip, net: n}
+		}
+	}
+	return nil
+}
+
 // dialer wraps dial: a blocked name fails before any lookup, and d (the
 // dialer under dial) refuses to connect to a forbidden address, whatever
 // name or hosts entry resolved to it. hosts maps names between the two
@@ -106,11 +119,8 @@ func (g *dialGuard) dialer(d *net.Dialer, hosts *hostsMap) func(ctx context.Cont
 			if err != nil {
 				return err
 			}
-			ip := net.ParseIP(host)
-			for _, n := range g.nets {
-				if ip != nil && n.Contains(ip) {
-					return &blacklistedIPError{ip: ip, net: n}
-				}
+			if ip := net.ParseIP(host); ip != nil {
+				return g.forbidden(ip)
 			}
 			return nil
 		}
@@ -163,28 +173,14 @@ func (g *dialGuard) resolver(hosts *hostsMap) func(ctx context.Context, hostport
 		}
 		ip, err := netip.ParseAddr(host)
 		if err != nil {
-			var r net.Resolver
-			ips, err := r.LookupNetIP(ctx, "ip", host)
-			if err != nil {
+			if ip, err = client.LookupIP(ctx, host); err != nil {
 				return netip.AddrPort{}, err
-			}
-			if len(ips) == 0 {
-				return netip.AddrPort{}, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-			}
-			ip = ips[0]
-			for _, a := range ips {
-				if a.Is4() {
-					ip = a
-					break
-				}
 			}
 		}
 		ip = ip.Unmap()
 		if g != nil {
-			for _, n := range g.nets {
-				if n.Contains(ip.AsSlice()) {
-					return netip.AddrPort{}, &blacklistedIPError{ip: ip.AsSlice(), net: n}
-				}
+			if err := g.forbidden(ip.AsSlice()); err != nil {
+				return netip.AddrPort{}, err
 			}
 		}
 		return netip.AddrPortFrom(ip, uint16(p)), nil
